@@ -1,0 +1,235 @@
+//! `fedlinucb` and `private_fedlinucb` (Zhou & Chowdhury 2023): fixed-batch
+//! synchronization, so the communication schedule depends on no data.
+//!
+//! Agent i plays with V = lambda I + W_syn + W_i and theta_hat = V^{-1}
+//! (U_syn + U_i), beta_t = scale (sqrt(lambda) S + R sqrt(d log(1 + t M L^2 /
+//! (d lambda)) + log(1/alpha))). Every B rounds (t mod B = 0, batch k = t / B)
+//! each agent's batch contribution (W_i, U_i) goes through the protocol, the
+//! server's output becomes (W_syn, U_syn) for everyone, and W_i, U_i reset.
+//!
+//! Protocols implemented here: `none` (exact sums; lambda = sqrt(M), as in the
+//! authors' code) and `ldp` (each agent's contributions enter its own
+//! binary-counter tree, [`crate::privacy::tree`], with Gaussian node noise: the
+//! matrix part (Z + Z^T)/2 with Z_ij ~ N(0, sigma^2), the vector part
+//! N(0, sigma^2) per entry, as in the authors' code; the server's output is the
+//! sum of the agents' noisy prefix sums, which equals the slides' per-level
+//! server aggregation). Calibration `code` (default):
+//! sigma = L sqrt(N (log(1/delta) + eps)) / eps, N = floor(log2(T/B)) + 1;
+//! `theorem`: sigma^2 = 8 kappa (log(2/delta) + eps) / eps^2, kappa = 1 + log(T/B).
+//! In both, lambda = sqrt(M N) sigma (sqrt(N + log(1/alpha)) + sqrt(d)).
+//! A noisy lambda I + W_syn that is not positive definite is inverted with
+//! jitter and counted in `cholesky_failures`.
+
+use super::{AgentBank, Calibration, LinearAlgorithm, LinearConfig, Protocol};
+use crate::algo::{Counters, Federation};
+use crate::backend::Backend;
+use crate::env::LinearEnv;
+use crate::linalg;
+use crate::privacy::tree::Tree;
+use crate::privacy::tree_levels;
+use crate::rng::{Purpose, Stream};
+
+/// Noise and regularization constants of Private-FedLinUCB.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ZhouConstants {
+    /// Tree levels N = floor(log2(T/B)) + 1.
+    pub levels: usize,
+    /// Gaussian noise standard deviation per node entry (0 when not private).
+    pub sigma: f64,
+    /// Regularization lambda.
+    pub lambda: f64,
+}
+
+impl ZhouConstants {
+    /// Constants of a configuration.
+    pub fn new(cfg: &LinearConfig) -> Self {
+        let batches = (cfg.horizon / cfg.batch_size).max(1);
+        let levels = tree_levels(batches);
+        let m = cfg.m as f64;
+        let d = cfg.env.d as f64;
+        let n = levels as f64;
+        match (cfg.algorithm, cfg.privacy, cfg.protocol) {
+            (LinearAlgorithm::PrivateFedlinucb, Some((eps, delta)), Protocol::Ldp) => {
+                let sigma = match cfg.calibration {
+                    Calibration::Code => {
+                        cfg.l_bound * (n * ((1.0 / delta).ln() + eps)).sqrt() / eps
+                    }
+                    Calibration::Theorem => {
+                        let kappa = 1.0 + (cfg.horizon as f64 / cfg.batch_size as f64).ln();
+                        (8.0 * kappa * ((2.0 / delta).ln() + eps)).sqrt() / eps
+                    }
+                };
+                let lambda =
+                    (m * n).sqrt() * sigma * ((n + (1.0 / cfg.alpha).ln()).sqrt() + d.sqrt());
+                Self {
+                    levels,
+                    sigma,
+                    lambda,
+                }
+            }
+            _ => Self {
+                levels,
+                sigma: 0.0,
+                lambda: m.sqrt(),
+            },
+        }
+    }
+}
+
+/// A (Private-)FedLinUCB federation.
+pub struct FedLinUcb {
+    cfg: LinearConfig,
+    env: LinearEnv,
+    bank: AgentBank,
+    consts: ZhouConstants,
+    /// lambda I + W_syn.
+    base: Vec<f64>,
+    /// U_syn.
+    u_syn: Vec<f64>,
+    trees: Vec<Tree>,
+    noise: Vec<Stream>,
+    leaf: Vec<f64>,
+    release: Vec<f64>,
+}
+
+impl FedLinUcb {
+    /// New federation.
+    pub fn new(cfg: &LinearConfig, env: LinearEnv, algo_key: &[u64]) -> Self {
+        let d = cfg.env.d;
+        let consts = ZhouConstants::new(cfg);
+        let private = consts.sigma > 0.0;
+        let width = d * d + d;
+        let mut base = vec![0.0; d * d];
+        linalg::set_scaled_identity(&mut base, d, consts.lambda);
+        let (trees, noise) = if private {
+            (
+                (0..cfg.m)
+                    .map(|_| Tree::new(width, consts.levels))
+                    .collect(),
+                (0..cfg.m)
+                    .map(|i| {
+                        let mut k = algo_key.to_vec();
+                        k.extend_from_slice(&[i as u64, Purpose::PrivacyNoise as u64]);
+                        Stream::new(&k)
+                    })
+                    .collect(),
+            )
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        Self {
+            bank: AgentBank::new(&env, cfg.m, consts.lambda),
+            cfg: cfg.clone(),
+            env,
+            consts,
+            base,
+            u_syn: vec![0.0; d],
+            trees,
+            noise,
+            leaf: vec![0.0; width],
+            release: vec![0.0; width],
+        }
+    }
+
+    /// The constants in use.
+    pub fn constants(&self) -> ZhouConstants {
+        self.consts
+    }
+
+    fn beta(&self, t: u64) -> f64 {
+        let c = &self.cfg;
+        let d = c.env.d as f64;
+        let lam = self.consts.lambda;
+        let inner = d * (1.0 + t as f64 * c.m as f64 * c.l_bound * c.l_bound / (d * lam)).ln()
+            + (1.0 / c.alpha).ln();
+        c.confidence_scale * (lam.sqrt() * c.s_bound + c.subgaussian * inner.sqrt())
+    }
+
+    fn sync(&mut self, backend: &dyn Backend) {
+        let (d, dd, m) = (self.cfg.env.d, self.cfg.env.d * self.cfg.env.d, self.cfg.m);
+        let private = !self.trees.is_empty();
+        if private {
+            // Server output: sum over agents of their noisy prefix sums.
+            self.release.fill(0.0);
+            for i in 0..m {
+                self.leaf[..dd].copy_from_slice(&self.bank.gram[i * dd..(i + 1) * dd]);
+                self.leaf[dd..].copy_from_slice(&self.bank.bias[i * d..(i + 1) * d]);
+                let sigma = self.consts.sigma;
+                let rng = &mut self.noise[i];
+                // The tree is sized for floor(T/B) leaves, so it cannot be full.
+                let _ = self.trees[i].insert(&self.leaf, |z| zhou_noise(z, d, sigma, rng));
+                self.trees[i].add_release(&mut self.release);
+            }
+            linalg::set_scaled_identity(&mut self.base, d, self.consts.lambda);
+            for (b, r) in self.base.iter_mut().zip(&self.release[..dd]) {
+                *b += r;
+            }
+            self.u_syn.copy_from_slice(&self.release[dd..]);
+        } else {
+            for i in 0..m {
+                for (b, g) in self
+                    .base
+                    .iter_mut()
+                    .zip(&self.bank.gram[i * dd..(i + 1) * dd])
+                {
+                    *b += g;
+                }
+                for (u, g) in self
+                    .u_syn
+                    .iter_mut()
+                    .zip(&self.bank.bias[i * d..(i + 1) * d])
+                {
+                    *u += g;
+                }
+            }
+        }
+        let base = std::mem::take(&mut self.base);
+        let u = std::mem::take(&mut self.u_syn);
+        self.bank.reset_all(&base, &u, backend);
+        self.base = base;
+        self.u_syn = u;
+        self.bank.counters.sync_rounds += 1;
+        self.bank.counters.messages += 2 * m as u64;
+    }
+}
+
+/// Fills one tree node's noise: matrix part (Z + Z^T)/2, vector part iid.
+fn zhou_noise(z: &mut [f64], d: usize, sigma: f64, rng: &mut Stream) {
+    let dd = d * d;
+    for v in z.iter_mut() {
+        *v = sigma * rng.normal();
+    }
+    for i in 0..d {
+        for j in i + 1..d {
+            let s = 0.5 * (z[i * d + j] + z[j * d + i]);
+            z[i * d + j] = s;
+            z[j * d + i] = s;
+        }
+    }
+    debug_assert_eq!(z.len(), dd + d);
+}
+
+impl Federation for FedLinUcb {
+    fn round(&mut self, t: u64, backend: &dyn Backend) -> f64 {
+        let beta = self.beta(t);
+        let mut regret = 0.0;
+        for i in 0..self.cfg.m {
+            regret += self.bank.step(i, &self.env, backend, beta).regret();
+            if self.bank.since_factor[i] >= self.cfg.refactor_every {
+                self.bank.refactor(i, &self.base, backend);
+            }
+        }
+        if t % self.cfg.batch_size == 0 {
+            self.sync(backend);
+        }
+        regret
+    }
+
+    fn counters(&self) -> Counters {
+        self.bank.counters
+    }
+
+    fn agent_regret(&self) -> &[f64] {
+        &self.bank.regret
+    }
+}

@@ -1,0 +1,31 @@
+//! Bandit algorithms. Each algorithm is one file, named as in its paper;
+//! they share the agent state of [`linear::AgentBank`] and reach the linear
+//! algebra only through a [`crate::backend::Backend`].
+
+pub mod linear;
+
+use crate::backend::Backend;
+
+/// Counters a federation accumulates over a run (written to the output).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Synchronization (communication) rounds.
+    pub sync_rounds: u64,
+    /// Messages sent (agent -> server and server -> agent each count one).
+    pub messages: u64,
+    /// Cholesky factorizations that failed and needed jitter.
+    pub cholesky_failures: u64,
+    /// Confidence widths whose square-root argument was negative and clamped.
+    pub beta_clamps: u64,
+}
+
+/// A federation of agents playing one algorithm in one environment instance.
+pub trait Federation: Send {
+    /// Plays round `t` (1-based) for every agent; returns the round's group
+    /// pseudo-regret.
+    fn round(&mut self, t: u64, backend: &dyn Backend) -> f64;
+    /// Counters so far.
+    fn counters(&self) -> Counters;
+    /// Cumulative pseudo-regret of each agent.
+    fn agent_regret(&self) -> &[f64];
+}

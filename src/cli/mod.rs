@@ -1,0 +1,270 @@
+//! The `fedbandits` command line: `run`, `validate`, `list`, `bench`.
+//!
+//! Raw arguments (clap) are resolved once into a validated [`Job`] and run
+//! options; the library below never sees clap types. Exit codes: 0 success,
+//! 1 runtime failure, 2 invalid job file or arguments.
+
+pub mod bench;
+
+use crate::backend::{self, BackendChoice};
+use crate::job::params::{ALGORITHMS, ENVIRONMENTS, PARAMS};
+use crate::job::shard::Shard;
+use crate::job::{Job, JobError};
+use crate::sim::runner::{RunError, RunOptions, RunReport, run_job};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use thiserror::Error;
+
+/// Simulate (differentially private) federated bandits at scale.
+#[derive(Debug, Parser)]
+#[command(name = "fedbandits", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a job file: expand its grid, simulate every cell, write Parquet.
+    Run {
+        /// The job file (YAML).
+        job: PathBuf,
+        /// Output root directory (overrides the job's `output`); results go
+        /// to OUT/<job name>/.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Backend: auto (CUDA if a device works, else CPU), cpu, or cuda.
+        #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+        backend: BackendChoice,
+        /// Worker threads (default: all cores). Results do not depend on it.
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Run only shard I of N (0-based, e.g. 3/10); cells are assigned
+        /// deterministically, balanced by agent-steps.
+        #[arg(long, default_value = "0/1")]
+        shard: Shard,
+        /// No progress bar.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Check a job file and print its expanded grid, totals and memory
+    /// estimate; writes nothing.
+    Validate {
+        /// The job file (YAML).
+        job: PathBuf,
+        /// Worker threads assumed for the memory estimate (default: all cores).
+        #[arg(long)]
+        threads: Option<usize>,
+    },
+    /// List algorithms, environments and parameters.
+    List,
+    /// Run the canonical benchmark workloads and print agent-steps per second.
+    Bench {
+        /// Backend: auto, cpu or cuda.
+        #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+        backend: BackendChoice,
+        /// Worker threads (default: all cores).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Rounds per federation (more rounds: steadier numbers).
+        #[arg(long, default_value_t = 200)]
+        rounds: u64,
+        /// Run only workloads whose name contains this text.
+        #[arg(long)]
+        only: Option<String>,
+    },
+}
+
+/// Errors reaching the command line.
+#[derive(Debug, Error)]
+pub enum CliError {
+    /// Invalid job file (exit code 2).
+    #[error(transparent)]
+    Job(#[from] JobError),
+    /// Backend selection failed (exit code 2).
+    #[error(transparent)]
+    Backend(#[from] backend::BackendError),
+    /// The run failed (exit code 1).
+    #[error(transparent)]
+    Run(#[from] RunError),
+}
+
+impl CliError {
+    /// Process exit code for this error.
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            CliError::Job(_) | CliError::Backend(_) => ExitCode::from(2),
+            CliError::Run(_) => ExitCode::from(1),
+        }
+    }
+}
+
+/// Executes a parsed command line.
+pub fn execute(cli: Cli) -> Result<(), CliError> {
+    match cli.command {
+        Command::Run {
+            job,
+            out,
+            backend,
+            threads,
+            shard,
+            quiet,
+        } => {
+            let job = Job::load(&job)?;
+            let (be, why) = backend::select(backend)?;
+            if !quiet {
+                eprintln!(
+                    "fedbandits: job {}: {} cell(s) x {} repetition(s), {:.3e} agent-steps; {why}",
+                    job.name,
+                    job.cells.len(),
+                    job.repetitions,
+                    job.total_agent_steps() as f64
+                );
+            }
+            let report = run_job(
+                &job,
+                be.as_ref(),
+                &RunOptions {
+                    shard,
+                    threads,
+                    quiet,
+                    out,
+                },
+            )?;
+            print_report(&report);
+            Ok(())
+        }
+        Command::Validate { job, threads } => {
+            let job = Job::load(&job)?;
+            print!("{job}");
+            let threads = threads.unwrap_or_else(rayon::current_num_threads);
+            let per_fed = job
+                .cells
+                .iter()
+                .map(|c| crate::sim::memory_per_federation(&c.config))
+                .max()
+                .unwrap_or(0);
+            let rows = job.cells.len() as u64
+                * u64::from(job.repetitions)
+                * job.checkpoint_rounds().len() as u64;
+            println!(
+                "totals: {} cells, {} repetitions each, {} federations, {} agent-steps ({:.3e})",
+                job.cells.len(),
+                job.repetitions,
+                job.cells.len() as u64 * u64::from(job.repetitions),
+                job.total_agent_steps(),
+                job.total_agent_steps() as f64
+            );
+            println!(
+                "memory: up to {} per federation, about {} with {threads} threads; output about {rows} rows",
+                human_bytes(per_fed),
+                human_bytes(per_fed * threads as u64 + rows * 400)
+            );
+            println!("results: {}", job.results_dir().display());
+            Ok(())
+        }
+        Command::List => {
+            println!("algorithms:");
+            for (n, d) in ALGORITHMS {
+                println!("  {n:<20} {d}");
+            }
+            println!("environments:");
+            for (n, d) in ENVIRONMENTS {
+                println!("  {n:<20} {d}");
+            }
+            println!("parameters (in params: or grid:):");
+            for p in PARAMS {
+                println!(
+                    "  {:<17} {}; default {}; {}",
+                    p.name,
+                    p.kind.describe(),
+                    p.default,
+                    p.doc
+                );
+                println!("  {:<17} used by: {}", "", p.used_by.join(", "));
+            }
+            Ok(())
+        }
+        Command::Bench {
+            backend,
+            threads,
+            rounds,
+            only,
+        } => {
+            let (be, why) = backend::select(backend)?;
+            eprintln!("fedbandits bench: {why}");
+            bench::run(be.as_ref(), threads, rounds, only.as_deref()).map_err(CliError::Run)
+        }
+    }
+}
+
+fn human_bytes(b: u64) -> String {
+    let b = b as f64;
+    if b >= 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2} GiB", b / (1024.0 * 1024.0 * 1024.0))
+    } else if b >= 1024.0 * 1024.0 {
+        format!("{:.1} MiB", b / (1024.0 * 1024.0))
+    } else {
+        format!("{:.1} KiB", b / 1024.0)
+    }
+}
+
+fn print_report(r: &RunReport) {
+    for w in &r.warnings {
+        eprintln!("warning: {w}");
+    }
+    if r.cells_skipped > 0 {
+        eprintln!(
+            "fedbandits: {} cell(s) already complete in {} (skipped; delete their .cells files to recompute)",
+            r.cells_skipped,
+            r.dir.display()
+        );
+    }
+    let rate = if r.seconds > 0.0 {
+        r.agent_steps as f64 / r.seconds
+    } else {
+        0.0
+    };
+    eprintln!(
+        "fedbandits: ran {} cell(s), {:.3e} agent-steps in {:.1} s ({:.3e} agent-steps/s); wrote {}",
+        r.cells_run,
+        r.agent_steps as f64,
+        r.seconds,
+        rate,
+        r.part.display()
+    );
+    println!(
+        "{:>4}  {:>14} {:>10} {:>10}  cell",
+        "#", "agent regret", "sd", "syncs"
+    );
+    for s in &r.summaries {
+        println!(
+            "{:>4}  {:>14.2} {:>10.2} {:>10.1}  {}{}",
+            s.index,
+            s.agent_regret_mean,
+            s.agent_regret_sd,
+            s.sync_rounds_mean,
+            s.label,
+            if s.skipped {
+                " (skipped: complete)"
+            } else {
+                ""
+            }
+        );
+    }
+}
+
+/// Parses arguments and runs; the binary's whole `main`.
+pub fn main_with_args() -> ExitCode {
+    let cli = Cli::parse();
+    match execute(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
+}

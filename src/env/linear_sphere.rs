@@ -1,0 +1,90 @@
+//! `linear_sphere`: Zhou & Chowdhury's synthetic environment, as in the
+//! authors' code (after Vaswani et al. 2020).
+//!
+//! Per round and agent K raw vectors z: the first d - 1 coordinates are a
+//! standard normal vector normalized to the unit sphere, the last coordinate
+//! is 1; the first min(d, K) actions are replaced by the rows of I_d with the
+//! last column set to 1. theta* = 0.5 (unit vector in R^{d-1}) appended with
+//! 0.5. The mean reward is <z, theta*> on the raw vector (authors' choice,
+//! kept for fidelity) while the agent observes x = z / ||z||; with
+//! `reward_on: normalized` the mean is <x, theta*> instead. Rewards are
+//! mean + N(0, noise_std^2). Random rows have ||z|| = sqrt(2) exactly, so
+//! x = z / sqrt(2). Requires d >= 2.
+//!
+//! Draws per round: (K - min(d, K)) (d - 1) normals (lanes).
+
+use super::{AgentStreams, DecisionSet, random_unit};
+use crate::rng::Stream;
+use crate::rng::normal::fill_normals;
+
+pub(crate) fn draw_theta(d: usize, s: &mut Stream) -> Vec<f64> {
+    let mut theta: Vec<f64> = random_unit(d - 1, s).into_iter().map(|v| 0.5 * v).collect();
+    theta.push(0.5);
+    theta
+}
+
+pub(crate) fn draw(theta: &[f64], raw: bool, s: &mut AgentStreams, ds: &mut DecisionSet) {
+    let (d, k, kp) = (ds.d, ds.k, ds.kp);
+    let last = d - 1;
+    let fixed = d.min(k);
+    let inv_sqrt2 = std::f64::consts::FRAC_1_SQRT_2;
+    let mut best = f64::NEG_INFINITY;
+    // Deterministic rows: e_i + e_{d-1} (i < d - 1) and e_{d-1}.
+    for a in 0..fixed {
+        for j in 0..d {
+            ds.x[j * kp + a] = 0.0;
+        }
+        let (raw_mean, norm) = if a < last {
+            (theta[a] + theta[last], std::f64::consts::SQRT_2)
+        } else {
+            (theta[last], 1.0)
+        };
+        if a < last {
+            ds.x[a * kp + a] = 1.0 / norm;
+        }
+        ds.x[last * kp + a] = 1.0 / norm;
+        let m = if raw { raw_mean } else { raw_mean / norm };
+        ds.mean[a] = m;
+        best = best.max(m);
+    }
+    let nr = k - fixed;
+    if nr > 0 {
+        let g = &mut ds.scratch[..nr * last];
+        fill_normals(&mut s.lanes, g);
+        // g is [coordinate][random action]: column-wise passes vectorize.
+        let inv = &mut ds.norms[..nr];
+        inv.fill(0.0);
+        for j in 0..last {
+            for (n2, v) in inv.iter_mut().zip(&g[j * nr..(j + 1) * nr]) {
+                *n2 += v * v;
+            }
+        }
+        for n2 in inv.iter_mut() {
+            *n2 = 1.0 / n2.sqrt(); // 1 / ||g||
+        }
+        let means = &mut ds.mean[fixed..k];
+        means.fill(theta[last]);
+        for j in 0..last {
+            let col = &g[j * nr..(j + 1) * nr];
+            let dst = &mut ds.x[j * kp + fixed..j * kp + k];
+            for (((x, m), v), iv) in dst
+                .iter_mut()
+                .zip(means.iter_mut())
+                .zip(col)
+                .zip(inv.iter())
+            {
+                let zj = v * iv; // coordinate of the unit vector
+                *m += theta[j] * zj;
+                *x = zj * inv_sqrt2;
+            }
+        }
+        ds.x[last * kp + fixed..last * kp + k].fill(inv_sqrt2);
+        for m in means.iter_mut() {
+            if !raw {
+                *m *= inv_sqrt2;
+            }
+            best = best.max(*m);
+        }
+    }
+    ds.best = best;
+}

@@ -1,0 +1,258 @@
+//! Environments of the linear contextual family (ALGORITHMS.md section 4).
+//!
+//! An environment owns the federation's hidden parameter theta* and knows the
+//! mean reward of every action it offers, so regret is exact pseudo-regret.
+//! Each agent draws its decision sets and rewards from its own streams
+//! ([`AgentStreams`]); the streams are keyed by the *environment* scope, not by
+//! the algorithm, so every algorithm of a comparison sees the same theta*, the
+//! same decision sets and the same reward noise (common random numbers):
+//! decision sets consume a fixed number of draws per round whatever is played.
+
+pub mod linear_gap;
+pub mod linear_sphere;
+
+use crate::rng::lanes::{LANES, Lanes};
+use crate::rng::{Purpose, Stream};
+
+/// Which linear environment, with its own parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LinearEnvKind {
+    /// Dubey & Pentland's synthetic: one optimal action with mean in
+    /// [0.7, 0.8], K - 1 with means in [0.5, 0.6]; Bernoulli rewards.
+    Gap,
+    /// Zhou & Chowdhury's synthetic (after Vaswani et al. 2020).
+    Sphere {
+        /// Standard deviation of the Gaussian reward noise.
+        noise_std: f64,
+        /// Mean reward computed on the raw vector z (authors' code) rather
+        /// than on the normalized x the agent observes.
+        reward_on_raw: bool,
+    },
+}
+
+/// Shape and kind of a linear environment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinearEnvSpec {
+    /// The environment.
+    pub kind: LinearEnvKind,
+    /// Dimension d.
+    pub d: usize,
+    /// Actions per round K.
+    pub k: usize,
+}
+
+/// One round's decision set of one agent, column-major: coordinate `j` of
+/// action `a` is `x[j * kp + a]`, with `kp` = K rounded up to a multiple of 8
+/// so that the scorer reads 8 actions per vector. Padding actions are zero.
+#[derive(Clone, Debug)]
+pub struct DecisionSet {
+    /// Dimension.
+    pub d: usize,
+    /// Number of real actions.
+    pub k: usize,
+    /// Padded number of actions (multiple of [`LANES`]).
+    pub kp: usize,
+    /// Actions, column-major.
+    pub x: Vec<f64>,
+    /// True mean reward of each action (padding: -inf).
+    pub mean: Vec<f64>,
+    /// Largest mean of the round.
+    pub best: f64,
+    /// Normal draws of the round.
+    pub(crate) scratch: Vec<f64>,
+    /// Per-action workspace (inverse norms).
+    pub(crate) norms: Vec<f64>,
+}
+
+impl DecisionSet {
+    /// Buffers for decision sets of shape (d, k).
+    pub fn new(d: usize, k: usize) -> Self {
+        let kp = k.div_ceil(LANES) * LANES;
+        Self {
+            d,
+            k,
+            kp,
+            x: vec![0.0; d * kp],
+            mean: vec![f64::NEG_INFINITY; kp],
+            best: f64::NEG_INFINITY,
+            scratch: vec![0.0; k * d],
+            norms: vec![0.0; kp],
+        }
+    }
+
+    /// Copies action `a` into `out` (length d).
+    #[inline]
+    pub fn action(&self, a: usize, out: &mut [f64]) {
+        for (j, o) in out.iter_mut().enumerate().take(self.d) {
+            *o = self.x[j * self.kp + a];
+        }
+    }
+}
+
+/// The random streams of one agent in one federation.
+#[derive(Clone, Debug)]
+pub struct AgentStreams {
+    /// Eight lanes for the normal draws of decision sets.
+    pub lanes: Lanes,
+    /// Uniform draws of decision sets (scalar).
+    pub uniforms: Stream,
+    /// Reward noise.
+    pub rewards: Stream,
+}
+
+/// A linear environment instance of one federation.
+#[derive(Clone, Debug)]
+pub struct LinearEnv {
+    /// Its specification.
+    pub spec: LinearEnvSpec,
+    /// theta*.
+    pub theta: Vec<f64>,
+    key: Vec<u64>,
+}
+
+impl LinearEnv {
+    /// Draws theta* for the federation whose environment key is `key`
+    /// (job seed, environment scope, repetition).
+    pub fn new(spec: &LinearEnvSpec, key: &[u64]) -> Self {
+        let mut k = key.to_vec();
+        k.push(Purpose::EnvParameter as u64);
+        let mut s = Stream::new(&k);
+        let theta = match spec.kind {
+            LinearEnvKind::Gap => linear_gap::draw_theta(spec.d, &mut s),
+            LinearEnvKind::Sphere { .. } => linear_sphere::draw_theta(spec.d, &mut s),
+        };
+        Self {
+            spec: spec.clone(),
+            theta,
+            key: key.to_vec(),
+        }
+    }
+
+    /// The streams of agent `agent`.
+    pub fn agent_streams(&self, agent: usize) -> AgentStreams {
+        let with = |p: Purpose| {
+            let mut k = self.key.clone();
+            k.extend_from_slice(&[agent as u64, p as u64]);
+            k
+        };
+        let ctx = with(Purpose::Contexts);
+        let mut uni = ctx.clone();
+        uni.push(LANES as u64); // lanes use 0..8; the scalar stream is lane 8
+        AgentStreams {
+            lanes: Lanes::new(&ctx),
+            uniforms: Stream::new(&uni),
+            rewards: Stream::new(&with(Purpose::Rewards)),
+        }
+    }
+
+    /// Draws the next decision set of an agent into `ds`.
+    pub fn draw(&self, s: &mut AgentStreams, ds: &mut DecisionSet) {
+        match self.spec.kind {
+            LinearEnvKind::Gap => linear_gap::draw(&self.theta, s, ds),
+            LinearEnvKind::Sphere { reward_on_raw, .. } => {
+                linear_sphere::draw(&self.theta, reward_on_raw, s, ds)
+            }
+        }
+    }
+
+    /// Draws the reward of an action with mean `mean`.
+    #[inline]
+    pub fn reward(&self, s: &mut AgentStreams, mean: f64) -> f64 {
+        match self.spec.kind {
+            LinearEnvKind::Gap => s.rewards.bernoulli(mean),
+            LinearEnvKind::Sphere { noise_std, .. } => mean + noise_std * s.rewards.normal(),
+        }
+    }
+}
+
+/// A uniformly random unit vector of dimension `d` from a scalar stream.
+pub(crate) fn random_unit(d: usize, s: &mut Stream) -> Vec<f64> {
+    loop {
+        let v: Vec<f64> = (0..d).map(|_| s.normal()).collect();
+        let n = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        if n > 1e-12 {
+            return v.into_iter().map(|x| x / n).collect();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_env(kind: LinearEnvKind, d: usize, k: usize) {
+        let spec = LinearEnvSpec { kind, d, k };
+        let env = LinearEnv::new(&spec, &[1, 2, 3]);
+        let mut s = env.agent_streams(0);
+        let mut ds = DecisionSet::new(d, k);
+        let mut x = vec![0.0; d];
+        for _ in 0..200 {
+            env.draw(&mut s, &mut ds);
+            let mut best = f64::NEG_INFINITY;
+            for a in 0..k {
+                ds.action(a, &mut x);
+                let norm = x.iter().map(|v| v * v).sum::<f64>().sqrt();
+                assert!(norm <= 1.0 + 1e-9, "action norm {norm}");
+                best = best.max(ds.mean[a]);
+                assert!(
+                    (0.0..=1.0 + 1e-12).contains(&ds.mean[a]),
+                    "mean {}",
+                    ds.mean[a]
+                );
+            }
+            assert_eq!(best, ds.best);
+            for a in k..ds.kp {
+                assert_eq!(ds.mean[a], f64::NEG_INFINITY);
+            }
+        }
+    }
+
+    #[test]
+    fn gap_and_sphere_are_well_formed() {
+        check_env(LinearEnvKind::Gap, 5, 25);
+        check_env(LinearEnvKind::Gap, 10, 100);
+        check_env(
+            LinearEnvKind::Sphere {
+                noise_std: 0.5,
+                reward_on_raw: true,
+            },
+            10,
+            100,
+        );
+        check_env(
+            LinearEnvKind::Sphere {
+                noise_std: 0.5,
+                reward_on_raw: false,
+            },
+            4,
+            13,
+        );
+    }
+
+    #[test]
+    fn same_key_same_sets_different_agents_differ() {
+        let spec = LinearEnvSpec {
+            kind: LinearEnvKind::Gap,
+            d: 4,
+            k: 8,
+        };
+        let e1 = LinearEnv::new(&spec, &[9, 9]);
+        let e2 = LinearEnv::new(&spec, &[9, 9]);
+        assert_eq!(e1.theta, e2.theta);
+        let (mut a, mut b, mut c) = (
+            e1.agent_streams(0),
+            e2.agent_streams(0),
+            e1.agent_streams(1),
+        );
+        let (mut da, mut db, mut dc) = (
+            DecisionSet::new(4, 8),
+            DecisionSet::new(4, 8),
+            DecisionSet::new(4, 8),
+        );
+        e1.draw(&mut a, &mut da);
+        e2.draw(&mut b, &mut db);
+        e1.draw(&mut c, &mut dc);
+        assert_eq!(da.x, db.x);
+        assert_ne!(da.x, dc.x);
+    }
+}

@@ -1,0 +1,1086 @@
+//! Job files: YAML -> validated, expanded run plan.
+//!
+//! A job names algorithm(s), environment(s), fixed `params`, a `grid` of swept
+//! parameters (cartesian product), repetitions, horizon, checkpoints, seed
+//! and output directory. Everything is checked before any work: each problem
+//! is reported once with file, line, key and the allowed values
+//! ([`JobError::Invalid`]). See README.md for the format.
+
+pub mod params;
+pub mod shard;
+
+use crate::algo::linear::{Calibration, LinearAlgorithm, LinearConfig, Protocol, SyncRegime};
+use crate::env::{LinearEnvKind, LinearEnvSpec};
+use crate::rng::hash_str;
+use params::{ALGORITHMS, ENVIRONMENTS, Kind, PARAMS, Value, param};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// Version of the simulation semantics; part of every cell's resume key so
+/// that results of an older engine are never mixed with newer ones.
+pub const SEMANTICS_VERSION: u32 = 1;
+
+/// One problem in a job file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Problem {
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// Dotted key path (`params.epsilon`).
+    pub key: String,
+    /// What is wrong and what is allowed.
+    pub message: String,
+}
+
+/// Errors loading a job.
+#[derive(Debug, Error)]
+pub enum JobError {
+    /// The file could not be read.
+    #[error("{path}: cannot read job file: {source}")]
+    Io {
+        /// File.
+        path: String,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// The file has problems.
+    #[error("{}", render_problems(path, problems))]
+    Invalid {
+        /// File.
+        path: String,
+        /// Every problem found.
+        problems: Vec<Problem>,
+    },
+}
+
+fn render_problems(path: &str, problems: &[Problem]) -> String {
+    let mut s = format!("{path}: {} problem(s) in job file", problems.len());
+    for p in problems {
+        match p.line {
+            Some(l) => s += &format!("\n  {path}:{l}: {}: {}", p.key, p.message),
+            None => s += &format!("\n  {path}: {}: {}", p.key, p.message),
+        }
+    }
+    s
+}
+
+/// When to record the regret curve.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CheckpointSpec {
+    /// Every N rounds (and at T).
+    Every(u64),
+    /// N log-spaced rounds between 1 and T (duplicates merged; T included).
+    LogPoints(u64),
+}
+
+impl CheckpointSpec {
+    /// The sorted, distinct checkpoint rounds for horizon `t`.
+    pub fn rounds(&self, horizon: u64) -> Vec<u64> {
+        let mut v: Vec<u64> = match *self {
+            CheckpointSpec::Every(n) => (1..=horizon / n).map(|i| i * n).collect(),
+            CheckpointSpec::LogPoints(n) => {
+                let n = n.max(1);
+                (0..n)
+                    .map(|i| {
+                        let f = if n == 1 {
+                            1.0
+                        } else {
+                            i as f64 / (n - 1) as f64
+                        };
+                        ((horizon as f64).powf(f)).round() as u64
+                    })
+                    .collect()
+            }
+        };
+        v.push(horizon);
+        v.retain(|&t| t >= 1 && t <= horizon);
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            CheckpointSpec::Every(n) => format!("every:{n}"),
+            CheckpointSpec::LogPoints(n) => format!("log_points:{n}"),
+        }
+    }
+}
+
+/// One parameter cell of the expanded grid.
+#[derive(Clone, Debug)]
+pub struct Cell {
+    /// Position in the expanded grid (after de-duplication).
+    pub index: usize,
+    /// Stable identifier: hash of algorithm, environment, horizon and every
+    /// resolved parameter (16 hex digits).
+    pub id: String,
+    /// Resume key: the id plus seed, repetitions, checkpoints and engine
+    /// semantics version.
+    pub key: String,
+    /// Algorithm name.
+    pub algorithm: String,
+    /// Environment name.
+    pub environment: String,
+    /// Resolved parameters that apply to this cell.
+    pub params: BTreeMap<&'static str, Value>,
+    /// Typed configuration.
+    pub config: LinearConfig,
+    /// Scope of the environment streams (shared across algorithms).
+    pub env_scope: u64,
+    /// Scope of the algorithm's own streams.
+    pub cell_scope: u64,
+}
+
+impl Cell {
+    /// Agent-steps of one repetition.
+    pub fn agent_steps_per_rep(&self) -> u64 {
+        self.config.m as u64 * self.config.horizon
+    }
+
+    /// Short description of the parameters that distinguish the cell.
+    pub fn label(&self) -> String {
+        let mut s = format!("{} on {}", self.algorithm, self.environment);
+        for (k, v) in &self.params {
+            s += &format!(" {k}={v}");
+        }
+        s
+    }
+}
+
+/// A validated, expanded job.
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// The job file.
+    pub path: PathBuf,
+    /// Its text (written to the output's metadata).
+    pub yaml: String,
+    /// Job name (default: file stem).
+    pub name: String,
+    /// Root seed.
+    pub seed: u64,
+    /// Repetitions per cell.
+    pub repetitions: u32,
+    /// Horizon T.
+    pub horizon: u64,
+    /// Checkpoints of the regret curve.
+    pub checkpoints: CheckpointSpec,
+    /// Output root directory (results go to `<output>/<name>/`).
+    pub output: PathBuf,
+    /// The cells.
+    pub cells: Vec<Cell>,
+}
+
+impl Job {
+    /// Reads and validates a job file.
+    pub fn load(path: &Path) -> Result<Job, JobError> {
+        let text = std::fs::read_to_string(path).map_err(|source| JobError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::parse(path, &text)
+    }
+
+    /// Validates job text (`path` is used for messages and the default name).
+    pub fn parse(path: &Path, text: &str) -> Result<Job, JobError> {
+        let mut p = Parser {
+            text,
+            problems: Vec::new(),
+        };
+        let job = p.job(path);
+        if p.problems.is_empty() {
+            if let Some(job) = job {
+                return Ok(job);
+            }
+        }
+        let mut problems = p.problems;
+        problems.dedup();
+        Err(JobError::Invalid {
+            path: path.display().to_string(),
+            problems,
+        })
+    }
+
+    /// Directory of this job's results.
+    pub fn results_dir(&self) -> PathBuf {
+        self.output.join(&self.name)
+    }
+
+    /// Checkpoint rounds.
+    pub fn checkpoint_rounds(&self) -> Vec<u64> {
+        self.checkpoints.rounds(self.horizon)
+    }
+
+    /// Total agent-steps of the job.
+    pub fn total_agent_steps(&self) -> u64 {
+        self.cells
+            .iter()
+            .map(|c| c.agent_steps_per_rep())
+            .sum::<u64>()
+            * u64::from(self.repetitions)
+    }
+}
+
+const TOP_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "seed",
+    "repetitions",
+    "horizon",
+    "checkpoints",
+    "output",
+    "algorithm",
+    "environment",
+    "params",
+    "grid",
+];
+
+struct Parser<'a> {
+    text: &'a str,
+    problems: Vec<Problem>,
+}
+
+impl Parser<'_> {
+    fn problem(&mut self, path: &[&str], message: impl Into<String>) {
+        let line = locate(self.text, path);
+        self.problems.push(Problem {
+            line,
+            key: path.join("."),
+            message: message.into(),
+        });
+    }
+
+    fn job(&mut self, path: &Path) -> Option<Job> {
+        let root: serde_yaml::Value = match serde_yaml::from_str(self.text) {
+            Ok(v) => v,
+            Err(e) => {
+                self.problems.push(Problem {
+                    line: e.location().map(|l| l.line()),
+                    key: "(syntax)".into(),
+                    message: format!("not valid YAML: {e}"),
+                });
+                return None;
+            }
+        };
+        let serde_yaml::Value::Mapping(map) = root else {
+            self.problems.push(Problem {
+                line: Some(1),
+                key: "(root)".into(),
+                message: "a job file must be a mapping of keys (name, horizon, algorithm, ...)"
+                    .into(),
+            });
+            return None;
+        };
+        let mut top: BTreeMap<String, serde_yaml::Value> = BTreeMap::new();
+        for (k, v) in map {
+            let Some(k) = k.as_str().map(str::to_owned) else {
+                self.problem(&[], "keys must be strings");
+                continue;
+            };
+            if !TOP_KEYS.contains(&k.as_str()) {
+                self.problem(
+                    &[&k],
+                    format!("unknown key; allowed: {}", TOP_KEYS.join(", ")),
+                );
+                continue;
+            }
+            top.insert(k, v);
+        }
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("job")
+            .to_owned();
+        let name = match top.get("name") {
+            None => Some(stem),
+            Some(v) => match v.as_str() {
+                Some(s)
+                    if !s.is_empty()
+                        && s.chars()
+                            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)) =>
+                {
+                    Some(s.to_owned())
+                }
+                _ => {
+                    self.problem(
+                        &["name"],
+                        "expected a non-empty name of letters, digits, '_', '-', '.'",
+                    );
+                    None
+                }
+            },
+        };
+        if let Some(v) = top.get("description") {
+            if !v.is_string() {
+                self.problem(&["description"], "expected a string");
+            }
+        }
+        let seed = match top.get("seed") {
+            None => Some(0),
+            Some(v) => v.as_u64().or_else(|| {
+                self.problem(&["seed"], "expected an integer >= 0");
+                None
+            }),
+        };
+        let repetitions = match top.get("repetitions") {
+            None => Some(1),
+            Some(v) => match v.as_u64() {
+                Some(r) if (1..=1_000_000).contains(&r) => Some(r as u32),
+                _ => {
+                    self.problem(&["repetitions"], "expected an integer in [1, 1000000]");
+                    None
+                }
+            },
+        };
+        let horizon = match top.get("horizon") {
+            None => {
+                self.problems.push(Problem {
+                    line: None,
+                    key: "horizon".into(),
+                    message: "missing; the number of rounds T is required (integer >= 1)".into(),
+                });
+                None
+            }
+            Some(v) => match v.as_u64() {
+                Some(t) if t >= 1 => Some(t),
+                _ => {
+                    self.problem(
+                        &["horizon"],
+                        "expected an integer >= 1 (T < 1 is impossible)",
+                    );
+                    None
+                }
+            },
+        };
+        let checkpoints = self.checkpoints(top.get("checkpoints"), horizon);
+        let output = match top.get("output") {
+            None => Some(PathBuf::from("results")),
+            Some(v) => v.as_str().map(PathBuf::from).or_else(|| {
+                self.problem(&["output"], "expected a directory path");
+                None
+            }),
+        };
+        let algorithms = self.word_list(&top, "algorithm", ALGORITHMS);
+        let environments = self.word_list(&top, "environment", ENVIRONMENTS);
+        let fixed = self.fixed_params(top.get("params"));
+        let axes = self.grid(top.get("grid"));
+        let (
+            name,
+            seed,
+            repetitions,
+            horizon,
+            checkpoints,
+            output,
+            algorithms,
+            environments,
+            fixed,
+            axes,
+        ) = (
+            name?,
+            seed?,
+            repetitions?,
+            horizon?,
+            checkpoints?,
+            output?,
+            algorithms?,
+            environments?,
+            fixed?,
+            axes?,
+        );
+        let cells = self.expand(
+            &algorithms,
+            &environments,
+            &fixed,
+            &axes,
+            horizon,
+            seed,
+            repetitions,
+            &checkpoints,
+        );
+        Some(Job {
+            path: path.to_path_buf(),
+            yaml: self.text.to_owned(),
+            name,
+            seed,
+            repetitions,
+            horizon,
+            checkpoints,
+            output,
+            cells,
+        })
+    }
+
+    fn checkpoints(
+        &mut self,
+        v: Option<&serde_yaml::Value>,
+        horizon: Option<u64>,
+    ) -> Option<CheckpointSpec> {
+        let Some(v) = v else {
+            return Some(CheckpointSpec::LogPoints(100));
+        };
+        let msg = "expected {every: N} or {log_points: N} with N an integer >= 1";
+        let Some(m) = v.as_mapping() else {
+            self.problem(&["checkpoints"], msg);
+            return None;
+        };
+        if m.len() != 1 {
+            self.problem(&["checkpoints"], msg);
+            return None;
+        }
+        let (k, n) = m.iter().next()?;
+        let n = n.as_u64().filter(|&n| n >= 1);
+        match (k.as_str(), n) {
+            (Some("every"), Some(n)) => {
+                if let Some(t) = horizon {
+                    if n > t {
+                        self.problem(
+                            &["checkpoints", "every"],
+                            format!("{n} exceeds the horizon {t}"),
+                        );
+                        return None;
+                    }
+                }
+                Some(CheckpointSpec::Every(n))
+            }
+            (Some("log_points"), Some(n)) => Some(CheckpointSpec::LogPoints(n)),
+            (Some(other @ ("every" | "log_points")), None) => {
+                self.problem(&["checkpoints", other], "expected an integer >= 1");
+                None
+            }
+            _ => {
+                self.problem(&["checkpoints"], msg);
+                None
+            }
+        }
+    }
+
+    fn word_list(
+        &mut self,
+        top: &BTreeMap<String, serde_yaml::Value>,
+        key: &str,
+        allowed: &[(&str, &str)],
+    ) -> Option<Vec<String>> {
+        let names: Vec<&str> = allowed.iter().map(|(n, _)| *n).collect();
+        let Some(v) = top.get(key) else {
+            self.problems.push(Problem {
+                line: None,
+                key: key.into(),
+                message: format!("missing; allowed: {}", names.join(", ")),
+            });
+            return None;
+        };
+        let items: Vec<&serde_yaml::Value> = match v {
+            serde_yaml::Value::Sequence(s) if !s.is_empty() => s.iter().collect(),
+            serde_yaml::Value::String(_) => vec![v],
+            _ => {
+                self.problem(
+                    &[key],
+                    format!(
+                        "expected a name or a list of names; allowed: {}",
+                        names.join(", ")
+                    ),
+                );
+                return None;
+            }
+        };
+        let mut out = Vec::new();
+        let mut ok = true;
+        for it in items {
+            match it.as_str() {
+                Some(s) if names.contains(&s) => {
+                    if !out.iter().any(|o| o == s) {
+                        out.push(s.to_owned());
+                    }
+                }
+                Some(s) => {
+                    self.problem(
+                        &[key],
+                        format!("unknown {key} '{s}'; allowed: {}", names.join(", ")),
+                    );
+                    ok = false;
+                }
+                None => {
+                    self.problem(
+                        &[key],
+                        format!("expected names; allowed: {}", names.join(", ")),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        ok.then_some(out)
+    }
+
+    fn scalar(&mut self, path: &[&str], v: &serde_yaml::Value) -> Option<Value> {
+        let raw = match v {
+            serde_yaml::Value::Bool(b) => Value::Bool(*b),
+            serde_yaml::Value::Number(n) => match n.as_i64() {
+                Some(i) => Value::Int(i),
+                None => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            serde_yaml::Value::String(s) => Value::Str(s.clone()),
+            _ => {
+                self.problem(path, "expected a single value");
+                return None;
+            }
+        };
+        let name = path.last().copied().unwrap_or_default();
+        let def = param(name)?;
+        match def.kind.check(&raw) {
+            Ok(v) => Some(v),
+            Err(msg) => {
+                self.problem(path, msg);
+                None
+            }
+        }
+    }
+
+    fn unknown_param(&mut self, path: &[&str]) {
+        let names: Vec<&str> = PARAMS.iter().map(|p| p.name).collect();
+        self.problem(
+            path,
+            format!(
+                "unknown parameter; allowed: {} (see `fedbandits list`)",
+                names.join(", ")
+            ),
+        );
+    }
+
+    fn fixed_params(&mut self, v: Option<&serde_yaml::Value>) -> Option<BTreeMap<String, Value>> {
+        let mut out = BTreeMap::new();
+        let Some(v) = v else {
+            return Some(out);
+        };
+        let Some(m) = v.as_mapping() else {
+            self.problem(&["params"], "expected a mapping of parameter: value");
+            return None;
+        };
+        let mut ok = true;
+        for (k, v) in m {
+            let Some(k) = k.as_str() else {
+                self.problem(&["params"], "keys must be strings");
+                ok = false;
+                continue;
+            };
+            if param(k).is_none() {
+                self.unknown_param(&["params", k]);
+                ok = false;
+                continue;
+            }
+            match self.scalar(&["params", k], v) {
+                Some(val) => {
+                    out.insert(k.to_owned(), val);
+                }
+                None => ok = false,
+            }
+        }
+        ok.then_some(out)
+    }
+
+    fn grid(&mut self, v: Option<&serde_yaml::Value>) -> Option<Vec<(String, Vec<Value>)>> {
+        let mut out = Vec::new();
+        let Some(v) = v else {
+            return Some(out);
+        };
+        let Some(m) = v.as_mapping() else {
+            self.problem(
+                &["grid"],
+                "expected a mapping of parameter: [values] or {linspace|logspace: [from, to, n]}",
+            );
+            return None;
+        };
+        let mut ok = true;
+        for (k, v) in m {
+            let Some(k) = k.as_str() else {
+                self.problem(&["grid"], "keys must be strings");
+                ok = false;
+                continue;
+            };
+            let Some(def) = param(k) else {
+                self.unknown_param(&["grid", k]);
+                ok = false;
+                continue;
+            };
+            let path = ["grid", k];
+            let raw: Vec<serde_yaml::Value> = match v {
+                serde_yaml::Value::Sequence(s) if !s.is_empty() => s.clone(),
+                serde_yaml::Value::Mapping(r) if r.len() == 1 => {
+                    match self.range(&path, r, def.kind) {
+                        Some(vals) => {
+                            out.push((k.to_owned(), vals));
+                        }
+                        None => ok = false,
+                    }
+                    continue;
+                }
+                _ => {
+                    self.problem(
+                        &path,
+                        "expected a non-empty list of values or {linspace|logspace: [from, to, n]}",
+                    );
+                    ok = false;
+                    continue;
+                }
+            };
+            let mut vals = Vec::new();
+            for r in &raw {
+                match self.scalar(&path, r) {
+                    Some(val) => vals.push(val),
+                    None => ok = false,
+                }
+            }
+            out.push((k.to_owned(), vals));
+        }
+        ok.then_some(out)
+    }
+
+    fn range(&mut self, path: &[&str], r: &serde_yaml::Mapping, kind: Kind) -> Option<Vec<Value>> {
+        let (k, v) = r.iter().next()?;
+        let which = k.as_str().unwrap_or_default();
+        let spec = v.as_sequence().filter(|s| s.len() == 3);
+        let parts = spec.and_then(|s| Some((s[0].as_f64()?, s[1].as_f64()?, s[2].as_u64()?)));
+        let Some((a, b, n)) = parts.filter(|p| p.2 >= 1) else {
+            self.problem(
+                path,
+                "expected {linspace: [from, to, n]} or {logspace: [from, to, n]} with n >= 1",
+            );
+            return None;
+        };
+        if !matches!(kind, Kind::Float { .. }) {
+            self.problem(
+                path,
+                "linspace/logspace apply to real-valued parameters only; list the values",
+            );
+            return None;
+        }
+        let vals: Vec<f64> = match which {
+            "linspace" => (0..n)
+                .map(|i| {
+                    if n == 1 {
+                        a
+                    } else {
+                        a + (b - a) * i as f64 / (n - 1) as f64
+                    }
+                })
+                .collect(),
+            "logspace" => {
+                if a <= 0.0 || b <= 0.0 {
+                    self.problem(path, "logspace endpoints must be > 0 (values, not exponents: like numpy.geomspace)");
+                    return None;
+                }
+                (0..n)
+                    .map(|i| {
+                        if n == 1 {
+                            a
+                        } else {
+                            (a.ln() + (b.ln() - a.ln()) * i as f64 / (n - 1) as f64).exp()
+                        }
+                    })
+                    .collect()
+            }
+            _ => {
+                self.problem(path, "expected linspace or logspace");
+                return None;
+            }
+        };
+        let mut out = Vec::new();
+        for v in vals {
+            match kind.check(&Value::Float(v)) {
+                Ok(v) => out.push(v),
+                Err(msg) => {
+                    self.problem(path, msg);
+                    return None;
+                }
+            }
+        }
+        Some(out)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn expand(
+        &mut self,
+        algorithms: &[String],
+        environments: &[String],
+        fixed: &BTreeMap<String, Value>,
+        axes: &[(String, Vec<Value>)],
+        horizon: u64,
+        seed: u64,
+        reps: u32,
+        checkpoints: &CheckpointSpec,
+    ) -> Vec<Cell> {
+        for (k, _) in axes {
+            if fixed.contains_key(k) {
+                self.problem(&["grid", k], "also set in params; set it in one place");
+            }
+        }
+        let mut cells: Vec<Cell> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let total: usize = axes.iter().map(|(_, v)| v.len()).product();
+        for algo in algorithms {
+            for envname in environments {
+                for combo in 0..total {
+                    let mut raw = fixed.clone();
+                    let mut rem = combo;
+                    for (k, vals) in axes.iter().rev() {
+                        raw.insert(k.clone(), vals[rem % vals.len()].clone());
+                        rem /= vals.len();
+                    }
+                    match resolve(algo, envname, &raw, horizon) {
+                        Ok((params, config)) => {
+                            let canon = canonical(algo, envname, &params, horizon);
+                            if !seen.insert(canon.clone()) {
+                                continue; // an irrelevant axis duplicated this cell
+                            }
+                            let id = format!("{:016x}", hash_str(&canon));
+                            let key_text = format!(
+                                "{canon}|seed={seed}|reps={reps}|ck={}|v{SEMANTICS_VERSION}",
+                                checkpoints.describe()
+                            );
+                            let env_text = env_canonical(envname, &params);
+                            cells.push(Cell {
+                                index: cells.len(),
+                                id,
+                                key: format!("{:016x}", hash_str(&key_text)),
+                                algorithm: algo.clone(),
+                                environment: envname.clone(),
+                                params,
+                                config,
+                                env_scope: hash_str(&env_text),
+                                cell_scope: hash_str(&canon),
+                            });
+                        }
+                        Err(errs) => {
+                            for (key, msg) in errs {
+                                let path: Vec<&str> = if axes.iter().any(|(k, _)| k == key) {
+                                    vec!["grid", key]
+                                } else if fixed.contains_key(key) {
+                                    vec!["params", key]
+                                } else {
+                                    vec![key]
+                                };
+                                let line = locate(self.text, &path);
+                                let p = Problem {
+                                    line,
+                                    key: path.join("."),
+                                    message: format!(
+                                        "{msg} (algorithm {algo}, environment {envname})"
+                                    ),
+                                };
+                                if !self.problems.contains(&p) {
+                                    self.problems.push(p);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        cells
+    }
+}
+
+fn canonical(
+    algo: &str,
+    env: &str,
+    params: &BTreeMap<&'static str, Value>,
+    horizon: u64,
+) -> String {
+    let mut s = format!("{algo}|{env}|T={horizon}");
+    for (k, v) in params {
+        s += &format!("|{k}={}", value_bits(v));
+    }
+    s
+}
+
+fn env_canonical(env: &str, params: &BTreeMap<&'static str, Value>) -> String {
+    let mut s = format!("env={env}");
+    for k in ["d", "k", "noise_std", "reward_on"] {
+        if let Some(v) = params.get(k) {
+            s += &format!("|{k}={}", value_bits(v));
+        }
+    }
+    s
+}
+
+/// Exact text of a value (floats by their bits, so 0.1 and 0.1000001 differ).
+fn value_bits(v: &Value) -> String {
+    match v {
+        Value::Float(f) => format!("f{:016x}", f.to_bits()),
+        other => other.to_string(),
+    }
+}
+
+/// Resolves a cell's raw parameters: fills defaults, drops parameters the
+/// algorithm and environment do not use, checks cross-parameter rules.
+pub fn resolve(
+    algo: &str,
+    env: &str,
+    raw: &BTreeMap<String, Value>,
+    horizon: u64,
+) -> Result<(BTreeMap<&'static str, Value>, LinearConfig), Vec<(&'static str, String)>> {
+    let mut errs: Vec<(&'static str, String)> = Vec::new();
+    let mut out: BTreeMap<&'static str, Value> = BTreeMap::new();
+    let f = |k: &str, default: f64| raw.get(k).and_then(Value::as_f64).unwrap_or(default);
+    let i = |k: &str, default: i64| raw.get(k).and_then(Value::as_i64).unwrap_or(default);
+    let s = |k: &str, default: &str| {
+        raw.get(k)
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_else(|| default.to_owned())
+    };
+
+    let algorithm = match algo {
+        "linucb" => LinearAlgorithm::Linucb,
+        "independent" => LinearAlgorithm::Independent,
+        "random" => LinearAlgorithm::Random,
+        "fedlinucb" => LinearAlgorithm::Fedlinucb,
+        "private_fedlinucb" => LinearAlgorithm::PrivateFedlinucb,
+        _ => LinearAlgorithm::FeducbCentralized,
+    };
+    let zhou = matches!(
+        algorithm,
+        LinearAlgorithm::Fedlinucb | LinearAlgorithm::PrivateFedlinucb
+    );
+    let learner = algorithm != LinearAlgorithm::Random;
+
+    // Environment.
+    let d = i("d", 10);
+    let default_k = if env == "linear_gap" {
+        (d * d).min(100)
+    } else {
+        100
+    };
+    let k = i("k", default_k);
+    out.insert("d", Value::Int(d));
+    out.insert("k", Value::Int(k));
+    let kind = if env == "linear_gap" {
+        LinearEnvKind::Gap
+    } else {
+        if d < 2 {
+            errs.push(("d", "linear_sphere needs d >= 2".into()));
+        }
+        let noise_std = f("noise_std", 0.5);
+        let reward_on = s("reward_on", "raw");
+        out.insert("noise_std", Value::Float(noise_std));
+        out.insert("reward_on", Value::Str(reward_on.clone()));
+        LinearEnvKind::Sphere {
+            noise_std,
+            reward_on_raw: reward_on == "raw",
+        }
+    };
+
+    // Agents.
+    let m = if algorithm == LinearAlgorithm::Linucb {
+        1
+    } else {
+        i("m", 10)
+    };
+    out.insert("m", Value::Int(m));
+
+    let mut cfg = LinearConfig {
+        algorithm,
+        env: LinearEnvSpec {
+            kind,
+            d: d as usize,
+            k: k as usize,
+        },
+        m: m as usize,
+        horizon,
+        lambda: 1.0,
+        alpha: 0.1,
+        confidence_scale: 1.0,
+        s_bound: 1.0,
+        l_bound: 1.0,
+        subgaussian: 0.5,
+        privacy: None,
+        protocol: Protocol::None,
+        batch_size: 25,
+        calibration: Calibration::Code,
+        sync: SyncRegime::Log,
+        refactor_every: 256,
+    };
+    if learner {
+        cfg.alpha = f("alpha", if zhou { 0.01 } else { 0.1 });
+        cfg.confidence_scale = f("confidence_scale", 1.0);
+        cfg.s_bound = f("s_bound", if zhou { (d as f64).sqrt() } else { 1.0 });
+        cfg.l_bound = f("l_bound", 1.0);
+        cfg.subgaussian = f("subgaussian", 0.5);
+        cfg.refactor_every = i("refactor_every", 256) as u32;
+        out.insert("alpha", Value::Float(cfg.alpha));
+        out.insert("confidence_scale", Value::Float(cfg.confidence_scale));
+        out.insert("s_bound", Value::Float(cfg.s_bound));
+        out.insert("l_bound", Value::Float(cfg.l_bound));
+        out.insert("subgaussian", Value::Float(cfg.subgaussian));
+        out.insert("refactor_every", Value::Int(i64::from(cfg.refactor_every)));
+    }
+    let need_privacy =
+        |errs: &mut Vec<(&'static str, String)>, out: &mut BTreeMap<&'static str, Value>| match (
+            raw.get("epsilon").and_then(Value::as_f64),
+            raw.get("delta").and_then(Value::as_f64),
+        ) {
+            (Some(e), Some(dl)) => {
+                out.insert("epsilon", Value::Float(e));
+                out.insert("delta", Value::Float(dl));
+                Some((e, dl))
+            }
+            (e, dl) => {
+                if e.is_none() {
+                    errs.push((
+                        "epsilon",
+                        "missing; a private run needs epsilon (number > 0)".into(),
+                    ));
+                }
+                if dl.is_none() {
+                    errs.push((
+                        "delta",
+                        "missing; a private run needs delta (number in (0, 1))".into(),
+                    ));
+                }
+                None
+            }
+        };
+    match algorithm {
+        LinearAlgorithm::Linucb | LinearAlgorithm::Independent => {
+            cfg.lambda = f("lambda", 1.0);
+            out.insert("lambda", Value::Float(cfg.lambda));
+        }
+        LinearAlgorithm::Random => {}
+        LinearAlgorithm::Fedlinucb | LinearAlgorithm::PrivateFedlinucb => {
+            let b = i("batch_size", 25);
+            if b as u64 > horizon {
+                errs.push((
+                    "batch_size",
+                    format!("B = {b} exceeds the horizon T = {horizon}; allowed: 1 <= B <= T"),
+                ));
+            }
+            cfg.batch_size = b as u64;
+            out.insert("batch_size", Value::Int(b));
+            if algorithm == LinearAlgorithm::PrivateFedlinucb {
+                let proto = s("protocol", "ldp");
+                out.insert("protocol", Value::Str(proto.clone()));
+                if proto == "ldp" {
+                    cfg.protocol = Protocol::Ldp;
+                    cfg.privacy = need_privacy(&mut errs, &mut out);
+                    let cal = s("calibration", "code");
+                    cfg.calibration = if cal == "theorem" {
+                        Calibration::Theorem
+                    } else {
+                        Calibration::Code
+                    };
+                    out.insert("calibration", Value::Str(cal));
+                }
+            }
+        }
+        LinearAlgorithm::FeducbCentralized => {
+            let private = raw.get("private").and_then(Value::as_bool).unwrap_or(true);
+            out.insert("private", Value::Bool(private));
+            if private {
+                cfg.privacy = need_privacy(&mut errs, &mut out);
+            } else {
+                cfg.lambda = f("lambda", 1.0);
+                out.insert("lambda", Value::Float(cfg.lambda));
+            }
+            let sync = s("sync", "log");
+            out.insert("sync", Value::Str(sync.clone()));
+            cfg.sync = match sync.as_str() {
+                "every_round" => SyncRegime::EveryRound,
+                "sqrt_m" => SyncRegime::SqrtM,
+                "threshold" => match raw.get("threshold").and_then(Value::as_f64) {
+                    Some(v) => {
+                        out.insert("threshold", Value::Float(v));
+                        SyncRegime::Threshold(v)
+                    }
+                    None => {
+                        errs.push((
+                            "threshold",
+                            "missing; sync = threshold needs threshold (number > 0)".into(),
+                        ));
+                        SyncRegime::Log
+                    }
+                },
+                _ => SyncRegime::Log,
+            };
+        }
+    }
+    if errs.is_empty() {
+        Ok((out, cfg))
+    } else {
+        Err(errs)
+    }
+}
+
+/// 1-based line of a dotted key path in YAML text (block style), if found.
+pub fn locate(text: &str, path: &[&str]) -> Option<usize> {
+    let mut depth = 0;
+    let mut min_indent: Option<usize> = None;
+    let mut found = None;
+    for (n, line) in text.lines().enumerate() {
+        if depth == path.len() {
+            break;
+        }
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let indent = line.len() - trimmed.len();
+        if let Some(mi) = min_indent {
+            if indent < mi {
+                break; // left the parent block
+            }
+        }
+        let key = path[depth];
+        let bare = trimmed.trim_start_matches("- ");
+        if bare.starts_with(&format!("{key}:")) || bare.starts_with(&format!("\"{key}\":")) {
+            found = Some(n + 1);
+            depth += 1;
+            min_indent = Some(indent + 1);
+        }
+    }
+    found
+}
+
+impl fmt::Display for Job {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "job {} ({})", self.name, self.path.display())?;
+        writeln!(
+            f,
+            "  horizon {}  repetitions {}  seed {}  checkpoints {} ({} rounds)",
+            self.horizon,
+            self.repetitions,
+            self.seed,
+            self.checkpoints.describe(),
+            self.checkpoint_rounds().len()
+        )?;
+        writeln!(f, "  {} cell(s):", self.cells.len())?;
+        for c in &self.cells {
+            writeln!(f, "  [{:>3}] {} {}", c.index, c.id, c.label())?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locate_nested_keys() {
+        let t = "name: x\nparams:\n  m: 3\n  epsilon: 1\ngrid:\n  epsilon: [1, 2]\n";
+        assert_eq!(locate(t, &["params", "epsilon"]), Some(4));
+        assert_eq!(locate(t, &["grid", "epsilon"]), Some(6));
+        assert_eq!(locate(t, &["name"]), Some(1));
+        assert_eq!(locate(t, &["horizon"]), None);
+    }
+
+    #[test]
+    fn checkpoints_are_sorted_distinct_and_end_at_t() {
+        let r = CheckpointSpec::LogPoints(50).rounds(2000);
+        assert_eq!(r[0], 1);
+        assert_eq!(*r.last().unwrap(), 2000);
+        assert!(r.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(
+            CheckpointSpec::Every(300).rounds(1000),
+            vec![300, 600, 900, 1000]
+        );
+    }
+}

@@ -1,0 +1,431 @@
+//! The parameter registry: every parameter a job can set, its type, allowed
+//! range, default and the algorithms or environments that use it. The
+//! registry drives validation, `fedbandits list`, and the output schema (each
+//! parameter is one typed Parquet column, null where it does not apply).
+
+use std::fmt;
+
+/// A parameter value after parsing.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// Integer.
+    Int(i64),
+    /// Real number.
+    Float(f64),
+    /// One of a fixed set of words.
+    Str(String),
+    /// Boolean.
+    Bool(bool),
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Int(v) => write!(f, "{v}"),
+            Value::Float(v) => write!(f, "{v}"),
+            Value::Str(v) => write!(f, "{v}"),
+            Value::Bool(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+impl Value {
+    /// As f64 (integers widen).
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Int(v) => Some(*v as f64),
+            Value::Float(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// As i64.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::Int(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// As a word.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// As bool.
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(v) => Some(*v),
+            _ => None,
+        }
+    }
+}
+
+/// Type and range of a parameter.
+#[derive(Clone, Copy, Debug)]
+pub enum Kind {
+    /// Integer in [min, max].
+    Int {
+        /// Smallest allowed.
+        min: i64,
+        /// Largest allowed.
+        max: i64,
+    },
+    /// Real number in a range.
+    Float {
+        /// Lower bound.
+        min: f64,
+        /// Upper bound.
+        max: f64,
+        /// Whether `min` itself is allowed.
+        min_inclusive: bool,
+        /// Whether `max` itself is allowed.
+        max_inclusive: bool,
+    },
+    /// One of these words.
+    Choice(&'static [&'static str]),
+    /// true or false.
+    Bool,
+}
+
+impl Kind {
+    /// Checks a value; on failure returns "allowed: ..." text.
+    pub fn check(&self, v: &Value) -> Result<Value, String> {
+        match (*self, v) {
+            (Kind::Int { min, max }, Value::Int(x)) => {
+                if (min..=max).contains(x) {
+                    Ok(v.clone())
+                } else {
+                    Err(format!("{x} is out of range; allowed: {}", self.describe()))
+                }
+            }
+            (Kind::Int { .. }, other) => Err(format!(
+                "expected an integer, got {}; allowed: {}",
+                type_name(other),
+                self.describe()
+            )),
+            (
+                Kind::Float {
+                    min,
+                    max,
+                    min_inclusive,
+                    max_inclusive,
+                },
+                Value::Int(_) | Value::Float(_),
+            ) => {
+                let x = v.as_f64().unwrap_or(f64::NAN);
+                let lo_ok = if min_inclusive { x >= min } else { x > min };
+                let hi_ok = if max_inclusive { x <= max } else { x < max };
+                if x.is_finite() && lo_ok && hi_ok {
+                    Ok(Value::Float(x))
+                } else {
+                    Err(format!("{x} is out of range; allowed: {}", self.describe()))
+                }
+            }
+            (Kind::Float { .. }, other) => Err(format!(
+                "expected a number, got {}; allowed: {}",
+                type_name(other),
+                self.describe()
+            )),
+            (Kind::Choice(words), Value::Str(s)) => {
+                if words.contains(&s.as_str()) {
+                    Ok(v.clone())
+                } else {
+                    Err(format!(
+                        "unknown value '{s}'; allowed: {}",
+                        words.join(", ")
+                    ))
+                }
+            }
+            (Kind::Choice(words), other) => Err(format!(
+                "expected one of {}, got {}",
+                words.join(", "),
+                type_name(other)
+            )),
+            (Kind::Bool, Value::Bool(_)) => Ok(v.clone()),
+            (Kind::Bool, other) => Err(format!("expected true or false, got {}", type_name(other))),
+        }
+    }
+
+    /// Human description of the allowed values.
+    pub fn describe(&self) -> String {
+        match *self {
+            Kind::Int { min, max } if max == i64::MAX => format!("integer >= {min}"),
+            Kind::Int { min, max } => format!("integer in [{min}, {max}]"),
+            Kind::Float {
+                min,
+                max,
+                min_inclusive,
+                max_inclusive,
+            } => {
+                if max.is_infinite() {
+                    format!("number {} {min}", if min_inclusive { ">=" } else { ">" })
+                } else {
+                    format!(
+                        "number in {}{min}, {max}{}",
+                        if min_inclusive { "[" } else { "(" },
+                        if max_inclusive { "]" } else { ")" }
+                    )
+                }
+            }
+            Kind::Choice(words) => format!("one of {}", words.join(", ")),
+            Kind::Bool => "true or false".into(),
+        }
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Int(_) => "an integer",
+        Value::Float(_) => "a number",
+        Value::Str(_) => "a string",
+        Value::Bool(_) => "a boolean",
+    }
+}
+
+/// One parameter.
+#[derive(Clone, Copy, Debug)]
+pub struct ParamDef {
+    /// Name in job files and output columns.
+    pub name: &'static str,
+    /// Type and range.
+    pub kind: Kind,
+    /// Default, in words.
+    pub default: &'static str,
+    /// What it means.
+    pub doc: &'static str,
+    /// Algorithms (or environments) that use it.
+    pub used_by: &'static [&'static str],
+}
+
+const POS: Kind = Kind::Float {
+    min: 0.0,
+    max: f64::INFINITY,
+    min_inclusive: false,
+    max_inclusive: false,
+};
+const UNIT_OPEN: Kind = Kind::Float {
+    min: 0.0,
+    max: 1.0,
+    min_inclusive: false,
+    max_inclusive: false,
+};
+const LEARNERS: &[&str] = &[
+    "linucb",
+    "independent",
+    "fedlinucb",
+    "private_fedlinucb",
+    "feducb_centralized",
+];
+
+/// Algorithms of the linear family.
+pub const ALGORITHMS: &[(&str, &str)] = &[
+    (
+        "linucb",
+        "OFUL, a single agent (Abbasi-Yadkori et al. 2011)",
+    ),
+    (
+        "independent",
+        "M OFUL agents without communication (the no-federation baseline)",
+    ),
+    ("random", "uniformly random actions (sanity floor)"),
+    (
+        "fedlinucb",
+        "FedLinUCB, fixed-batch sync, no privacy (Zhou & Chowdhury 2023)",
+    ),
+    (
+        "private_fedlinucb",
+        "Private-FedLinUCB with the tree mechanism (Zhou & Chowdhury 2023)",
+    ),
+    (
+        "feducb_centralized",
+        "FedUCB, adaptive sync + PRIVATIZER (Dubey & Pentland 2020, Alg. 1-2)",
+    ),
+];
+
+/// Environments.
+pub const ENVIRONMENTS: &[(&str, &str)] = &[
+    (
+        "linear_gap",
+        "Dubey & Pentland's synthetic: one optimal action in [0.7,0.8], others in [0.5,0.6]; Bernoulli rewards",
+    ),
+    (
+        "linear_sphere",
+        "Zhou & Chowdhury's synthetic (after Vaswani et al. 2020); Gaussian reward noise",
+    ),
+];
+
+/// Every parameter, in output-column order.
+pub const PARAMS: &[ParamDef] = &[
+    ParamDef {
+        name: "m",
+        kind: Kind::Int {
+            min: 1,
+            max: 1_000_000,
+        },
+        default: "10 (linucb: 1)",
+        doc: "number of agents M",
+        used_by: &[
+            "independent",
+            "random",
+            "fedlinucb",
+            "private_fedlinucb",
+            "feducb_centralized",
+        ],
+    },
+    ParamDef {
+        name: "d",
+        kind: Kind::Int { min: 1, max: 1024 },
+        default: "10",
+        doc: "dimension d (linear_sphere: >= 2)",
+        used_by: &["linear_gap", "linear_sphere"],
+    },
+    ParamDef {
+        name: "k",
+        kind: Kind::Int {
+            min: 1,
+            max: 1_000_000,
+        },
+        default: "linear_gap: min(d^2, 100); linear_sphere: 100",
+        doc: "actions per round K",
+        used_by: &["linear_gap", "linear_sphere"],
+    },
+    ParamDef {
+        name: "noise_std",
+        kind: Kind::Float {
+            min: 0.0,
+            max: f64::INFINITY,
+            min_inclusive: true,
+            max_inclusive: false,
+        },
+        default: "0.5",
+        doc: "standard deviation of Gaussian reward noise",
+        used_by: &["linear_sphere"],
+    },
+    ParamDef {
+        name: "reward_on",
+        kind: Kind::Choice(&["raw", "normalized"]),
+        default: "raw",
+        doc: "mean reward on the raw z (authors' code) or on the observed x",
+        used_by: &["linear_sphere"],
+    },
+    ParamDef {
+        name: "lambda",
+        kind: POS,
+        default: "1",
+        doc: "regularization (OFUL; FedUCB when not private)",
+        used_by: &["linucb", "independent", "feducb_centralized"],
+    },
+    ParamDef {
+        name: "alpha",
+        kind: UNIT_OPEN,
+        default: "0.1 (fedlinucb family: 0.01)",
+        doc: "failure probability of the confidence set",
+        used_by: LEARNERS,
+    },
+    ParamDef {
+        name: "confidence_scale",
+        kind: POS,
+        default: "1",
+        doc: "multiplier of the confidence width beta",
+        used_by: LEARNERS,
+    },
+    ParamDef {
+        name: "s_bound",
+        kind: POS,
+        default: "1 (fedlinucb family: sqrt(d))",
+        doc: "bound S on ||theta*||",
+        used_by: LEARNERS,
+    },
+    ParamDef {
+        name: "l_bound",
+        kind: POS,
+        default: "1",
+        doc: "bound L on ||x||",
+        used_by: LEARNERS,
+    },
+    ParamDef {
+        name: "subgaussian",
+        kind: POS,
+        default: "0.5",
+        doc: "sub-Gaussian constant of the reward noise (R, sigma)",
+        used_by: LEARNERS,
+    },
+    ParamDef {
+        name: "private",
+        kind: Kind::Bool,
+        default: "true",
+        doc: "FedUCB with the PRIVATIZER (needs epsilon, delta)",
+        used_by: &["feducb_centralized"],
+    },
+    ParamDef {
+        name: "epsilon",
+        kind: POS,
+        default: "required when private",
+        doc: "privacy epsilon",
+        used_by: &["private_fedlinucb", "feducb_centralized"],
+    },
+    ParamDef {
+        name: "delta",
+        kind: UNIT_OPEN,
+        default: "required when private",
+        doc: "privacy delta",
+        used_by: &["private_fedlinucb", "feducb_centralized"],
+    },
+    ParamDef {
+        name: "protocol",
+        kind: Kind::Choice(&["ldp", "none"]),
+        default: "ldp",
+        doc: "privacy protocol of private_fedlinucb",
+        used_by: &["private_fedlinucb"],
+    },
+    ParamDef {
+        name: "calibration",
+        kind: Kind::Choice(&["code", "theorem"]),
+        default: "code",
+        doc: "noise calibration: authors' code or the slides' theorem",
+        used_by: &["private_fedlinucb"],
+    },
+    ParamDef {
+        name: "batch_size",
+        kind: Kind::Int {
+            min: 1,
+            max: i64::MAX,
+        },
+        default: "25",
+        doc: "rounds per batch B (B <= T)",
+        used_by: &["fedlinucb", "private_fedlinucb"],
+    },
+    ParamDef {
+        name: "sync",
+        kind: Kind::Choice(&["log", "sqrt_m", "every_round", "threshold"]),
+        default: "log",
+        doc: "FedUCB sync regime",
+        used_by: &["feducb_centralized"],
+    },
+    ParamDef {
+        name: "threshold",
+        kind: POS,
+        default: "required when sync = threshold",
+        doc: "FedUCB sync threshold D",
+        used_by: &["feducb_centralized"],
+    },
+    ParamDef {
+        name: "refactor_every",
+        kind: Kind::Int {
+            min: 1,
+            max: 1_000_000_000,
+        },
+        default: "256",
+        doc: "Cholesky refactorization interval R (rank-1 updates)",
+        used_by: LEARNERS,
+    },
+];
+
+/// Looks a parameter up by name.
+pub fn param(name: &str) -> Option<&'static ParamDef> {
+    PARAMS.iter().find(|p| p.name == name)
+}

@@ -1,0 +1,257 @@
+//! Small dense linear algebra on row-major `d x d` slices.
+//!
+//! The engine's matrices are tiny (d = 5..128) and there are millions of them,
+//! so these are plain loops with no allocation: callers pass workspace. faer's
+//! own documentation says it is not tuned for very small matrices, and for a
+//! d = 10 Cholesky the call overhead dominates; for d up to 128 these loops run
+//! only at syncs and refactorizations, never per step.
+//!
+//! A numerical failure is a value ([`LltError`]), never a panic.
+
+use thiserror::Error;
+
+/// Cholesky failure: the matrix is not (numerically) positive definite.
+#[derive(Debug, Clone, Copy, Error, PartialEq)]
+#[error("matrix is not positive definite: pivot {index} is {value:e}")]
+pub struct LltError {
+    /// Row of the first non-positive pivot.
+    pub index: usize,
+    /// The pivot's value.
+    pub value: f64,
+}
+
+/// In-place Cholesky `A = L L^T`; the lower triangle of `a` becomes `L`
+/// (the strict upper triangle is left untouched). Returns log det A.
+pub fn cholesky_in_place(a: &mut [f64], d: usize) -> Result<f64, LltError> {
+    debug_assert_eq!(a.len(), d * d);
+    let mut logdet = 0.0;
+    for j in 0..d {
+        let mut s = a[j * d + j];
+        for k in 0..j {
+            s -= a[j * d + k] * a[j * d + k];
+        }
+        if !(s > 0.0) || !s.is_finite() {
+            return Err(LltError { index: j, value: s });
+        }
+        let ljj = s.sqrt();
+        a[j * d + j] = ljj;
+        logdet += 2.0 * ljj.ln();
+        let inv = 1.0 / ljj;
+        for i in j + 1..d {
+            let mut s = a[i * d + j];
+            for k in 0..j {
+                s -= a[i * d + k] * a[j * d + k];
+            }
+            a[i * d + j] = s * inv;
+        }
+    }
+    Ok(logdet)
+}
+
+/// Inverse of a symmetric positive-definite matrix by Cholesky.
+///
+/// `work` must hold `d * d` values. On success `inv` holds the full (both
+/// triangles) inverse and the return value is log det `v`.
+pub fn spd_inverse(
+    v: &[f64],
+    d: usize,
+    inv: &mut [f64],
+    work: &mut [f64],
+) -> Result<f64, LltError> {
+    let l = &mut work[..d * d];
+    l.copy_from_slice(v);
+    let logdet = cholesky_in_place(l, d)?;
+    // Invert L in place (lower triangular): Linv stored in the lower triangle of `l`.
+    for j in 0..d {
+        l[j * d + j] = 1.0 / l[j * d + j];
+        for i in j + 1..d {
+            let mut s = 0.0;
+            for k in j..i {
+                s -= l[i * d + k] * l[k * d + j];
+            }
+            l[i * d + j] = s / l[i * d + i];
+        }
+    }
+    // inv = Linv^T Linv.
+    for i in 0..d {
+        for j in 0..=i {
+            let mut s = 0.0;
+            for k in i..d {
+                s += l[k * d + i] * l[k * d + j];
+            }
+            inv[i * d + j] = s;
+            inv[j * d + i] = s;
+        }
+    }
+    Ok(logdet)
+}
+
+/// Like [`spd_inverse`], but on failure retries with `v + jitter I`, jitter
+/// growing from 1e-10 x (mean |diagonal| + 1) by factors of 10, up to 30
+/// times. Returns (log det of the matrix actually inverted, jitter used).
+/// Only a matrix with NaN entries fails all retries.
+pub fn spd_inverse_with_jitter(
+    v: &[f64],
+    d: usize,
+    inv: &mut [f64],
+    work: &mut [f64],
+    shifted: &mut [f64],
+) -> Result<(f64, f64), LltError> {
+    match spd_inverse(v, d, inv, work) {
+        Ok(ld) => Ok((ld, 0.0)),
+        Err(first) => {
+            let scale = (0..d).map(|i| v[i * d + i].abs()).sum::<f64>() / d as f64 + 1.0;
+            let mut jitter = 1e-10 * scale;
+            for _ in 0..30 {
+                shifted.copy_from_slice(v);
+                for i in 0..d {
+                    shifted[i * d + i] += jitter;
+                }
+                if let Ok(ld) = spd_inverse(shifted, d, inv, work) {
+                    return Ok((ld, jitter));
+                }
+                jitter *= 10.0;
+            }
+            Err(first)
+        }
+    }
+}
+
+/// `y = A x` for a row-major `d x d` matrix.
+#[inline]
+pub fn matvec(a: &[f64], x: &[f64], y: &mut [f64], d: usize) {
+    for (i, yi) in y.iter_mut().enumerate().take(d) {
+        let row = &a[i * d..(i + 1) * d];
+        let mut s = 0.0;
+        for (aij, xj) in row.iter().zip(x) {
+            s = aij.mul_add(*xj, s);
+        }
+        *yi = s;
+    }
+}
+
+/// Sherman-Morrison: `inv <- (A + x x^T)^{-1}` given `inv = A^{-1}` (symmetric).
+/// `w` is workspace of length d. Returns q = x^T A^{-1} x; log det grows by
+/// ln(1 + q) (matrix determinant lemma).
+#[inline]
+pub fn sherman_morrison(inv: &mut [f64], x: &[f64], w: &mut [f64], d: usize) -> f64 {
+    matvec(inv, x, w, d);
+    let mut q = 0.0;
+    for (wi, xi) in w.iter().zip(x).take(d) {
+        q = wi.mul_add(*xi, q);
+    }
+    let c = -1.0 / (1.0 + q);
+    for i in 0..d {
+        let cwi = c * w[i];
+        let row = &mut inv[i * d..(i + 1) * d];
+        for (r, wj) in row.iter_mut().zip(w.iter()) {
+            *r = cwi.mul_add(*wj, *r);
+        }
+    }
+    q
+}
+
+/// `a += x x^T` (full matrix).
+#[inline]
+pub fn add_outer(a: &mut [f64], x: &[f64], d: usize) {
+    for i in 0..d {
+        let xi = x[i];
+        let row = &mut a[i * d..(i + 1) * d];
+        for (r, xj) in row.iter_mut().zip(x) {
+            *r = xi.mul_add(*xj, *r);
+        }
+    }
+}
+
+/// Writes `c I` into `a`.
+pub fn set_scaled_identity(a: &mut [f64], d: usize, c: f64) {
+    a.fill(0.0);
+    for i in 0..d {
+        a[i * d + i] = c;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Stream;
+
+    fn random_spd(d: usize, s: &mut Stream) -> Vec<f64> {
+        let mut a = vec![0.0; d * d];
+        for _ in 0..2 * d {
+            let x: Vec<f64> = (0..d).map(|_| s.normal()).collect();
+            add_outer(&mut a, &x, d);
+        }
+        for i in 0..d {
+            a[i * d + i] += 0.5;
+        }
+        a
+    }
+
+    #[test]
+    fn inverse_times_matrix_is_identity() {
+        let mut s = Stream::new(&[1]);
+        for d in [1, 2, 5, 10, 33] {
+            let a = random_spd(d, &mut s);
+            let mut inv = vec![0.0; d * d];
+            let mut work = vec![0.0; d * d];
+            spd_inverse(&a, d, &mut inv, &mut work).unwrap();
+            for i in 0..d {
+                for j in 0..d {
+                    let v: f64 = (0..d).map(|k| a[i * d + k] * inv[k * d + j]).sum();
+                    let want = if i == j { 1.0 } else { 0.0 };
+                    assert!((v - want).abs() < 1e-9, "d={d} ({i},{j}) {v}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn logdet_of_diagonal() {
+        let d = 4;
+        let mut a = vec![0.0; 16];
+        for (i, v) in [1.0, 2.0, 3.0, 4.0].iter().enumerate() {
+            a[i * d + i] = *v;
+        }
+        let ld = cholesky_in_place(&mut a, d).unwrap();
+        assert!((ld - 24f64.ln()).abs() < 1e-14);
+    }
+
+    #[test]
+    fn indefinite_is_an_error_and_jitter_recovers_semidefinite() {
+        let d = 2;
+        let a = [1.0, 2.0, 2.0, 1.0];
+        let mut inv = [0.0; 4];
+        let mut w = [0.0; 4];
+        let e = spd_inverse(&a, d, &mut inv, &mut w).unwrap_err();
+        assert_eq!(e.index, 1);
+        // Singular PSD matrix: jitter makes it invertible.
+        let b = [1.0, 1.0, 1.0, 1.0];
+        let mut sh = [0.0; 4];
+        let (_, jitter) = spd_inverse_with_jitter(&b, d, &mut inv, &mut w, &mut sh).unwrap();
+        assert!(jitter > 0.0);
+    }
+
+    #[test]
+    fn sherman_morrison_matches_direct() {
+        let d = 6;
+        let mut s = Stream::new(&[2]);
+        let mut a = random_spd(d, &mut s);
+        let mut inv = vec![0.0; d * d];
+        let mut work = vec![0.0; d * d];
+        let mut ld = spd_inverse(&a, d, &mut inv, &mut work).unwrap();
+        let mut w = vec![0.0; d];
+        for _ in 0..50 {
+            let x: Vec<f64> = (0..d).map(|_| s.normal()).collect();
+            let q = sherman_morrison(&mut inv, &x, &mut w, d);
+            ld += (1.0 + q).ln();
+            add_outer(&mut a, &x, d);
+        }
+        let mut direct = vec![0.0; d * d];
+        let ld2 = spd_inverse(&a, d, &mut direct, &mut work).unwrap();
+        assert!((ld - ld2).abs() < 1e-10);
+        for (x, y) in inv.iter().zip(&direct) {
+            assert!((x - y).abs() < 1e-10 * y.abs().max(1e-3));
+        }
+    }
+}

@@ -1,0 +1,327 @@
+//! Parquet output: the long-format schema (one row per cell, repetition and
+//! checkpoint), atomic writes and read-back.
+//!
+//! Every parameter of the registry ([`crate::job::params::PARAMS`]) is its own
+//! typed, nullable column (null where the cell's algorithm or environment does
+//! not use it). Files carry key-value metadata: the job YAML, crate version,
+//! git commit, semantics version. Files are written to `<name>.tmp-<pid>` in
+//! the same directory, flushed, synced and renamed, so a reader never sees a
+//! partial file under a final name.
+
+use crate::job::params::{Kind, PARAMS, Value};
+use crate::job::{Cell, Job, SEMANTICS_VERSION};
+use crate::sim::RepResult;
+use arrow_array::builder::{
+    BooleanBuilder, Float64Builder, Int64Builder, StringBuilder, UInt32Builder, UInt64Builder,
+};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::basic::Compression;
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use thiserror::Error;
+
+/// Output errors.
+#[derive(Debug, Error)]
+pub enum OutputError {
+    /// Filesystem problem.
+    #[error("{path}: {source}")]
+    Io {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// Parquet encoding or decoding problem.
+    #[error("{path}: parquet: {source}")]
+    Parquet {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        source: parquet::errors::ParquetError,
+    },
+    /// Arrow problem.
+    #[error("arrow: {0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
+}
+
+/// Git commit the binary was built from (or "unknown").
+pub const GIT_COMMIT: &str = match option_env!("FEDBANDITS_GIT_COMMIT") {
+    Some(c) => c,
+    None => "unknown",
+};
+
+fn param_type(kind: Kind) -> DataType {
+    match kind {
+        Kind::Int { .. } => DataType::Int64,
+        Kind::Float { .. } => DataType::Float64,
+        Kind::Choice(_) => DataType::Utf8,
+        Kind::Bool => DataType::Boolean,
+    }
+}
+
+/// The output schema.
+pub fn schema() -> SchemaRef {
+    let mut f = vec![
+        Field::new("job", DataType::Utf8, false),
+        Field::new("cell_id", DataType::Utf8, false),
+        Field::new("cell_index", DataType::UInt32, false),
+        Field::new("algorithm", DataType::Utf8, false),
+        Field::new("environment", DataType::Utf8, false),
+        Field::new("horizon", DataType::UInt64, false),
+    ];
+    for p in PARAMS {
+        f.push(Field::new(p.name, param_type(p.kind), true));
+    }
+    f.extend([
+        Field::new("repetition", DataType::UInt32, false),
+        Field::new("seed", DataType::UInt64, false),
+        Field::new("t", DataType::UInt64, false),
+        Field::new("group_regret", DataType::Float64, false),
+        Field::new("agent_regret", DataType::Float64, false),
+        Field::new("agent_regret_max", DataType::Float64, false),
+        Field::new("sync_rounds", DataType::UInt64, false),
+        Field::new("messages", DataType::UInt64, false),
+        Field::new("cholesky_failures", DataType::UInt64, false),
+        Field::new("beta_clamps", DataType::UInt64, false),
+        Field::new("target_epsilon", DataType::Float64, true),
+        Field::new("target_delta", DataType::Float64, true),
+        Field::new("schedule_private", DataType::Boolean, false),
+        Field::new("backend", DataType::Utf8, false),
+        Field::new("wall_seconds", DataType::Float64, false),
+    ]);
+    Arc::new(Schema::new(f))
+}
+
+/// Columns that vary between runs of the same job (excluded from
+/// reproducibility comparisons).
+pub const NONDETERMINISTIC_COLUMNS: &[&str] = &["wall_seconds"];
+
+/// Builds the record batch of one cell (repetitions in order).
+pub fn cell_batch(
+    job: &Job,
+    cell: &Cell,
+    reps: &[RepResult],
+    backend: &str,
+) -> Result<RecordBatch, OutputError> {
+    let n: usize = reps.iter().map(|r| r.points.len()).sum();
+    let mut cols: Vec<ArrayRef> = Vec::new();
+    let repeat_str = |s: &str| {
+        let mut b = StringBuilder::new();
+        for _ in 0..n {
+            b.append_value(s);
+        }
+        Arc::new(b.finish()) as ArrayRef
+    };
+    cols.push(repeat_str(&job.name));
+    cols.push(repeat_str(&cell.id));
+    let mut b = UInt32Builder::new();
+    b.append_value_n(cell.index as u32, n);
+    cols.push(Arc::new(b.finish()));
+    cols.push(repeat_str(&cell.algorithm));
+    cols.push(repeat_str(&cell.environment));
+    let mut b = UInt64Builder::new();
+    b.append_value_n(job.horizon, n);
+    cols.push(Arc::new(b.finish()));
+    for p in PARAMS {
+        let v = cell.params.get(p.name);
+        let col: ArrayRef = match p.kind {
+            Kind::Int { .. } => {
+                let mut b = Int64Builder::new();
+                for _ in 0..n {
+                    b.append_option(v.and_then(Value::as_i64));
+                }
+                Arc::new(b.finish())
+            }
+            Kind::Float { .. } => {
+                let mut b = Float64Builder::new();
+                for _ in 0..n {
+                    b.append_option(v.and_then(Value::as_f64));
+                }
+                Arc::new(b.finish())
+            }
+            Kind::Choice(_) => {
+                let mut b = StringBuilder::new();
+                for _ in 0..n {
+                    b.append_option(v.and_then(Value::as_str));
+                }
+                Arc::new(b.finish())
+            }
+            Kind::Bool => {
+                let mut b = BooleanBuilder::new();
+                for _ in 0..n {
+                    b.append_option(v.and_then(Value::as_bool));
+                }
+                Arc::new(b.finish())
+            }
+        };
+        cols.push(col);
+    }
+    let per_point = |f: &dyn Fn(&RepResult, &crate::sim::CurvePoint) -> f64| {
+        let mut b = Float64Builder::new();
+        for r in reps {
+            for p in &r.points {
+                b.append_value(f(r, p));
+            }
+        }
+        Arc::new(b.finish()) as ArrayRef
+    };
+    let per_point_u64 = |f: &dyn Fn(&RepResult, &crate::sim::CurvePoint) -> u64| {
+        let mut b = UInt64Builder::new();
+        for r in reps {
+            for p in &r.points {
+                b.append_value(f(r, p));
+            }
+        }
+        Arc::new(b.finish()) as ArrayRef
+    };
+    let mut b = UInt32Builder::new();
+    for r in reps {
+        b.append_value_n(r.rep, r.points.len());
+    }
+    cols.push(Arc::new(b.finish()));
+    let mut b = UInt64Builder::new();
+    b.append_value_n(job.seed, n);
+    cols.push(Arc::new(b.finish()));
+    cols.push(per_point_u64(&|_, p| p.t));
+    cols.push(per_point(&|_, p| p.group_regret));
+    cols.push(per_point(&|_, p| p.agent_regret_mean));
+    cols.push(per_point(&|_, p| p.agent_regret_max));
+    cols.push(per_point_u64(&|_, p| p.counters.sync_rounds));
+    cols.push(per_point_u64(&|_, p| p.counters.messages));
+    cols.push(per_point_u64(&|_, p| p.counters.cholesky_failures));
+    cols.push(per_point_u64(&|_, p| p.counters.beta_clamps));
+    let (te, td) = match cell.config.privacy {
+        Some((e, d)) => (Some(e), Some(d)),
+        None => (None, None),
+    };
+    let mut b = Float64Builder::new();
+    for _ in 0..n {
+        b.append_option(te);
+    }
+    cols.push(Arc::new(b.finish()));
+    let mut b = Float64Builder::new();
+    for _ in 0..n {
+        b.append_option(td);
+    }
+    cols.push(Arc::new(b.finish()));
+    let schedule_private = cell.algorithm != "feducb_centralized";
+    let mut b = BooleanBuilder::new();
+    for _ in 0..n {
+        b.append_value(schedule_private);
+    }
+    cols.push(Arc::new(b.finish()));
+    cols.push(repeat_str(backend));
+    cols.push(per_point(&|r, _| r.wall_seconds));
+    Ok(RecordBatch::try_new(schema(), cols)?)
+}
+
+/// Key-value metadata written into every file.
+pub fn metadata(job: &Job, extra: &[(&str, String)]) -> Vec<KeyValue> {
+    let mut kv = vec![
+        KeyValue::new("fedbandits.job_yaml".into(), job.yaml.clone()),
+        KeyValue::new("fedbandits.job_name".into(), job.name.clone()),
+        KeyValue::new(
+            "fedbandits.version".into(),
+            env!("CARGO_PKG_VERSION").to_string(),
+        ),
+        KeyValue::new("fedbandits.git_commit".into(), GIT_COMMIT.to_string()),
+        KeyValue::new(
+            "fedbandits.semantics_version".into(),
+            SEMANTICS_VERSION.to_string(),
+        ),
+    ];
+    for (k, v) in extra {
+        kv.push(KeyValue::new(format!("fedbandits.{k}"), v.clone()));
+    }
+    kv
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> OutputError + '_ {
+    move |source| OutputError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Writes `batches` to `path` atomically (temporary file, fsync, rename).
+pub fn write_parquet_atomic(
+    path: &Path,
+    batches: &[RecordBatch],
+    kv: Vec<KeyValue>,
+) -> Result<(), OutputError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let file_name = path
+        .file_name()
+        .and_then(|s| s.to_str())
+        .unwrap_or("out.parquet");
+    let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
+    let result = (|| {
+        let file = File::create(&tmp).map_err(io(&tmp))?;
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_key_value_metadata(Some(kv))
+            .build();
+        let pq = |source| OutputError::Parquet {
+            path: tmp.clone(),
+            source,
+        };
+        let mut w = ArrowWriter::try_new(file, schema(), Some(props)).map_err(pq)?;
+        for b in batches {
+            w.write(b).map_err(pq)?;
+        }
+        let mut file = w.into_inner().map_err(pq)?;
+        file.flush().map_err(io(&tmp))?;
+        file.sync_all().map_err(io(&tmp))?;
+        std::fs::rename(&tmp, path).map_err(io(path))?;
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all(); // persist the rename where the platform allows
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Reads all record batches of a Parquet file.
+pub fn read_parquet(path: &Path) -> Result<Vec<RecordBatch>, OutputError> {
+    let file = File::open(path).map_err(io(path))?;
+    let pq = |source| OutputError::Parquet {
+        path: path.to_path_buf(),
+        source,
+    };
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(pq)?
+        .build()
+        .map_err(pq)?;
+    let mut out = Vec::new();
+    for b in reader {
+        out.push(b?);
+    }
+    Ok(out)
+}
+
+/// Reads one key of a Parquet file's key-value metadata.
+pub fn read_metadata_key(path: &Path, key: &str) -> Result<Option<String>, OutputError> {
+    let file = File::open(path).map_err(io(path))?;
+    let pq = |source| OutputError::Parquet {
+        path: path.to_path_buf(),
+        source,
+    };
+    let b = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
+    let md = b.metadata().file_metadata().key_value_metadata();
+    Ok(md.and_then(|kvs| {
+        kvs.iter()
+            .find(|kv| kv.key == key)
+            .and_then(|kv| kv.value.clone())
+    }))
+}

@@ -1,0 +1,260 @@
+//! Fast standard normals for decision sets: a lane-parallel Box-Muller in f32.
+//!
+//! A linear-bandit step with d = 10, K = 100 draws about 1,000 normals per
+//! agent, more than all of its linear algebra; a scalar ziggurat costs ~13 ns a
+//! draw here, which would cap the engine near 1.5e5 agent-steps/s on 2 cores.
+//! This generator runs Box-Muller on 16 f32 lanes at once:
+//!
+//! * each [`Lanes`] output (8 x u64) gives 8 pairs of 32-bit uniforms:
+//!   the high word `a` gives u1 = (a + 1/2) 2^-32 in (0, 1], the low word `b`
+//!   gives the angle: its top two bits pick a quadrant q, the other 30 bits a
+//!   uniform theta in [-pi/4, pi/4), so phi = q pi/2 + theta is uniform on a
+//!   full turn;
+//! * r = sqrt(-2 ln u1); the pair is (r cos phi, r sin phi), computed with
+//!   Cephes' single-precision polynomials for ln, sin and cos (relative error
+//!   about 1e-7), then widened to f64;
+//! * the output of one lane step is 16 normals: `out[l] = r_l cos phi_l`,
+//!   `out[8 + l] = r_l sin phi_l`.
+//!
+//! Properties (tested in this module): mean 0, variance 1, skewness 0,
+//! kurtosis 3 and tail masses within sampling error at n = 4e6; a
+//! Kolmogorov-Smirnov test against Phi. Known deviation from N(0, 1): the
+//! radius is truncated at sqrt(2 * 33 ln 2) = 6.76 (|z| > 6.76 has probability
+//! 1.4e-11 under N(0, 1)), and values carry f32 precision (~24 bits). Decision
+//! sets only need directions uniform on the sphere, for which this is ample;
+//! privacy noise uses the exact f64 generator of [`crate::rng::Stream`].
+//!
+//! Only plain arithmetic is used (no `mul_add`), so results are bit-identical
+//! whichever instruction set the runtime dispatch selects.
+
+use super::lanes::{LANES, Lanes};
+
+/// Normals produced per lane step.
+pub const NORMALS_PER_STEP: usize = 2 * LANES;
+
+const LN2_HI: f32 = 0.693_359_4;
+const LN2_LO: f32 = -2.121_944_4e-4;
+const SQRT_HALF: f32 = std::f32::consts::FRAC_1_SQRT_2;
+
+/// Natural logarithm for positive, normal f32 (Cephes `logf`).
+#[inline(always)]
+pub fn ln_f32(x: f32) -> f32 {
+    let bits = x.to_bits();
+    let mut e = ((bits >> 23) & 0xff) as i32 - 126;
+    let mut m = f32::from_bits((bits & 0x007f_ffff) | 0x3f00_0000); // [0.5, 1)
+    let small = m < SQRT_HALF;
+    e = if small { e - 1 } else { e };
+    m = if small { m + m - 1.0 } else { m - 1.0 };
+    let z = m * m;
+    let mut y = 7.037_683_6e-2f32;
+    y = y * m - 1.151_461e-1;
+    y = y * m + 1.167_699_9e-1;
+    y = y * m - 1.242_014_1e-1;
+    y = y * m + 1.424_932_3e-1;
+    y = y * m - 1.666_805_8e-1;
+    y = y * m + 2.000_071_4e-1;
+    y = y * m - 2.499_999_4e-1;
+    y = y * m + 3.333_333e-1;
+    y = y * m * z;
+    let fe = e as f32;
+    y += LN2_LO * fe;
+    y += -0.5 * z;
+    let mut r = m + y;
+    r += LN2_HI * fe;
+    r
+}
+
+/// sin and cos of x in [-pi/4, pi/4] (Cephes `sinf`/`cosf` kernels).
+#[inline(always)]
+pub fn sincos_kernel_f32(x: f32) -> (f32, f32) {
+    let z = x * x;
+    let s = ((-1.951_529_6e-4f32 * z + 8.332_161e-3) * z - 1.666_665_5e-1) * z * x + x;
+    let c = ((2.443_315_7e-5f32 * z - 1.388_731_6e-3) * z + 4.166_664_6e-2) * z * z - 0.5 * z + 1.0;
+    (s, c)
+}
+
+/// Box-Muller on one lane's pair of 32-bit words; returns (r cos phi, r sin phi).
+#[inline(always)]
+pub fn box_muller_pair(word: u64) -> (f32, f32) {
+    let a = (word >> 32) as u32;
+    let b = word as u32;
+    let u1 = (a as f32 + 0.5) * (1.0 / 4_294_967_296.0);
+    let r = (-2.0 * ln_f32(u1)).sqrt();
+    let q = b >> 30;
+    let f = (b & 0x3fff_ffff) as f32 * (1.0 / 1_073_741_824.0); // [0, 1)
+    let theta = (f - 0.5) * std::f32::consts::FRAC_PI_2;
+    let (s, c) = sincos_kernel_f32(theta);
+    let swap = (q & 1) == 1;
+    let cos_v = if swap { s } else { c };
+    let sin_v = if swap { c } else { s };
+    let neg_cos = ((q ^ (q >> 1)) & 1) << 31;
+    let neg_sin = (q >> 1) << 31;
+    let cos_phi = f32::from_bits(cos_v.to_bits() ^ neg_cos);
+    let sin_phi = f32::from_bits(sin_v.to_bits() ^ neg_sin);
+    (r * cos_phi, r * sin_phi)
+}
+
+/// One lane step: 16 standard normals.
+#[inline(always)]
+pub fn normals16(lanes: &mut Lanes) -> [f64; NORMALS_PER_STEP] {
+    let w = lanes.next();
+    let mut out = [0.0f64; NORMALS_PER_STEP];
+    let mut c = [0.0f32; LANES];
+    let mut s = [0.0f32; LANES];
+    for l in 0..LANES {
+        (c[l], s[l]) = box_muller_pair(w[l]);
+    }
+    for l in 0..LANES {
+        out[l] = f64::from(c[l]);
+        out[LANES + l] = f64::from(s[l]);
+    }
+    out
+}
+
+/// Fills `out` with standard normals; a final partial block discards its
+/// unused draws (so the stream position depends only on `out.len()`).
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx512bw+avx2+fma",
+    "x86_64+avx2+fma",
+    "aarch64+neon"
+))]
+pub fn fill_normals(lanes: &mut Lanes, out: &mut [f64]) {
+    let mut chunks = out.chunks_exact_mut(NORMALS_PER_STEP);
+    for chunk in &mut chunks {
+        chunk.copy_from_slice(&normals16(lanes));
+    }
+    let rest = chunks.into_remainder();
+    if !rest.is_empty() {
+        let n = normals16(lanes);
+        let len = rest.len();
+        rest.copy_from_slice(&n[..len]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phi(x: f64) -> f64 {
+        // Standard normal CDF via erfc (W. J. Cody's rational approximation is
+        // not in std; use the complementary error function series below).
+        0.5 * erfc(-x / std::f64::consts::SQRT_2)
+    }
+
+    /// erfc with relative error < 1.2e-7 (Numerical Recipes' erfcc).
+    fn erfc(x: f64) -> f64 {
+        let z = x.abs();
+        let t = 1.0 / (1.0 + 0.5 * z);
+        let r = t
+            * (-z * z - 1.265_512_23
+                + t * (1.000_023_68
+                    + t * (0.374_091_96
+                        + t * (0.096_784_18
+                            + t * (-0.186_288_06
+                                + t * (0.278_868_07
+                                    + t * (-1.135_203_98
+                                        + t * (1.488_515_87
+                                            + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
+                .exp();
+        if x >= 0.0 { r } else { 2.0 - r }
+    }
+
+    #[test]
+    fn ln_matches_std() {
+        let mut worst = 0.0f64;
+        let mut x = 1e-10f32;
+        while x < 1.0 {
+            let got = f64::from(ln_f32(x));
+            let want = f64::from(x).ln();
+            worst = worst.max((got - want).abs() / want.abs().max(1e-3));
+            x *= 1.0013;
+        }
+        assert!(worst < 5e-7, "worst relative error {worst}");
+    }
+
+    #[test]
+    fn sincos_matches_std() {
+        for i in 0..=1000 {
+            let x = -std::f32::consts::FRAC_PI_4 + i as f32 * std::f32::consts::FRAC_PI_2 / 1000.0;
+            let (s, c) = sincos_kernel_f32(x);
+            assert!((f64::from(s) - f64::from(x).sin()).abs() < 3e-7);
+            assert!((f64::from(c) - f64::from(x).cos()).abs() < 3e-7);
+        }
+    }
+
+    #[test]
+    fn quadrants_cover_the_circle() {
+        // The angle of (cos, sin) must be uniform: count draws per octant.
+        let mut lanes = Lanes::new(&[5, 5]);
+        let mut octants = [0u32; 8];
+        for _ in 0..50_000 {
+            let w = lanes.next();
+            for word in w {
+                let (c, s) = box_muller_pair(word);
+                let a = f64::from(s)
+                    .atan2(f64::from(c))
+                    .rem_euclid(std::f64::consts::TAU);
+                octants[((a / std::f64::consts::TAU * 8.0) as usize).min(7)] += 1;
+            }
+        }
+        let n = 400_000.0 / 8.0;
+        for o in octants {
+            // Binomial sd ~ 209; allow 5 sd.
+            assert!((f64::from(o) - n).abs() < 1050.0, "{octants:?}");
+        }
+    }
+
+    #[test]
+    fn moments_tails_and_ks() {
+        let n = 4_000_000usize;
+        let mut lanes = Lanes::new(&[1, 2, 3]);
+        let mut v = vec![0.0; n];
+        fill_normals(&mut lanes, &mut v);
+        let nf = n as f64;
+        let mean = v.iter().sum::<f64>() / nf;
+        let m2 = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / nf;
+        let m3 = v.iter().map(|x| (x - mean).powi(3)).sum::<f64>() / nf;
+        let m4 = v.iter().map(|x| (x - mean).powi(4)).sum::<f64>() / nf;
+        // Standard errors at n = 4e6: mean 5e-4, var 7e-4, skew 1.2e-3, kurt 2.4e-3.
+        assert!(mean.abs() < 2.5e-3, "mean {mean}");
+        assert!((m2 - 1.0).abs() < 3.5e-3, "var {m2}");
+        assert!((m3 / m2.powf(1.5)).abs() < 6e-3, "skew");
+        assert!(
+            (m4 / (m2 * m2) - 3.0).abs() < 1.2e-2,
+            "kurtosis {}",
+            m4 / (m2 * m2)
+        );
+        // Tails: P(|z| > 3) = 2.6998e-3 (sd of the estimate 2.6e-5).
+        let p3 = v.iter().filter(|x| x.abs() > 3.0).count() as f64 / nf;
+        assert!((p3 - 2.6998e-3).abs() < 1.3e-4, "P(|z|>3) = {p3}");
+        // P(|z| > 4) = 6.334e-5 (sd 4e-6).
+        let p4 = v.iter().filter(|x| x.abs() > 4.0).count() as f64 / nf;
+        assert!((p4 - 6.334e-5).abs() < 2e-5, "P(|z|>4) = {p4}");
+        // Kolmogorov-Smirnov on the first 200,000 draws: critical value at
+        // alpha = 0.001 is 1.95 / sqrt(n) = 4.4e-3.
+        let mut s: Vec<f64> = v[..200_000].to_vec();
+        s.sort_by(f64::total_cmp);
+        let m = s.len() as f64;
+        let d = s
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| {
+                let f = phi(x);
+                (f - i as f64 / m).abs().max((f - (i + 1) as f64 / m).abs())
+            })
+            .fold(0.0, f64::max);
+        assert!(d < 4.4e-3, "KS statistic {d}");
+        assert!(v.iter().all(|x| x.abs() <= 6.77));
+    }
+
+    #[test]
+    fn partial_block_consumes_one_step() {
+        let mut a = Lanes::new(&[9]);
+        let mut b = Lanes::new(&[9]);
+        let mut out = [0.0; 5];
+        fill_normals(&mut a, &mut out);
+        let full = normals16(&mut b);
+        assert_eq!(out[..], full[..5]);
+        assert_eq!(a.next(), b.next());
+    }
+}

@@ -1,0 +1,317 @@
+//! The job runner: expands a shard's work into (cell, repetition) units, runs
+//! them on a rayon pool, writes each finished cell atomically to
+//! `<results>/.cells/<key>.parquet` and finally the shard's part file
+//! `<results>/part-IIIII-of-NNNNN.parquet`. A rerun skips cells whose file
+//! exists (their key covers parameters, seed, repetitions, checkpoints and
+//! engine semantics) and says so. Nothing is ever deleted.
+
+use super::{RepResult, run_rep};
+use crate::backend::Backend;
+use crate::job::shard::{Shard, assign};
+use crate::job::{Cell, Job};
+use crate::output::{self, OutputError};
+use arrow_array::RecordBatch;
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, UInt32Type, UInt64Type};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+use thiserror::Error;
+
+/// Errors of a run.
+#[derive(Debug, Error)]
+pub enum RunError {
+    /// Writing or reading results failed.
+    #[error(transparent)]
+    Output(#[from] OutputError),
+    /// The thread pool could not be built.
+    #[error("cannot start {threads} worker threads: {message}")]
+    Threads {
+        /// Requested threads.
+        threads: usize,
+        /// Cause.
+        message: String,
+    },
+    /// A cell file exists but cannot be used.
+    #[error(
+        "{path}: existing result is unreadable ({message}); move it away to recompute the cell"
+    )]
+    Corrupt {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        message: String,
+    },
+}
+
+/// Options of a run.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Which shard to run.
+    pub shard: Shard,
+    /// Worker threads (default: all cores).
+    pub threads: Option<usize>,
+    /// No progress bar.
+    pub quiet: bool,
+    /// Output root overriding the job's `output`.
+    pub out: Option<PathBuf>,
+}
+
+/// Final numbers of one cell.
+#[derive(Clone, Debug)]
+pub struct CellSummary {
+    /// The cell's index.
+    pub index: usize,
+    /// Description.
+    pub label: String,
+    /// Mean over repetitions of the final per-agent regret.
+    pub agent_regret_mean: f64,
+    /// Its standard deviation over repetitions.
+    pub agent_regret_sd: f64,
+    /// Mean final sync rounds.
+    pub sync_rounds_mean: f64,
+    /// Whether it was already complete.
+    pub skipped: bool,
+}
+
+/// What a run did.
+#[derive(Clone, Debug)]
+pub struct RunReport {
+    /// Results directory.
+    pub dir: PathBuf,
+    /// Part file written.
+    pub part: PathBuf,
+    /// Cells computed now.
+    pub cells_run: usize,
+    /// Cells found complete.
+    pub cells_skipped: usize,
+    /// Agent-steps computed now.
+    pub agent_steps: u64,
+    /// Wall seconds.
+    pub seconds: f64,
+    /// Per-cell summary, by cell index.
+    pub summaries: Vec<CellSummary>,
+    /// Warnings (e.g. part files of another shard layout).
+    pub warnings: Vec<String>,
+}
+
+/// Path of a cell's result file.
+pub fn cell_path(dir: &Path, cell: &Cell) -> PathBuf {
+    dir.join(".cells").join(format!("{}.parquet", cell.key))
+}
+
+/// Path of a shard's part file.
+pub fn part_path(dir: &Path, shard: Shard) -> PathBuf {
+    dir.join(format!(
+        "part-{:05}-of-{:05}.parquet",
+        shard.index, shard.count
+    ))
+}
+
+/// Runs (this shard of) a job.
+pub fn run_job(job: &Job, backend: &dyn Backend, opts: &RunOptions) -> Result<RunReport, RunError> {
+    let start = Instant::now();
+    let dir = opts
+        .out
+        .clone()
+        .unwrap_or_else(|| job.output.clone())
+        .join(&job.name);
+    let shard_of = assign(&job.cells, opts.shard.count, job.repetitions);
+    let mine: Vec<&Cell> = job
+        .cells
+        .iter()
+        .filter(|c| shard_of[c.index] == opts.shard.index)
+        .collect();
+    let checkpoints = job.checkpoint_rounds();
+
+    let mut pending = Vec::new();
+    let mut skipped = Vec::new();
+    for c in &mine {
+        if cell_path(&dir, c).exists() {
+            skipped.push(c.index);
+        } else {
+            pending.push(*c);
+        }
+    }
+    let total_steps: u64 =
+        pending.iter().map(|c| c.agent_steps_per_rep()).sum::<u64>() * u64::from(job.repetitions);
+    let bar = progress_bar(total_steps, opts.quiet);
+    bar.set_message(format!("cells 0/{}", pending.len()));
+
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.threads.unwrap_or(0))
+        .build()
+        .map_err(|e| RunError::Threads {
+            threads: opts.threads.unwrap_or(0),
+            message: e.to_string(),
+        })?;
+    let units: Vec<(usize, u32)> = pending
+        .iter()
+        .enumerate()
+        .flat_map(|(p, _)| (0..job.repetitions).map(move |r| (p, r)))
+        .collect();
+    let slots: Vec<Mutex<Vec<Option<RepResult>>>> = pending
+        .iter()
+        .map(|_| Mutex::new(vec![None; job.repetitions as usize]))
+        .collect();
+    let done_cells = std::sync::atomic::AtomicUsize::new(0);
+    let first_error: Mutex<Option<RunError>> = Mutex::new(None);
+    let progress = |n: u64| bar.inc(n);
+    pool.install(|| {
+        units.par_iter().with_max_len(1).for_each(|&(p, rep)| {
+            if first_error.lock().map(|e| e.is_some()).unwrap_or(true) {
+                return;
+            }
+            let cell = pending[p];
+            let r = run_rep(cell, job.seed, rep, &checkpoints, backend, &progress);
+            let complete = {
+                let Ok(mut slot) = slots[p].lock() else {
+                    return;
+                };
+                slot[rep as usize] = Some(r);
+                if slot.iter().all(Option::is_some) {
+                    Some(slot.iter().flatten().cloned().collect::<Vec<_>>())
+                } else {
+                    None
+                }
+            };
+            if let Some(reps) = complete {
+                let res = output::cell_batch(job, cell, &reps, backend.name()).and_then(|b| {
+                    let kv = output::metadata(
+                        job,
+                        &[("cell_id", cell.id.clone()), ("cell_key", cell.key.clone())],
+                    );
+                    output::write_parquet_atomic(&cell_path(&dir, cell), &[b], kv)
+                });
+                if let Err(e) = res {
+                    if let Ok(mut fe) = first_error.lock() {
+                        fe.get_or_insert(RunError::Output(e));
+                    }
+                    return;
+                }
+                let n = done_cells.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                bar.set_message(format!("cells {n}/{}", pending.len()));
+            }
+        });
+    });
+    bar.finish_and_clear();
+    if let Some(e) = first_error.into_inner().ok().flatten() {
+        return Err(e);
+    }
+
+    // Assemble the shard's part file from the cell files, in cell order.
+    let mut batches = Vec::new();
+    let mut summaries = Vec::new();
+    for c in &mine {
+        let path = cell_path(&dir, c);
+        let b = output::read_parquet(&path).map_err(|e| RunError::Corrupt {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        summaries.push(summarize(c, &b, job.horizon, skipped.contains(&c.index)));
+        batches.extend(b);
+    }
+    let part = part_path(&dir, opts.shard);
+    let cell_ids: Vec<String> = mine.iter().map(|c| c.id.clone()).collect();
+    let kv = output::metadata(
+        job,
+        &[
+            (
+                "shard",
+                format!("{}/{}", opts.shard.index, opts.shard.count),
+            ),
+            ("cells", cell_ids.join(",")),
+        ],
+    );
+    output::write_parquet_atomic(&part, &batches, kv)?;
+    let warnings = foreign_parts(&dir, opts.shard);
+    Ok(RunReport {
+        dir,
+        part,
+        cells_run: pending.len(),
+        cells_skipped: skipped.len(),
+        agent_steps: total_steps,
+        seconds: start.elapsed().as_secs_f64(),
+        summaries,
+        warnings,
+    })
+}
+
+fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
+    if quiet || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template(
+        "[{elapsed_precise}] {wide_bar} {percent:>3}% {human_pos}/{human_len} agent-steps ({per_sec}) ETA {eta} {msg}",
+    ) {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// Part files in `dir` from a different shard layout (they would duplicate
+/// cells in a glob); reported, never deleted.
+fn foreign_parts(dir: &Path, shard: Shard) -> Vec<String> {
+    let suffix = format!("-of-{:05}.parquet", shard.count);
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with("part-") && name.ends_with(".parquet") && !name.ends_with(&suffix) {
+            out.push(format!(
+                "{} is from a different shard layout than {}/{}: globbing *.parquet would count its cells twice; move it away or use another --out",
+                e.path().display(),
+                shard.index,
+                shard.count
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn summarize(cell: &Cell, batches: &[RecordBatch], horizon: u64, skipped: bool) -> CellSummary {
+    let mut finals = Vec::new();
+    let mut syncs = Vec::new();
+    for b in batches {
+        let (Some(t), Some(reg), Some(sr), Some(_rep)) = (
+            b.column_by_name("t")
+                .and_then(|c| c.as_primitive_opt::<UInt64Type>()),
+            b.column_by_name("agent_regret")
+                .and_then(|c| c.as_primitive_opt::<Float64Type>()),
+            b.column_by_name("sync_rounds")
+                .and_then(|c| c.as_primitive_opt::<UInt64Type>()),
+            b.column_by_name("repetition")
+                .and_then(|c| c.as_primitive_opt::<UInt32Type>()),
+        ) else {
+            continue;
+        };
+        for i in 0..t.len() {
+            if t.value(i) == horizon {
+                finals.push(reg.value(i));
+                syncs.push(sr.value(i) as f64);
+            }
+        }
+    }
+    let n = finals.len().max(1) as f64;
+    let mean = finals.iter().sum::<f64>() / n;
+    let var = if finals.len() > 1 {
+        finals.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    CellSummary {
+        index: cell.index,
+        label: cell.label(),
+        agent_regret_mean: mean,
+        agent_regret_sd: var.sqrt(),
+        sync_rounds_mean: syncs.iter().sum::<f64>() / n,
+        skipped,
+    }
+}
