@@ -117,14 +117,21 @@ pub fn spd_inverse_with_jitter(
     }
 }
 
+// The three per-step kernels below use plain multiply-then-add (never
+// `mul_add`): results are then identical whether or not the dispatcher picked
+// an FMA-capable path, and no path falls back to a software fma.
 /// `y = A x` for a row-major `d x d` matrix.
-#[inline]
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx512bw+avx2+fma",
+    "x86_64+avx2+fma",
+    "aarch64+neon"
+))]
 pub fn matvec(a: &[f64], x: &[f64], y: &mut [f64], d: usize) {
     for (i, yi) in y.iter_mut().enumerate().take(d) {
         let row = &a[i * d..(i + 1) * d];
         let mut s = 0.0;
         for (aij, xj) in row.iter().zip(x) {
-            s = aij.mul_add(*xj, s);
+            s += aij * xj;
         }
         *yi = s;
     }
@@ -133,32 +140,47 @@ pub fn matvec(a: &[f64], x: &[f64], y: &mut [f64], d: usize) {
 /// Sherman-Morrison: `inv <- (A + x x^T)^{-1}` given `inv = A^{-1}` (symmetric).
 /// `w` is workspace of length d. Returns q = x^T A^{-1} x; log det grows by
 /// ln(1 + q) (matrix determinant lemma).
-#[inline]
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx512bw+avx2+fma",
+    "x86_64+avx2+fma",
+    "aarch64+neon"
+))]
 pub fn sherman_morrison(inv: &mut [f64], x: &[f64], w: &mut [f64], d: usize) -> f64 {
-    matvec(inv, x, w, d);
+    for (i, wi) in w.iter_mut().enumerate().take(d) {
+        let row = &inv[i * d..(i + 1) * d];
+        let mut s = 0.0;
+        for (aij, xj) in row.iter().zip(x) {
+            s += aij * xj;
+        }
+        *wi = s;
+    }
     let mut q = 0.0;
     for (wi, xi) in w.iter().zip(x).take(d) {
-        q = wi.mul_add(*xi, q);
+        q += wi * xi;
     }
     let c = -1.0 / (1.0 + q);
     for i in 0..d {
         let cwi = c * w[i];
         let row = &mut inv[i * d..(i + 1) * d];
         for (r, wj) in row.iter_mut().zip(w.iter()) {
-            *r = cwi.mul_add(*wj, *r);
+            *r += cwi * wj;
         }
     }
     q
 }
 
 /// `a += x x^T` (full matrix).
-#[inline]
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx512bw+avx2+fma",
+    "x86_64+avx2+fma",
+    "aarch64+neon"
+))]
 pub fn add_outer(a: &mut [f64], x: &[f64], d: usize) {
     for i in 0..d {
         let xi = x[i];
         let row = &mut a[i * d..(i + 1) * d];
         for (r, xj) in row.iter_mut().zip(x) {
-            *r = xi.mul_add(*xj, *r);
+            *r += xi * xj;
         }
     }
 }

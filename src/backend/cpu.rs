@@ -20,8 +20,104 @@ use crate::rng::lanes::LANES;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CpuBackend;
 
-/// Scores all actions of a column-major decision set and returns the argmax
-/// (lowest index on ties) and its x^T A x.
+/// Lane-wise running argmax over blocks of 8 actions.
+struct Best {
+    s: [f64; LANES],
+    i: [usize; LANES],
+    q: [f64; LANES],
+}
+
+impl Best {
+    #[inline(always)]
+    fn new() -> Self {
+        Self {
+            s: [f64::NEG_INFINITY; LANES],
+            i: [0; LANES],
+            q: [0.0; LANES],
+        }
+    }
+
+    #[inline(always)]
+    fn offer(&mut self, blk: usize, k: usize, mean: &[f64; LANES], quad: &[f64; LANES], beta: f64) {
+        for l in 0..LANES {
+            let idx = blk * LANES + l;
+            let s = beta.mul_add(quad[l].max(0.0).sqrt(), mean[l]);
+            let s = if idx < k { s } else { f64::NEG_INFINITY };
+            if s > self.s[l] {
+                self.s[l] = s;
+                self.i[l] = idx;
+                self.q[l] = quad[l];
+            }
+        }
+    }
+
+    /// Highest score, lowest index on ties; action 0 if every score was NaN
+    /// (only with a corrupted V^{-1}).
+    #[inline(always)]
+    fn finish(&self) -> (usize, f64) {
+        let mut bi = usize::MAX;
+        let mut bs = f64::NEG_INFINITY;
+        let mut bq = 0.0;
+        for l in 0..LANES {
+            if self.s[l] > bs || (self.s[l] == bs && self.i[l] < bi) {
+                bs = self.s[l];
+                bi = self.i[l];
+                bq = self.q[l];
+            }
+        }
+        if bi == usize::MAX { (0, 0.0) } else { (bi, bq) }
+    }
+}
+
+/// Scores NB consecutive 8-action blocks starting at `blk0`. Working on
+/// several blocks at once gives NB independent multiply-add chains, so the
+/// loop is bound by FMA throughput rather than latency.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn score_group<const NB: usize>(
+    d: usize,
+    k: usize,
+    xb: &[[f64; LANES]],
+    kb: usize,
+    blk0: usize,
+    a: &[f64],
+    theta: &[f64],
+    beta: f64,
+    best: &mut Best,
+) {
+    let mut mean = [[0.0f64; LANES]; NB];
+    let mut quad = [[0.0f64; LANES]; NB];
+    for i in 0..d {
+        let row = &a[i * d..(i + 1) * d];
+        let mut t = [[0.0f64; LANES]; NB];
+        for (j, &aij) in row.iter().enumerate().skip(i + 1) {
+            let xs = &xb[j * kb + blk0..j * kb + blk0 + NB];
+            for g in 0..NB {
+                for l in 0..LANES {
+                    t[g][l] = aij.mul_add(xs[g][l], t[g][l]);
+                }
+            }
+        }
+        let aii = row[i];
+        let th = theta[i];
+        let xs = &xb[i * kb + blk0..i * kb + blk0 + NB];
+        for g in 0..NB {
+            for l in 0..LANES {
+                let xi = xs[g][l];
+                let inner = aii.mul_add(xi, 2.0 * t[g][l]);
+                quad[g][l] = xi.mul_add(inner, quad[g][l]);
+                mean[g][l] = th.mul_add(xi, mean[g][l]);
+            }
+        }
+    }
+    for g in 0..NB {
+        best.offer(blk0 + g, k, &mean[g], &quad[g], beta);
+    }
+}
+
+/// Scores all actions of a column-major decision set (`x`, d blocks of
+/// K rounded up to 8) with <theta, x> + beta sqrt(x^T A x) and returns the
+/// argmax (lowest index on ties) and its x^T A x.
 #[multiversion::multiversion(targets(
     "x86_64+avx512f+avx512vl+avx512dq+avx512bw+avx2+fma",
     "x86_64+avx2+fma",
@@ -37,58 +133,17 @@ pub fn score_argmax(
 ) -> (usize, f64) {
     let (xb, _) = x.as_chunks::<LANES>();
     let kb = xb.len() / d.max(1);
-    let mut best_s = [f64::NEG_INFINITY; LANES];
-    let mut best_i = [0usize; LANES];
-    let mut best_q = [0.0f64; LANES];
-    for blk in 0..kb {
-        let mut mean = [0.0f64; LANES];
-        let mut quad = [0.0f64; LANES];
-        for i in 0..d {
-            let xi = xb[i * kb + blk];
-            let th = theta[i];
-            let row = &a[i * d..(i + 1) * d];
-            let mut t = [0.0f64; LANES];
-            for j in i + 1..d {
-                let aij = row[j];
-                let xj = xb[j * kb + blk];
-                for l in 0..LANES {
-                    t[l] = aij.mul_add(xj[l], t[l]);
-                }
-            }
-            let aii = row[i];
-            for l in 0..LANES {
-                let inner = aii.mul_add(xi[l], 2.0 * t[l]);
-                quad[l] = xi[l].mul_add(inner, quad[l]);
-                mean[l] = th.mul_add(xi[l], mean[l]);
-            }
-        }
-        for l in 0..LANES {
-            let idx = blk * LANES + l;
-            let s = beta.mul_add(quad[l].max(0.0).sqrt(), mean[l]);
-            let s = if idx < k { s } else { f64::NEG_INFINITY };
-            if s > best_s[l] {
-                best_s[l] = s;
-                best_i[l] = idx;
-                best_q[l] = quad[l];
-            }
-        }
+    let mut best = Best::new();
+    let mut blk = 0;
+    while blk + 4 <= kb {
+        score_group::<4>(d, k, xb, kb, blk, a, theta, beta, &mut best);
+        blk += 4;
     }
-    let mut bi = usize::MAX;
-    let mut bs = f64::NEG_INFINITY;
-    let mut bq = 0.0;
-    for l in 0..LANES {
-        if best_s[l] > bs || (best_s[l] == bs && best_i[l] < bi) {
-            bs = best_s[l];
-            bi = best_i[l];
-            bq = best_q[l];
-        }
+    while blk < kb {
+        score_group::<1>(d, k, xb, kb, blk, a, theta, beta, &mut best);
+        blk += 1;
     }
-    if bi == usize::MAX {
-        // Every score was NaN (only with a corrupted V^{-1}): play action 0.
-        bi = 0;
-        bq = 0.0;
-    }
-    (bi, bq)
+    best.finish()
 }
 
 impl Backend for CpuBackend {
@@ -114,7 +169,7 @@ impl Backend for CpuBackend {
         let q = linalg::sherman_morrison(agent.vinv, &ws.x, &mut ws.w, d);
         *agent.logdet += q.ln_1p();
         for (bi, xi) in agent.b.iter_mut().zip(&ws.x) {
-            *bi = y.mul_add(*xi, *bi);
+            *bi += y * xi;
         }
         StepResult {
             arm,

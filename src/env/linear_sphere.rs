@@ -23,6 +23,11 @@ pub(crate) fn draw_theta(d: usize, s: &mut Stream) -> Vec<f64> {
     theta
 }
 
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx512bw+avx2+fma",
+    "x86_64+avx2+fma",
+    "aarch64+neon"
+))]
 pub(crate) fn draw(theta: &[f64], raw: bool, s: &mut AgentStreams, ds: &mut DecisionSet) {
     let (d, k, kp) = (ds.d, ds.k, ds.kp);
     let last = d - 1;
@@ -79,11 +84,21 @@ pub(crate) fn draw(theta: &[f64], raw: bool, s: &mut AgentStreams, ds: &mut Deci
             }
         }
         ds.x[last * kp + fixed..last * kp + k].fill(inv_sqrt2);
-        for m in means.iter_mut() {
-            if !raw {
+        if !raw {
+            for m in means.iter_mut() {
                 *m *= inv_sqrt2;
             }
-            best = best.max(*m);
+        }
+        // Lane-wise maximum (vectorizes; means are finite).
+        let mut lanes = [f64::NEG_INFINITY; 8];
+        let (chunks, rest) = means.as_chunks::<8>();
+        for c in chunks {
+            for l in 0..8 {
+                lanes[l] = if c[l] > lanes[l] { c[l] } else { lanes[l] };
+            }
+        }
+        for &m in rest.iter().chain(lanes.iter()) {
+            best = if m > best { m } else { best };
         }
     }
     ds.best = best;

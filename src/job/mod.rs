@@ -913,32 +913,32 @@ pub fn resolve(
         out.insert("subgaussian", Value::Float(cfg.subgaussian));
         out.insert("refactor_every", Value::Int(i64::from(cfg.refactor_every)));
     }
-    let need_privacy =
-        |errs: &mut Vec<(&'static str, String)>, out: &mut BTreeMap<&'static str, Value>| match (
-            raw.get("epsilon").and_then(Value::as_f64),
-            raw.get("delta").and_then(Value::as_f64),
-        ) {
-            (Some(e), Some(dl)) => {
-                out.insert("epsilon", Value::Float(e));
-                out.insert("delta", Value::Float(dl));
-                Some((e, dl))
+    let need_privacy = |errs: &mut Vec<(&'static str, String)>,
+                        out: &mut BTreeMap<&'static str, Value>| match (
+        raw.get("epsilon").and_then(Value::as_f64),
+        raw.get("delta").and_then(Value::as_f64),
+    ) {
+        (Some(e), Some(dl)) => {
+            out.insert("epsilon", Value::Float(e));
+            out.insert("delta", Value::Float(dl));
+            Some((e, dl))
+        }
+        (e, dl) => {
+            if e.is_none() {
+                errs.push((
+                    "epsilon",
+                    "missing; a private run needs epsilon (number > 0)".into(),
+                ));
             }
-            (e, dl) => {
-                if e.is_none() {
-                    errs.push((
-                        "epsilon",
-                        "missing; a private run needs epsilon (number > 0)".into(),
-                    ));
-                }
-                if dl.is_none() {
-                    errs.push((
-                        "delta",
-                        "missing; a private run needs delta (number in (0, 1))".into(),
-                    ));
-                }
-                None
+            if dl.is_none() {
+                errs.push((
+                    "delta",
+                    "missing; a private run needs delta (number in (0, 1))".into(),
+                ));
             }
-        };
+            None
+        }
+    };
     match algorithm {
         LinearAlgorithm::Linucb | LinearAlgorithm::Independent => {
             cfg.lambda = f("lambda", 1.0);

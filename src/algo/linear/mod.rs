@@ -199,7 +199,7 @@ impl AgentBank {
         );
         linalg::add_outer(&mut self.gram[i * dd..(i + 1) * dd], &self.ws.x, d);
         for (u, x) in self.bias[i * d..(i + 1) * d].iter_mut().zip(&self.ws.x) {
-            *u = st.y.mul_add(*x, *u);
+            *u += st.y * x;
         }
         self.regret[i] += st.regret();
         self.since_factor[i] += 1;
