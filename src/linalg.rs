@@ -30,7 +30,7 @@ pub fn cholesky_in_place(a: &mut [f64], d: usize) -> Result<f64, LltError> {
         for k in 0..j {
             s -= a[j * d + k] * a[j * d + k];
         }
-        if !(s > 0.0) || !s.is_finite() {
+        if s.is_nan() || s <= 0.0 || s.is_infinite() {
             return Err(LltError { index: j, value: s });
         }
         let ljj = s.sqrt();

@@ -46,6 +46,9 @@ pub enum Command {
         /// deterministically, balanced by agent-steps.
         #[arg(long, default_value = "0/1")]
         shard: Shard,
+        /// Federations per work unit (default 1). Results do not depend on it.
+        #[arg(long, default_value_t = 1)]
+        batch: usize,
         /// No progress bar.
         #[arg(long, short)]
         quiet: bool,
@@ -111,6 +114,7 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             backend,
             threads,
             shard,
+            batch,
             quiet,
         } => {
             let job = Job::load(&job)?;
@@ -132,6 +136,7 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
                     threads,
                     quiet,
                     out,
+                    batch,
                 },
             )?;
             print_report(&report);

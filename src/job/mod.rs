@@ -189,10 +189,8 @@ impl Job {
             problems: Vec::new(),
         };
         let job = p.job(path);
-        if p.problems.is_empty() {
-            if let Some(job) = job {
-                return Ok(job);
-            }
+        if let (true, Some(job)) = (p.problems.is_empty(), job) {
+            return Ok(job);
         }
         let mut problems = p.problems;
         problems.dedup();
@@ -210,6 +208,25 @@ impl Job {
     /// Checkpoint rounds.
     pub fn checkpoint_rounds(&self) -> Vec<u64> {
         self.checkpoints.rounds(self.horizon)
+    }
+
+    /// A cell's description naming only the parameters that differ between
+    /// the job's cells (plus algorithm and, if several, environment).
+    pub fn short_label(&self, cell: &Cell) -> String {
+        let mut s = cell.algorithm.clone();
+        if self.cells.iter().any(|c| c.environment != cell.environment) {
+            s += &format!(" on {}", cell.environment);
+        }
+        for (k, v) in &cell.params {
+            let varies = self
+                .cells
+                .iter()
+                .any(|c| c.params.get(k).is_some_and(|o| o != v));
+            if varies {
+                s += &format!(" {k}={v}");
+            }
+        }
+        s
     }
 
     /// Total agent-steps of the job.
@@ -311,10 +328,8 @@ impl Parser<'_> {
                 }
             },
         };
-        if let Some(v) = top.get("description") {
-            if !v.is_string() {
-                self.problem(&["description"], "expected a string");
-            }
+        if top.get("description").is_some_and(|v| !v.is_string()) {
+            self.problem(&["description"], "expected a string");
         }
         let seed = match top.get("seed") {
             None => Some(0),
@@ -432,14 +447,12 @@ impl Parser<'_> {
         let n = n.as_u64().filter(|&n| n >= 1);
         match (k.as_str(), n) {
             (Some("every"), Some(n)) => {
-                if let Some(t) = horizon {
-                    if n > t {
-                        self.problem(
-                            &["checkpoints", "every"],
-                            format!("{n} exceeds the horizon {t}"),
-                        );
-                        return None;
-                    }
+                if let Some(t) = horizon.filter(|&t| n > t) {
+                    self.problem(
+                        &["checkpoints", "every"],
+                        format!("{n} exceeds the horizon {t}"),
+                    );
+                    return None;
                 }
                 Some(CheckpointSpec::Every(n))
             }
@@ -811,6 +824,12 @@ fn value_bits(v: &Value) -> String {
     }
 }
 
+/// A cell's resolved parameters (only those that apply) and typed config.
+pub type Resolved = (BTreeMap<&'static str, Value>, LinearConfig);
+
+/// Resolution problems: (parameter, message).
+pub type ResolveErrors = Vec<(&'static str, String)>;
+
 /// Resolves a cell's raw parameters: fills defaults, drops parameters the
 /// algorithm and environment do not use, checks cross-parameter rules.
 pub fn resolve(
@@ -818,7 +837,7 @@ pub fn resolve(
     env: &str,
     raw: &BTreeMap<String, Value>,
     horizon: u64,
-) -> Result<(BTreeMap<&'static str, Value>, LinearConfig), Vec<(&'static str, String)>> {
+) -> Result<Resolved, ResolveErrors> {
     let mut errs: Vec<(&'static str, String)> = Vec::new();
     let mut out: BTreeMap<&'static str, Value> = BTreeMap::new();
     let f = |k: &str, default: f64| raw.get(k).and_then(Value::as_f64).unwrap_or(default);
@@ -1023,10 +1042,8 @@ pub fn locate(text: &str, path: &[&str]) -> Option<usize> {
             continue;
         }
         let indent = line.len() - trimmed.len();
-        if let Some(mi) = min_indent {
-            if indent < mi {
-                break; // left the parent block
-            }
+        if min_indent.is_some_and(|mi| indent < mi) {
+            break; // left the parent block
         }
         let key = path[depth];
         let bare = trimmed.trim_start_matches("- ");

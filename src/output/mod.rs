@@ -325,3 +325,52 @@ pub fn read_metadata_key(path: &Path, key: &str) -> Result<Option<String>, Outpu
             .and_then(|kv| kv.value.clone())
     }))
 }
+
+/// Renders every row of `batches` as one line of text (floats by their bit
+/// patterns), skipping `exclude` columns; rows are sorted. Two result sets are
+/// bit-identical in their data exactly when these lines are equal.
+pub fn canonical_rows(batches: &[RecordBatch], exclude: &[&str]) -> Vec<String> {
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float64Type, Int64Type, UInt32Type, UInt64Type};
+    let mut rows = Vec::new();
+    for b in batches {
+        let schema = b.schema();
+        let mut lines = vec![String::new(); b.num_rows()];
+        for (f, col) in schema.fields().iter().zip(b.columns()) {
+            if exclude.contains(&f.name().as_str()) {
+                continue;
+            }
+            for (r, line) in lines.iter_mut().enumerate() {
+                line.push_str(f.name());
+                line.push('=');
+                if col.is_null(r) {
+                    line.push_str("null");
+                } else {
+                    match f.data_type() {
+                        DataType::Utf8 => line.push_str(col.as_string::<i32>().value(r)),
+                        DataType::UInt32 => {
+                            line.push_str(&col.as_primitive::<UInt32Type>().value(r).to_string())
+                        }
+                        DataType::UInt64 => {
+                            line.push_str(&col.as_primitive::<UInt64Type>().value(r).to_string())
+                        }
+                        DataType::Int64 => {
+                            line.push_str(&col.as_primitive::<Int64Type>().value(r).to_string())
+                        }
+                        DataType::Float64 => line.push_str(&format!(
+                            "{:016x}",
+                            col.as_primitive::<Float64Type>().value(r).to_bits()
+                        )),
+                        DataType::Boolean => line.push_str(&col.as_boolean().value(r).to_string()),
+                        other => line.push_str(&format!("<{other}>")),
+                    }
+                }
+                line.push(';');
+            }
+        }
+        rows.extend(lines);
+    }
+    rows.sort();
+    rows
+}

@@ -35,7 +35,7 @@ impl Lanes {
 
     /// Advances all lanes and returns one output per lane.
     #[inline(always)]
-    pub fn next(&mut self) -> [u64; LANES] {
+    pub fn next_block(&mut self) -> [u64; LANES] {
         let [s0, s1, s2, s3] = &mut self.s;
         let mut out = [0u64; LANES];
         for l in 0..LANES {
@@ -68,7 +68,7 @@ mod tests {
             .map(|l| Stream::new(&[42, 9, 3, l]))
             .collect();
         for _ in 0..1000 {
-            let v = lanes.next();
+            let v = lanes.next_block();
             for l in 0..LANES {
                 assert_eq!(v[l], scalars[l].next_u64());
             }

@@ -109,8 +109,8 @@ pub fn box_muller_pair(word: u64) -> (f32, f32) {
 /// `out[16 + p] = r_p sin phi_p`. Sixteen pairs fill one 512-bit f32 vector.
 #[inline(always)]
 pub fn normals32(lanes: &mut Lanes) -> [f64; NORMALS_PER_BLOCK] {
-    let a = lanes.next();
-    let b = lanes.next();
+    let a = lanes.next_block();
+    let b = lanes.next_block();
     let mut w = [0u64; 2 * LANES];
     w[..LANES].copy_from_slice(&a);
     w[LANES..].copy_from_slice(&b);
@@ -204,7 +204,7 @@ mod tests {
         let mut lanes = Lanes::new(&[5, 5]);
         let mut octants = [0u32; 8];
         for _ in 0..50_000 {
-            let w = lanes.next();
+            let w = lanes.next_block();
             for word in w {
                 let (c, s) = box_muller_pair(word);
                 let a = f64::from(s)
@@ -271,6 +271,6 @@ mod tests {
         fill_normals(&mut a, &mut out);
         let full = normals32(&mut b);
         assert_eq!(out[..], full[..5]);
-        assert_eq!(a.next(), b.next());
+        assert_eq!(a.next_block(), b.next_block());
     }
 }

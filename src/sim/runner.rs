@@ -58,6 +58,10 @@ pub struct RunOptions {
     pub quiet: bool,
     /// Output root overriding the job's `output`.
     pub out: Option<PathBuf>,
+    /// Federations per work unit (0 or 1: one each). A unit runs its
+    /// federations one after another on one thread; results do not depend
+    /// on it.
+    pub batch: usize,
 }
 
 /// Final numbers of one cell.
@@ -161,39 +165,41 @@ pub fn run_job(job: &Job, backend: &dyn Backend, opts: &RunOptions) -> Result<Ru
     let first_error: Mutex<Option<RunError>> = Mutex::new(None);
     let progress = |n: u64| bar.inc(n);
     pool.install(|| {
-        units.par_iter().with_max_len(1).for_each(|&(p, rep)| {
-            if first_error.lock().map(|e| e.is_some()).unwrap_or(true) {
-                return;
-            }
-            let cell = pending[p];
-            let r = run_rep(cell, job.seed, rep, &checkpoints, backend, &progress);
-            let complete = {
-                let Ok(mut slot) = slots[p].lock() else {
+        units.par_chunks(opts.batch.max(1)).for_each(|chunk| {
+            for &(p, rep) in chunk {
+                if first_error.lock().map(|e| e.is_some()).unwrap_or(true) {
                     return;
-                };
-                slot[rep as usize] = Some(r);
-                if slot.iter().all(Option::is_some) {
-                    Some(slot.iter().flatten().cloned().collect::<Vec<_>>())
-                } else {
-                    None
                 }
-            };
-            if let Some(reps) = complete {
-                let res = output::cell_batch(job, cell, &reps, backend.name()).and_then(|b| {
-                    let kv = output::metadata(
-                        job,
-                        &[("cell_id", cell.id.clone()), ("cell_key", cell.key.clone())],
-                    );
-                    output::write_parquet_atomic(&cell_path(&dir, cell), &[b], kv)
-                });
-                if let Err(e) = res {
-                    if let Ok(mut fe) = first_error.lock() {
-                        fe.get_or_insert(RunError::Output(e));
+                let cell = pending[p];
+                let r = run_rep(cell, job.seed, rep, &checkpoints, backend, &progress);
+                let complete = {
+                    let Ok(mut slot) = slots[p].lock() else {
+                        return;
+                    };
+                    slot[rep as usize] = Some(r);
+                    if slot.iter().all(Option::is_some) {
+                        Some(slot.iter().flatten().cloned().collect::<Vec<_>>())
+                    } else {
+                        None
                     }
-                    return;
+                };
+                if let Some(reps) = complete {
+                    let res = output::cell_batch(job, cell, &reps, backend.name()).and_then(|b| {
+                        let kv = output::metadata(
+                            job,
+                            &[("cell_id", cell.id.clone()), ("cell_key", cell.key.clone())],
+                        );
+                        output::write_parquet_atomic(&cell_path(&dir, cell), &[b], kv)
+                    });
+                    if let Err(e) = res {
+                        if let Ok(mut fe) = first_error.lock() {
+                            fe.get_or_insert(RunError::Output(e));
+                        }
+                        return;
+                    }
+                    let n = done_cells.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                    bar.set_message(format!("cells {n}/{}", pending.len()));
                 }
-                let n = done_cells.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                bar.set_message(format!("cells {n}/{}", pending.len()));
             }
         });
     });
@@ -211,7 +217,7 @@ pub fn run_job(job: &Job, backend: &dyn Backend, opts: &RunOptions) -> Result<Ru
             path: path.clone(),
             message: e.to_string(),
         })?;
-        summaries.push(summarize(c, &b, job.horizon, skipped.contains(&c.index)));
+        summaries.push(summarize(job, c, &b, skipped.contains(&c.index)));
         batches.extend(b);
     }
     let part = part_path(&dir, opts.shard);
@@ -276,7 +282,8 @@ fn foreign_parts(dir: &Path, shard: Shard) -> Vec<String> {
     out
 }
 
-fn summarize(cell: &Cell, batches: &[RecordBatch], horizon: u64, skipped: bool) -> CellSummary {
+fn summarize(job: &Job, cell: &Cell, batches: &[RecordBatch], skipped: bool) -> CellSummary {
+    let horizon = job.horizon;
     let mut finals = Vec::new();
     let mut syncs = Vec::new();
     for b in batches {
@@ -308,7 +315,7 @@ fn summarize(cell: &Cell, batches: &[RecordBatch], horizon: u64, skipped: bool) 
     };
     CellSummary {
         index: cell.index,
-        label: cell.label(),
+        label: job.short_label(cell),
         agent_regret_mean: mean,
         agent_regret_sd: var.sqrt(),
         sync_rounds_mean: syncs.iter().sum::<f64>() / n,

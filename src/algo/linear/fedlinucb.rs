@@ -219,7 +219,7 @@ impl Federation for FedLinUcb {
                 self.bank.refactor(i, &self.base, backend);
             }
         }
-        if t % self.cfg.batch_size == 0 {
+        if t.is_multiple_of(self.cfg.batch_size) {
             self.sync(backend);
         }
         regret

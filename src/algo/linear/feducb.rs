@@ -2,8 +2,8 @@
 //! PRIVATIZER (Algorithm 2), as specified in ALGORITHMS.md 1.2.
 //!
 //! Agent i plays with V = S + U_i, theta_hat = V^{-1} (s + u_i) and
-//! beta_{i,t} = sigma sqrt(2 log(2/alpha) + log det V - d log(M rho_min))
-//! + S_bound sqrt(M rho_max) + kappa sqrt(M) (Proposition 2; a negative
+//! beta_{i,t} = sigma sqrt(2 log(2/alpha) + log det V - d log(M rho_min)) +
+//! S_bound sqrt(M rho_max) + kappa sqrt(M) (Proposition 2; a negative
 //! argument is clamped at 0 and counted). After playing, it tests
 //! log det(V + x x^T + M (rho_max - rho_min) I) - log det(S) > D / Delta t_i;
 //! if any agent's test fires (or every round under `every_round`), all agents

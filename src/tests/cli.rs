@@ -1,0 +1,319 @@
+//! End-to-end tests of the `fedbandits` binary: invalid jobs, determinism
+//! across threads, batch sizes and shards, resume, and reading the Parquet
+//! output back from Python (pyarrow).
+
+use fedbandits::output::{
+    NONDETERMINISTIC_COLUMNS, canonical_rows, read_metadata_key, read_parquet,
+};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fedbandits"))
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("fedbandits-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+const GOOD: &str = "\
+name: small
+seed: 11
+repetitions: 3
+horizon: 300
+checkpoints: {every: 50}
+algorithm: [independent, private_fedlinucb, feducb_centralized]
+environment: linear_sphere
+params:
+  m: 3
+  d: 4
+  k: 9
+  delta: 0.1
+grid:
+  epsilon: [0.5, 2]
+";
+
+fn write_job(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn assert_invalid(text: &str, needles: &[&str]) {
+    let dir = tempdir(&format!("bad{}", text.len()));
+    let job = write_job(&dir, "bad.yaml", text);
+    let out_dir = dir.join("out");
+    let o = run(&[
+        "run",
+        job.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "exit code; stderr: {err}");
+    assert!(err.contains("bad.yaml"), "names the file: {err}");
+    for n in needles {
+        assert!(err.contains(n), "expected '{n}' in: {err}");
+    }
+    assert!(
+        !out_dir.exists(),
+        "nothing may be written for an invalid job"
+    );
+    // validate reports the same and also exits 2.
+    let v = run(&["validate", job.to_str().unwrap()]);
+    assert_eq!(v.status.code(), Some(2));
+}
+
+#[test]
+fn invalid_jobs_exit_2_with_file_line_key() {
+    // A wrong key (line 2).
+    assert_invalid(
+        &GOOD.replace("seed: 11", "sede: 11"),
+        &["bad.yaml:2", "sede", "unknown key", "allowed:"],
+    );
+    // A string for epsilon (line 14).
+    assert_invalid(
+        &GOOD.replace("[0.5, 2]", "[0.5, \"two\"]"),
+        &["bad.yaml:14", "grid.epsilon", "expected a number"],
+    );
+    // delta = 1.5 (line 12).
+    assert_invalid(
+        &GOOD.replace("delta: 0.1", "delta: 1.5"),
+        &["bad.yaml:12", "params.delta", "(0, 1)"],
+    );
+    // A missing horizon.
+    assert_invalid(&GOOD.replace("horizon: 300\n", ""), &["horizon", "missing"]);
+    // Several problems at once: each reported.
+    assert_invalid(
+        &GOOD
+            .replace("d: 4", "d: 0")
+            .replace("k: 9", "k: -1")
+            .replace("seed: 11", "seed: x"),
+        &["params.d", "params.k", "seed", "3 problem(s)"],
+    );
+    // B > T.
+    assert_invalid(
+        &GOOD.replace("  m: 3\n", "  m: 3\n  batch_size: 500\n"),
+        &["batch_size", "exceeds the horizon"],
+    );
+    // Unknown algorithm.
+    assert_invalid(
+        &GOOD.replace("independent,", "indepndent,"),
+        &["unknown algorithm 'indepndent'", "allowed:"],
+    );
+}
+
+#[test]
+fn cuda_backend_fails_cleanly_and_auto_falls_back() {
+    let dir = tempdir("cuda");
+    let job = write_job(&dir, "j.yaml", GOOD);
+    let o = run(&[
+        "run",
+        job.to_str().unwrap(),
+        "--out",
+        dir.join("o").to_str().unwrap(),
+        "--backend",
+        "cuda",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--backend cuda"), "{}", stderr(&o));
+    assert!(!dir.join("o").exists());
+    let o = run(&[
+        "run",
+        job.to_str().unwrap(),
+        "--out",
+        dir.join("o").to_str().unwrap(),
+        "--backend",
+        "auto",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("backend cpu (auto"), "{}", stderr(&o));
+}
+
+fn all_rows(dir: &Path) -> Vec<String> {
+    let mut batches = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "parquet") {
+            batches.extend(read_parquet(&p).unwrap());
+        }
+    }
+    canonical_rows(&batches, NONDETERMINISTIC_COLUMNS)
+}
+
+#[test]
+fn output_is_bit_identical_across_threads_batches_and_shards() {
+    let dir = tempdir("det");
+    let job = write_job(&dir, "j.yaml", GOOD);
+    let j = job.to_str().unwrap();
+    let go = |out: &str, extra: &[&str]| {
+        let mut args = vec!["run", j, "--quiet", "--out"];
+        let o = dir.join(out);
+        let os = o.to_str().unwrap().to_owned();
+        args.push(&os);
+        args.extend_from_slice(extra);
+        let r = run(&args);
+        assert!(r.status.success(), "{}", stderr(&r));
+        o.join("small")
+    };
+    let a = all_rows(&go("t1", &["--threads", "1"]));
+    let b = all_rows(&go("t2", &["--threads", "2"]));
+    let c = all_rows(&go("b5", &["--threads", "2", "--batch", "5"]));
+    let s = go("sh", &["--shard", "0/3"]);
+    go("sh", &["--shard", "2/3", "--threads", "1"]);
+    go("sh", &["--shard", "1/3"]);
+    let d = all_rows(&s);
+    // 5 cells (independent ignores epsilon) x 3 reps x 6 checkpoints.
+    assert_eq!(a.len(), 5 * 3 * 6);
+    assert_eq!(a, b, "threads 1 vs 2");
+    assert_eq!(a, c, "batch sizes");
+    assert_eq!(a, d, "shard layouts");
+    let parts: Vec<_> = std::fs::read_dir(&s)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("part-"))
+        .collect();
+    assert_eq!(parts.len(), 3);
+}
+
+#[test]
+fn rerun_skips_complete_cells_and_keeps_results() {
+    let dir = tempdir("rerun");
+    let job = write_job(&dir, "j.yaml", GOOD);
+    let out = dir.join("o");
+    let args = [
+        "run",
+        job.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let first = run(&args);
+    assert!(first.status.success());
+    let rows = all_rows(&out.join("small"));
+    let second = run(&args);
+    assert!(second.status.success());
+    assert!(
+        stderr(&second).contains("5 cell(s) already complete"),
+        "{}",
+        stderr(&second)
+    );
+    assert!(
+        stderr(&second).contains("ran 0 cell(s)"),
+        "{}",
+        stderr(&second)
+    );
+    assert_eq!(rows, all_rows(&out.join("small")));
+    // An invalid edit of the job leaves the earlier results intact.
+    std::fs::write(&job, GOOD.replace("delta: 0.1", "delta: 0")).unwrap();
+    let bad = run(&args);
+    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(rows, all_rows(&out.join("small")));
+    // Metadata carries the job and version.
+    let part = out.join("small/part-00000-of-00001.parquet");
+    let yaml = read_metadata_key(&part, "fedbandits.job_yaml")
+        .unwrap()
+        .unwrap();
+    assert!(yaml.contains("private_fedlinucb"));
+    assert_eq!(
+        read_metadata_key(&part, "fedbandits.version")
+            .unwrap()
+            .as_deref(),
+        Some(env!("CARGO_PKG_VERSION"))
+    );
+    assert_eq!(
+        std::fs::read_dir(out.join("small"))
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
+            .count(),
+        0
+    );
+}
+
+/// The Python interpreter with pyarrow: $FEDBANDITS_PYTHON, else the venv
+/// that `.ci/run` creates.
+fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("FEDBANDITS_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("analysis/.venv/bin/python");
+    assert!(
+        venv.exists(),
+        "no Python with pyarrow: run .ci/run (it creates analysis/.venv) or set FEDBANDITS_PYTHON"
+    );
+    venv
+}
+
+#[test]
+fn python_reads_schema_and_values() {
+    let dir = tempdir("py");
+    let job = write_job(&dir, "j.yaml", GOOD);
+    let out = dir.join("o");
+    let r = run(&[
+        "run",
+        job.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    let script = r#"
+import sys, glob
+import pyarrow.parquet as pq, pyarrow as pa, pyarrow.compute as pc
+t = pq.read_table(glob.glob(sys.argv[1] + "/*.parquet"))
+s = t.schema
+want = {"job": pa.string(), "cell_id": pa.string(), "algorithm": pa.string(), "m": pa.int64(), "d": pa.int64(),
+        "epsilon": pa.float64(), "delta": pa.float64(), "protocol": pa.string(), "sync": pa.string(), "private": pa.bool_(),
+        "repetition": pa.uint32(), "seed": pa.uint64(), "t": pa.uint64(), "group_regret": pa.float64(),
+        "agent_regret": pa.float64(), "agent_regret_max": pa.float64(), "sync_rounds": pa.uint64(), "messages": pa.uint64(),
+        "target_epsilon": pa.float64(), "backend": pa.string(), "wall_seconds": pa.float64()}
+for k, v in want.items():
+    assert s.field(k).type == v, (k, s.field(k).type)
+assert t.num_rows == 5 * 3 * 6, t.num_rows
+rows = t.to_pylist()
+for r in rows:
+    assert abs(r["agent_regret"] * r["m"] - r["group_regret"]) < 1e-9 * max(1, r["group_regret"])
+    assert r["group_regret"] >= 0 and r["t"] in (50, 100, 150, 200, 250, 300)
+    if r["algorithm"] == "independent":
+        assert r["epsilon"] is None and r["target_epsilon"] is None and r["sync_rounds"] == 0
+    if r["algorithm"] == "private_fedlinucb":
+        assert r["epsilon"] in (0.5, 2.0) and r["protocol"] == "ldp"
+        assert r["sync_rounds"] == r["t"] // 25 and r["messages"] == 2 * 3 * r["sync_rounds"]
+    if r["algorithm"] == "feducb_centralized":
+        assert r["private"] is True and r["sync"] == "log" and r["schedule_private"] is False
+key = lambda r: (r["cell_id"], r["repetition"], r["t"])
+rows.sort(key=key)
+for a, b in zip(rows, rows[1:]):
+    if (a["cell_id"], a["repetition"]) == (b["cell_id"], b["repetition"]):
+        assert b["group_regret"] >= a["group_regret"]
+md = pq.read_metadata(glob.glob(sys.argv[1] + "/part-*.parquet")[0]).metadata
+assert b"fedbandits.job_yaml" in md and b"fedbandits.git_commit" in md
+print("python ok", t.num_rows)
+"#;
+    let o = Command::new(python())
+        .arg("-c")
+        .arg(script)
+        .arg(out.join("small"))
+        .output()
+        .expect("python runs");
+    assert!(
+        o.status.success(),
+        "python check failed:\n{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("python ok 90"));
+}
