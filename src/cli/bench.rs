@@ -81,3 +81,70 @@ pub fn run(
     }
     Ok(())
 }
+
+/// Times the hot kernels of one linear-bandit agent-step (d = 10, K = 100,
+/// linear_sphere) on one thread and prints nanoseconds per call, so that the
+/// agent-step rate can be traced to its parts.
+pub fn kernels(backend: &dyn Backend) {
+    use crate::backend::cpu::score_argmax;
+    use crate::backend::{AgentState, Workspace};
+    use crate::env::{LinearEnv, LinearEnvKind, LinearEnvSpec};
+    use crate::linalg;
+    use crate::rng::normal::fill_normals;
+    use std::hint::black_box;
+
+    let (d, k) = (10usize, 100usize);
+    let spec = LinearEnvSpec {
+        kind: LinearEnvKind::Sphere {
+            noise_std: 0.5,
+            reward_on_raw: true,
+        },
+        d,
+        k,
+    };
+    let env = LinearEnv::new(&spec, &[1, 2, 3]);
+    let mut streams = env.agent_streams(0);
+    let mut ws = Workspace::new(d, k);
+    let mut vinv = vec![0.0; d * d];
+    linalg::set_scaled_identity(&mut vinv, d, 0.5);
+    let mut logdet = 0.0;
+    let mut b = vec![0.1; d];
+    let time = |name: &str, iters: u32, f: &mut dyn FnMut()| {
+        for _ in 0..iters / 10 {
+            f();
+        }
+        let start = Instant::now();
+        for _ in 0..iters {
+            f();
+        }
+        let ns = start.elapsed().as_secs_f64() * 1e9 / f64::from(iters);
+        println!("kernel {name} ns_per_call={ns:.1}");
+    };
+    let mut buf = vec![0.0; (k - d) * (d - 1)];
+    time("normals_810", 100_000, &mut || fill_normals(&mut streams.lanes, black_box(&mut buf)));
+    time("decision_set_sphere_d10_k100", 100_000, &mut || env.draw(&mut streams, black_box(&mut ws.ds)));
+    let theta = vec![0.05; d];
+    let x = ws.ds.x.clone();
+    time("score_argmax_d10_k100", 100_000, &mut || {
+        black_box(score_argmax(d, k, black_box(&x), &vinv, &theta, 1.3));
+    });
+    let xs = vec![0.3; d];
+    let mut w = vec![0.0; d];
+    let mut inv2 = vinv.clone();
+    time("sherman_morrison_d10", 1_000_000, &mut || {
+        black_box(linalg::sherman_morrison(&mut inv2, black_box(&xs), &mut w, d));
+    });
+    time("ucb_step_d10_k100", 100_000, &mut || {
+        black_box(backend.ucb_step(
+            &env,
+            &mut streams,
+            &mut ws,
+            AgentState {
+                vinv: &mut vinv,
+                logdet: &mut logdet,
+                b: &mut b,
+            },
+            1.0,
+        ));
+    });
+}

@@ -78,6 +78,9 @@ pub enum Command {
         /// Run only workloads whose name contains this text.
         #[arg(long)]
         only: Option<String>,
+        /// Also time the per-step kernels (one thread, ns per call).
+        #[arg(long)]
+        kernels: bool,
     },
 }
 
@@ -198,9 +201,13 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             threads,
             rounds,
             only,
+            kernels,
         } => {
             let (be, why) = backend::select(backend)?;
             eprintln!("fedbandits bench: {why}");
+            if kernels {
+                bench::kernels(be.as_ref());
+            }
             bench::run(be.as_ref(), threads, rounds, only.as_deref()).map_err(CliError::Run)
         }
     }

@@ -19,6 +19,7 @@ pub(crate) fn draw_theta(d: usize, s: &mut Stream) -> Vec<f64> {
 
 pub(crate) fn draw(theta: &[f64], s: &mut AgentStreams, ds: &mut DecisionSet) {
     let (d, k, kp) = (ds.d, ds.k, ds.kp);
+    ds.prepared_for = 0; // every action is rewritten each round
     fill_normals(&mut s.lanes, &mut ds.scratch[..k * d]);
     let opt = s.uniforms.below(k as u64) as usize;
     let mut best = f64::NEG_INFINITY;

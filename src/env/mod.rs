@@ -62,6 +62,10 @@ pub struct DecisionSet {
     pub(crate) scratch: Vec<f64>,
     /// Per-action workspace (inverse norms).
     pub(crate) norms: Vec<f64>,
+    /// Id of the environment whose round-invariant actions are already in
+    /// place (0: none), and the best mean among them.
+    pub(crate) prepared_for: u64,
+    pub(crate) prepared_best: f64,
 }
 
 impl DecisionSet {
@@ -77,6 +81,8 @@ impl DecisionSet {
             best: f64::NEG_INFINITY,
             scratch: vec![0.0; k * d],
             norms: vec![0.0; kp],
+            prepared_for: 0,
+            prepared_best: f64::NEG_INFINITY,
         }
     }
 
@@ -108,6 +114,8 @@ pub struct LinearEnv {
     /// theta*.
     pub theta: Vec<f64>,
     key: Vec<u64>,
+    /// Non-zero identity of this instance (hash of its key).
+    id: u64,
 }
 
 impl LinearEnv {
@@ -125,6 +133,7 @@ impl LinearEnv {
             spec: spec.clone(),
             theta,
             key: key.to_vec(),
+            id: crate::rng::fold_key(key) | 1,
         }
     }
 
@@ -150,7 +159,7 @@ impl LinearEnv {
         match self.spec.kind {
             LinearEnvKind::Gap => linear_gap::draw(&self.theta, s, ds),
             LinearEnvKind::Sphere { reward_on_raw, .. } => {
-                linear_sphere::draw(&self.theta, reward_on_raw, s, ds)
+                linear_sphere::draw(&self.theta, reward_on_raw, self.id, s, ds)
             }
         }
     }

@@ -86,8 +86,13 @@ pub fn sincos_kernel_f32(x: f32) -> (f32, f32) {
 /// Box-Muller on one lane's pair of 32-bit words; returns (r cos phi, r sin phi).
 #[inline(always)]
 pub fn box_muller_pair(word: u64) -> (f32, f32) {
-    let a = (word >> 32) as u32;
-    let b = word as u32;
+    box_muller_words((word >> 32) as u32, word as u32)
+}
+
+/// Box-Muller on the two 32-bit halves of a lane output (`a`: radius,
+/// `b`: angle).
+#[inline(always)]
+pub fn box_muller_words(a: u32, b: u32) -> (f32, f32) {
     let u1 = (a as f32 + 0.5) * (1.0 / 4_294_967_296.0);
     let r = (-2.0 * ln_f32(u1)).sqrt();
     let q = b >> 30;
@@ -108,23 +113,28 @@ pub fn box_muller_pair(word: u64) -> (f32, f32) {
 /// `p % 8` of lane step `p / 8`; `out[p] = r_p cos phi_p`,
 /// `out[16 + p] = r_p sin phi_p`. Sixteen pairs fill one 512-bit f32 vector.
 #[inline(always)]
-pub fn normals32(lanes: &mut Lanes) -> [f64; NORMALS_PER_BLOCK] {
+pub fn normals32(lanes: &mut Lanes, out: &mut [f64; NORMALS_PER_BLOCK]) {
     let a = lanes.next_block();
     let b = lanes.next_block();
-    let mut w = [0u64; 2 * LANES];
-    w[..LANES].copy_from_slice(&a);
-    w[LANES..].copy_from_slice(&b);
+    // Split into 32-bit halves first so the math below is uniformly 32-bit
+    // and vectorizes 16 wide.
+    let mut hi = [0u32; 2 * LANES];
+    let mut lo = [0u32; 2 * LANES];
+    for l in 0..LANES {
+        hi[l] = (a[l] >> 32) as u32;
+        lo[l] = a[l] as u32;
+        hi[LANES + l] = (b[l] >> 32) as u32;
+        lo[LANES + l] = b[l] as u32;
+    }
     let mut c = [0.0f32; 2 * LANES];
     let mut s = [0.0f32; 2 * LANES];
     for p in 0..2 * LANES {
-        (c[p], s[p]) = box_muller_pair(w[p]);
+        (c[p], s[p]) = box_muller_words(hi[p], lo[p]);
     }
-    let mut out = [0.0f64; NORMALS_PER_BLOCK];
     for p in 0..2 * LANES {
         out[p] = f64::from(c[p]);
         out[2 * LANES + p] = f64::from(s[p]);
     }
-    out
 }
 
 /// Fills `out` with standard normals; a final partial block discards its
@@ -135,13 +145,13 @@ pub fn normals32(lanes: &mut Lanes) -> [f64; NORMALS_PER_BLOCK] {
     "aarch64+neon"
 ))]
 pub fn fill_normals(lanes: &mut Lanes, out: &mut [f64]) {
-    let mut chunks = out.chunks_exact_mut(NORMALS_PER_BLOCK);
-    for chunk in &mut chunks {
-        chunk.copy_from_slice(&normals32(lanes));
+    let (chunks, rest) = out.as_chunks_mut::<NORMALS_PER_BLOCK>();
+    for chunk in chunks {
+        normals32(lanes, chunk);
     }
-    let rest = chunks.into_remainder();
     if !rest.is_empty() {
-        let n = normals32(lanes);
+        let mut n = [0.0; NORMALS_PER_BLOCK];
+        normals32(lanes, &mut n);
         let len = rest.len();
         rest.copy_from_slice(&n[..len]);
     }
@@ -269,7 +279,8 @@ mod tests {
         let mut b = Lanes::new(&[9]);
         let mut out = [0.0; 5];
         fill_normals(&mut a, &mut out);
-        let full = normals32(&mut b);
+        let mut full = [0.0; NORMALS_PER_BLOCK];
+        normals32(&mut b, &mut full);
         assert_eq!(out[..], full[..5]);
         assert_eq!(a.next_block(), b.next_block());
     }
