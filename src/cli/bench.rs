@@ -121,8 +121,12 @@ pub fn kernels(backend: &dyn Backend) {
         println!("kernel {name} ns_per_call={ns:.1}");
     };
     let mut buf = vec![0.0; (k - d) * (d - 1)];
-    time("normals_810", 100_000, &mut || fill_normals(&mut streams.lanes, black_box(&mut buf)));
-    time("decision_set_sphere_d10_k100", 100_000, &mut || env.draw(&mut streams, black_box(&mut ws.ds)));
+    time("normals_810", 100_000, &mut || {
+        fill_normals(&mut streams.lanes, black_box(&mut buf))
+    });
+    time("decision_set_sphere_d10_k100", 100_000, &mut || {
+        env.draw(&mut streams, black_box(&mut ws.ds))
+    });
     let theta = vec![0.05; d];
     let x = ws.ds.x.clone();
     time("score_argmax_d10_k100", 100_000, &mut || {
@@ -132,7 +136,12 @@ pub fn kernels(backend: &dyn Backend) {
     let mut w = vec![0.0; d];
     let mut inv2 = vinv.clone();
     time("sherman_morrison_d10", 1_000_000, &mut || {
-        black_box(linalg::sherman_morrison(&mut inv2, black_box(&xs), &mut w, d));
+        black_box(linalg::sherman_morrison(
+            &mut inv2,
+            black_box(&xs),
+            &mut w,
+            d,
+        ));
     });
     time("ucb_step_d10_k100", 100_000, &mut || {
         black_box(backend.ucb_step(
