@@ -52,12 +52,7 @@ pub fn cholesky_in_place(a: &mut [f64], d: usize) -> Result<f64, LltError> {
 ///
 /// `work` must hold `d * d` values. On success `inv` holds the full (both
 /// triangles) inverse and the return value is log det `v`.
-pub fn spd_inverse(
-    v: &[f64],
-    d: usize,
-    inv: &mut [f64],
-    work: &mut [f64],
-) -> Result<f64, LltError> {
+pub fn spd_inverse(v: &[f64], d: usize, inv: &mut [f64], work: &mut [f64]) -> Result<f64, LltError> {
     let l = &mut work[..d * d];
     l.copy_from_slice(v);
     let logdet = cholesky_in_place(l, d)?;

@@ -123,14 +123,7 @@ fn score_group<const NB: usize>(
     "x86_64+avx2+fma",
     "aarch64+neon"
 ))]
-pub fn score_argmax(
-    d: usize,
-    k: usize,
-    x: &[f64],
-    a: &[f64],
-    theta: &[f64],
-    beta: f64,
-) -> (usize, f64) {
+pub fn score_argmax(d: usize, k: usize, x: &[f64], a: &[f64], theta: &[f64], beta: f64) -> (usize, f64) {
     let (xb, _) = x.as_chunks::<LANES>();
     let kb = xb.len() / d.max(1);
     let mut best = Best::new();
@@ -180,13 +173,7 @@ impl Backend for CpuBackend {
         }
     }
 
-    fn spd_inverse(
-        &self,
-        v: &[f64],
-        d: usize,
-        inv: &mut [f64],
-        ws: &mut Workspace,
-    ) -> Result<(f64, f64), LltError> {
+    fn spd_inverse(&self, v: &[f64], d: usize, inv: &mut [f64], ws: &mut Workspace) -> Result<(f64, f64), LltError> {
         linalg::spd_inverse_with_jitter(v, d, inv, &mut ws.m1, &mut ws.m2)
     }
 }
@@ -197,15 +184,7 @@ mod tests {
     use crate::rng::Stream;
 
     /// Plain reference scorer: full quadratic form, scalar loop.
-    fn reference(
-        d: usize,
-        k: usize,
-        kp: usize,
-        x: &[f64],
-        a: &[f64],
-        theta: &[f64],
-        beta: f64,
-    ) -> usize {
+    fn reference(d: usize, k: usize, kp: usize, x: &[f64], a: &[f64], theta: &[f64], beta: f64) -> usize {
         let mut best = (f64::NEG_INFINITY, 0);
         for arm in 0..k {
             let xa: Vec<f64> = (0..d).map(|j| x[j * kp + arm]).collect();

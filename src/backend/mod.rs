@@ -99,13 +99,7 @@ pub trait Backend: Send + Sync {
     /// Inverse and log det of a symmetric matrix that should be positive
     /// definite; on failure retries with growing jitter and reports the jitter
     /// used (0 when none). `inv` receives the inverse.
-    fn spd_inverse(
-        &self,
-        v: &[f64],
-        d: usize,
-        inv: &mut [f64],
-        ws: &mut Workspace,
-    ) -> Result<(f64, f64), LltError>;
+    fn spd_inverse(&self, v: &[f64], d: usize, inv: &mut [f64], ws: &mut Workspace) -> Result<(f64, f64), LltError>;
 }
 
 /// Which backend the user asked for.
@@ -132,10 +126,7 @@ pub fn select(choice: BackendChoice) -> Result<(Box<dyn Backend>, String), Backe
     const NO_CUDA: &str = "this build has no CUDA backend yet (see the CUDA issue)";
     match choice {
         BackendChoice::Cpu => Ok((Box::new(cpu::CpuBackend), "backend cpu (requested)".into())),
-        BackendChoice::Auto => Ok((
-            Box::new(cpu::CpuBackend),
-            format!("backend cpu (auto: {NO_CUDA})"),
-        )),
+        BackendChoice::Auto => Ok((Box::new(cpu::CpuBackend), format!("backend cpu (auto: {NO_CUDA})"))),
         BackendChoice::Cuda => Err(BackendError::CudaUnavailable(NO_CUDA.into())),
     }
 }

@@ -34,12 +34,7 @@ const WORKLOADS: &[(&str, u32, &str)] = &[
 ];
 
 /// Runs the workloads and prints one line each.
-pub fn run(
-    backend: &dyn Backend,
-    threads: Option<usize>,
-    rounds: u64,
-    only: Option<&str>,
-) -> Result<(), RunError> {
+pub fn run(backend: &dyn Backend, threads: Option<usize>, rounds: u64, only: Option<&str>) -> Result<(), RunError> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads.unwrap_or(0))
         .build()
@@ -73,11 +68,11 @@ pub fn run(
         let rate = steps as f64 / secs;
         let (d, k) = (cell.config.env.d as f64, cell.config.env.k as f64);
         let gflops = rate * 2.0 * k * (d * d + 2.0 * d) / 1e9;
-        println!(
-            "bench {name} backend={} agent_steps_per_s={rate:.0} threads={nthreads} federations={feds} rounds={} seconds={secs:.3} model_gflop_s={gflops:.2}",
+        super::emit(&format!(
+            "bench {name} backend={} agent_steps_per_s={rate:.0} threads={nthreads} federations={feds} rounds={} seconds={secs:.3} model_gflop_s={gflops:.2}\n",
             backend.name(),
             job.horizon
-        );
+        ));
     }
     Ok(())
 }
@@ -118,7 +113,7 @@ pub fn kernels(backend: &dyn Backend) {
             f();
         }
         let ns = start.elapsed().as_secs_f64() * 1e9 / f64::from(iters);
-        println!("kernel {name} ns_per_call={ns:.1}");
+        super::emit(&format!("kernel {name} ns_per_call={ns:.1}\n"));
     };
     let mut buf = vec![0.0; (k - d) * (d - 1)];
     time("normals_810", 100_000, &mut || {
@@ -136,12 +131,7 @@ pub fn kernels(backend: &dyn Backend) {
     let mut w = vec![0.0; d];
     let mut inv2 = vinv.clone();
     time("sherman_morrison_d10", 1_000_000, &mut || {
-        black_box(linalg::sherman_morrison(
-            &mut inv2,
-            black_box(&xs),
-            &mut w,
-            d,
-        ));
+        black_box(linalg::sherman_morrison(&mut inv2, black_box(&xs), &mut w, d));
     });
     time("ucb_step_d10_k100", 100_000, &mut || {
         black_box(backend.ucb_step(

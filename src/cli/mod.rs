@@ -147,7 +147,7 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
         }
         Command::Validate { job, threads } => {
             let job = Job::load(&job)?;
-            print!("{job}");
+            let mut out = job.to_string();
             let threads = threads.unwrap_or_else(rayon::current_num_threads);
             let per_fed = job
                 .cells
@@ -155,45 +155,45 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
                 .map(|c| crate::sim::memory_per_federation(&c.config))
                 .max()
                 .unwrap_or(0);
-            let rows = job.cells.len() as u64
-                * u64::from(job.repetitions)
-                * job.checkpoint_rounds().len() as u64;
-            println!(
-                "totals: {} cells, {} repetitions each, {} federations, {} agent-steps ({:.3e})",
+            let rows = job.cells.len() as u64 * u64::from(job.repetitions) * job.checkpoint_rounds().len() as u64;
+            out += &format!(
+                "totals: {} cells, {} repetitions each, {} federations, {} agent-steps ({:.3e})\n",
                 job.cells.len(),
                 job.repetitions,
                 job.cells.len() as u64 * u64::from(job.repetitions),
                 job.total_agent_steps(),
                 job.total_agent_steps() as f64
             );
-            println!(
-                "memory: up to {} per federation, about {} with {threads} threads; output about {rows} rows",
+            out += &format!(
+                "memory: up to {} per federation, about {} with {threads} threads; output about {rows} rows\n",
                 human_bytes(per_fed),
                 human_bytes(per_fed * threads as u64 + rows * 400)
             );
-            println!("results: {}", job.results_dir().display());
+            out += &format!("results: {}\n", job.results_dir().display());
+            emit(&out);
             Ok(())
         }
         Command::List => {
-            println!("algorithms:");
+            let mut out = String::from("algorithms:\n");
             for (n, d) in ALGORITHMS {
-                println!("  {n:<20} {d}");
+                out += &format!("  {n:<20} {d}\n");
             }
-            println!("environments:");
+            out += "environments:\n";
             for (n, d) in ENVIRONMENTS {
-                println!("  {n:<20} {d}");
+                out += &format!("  {n:<20} {d}\n");
             }
-            println!("parameters (in params: or grid:):");
+            out += "parameters (in params: or grid:):\n";
             for p in PARAMS {
-                println!(
-                    "  {:<17} {}; default {}; {}",
+                out += &format!(
+                    "  {:<17} {}; default {}; {}\n",
                     p.name,
                     p.kind.describe(),
                     p.default,
                     p.doc
                 );
-                println!("  {:<17} used by: {}", "", p.used_by.join(", "));
+                out += &format!("  {:<17} used by: {}\n", "", p.used_by.join(", "));
             }
+            emit(&out);
             Ok(())
         }
         Command::Bench {
@@ -248,25 +248,25 @@ fn print_report(r: &RunReport) {
         rate,
         r.part.display()
     );
-    println!(
-        "{:>4}  {:>14} {:>10} {:>10}  cell",
+    let mut out = format!(
+        "{:>4}  {:>14} {:>10} {:>10}  cell\n",
         "#", "agent regret", "sd", "syncs"
     );
     for s in &r.summaries {
-        println!(
-            "{:>4}  {:>14.2} {:>10.2} {:>10.1}  {}{}",
-            s.index,
-            s.agent_regret_mean,
-            s.agent_regret_sd,
-            s.sync_rounds_mean,
-            s.label,
-            if s.skipped {
-                " (skipped: complete)"
-            } else {
-                ""
-            }
+        let note = if s.skipped { " (skipped: complete)" } else { "" };
+        out += &format!(
+            "{:>4}  {:>14.2} {:>10.2} {:>10.1}  {}{note}\n",
+            s.index, s.agent_regret_mean, s.agent_regret_sd, s.sync_rounds_mean, s.label
         );
     }
+    emit(&out);
+}
+
+/// Writes to stdout; a closed pipe (`fedbandits list | head`) is not an error.
+pub fn emit(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush());
 }
 
 /// Parses arguments and runs; the binary's whole `main`.

@@ -28,13 +28,7 @@ pub(crate) fn draw_theta(d: usize, s: &mut Stream) -> Vec<f64> {
     "x86_64+avx2+fma",
     "aarch64+neon"
 ))]
-pub(crate) fn draw(
-    theta: &[f64],
-    raw: bool,
-    env_id: u64,
-    s: &mut AgentStreams,
-    ds: &mut DecisionSet,
-) {
+pub(crate) fn draw(theta: &[f64], raw: bool, env_id: u64, s: &mut AgentStreams, ds: &mut DecisionSet) {
     let (d, k, kp) = (ds.d, ds.k, ds.kp);
     let last = d - 1;
     let fixed = d.min(k);
@@ -87,12 +81,7 @@ pub(crate) fn draw(
             let tj = theta[j];
             let col = &g[j * nr..(j + 1) * nr];
             let dst = &mut ds.x[j * kp + fixed..j * kp + k];
-            for (((x, m), v), iv) in dst
-                .iter_mut()
-                .zip(means.iter_mut())
-                .zip(col)
-                .zip(inv.iter())
-            {
+            for (((x, m), v), iv) in dst.iter_mut().zip(means.iter_mut()).zip(col).zip(inv.iter()) {
                 let z = v * iv; // coordinate of the unit vector
                 *m += tj * z;
                 *x = z * inv_sqrt2;

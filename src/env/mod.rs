@@ -203,11 +203,7 @@ mod tests {
                 let norm = x.iter().map(|v| v * v).sum::<f64>().sqrt();
                 assert!(norm <= 1.0 + 1e-9, "action norm {norm}");
                 best = best.max(ds.mean[a]);
-                assert!(
-                    (0.0..=1.0 + 1e-12).contains(&ds.mean[a]),
-                    "mean {}",
-                    ds.mean[a]
-                );
+                assert!((0.0..=1.0 + 1e-12).contains(&ds.mean[a]), "mean {}", ds.mean[a]);
             }
             assert_eq!(best, ds.best);
             for a in k..ds.kp {
@@ -248,16 +244,8 @@ mod tests {
         let e1 = LinearEnv::new(&spec, &[9, 9]);
         let e2 = LinearEnv::new(&spec, &[9, 9]);
         assert_eq!(e1.theta, e2.theta);
-        let (mut a, mut b, mut c) = (
-            e1.agent_streams(0),
-            e2.agent_streams(0),
-            e1.agent_streams(1),
-        );
-        let (mut da, mut db, mut dc) = (
-            DecisionSet::new(4, 8),
-            DecisionSet::new(4, 8),
-            DecisionSet::new(4, 8),
-        );
+        let (mut a, mut b, mut c) = (e1.agent_streams(0), e2.agent_streams(0), e1.agent_streams(1));
+        let (mut da, mut db, mut dc) = (DecisionSet::new(4, 8), DecisionSet::new(4, 8), DecisionSet::new(4, 8));
         e1.draw(&mut a, &mut da);
         e2.draw(&mut b, &mut db);
         e1.draw(&mut c, &mut dc);

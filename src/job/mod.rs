@@ -83,11 +83,7 @@ impl CheckpointSpec {
                 let n = n.max(1);
                 (0..n)
                     .map(|i| {
-                        let f = if n == 1 {
-                            1.0
-                        } else {
-                            i as f64 / (n - 1) as f64
-                        };
+                        let f = if n == 1 { 1.0 } else { i as f64 / (n - 1) as f64 };
                         ((horizon as f64).powf(f)).round() as u64
                     })
                     .collect()
@@ -218,10 +214,7 @@ impl Job {
             s += &format!(" on {}", cell.environment);
         }
         for (k, v) in &cell.params {
-            let varies = self
-                .cells
-                .iter()
-                .any(|c| c.params.get(k).is_some_and(|o| o != v));
+            let varies = self.cells.iter().any(|c| c.params.get(k).is_some_and(|o| o != v));
             if varies {
                 s += &format!(" {k}={v}");
             }
@@ -231,11 +224,7 @@ impl Job {
 
     /// Total agent-steps of the job.
     pub fn total_agent_steps(&self) -> u64 {
-        self.cells
-            .iter()
-            .map(|c| c.agent_steps_per_rep())
-            .sum::<u64>()
-            * u64::from(self.repetitions)
+        self.cells.iter().map(|c| c.agent_steps_per_rep()).sum::<u64>() * u64::from(self.repetitions)
     }
 }
 
@@ -284,8 +273,7 @@ impl Parser<'_> {
             self.problems.push(Problem {
                 line: Some(1),
                 key: "(root)".into(),
-                message: "a job file must be a mapping of keys (name, horizon, algorithm, ...)"
-                    .into(),
+                message: "a job file must be a mapping of keys (name, horizon, algorithm, ...)".into(),
             });
             return None;
         };
@@ -296,34 +284,20 @@ impl Parser<'_> {
                 continue;
             };
             if !TOP_KEYS.contains(&k.as_str()) {
-                self.problem(
-                    &[&k],
-                    format!("unknown key; allowed: {}", TOP_KEYS.join(", ")),
-                );
+                self.problem(&[&k], format!("unknown key; allowed: {}", TOP_KEYS.join(", ")));
                 continue;
             }
             top.insert(k, v);
         }
-        let stem = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or("job")
-            .to_owned();
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("job").to_owned();
         let name = match top.get("name") {
             None => Some(stem),
             Some(v) => match v.as_str() {
-                Some(s)
-                    if !s.is_empty()
-                        && s.chars()
-                            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)) =>
-                {
+                Some(s) if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)) => {
                     Some(s.to_owned())
                 }
                 _ => {
-                    self.problem(
-                        &["name"],
-                        "expected a non-empty name of letters, digits, '_', '-', '.'",
-                    );
+                    self.problem(&["name"], "expected a non-empty name of letters, digits, '_', '-', '.'");
                     None
                 }
             },
@@ -360,10 +334,7 @@ impl Parser<'_> {
             Some(v) => match v.as_u64() {
                 Some(t) if t >= 1 => Some(t),
                 _ => {
-                    self.problem(
-                        &["horizon"],
-                        "expected an integer >= 1 (T < 1 is impossible)",
-                    );
+                    self.problem(&["horizon"], "expected an integer >= 1 (T < 1 is impossible)");
                     None
                 }
             },
@@ -380,18 +351,7 @@ impl Parser<'_> {
         let environments = self.word_list(&top, "environment", ENVIRONMENTS);
         let fixed = self.fixed_params(top.get("params"));
         let axes = self.grid(top.get("grid"));
-        let (
-            name,
-            seed,
-            repetitions,
-            horizon,
-            checkpoints,
-            output,
-            algorithms,
-            environments,
-            fixed,
-            axes,
-        ) = (
+        let (name, seed, repetitions, horizon, checkpoints, output, algorithms, environments, fixed, axes) = (
             name?,
             seed?,
             repetitions?,
@@ -426,11 +386,7 @@ impl Parser<'_> {
         })
     }
 
-    fn checkpoints(
-        &mut self,
-        v: Option<&serde_yaml::Value>,
-        horizon: Option<u64>,
-    ) -> Option<CheckpointSpec> {
+    fn checkpoints(&mut self, v: Option<&serde_yaml::Value>, horizon: Option<u64>) -> Option<CheckpointSpec> {
         let Some(v) = v else {
             return Some(CheckpointSpec::LogPoints(100));
         };
@@ -448,10 +404,7 @@ impl Parser<'_> {
         match (k.as_str(), n) {
             (Some("every"), Some(n)) => {
                 if let Some(t) = horizon.filter(|&t| n > t) {
-                    self.problem(
-                        &["checkpoints", "every"],
-                        format!("{n} exceeds the horizon {t}"),
-                    );
+                    self.problem(&["checkpoints", "every"], format!("{n} exceeds the horizon {t}"));
                     return None;
                 }
                 Some(CheckpointSpec::Every(n))
@@ -489,10 +442,7 @@ impl Parser<'_> {
             _ => {
                 self.problem(
                     &[key],
-                    format!(
-                        "expected a name or a list of names; allowed: {}",
-                        names.join(", ")
-                    ),
+                    format!("expected a name or a list of names; allowed: {}", names.join(", ")),
                 );
                 return None;
             }
@@ -507,17 +457,11 @@ impl Parser<'_> {
                     }
                 }
                 Some(s) => {
-                    self.problem(
-                        &[key],
-                        format!("unknown {key} '{s}'; allowed: {}", names.join(", ")),
-                    );
+                    self.problem(&[key], format!("unknown {key} '{s}'; allowed: {}", names.join(", ")));
                     ok = false;
                 }
                 None => {
-                    self.problem(
-                        &[key],
-                        format!("expected names; allowed: {}", names.join(", ")),
-                    );
+                    self.problem(&[key], format!("expected names; allowed: {}", names.join(", ")));
                     ok = false;
                 }
             }
@@ -679,7 +623,10 @@ impl Parser<'_> {
                 .collect(),
             "logspace" => {
                 if a <= 0.0 || b <= 0.0 {
-                    self.problem(path, "logspace endpoints must be > 0 (values, not exponents: like numpy.geomspace)");
+                    self.problem(
+                        path,
+                        "logspace endpoints must be > 0 (values, not exponents: like numpy.geomspace)",
+                    );
                     return None;
                 }
                 (0..n)
@@ -776,9 +723,7 @@ impl Parser<'_> {
                                 let p = Problem {
                                     line,
                                     key: path.join("."),
-                                    message: format!(
-                                        "{msg} (algorithm {algo}, environment {envname})"
-                                    ),
+                                    message: format!("{msg} (algorithm {algo}, environment {envname})"),
                                 };
                                 if !self.problems.contains(&p) {
                                     self.problems.push(p);
@@ -793,12 +738,7 @@ impl Parser<'_> {
     }
 }
 
-fn canonical(
-    algo: &str,
-    env: &str,
-    params: &BTreeMap<&'static str, Value>,
-    horizon: u64,
-) -> String {
+fn canonical(algo: &str, env: &str, params: &BTreeMap<&'static str, Value>, horizon: u64) -> String {
     let mut s = format!("{algo}|{env}|T={horizon}");
     for (k, v) in params {
         s += &format!("|{k}={}", value_bits(v));
@@ -832,12 +772,7 @@ pub type ResolveErrors = Vec<(&'static str, String)>;
 
 /// Resolves a cell's raw parameters: fills defaults, drops parameters the
 /// algorithm and environment do not use, checks cross-parameter rules.
-pub fn resolve(
-    algo: &str,
-    env: &str,
-    raw: &BTreeMap<String, Value>,
-    horizon: u64,
-) -> Result<Resolved, ResolveErrors> {
+pub fn resolve(algo: &str, env: &str, raw: &BTreeMap<String, Value>, horizon: u64) -> Result<Resolved, ResolveErrors> {
     let mut errs: Vec<(&'static str, String)> = Vec::new();
     let mut out: BTreeMap<&'static str, Value> = BTreeMap::new();
     let f = |k: &str, default: f64| raw.get(k).and_then(Value::as_f64).unwrap_or(default);
@@ -864,11 +799,7 @@ pub fn resolve(
 
     // Environment.
     let d = i("d", 10);
-    let default_k = if env == "linear_gap" {
-        (d * d).min(100)
-    } else {
-        100
-    };
+    let default_k = if env == "linear_gap" { (d * d).min(100) } else { 100 };
     let k = i("k", default_k);
     out.insert("d", Value::Int(d));
     out.insert("k", Value::Int(k));
@@ -932,8 +863,7 @@ pub fn resolve(
         out.insert("subgaussian", Value::Float(cfg.subgaussian));
         out.insert("refactor_every", Value::Int(i64::from(cfg.refactor_every)));
     }
-    let need_privacy = |errs: &mut Vec<(&'static str, String)>,
-                        out: &mut BTreeMap<&'static str, Value>| match (
+    let need_privacy = |errs: &mut Vec<(&'static str, String)>, out: &mut BTreeMap<&'static str, Value>| match (
         raw.get("epsilon").and_then(Value::as_f64),
         raw.get("delta").and_then(Value::as_f64),
     ) {
@@ -944,16 +874,10 @@ pub fn resolve(
         }
         (e, dl) => {
             if e.is_none() {
-                errs.push((
-                    "epsilon",
-                    "missing; a private run needs epsilon (number > 0)".into(),
-                ));
+                errs.push(("epsilon", "missing; a private run needs epsilon (number > 0)".into()));
             }
             if dl.is_none() {
-                errs.push((
-                    "delta",
-                    "missing; a private run needs delta (number in (0, 1))".into(),
-                ));
+                errs.push(("delta", "missing; a private run needs delta (number in (0, 1))".into()));
             }
             None
         }
@@ -1021,11 +945,7 @@ pub fn resolve(
             };
         }
     }
-    if errs.is_empty() {
-        Ok((out, cfg))
-    } else {
-        Err(errs)
-    }
+    if errs.is_empty() { Ok((out, cfg)) } else { Err(errs) }
 }
 
 /// 1-based line of a dotted key path in YAML text (block style), if found.
@@ -1095,9 +1015,6 @@ mod tests {
         assert_eq!(r[0], 1);
         assert_eq!(*r.last().unwrap(), 2000);
         assert!(r.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(
-            CheckpointSpec::Every(300).rounds(1000),
-            vec![300, 600, 900, 1000]
-        );
+        assert_eq!(CheckpointSpec::Every(300).rounds(1000), vec![300, 600, 900, 1000]);
     }
 }

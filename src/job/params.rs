@@ -134,10 +134,7 @@ impl Kind {
                 if words.contains(&s.as_str()) {
                     Ok(v.clone())
                 } else {
-                    Err(format!(
-                        "unknown value '{s}'; allowed: {}",
-                        words.join(", ")
-                    ))
+                    Err(format!("unknown value '{s}'; allowed: {}", words.join(", ")))
                 }
             }
             (Kind::Choice(words), other) => Err(format!(
@@ -223,10 +220,7 @@ const LEARNERS: &[&str] = &[
 
 /// Algorithms of the linear family.
 pub const ALGORITHMS: &[(&str, &str)] = &[
-    (
-        "linucb",
-        "OFUL, a single agent (Abbasi-Yadkori et al. 2011)",
-    ),
+    ("linucb", "OFUL, a single agent (Abbasi-Yadkori et al. 2011)"),
     (
         "independent",
         "M OFUL agents without communication (the no-federation baseline)",
@@ -262,10 +256,7 @@ pub const ENVIRONMENTS: &[(&str, &str)] = &[
 pub const PARAMS: &[ParamDef] = &[
     ParamDef {
         name: "m",
-        kind: Kind::Int {
-            min: 1,
-            max: 1_000_000,
-        },
+        kind: Kind::Int { min: 1, max: 1_000_000 },
         default: "10 (linucb: 1)",
         doc: "number of agents M",
         used_by: &[
@@ -285,10 +276,7 @@ pub const PARAMS: &[ParamDef] = &[
     },
     ParamDef {
         name: "k",
-        kind: Kind::Int {
-            min: 1,
-            max: 1_000_000,
-        },
+        kind: Kind::Int { min: 1, max: 1_000_000 },
         default: "linear_gap: min(d^2, 100); linear_sphere: 100",
         doc: "actions per round K",
         used_by: &["linear_gap", "linear_sphere"],
@@ -391,10 +379,7 @@ pub const PARAMS: &[ParamDef] = &[
     },
     ParamDef {
         name: "batch_size",
-        kind: Kind::Int {
-            min: 1,
-            max: i64::MAX,
-        },
+        kind: Kind::Int { min: 1, max: i64::MAX },
         default: "25",
         doc: "rounds per batch B (B <= T)",
         used_by: &["fedlinucb", "private_fedlinucb"],

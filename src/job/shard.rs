@@ -40,20 +40,11 @@ impl FromStr for Shard {
 /// The shard of each cell (indexed like `cells`).
 pub fn assign(cells: &[Cell], count: usize, reps: u32) -> Vec<usize> {
     let mut order: Vec<usize> = (0..cells.len()).collect();
-    order.sort_by_key(|&i| {
-        (
-            std::cmp::Reverse(cells[i].agent_steps_per_rep() * u64::from(reps)),
-            i,
-        )
-    });
+    order.sort_by_key(|&i| (std::cmp::Reverse(cells[i].agent_steps_per_rep() * u64::from(reps)), i));
     let mut load = vec![0u64; count.max(1)];
     let mut out = vec![0; cells.len()];
     for i in order {
-        let (s, _) = load
-            .iter()
-            .enumerate()
-            .min_by_key(|&(s, l)| (*l, s))
-            .unwrap_or((0, &0));
+        let (s, _) = load.iter().enumerate().min_by_key(|&(s, l)| (*l, s)).unwrap_or((0, &0));
         out[i] = s;
         load[s] += cells[i].agent_steps_per_rep() * u64::from(reps);
     }
@@ -66,10 +57,7 @@ mod tests {
 
     #[test]
     fn parse_shards() {
-        assert_eq!(
-            "1/4".parse::<Shard>().unwrap(),
-            Shard { index: 1, count: 4 }
-        );
+        assert_eq!("1/4".parse::<Shard>().unwrap(), Shard { index: 1, count: 4 });
         assert!("4/4".parse::<Shard>().is_err());
         assert!("x".parse::<Shard>().is_err());
         assert!("0/0".parse::<Shard>().is_err());

@@ -11,9 +11,7 @@
 use crate::job::params::{Kind, PARAMS, Value};
 use crate::job::{Cell, Job, SEMANTICS_VERSION};
 use crate::sim::RepResult;
-use arrow_array::builder::{
-    BooleanBuilder, Float64Builder, Int64Builder, StringBuilder, UInt32Builder, UInt64Builder,
-};
+use arrow_array::builder::{BooleanBuilder, Float64Builder, Int64Builder, StringBuilder, UInt32Builder, UInt64Builder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
@@ -104,12 +102,7 @@ pub fn schema() -> SchemaRef {
 pub const NONDETERMINISTIC_COLUMNS: &[&str] = &["wall_seconds"];
 
 /// Builds the record batch of one cell (repetitions in order).
-pub fn cell_batch(
-    job: &Job,
-    cell: &Cell,
-    reps: &[RepResult],
-    backend: &str,
-) -> Result<RecordBatch, OutputError> {
+pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> Result<RecordBatch, OutputError> {
     let n: usize = reps.iter().map(|r| r.points.len()).sum();
     let mut cols: Vec<ArrayRef> = Vec::new();
     let repeat_str = |s: &str| {
@@ -227,15 +220,9 @@ pub fn metadata(job: &Job, extra: &[(&str, String)]) -> Vec<KeyValue> {
     let mut kv = vec![
         KeyValue::new("fedbandits.job_yaml".into(), job.yaml.clone()),
         KeyValue::new("fedbandits.job_name".into(), job.name.clone()),
-        KeyValue::new(
-            "fedbandits.version".into(),
-            env!("CARGO_PKG_VERSION").to_string(),
-        ),
+        KeyValue::new("fedbandits.version".into(), env!("CARGO_PKG_VERSION").to_string()),
         KeyValue::new("fedbandits.git_commit".into(), GIT_COMMIT.to_string()),
-        KeyValue::new(
-            "fedbandits.semantics_version".into(),
-            SEMANTICS_VERSION.to_string(),
-        ),
+        KeyValue::new("fedbandits.semantics_version".into(), SEMANTICS_VERSION.to_string()),
     ];
     for (k, v) in extra {
         kv.push(KeyValue::new(format!("fedbandits.{k}"), v.clone()));
@@ -251,17 +238,10 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> OutputError + '_ {
 }
 
 /// Writes `batches` to `path` atomically (temporary file, fsync, rename).
-pub fn write_parquet_atomic(
-    path: &Path,
-    batches: &[RecordBatch],
-    kv: Vec<KeyValue>,
-) -> Result<(), OutputError> {
+pub fn write_parquet_atomic(path: &Path, batches: &[RecordBatch], kv: Vec<KeyValue>) -> Result<(), OutputError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let file_name = path
-        .file_name()
-        .and_then(|s| s.to_str())
-        .unwrap_or("out.parquet");
+    let file_name = path.file_name().and_then(|s| s.to_str()).unwrap_or("out.parquet");
     let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
     let result = (|| {
         let file = File::create(&tmp).map_err(io(&tmp))?;
@@ -319,11 +299,7 @@ pub fn read_metadata_key(path: &Path, key: &str) -> Result<Option<String>, Outpu
     };
     let b = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
     let md = b.metadata().file_metadata().key_value_metadata();
-    Ok(md.and_then(|kvs| {
-        kvs.iter()
-            .find(|kv| kv.key == key)
-            .and_then(|kv| kv.value.clone())
-    }))
+    Ok(md.and_then(|kvs| kvs.iter().find(|kv| kv.key == key).and_then(|kv| kv.value.clone())))
 }
 
 /// Renders every row of `batches` as one line of text (floats by their bit
@@ -349,15 +325,9 @@ pub fn canonical_rows(batches: &[RecordBatch], exclude: &[&str]) -> Vec<String> 
                 } else {
                     match f.data_type() {
                         DataType::Utf8 => line.push_str(col.as_string::<i32>().value(r)),
-                        DataType::UInt32 => {
-                            line.push_str(&col.as_primitive::<UInt32Type>().value(r).to_string())
-                        }
-                        DataType::UInt64 => {
-                            line.push_str(&col.as_primitive::<UInt64Type>().value(r).to_string())
-                        }
-                        DataType::Int64 => {
-                            line.push_str(&col.as_primitive::<Int64Type>().value(r).to_string())
-                        }
+                        DataType::UInt32 => line.push_str(&col.as_primitive::<UInt32Type>().value(r).to_string()),
+                        DataType::UInt64 => line.push_str(&col.as_primitive::<UInt64Type>().value(r).to_string()),
+                        DataType::Int64 => line.push_str(&col.as_primitive::<Int64Type>().value(r).to_string()),
                         DataType::Float64 => line.push_str(&format!(
                             "{:016x}",
                             col.as_primitive::<Float64Type>().value(r).to_bits()

@@ -52,11 +52,7 @@ impl Tree {
     }
 
     /// Inserts the next leaf. `draw_noise` fills the new node's noise.
-    pub fn insert(
-        &mut self,
-        leaf: &[f64],
-        mut draw_noise: impl FnMut(&mut [f64]),
-    ) -> Result<(), TreeFull> {
+    pub fn insert(&mut self, leaf: &[f64], mut draw_noise: impl FnMut(&mut [f64])) -> Result<(), TreeFull> {
         let k = self.leaves + 1;
         let level = k.trailing_zeros() as usize;
         if level >= self.levels {

@@ -39,10 +39,7 @@ impl Lanes {
         let [s0, s1, s2, s3] = &mut self.s;
         let mut out = [0u64; LANES];
         for l in 0..LANES {
-            out[l] = s0[l]
-                .wrapping_add(s3[l])
-                .rotate_left(23)
-                .wrapping_add(s0[l]);
+            out[l] = s0[l].wrapping_add(s3[l]).rotate_left(23).wrapping_add(s0[l]);
             let t = s1[l] << 17;
             s2[l] ^= s0[l];
             s3[l] ^= s1[l];
@@ -64,9 +61,7 @@ mod tests {
     fn lanes_equal_scalar_xoshiro_streams() {
         let key = [42u64, 9, 3];
         let mut lanes = Lanes::new(&key);
-        let mut scalars: Vec<Stream> = (0..LANES as u64)
-            .map(|l| Stream::new(&[42, 9, 3, l]))
-            .collect();
+        let mut scalars: Vec<Stream> = (0..LANES as u64).map(|l| Stream::new(&[42, 9, 3, l])).collect();
         for _ in 0..1000 {
             let v = lanes.next_block();
             for l in 0..LANES {

@@ -75,10 +75,7 @@ pub fn sincos_kernel_f32(x: f32) -> (f32, f32) {
         .mul_add(z, -1.666_665_5e-1)
         * z)
         .mul_add(x, x);
-    let c = (2.443_315_7e-5f32
-        .mul_add(z, -1.388_731_6e-3)
-        .mul_add(z, 4.166_664_6e-2)
-        * z)
+    let c = (2.443_315_7e-5f32.mul_add(z, -1.388_731_6e-3).mul_add(z, 4.166_664_6e-2) * z)
         .mul_add(z, (-0.5f32).mul_add(z, 1.0));
     (s, c)
 }
@@ -179,8 +176,7 @@ mod tests {
                             + t * (-0.186_288_06
                                 + t * (0.278_868_07
                                     + t * (-1.135_203_98
-                                        + t * (1.488_515_87
-                                            + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
+                                        + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
                 .exp();
         if x >= 0.0 { r } else { 2.0 - r }
     }
@@ -217,9 +213,7 @@ mod tests {
             let w = lanes.next_block();
             for word in w {
                 let (c, s) = box_muller_pair(word);
-                let a = f64::from(s)
-                    .atan2(f64::from(c))
-                    .rem_euclid(std::f64::consts::TAU);
+                let a = f64::from(s).atan2(f64::from(c)).rem_euclid(std::f64::consts::TAU);
                 octants[((a / std::f64::consts::TAU * 8.0) as usize).min(7)] += 1;
             }
         }
@@ -245,11 +239,7 @@ mod tests {
         assert!(mean.abs() < 2.5e-3, "mean {mean}");
         assert!((m2 - 1.0).abs() < 3.5e-3, "var {m2}");
         assert!((m3 / m2.powf(1.5)).abs() < 6e-3, "skew");
-        assert!(
-            (m4 / (m2 * m2) - 3.0).abs() < 1.2e-2,
-            "kurtosis {}",
-            m4 / (m2 * m2)
-        );
+        assert!((m4 / (m2 * m2) - 3.0).abs() < 1.2e-2, "kurtosis {}", m4 / (m2 * m2));
         // Tails: P(|z| > 3) = 2.6998e-3 (sd of the estimate 2.6e-5).
         let p3 = v.iter().filter(|x| x.abs() > 3.0).count() as f64 / nf;
         assert!((p3 - 2.6998e-3).abs() < 1.3e-4, "P(|z|>3) = {p3}");

@@ -97,9 +97,7 @@ pub fn memory_per_federation(cfg: &crate::algo::linear::LinearConfig) -> u64 {
         A::PrivateFedlinucb if cfg.privacy.is_some() => {
             crate::privacy::tree_levels((cfg.horizon / cfg.batch_size).max(1)) as u64
         }
-        A::FeducbCentralized if cfg.privacy.is_some() => {
-            2 + (cfg.horizon.max(1) as f64).log2().ceil() as u64
-        }
+        A::FeducbCentralized if cfg.privacy.is_some() => 2 + (cfg.horizon.max(1) as f64).log2().ceil() as u64,
         _ => 0,
     };
     let trees = m * 2 * levels * (d * d + d) * 8;

@@ -36,9 +36,7 @@ pub enum RunError {
         message: String,
     },
     /// A cell file exists but cannot be used.
-    #[error(
-        "{path}: existing result is unreadable ({message}); move it away to recompute the cell"
-    )]
+    #[error("{path}: existing result is unreadable ({message}); move it away to recompute the cell")]
     Corrupt {
         /// File.
         path: PathBuf,
@@ -109,20 +107,13 @@ pub fn cell_path(dir: &Path, cell: &Cell) -> PathBuf {
 
 /// Path of a shard's part file.
 pub fn part_path(dir: &Path, shard: Shard) -> PathBuf {
-    dir.join(format!(
-        "part-{:05}-of-{:05}.parquet",
-        shard.index, shard.count
-    ))
+    dir.join(format!("part-{:05}-of-{:05}.parquet", shard.index, shard.count))
 }
 
 /// Runs (this shard of) a job.
 pub fn run_job(job: &Job, backend: &dyn Backend, opts: &RunOptions) -> Result<RunReport, RunError> {
     let start = Instant::now();
-    let dir = opts
-        .out
-        .clone()
-        .unwrap_or_else(|| job.output.clone())
-        .join(&job.name);
+    let dir = opts.out.clone().unwrap_or_else(|| job.output.clone()).join(&job.name);
     let shard_of = assign(&job.cells, opts.shard.count, job.repetitions);
     let mine: Vec<&Cell> = job
         .cells
@@ -140,8 +131,7 @@ pub fn run_job(job: &Job, backend: &dyn Backend, opts: &RunOptions) -> Result<Ru
             pending.push(*c);
         }
     }
-    let total_steps: u64 =
-        pending.iter().map(|c| c.agent_steps_per_rep()).sum::<u64>() * u64::from(job.repetitions);
+    let total_steps: u64 = pending.iter().map(|c| c.agent_steps_per_rep()).sum::<u64>() * u64::from(job.repetitions);
     let bar = progress_bar(total_steps, opts.quiet);
     bar.set_message(format!("cells 0/{}", pending.len()));
 
@@ -185,10 +175,7 @@ pub fn run_job(job: &Job, backend: &dyn Backend, opts: &RunOptions) -> Result<Ru
                 };
                 if let Some(reps) = complete {
                     let res = output::cell_batch(job, cell, &reps, backend.name()).and_then(|b| {
-                        let kv = output::metadata(
-                            job,
-                            &[("cell_id", cell.id.clone()), ("cell_key", cell.key.clone())],
-                        );
+                        let kv = output::metadata(job, &[("cell_id", cell.id.clone()), ("cell_key", cell.key.clone())]);
                         output::write_parquet_atomic(&cell_path(&dir, cell), &[b], kv)
                     });
                     if let Err(e) = res {
@@ -225,10 +212,7 @@ pub fn run_job(job: &Job, backend: &dyn Backend, opts: &RunOptions) -> Result<Ru
     let kv = output::metadata(
         job,
         &[
-            (
-                "shard",
-                format!("{}/{}", opts.shard.index, opts.shard.count),
-            ),
+            ("shard", format!("{}/{}", opts.shard.index, opts.shard.count)),
             ("cells", cell_ids.join(",")),
         ],
     );
@@ -288,8 +272,7 @@ fn summarize(job: &Job, cell: &Cell, batches: &[RecordBatch], skipped: bool) -> 
     let mut syncs = Vec::new();
     for b in batches {
         let (Some(t), Some(reg), Some(sr), Some(_rep)) = (
-            b.column_by_name("t")
-                .and_then(|c| c.as_primitive_opt::<UInt64Type>()),
+            b.column_by_name("t").and_then(|c| c.as_primitive_opt::<UInt64Type>()),
             b.column_by_name("agent_regret")
                 .and_then(|c| c.as_primitive_opt::<Float64Type>()),
             b.column_by_name("sync_rounds")

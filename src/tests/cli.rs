@@ -2,9 +2,7 @@
 //! across threads, batch sizes and shards, resume, and reading the Parquet
 //! output back from Python (pyarrow).
 
-use fedbandits::output::{
-    NONDETERMINISTIC_COLUMNS, canonical_rows, read_metadata_key, read_parquet,
-};
+use fedbandits::output::{NONDETERMINISTIC_COLUMNS, canonical_rows, read_metadata_key, read_parquet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -67,10 +65,7 @@ fn assert_invalid(text: &str, needles: &[&str]) {
     for n in needles {
         assert!(err.contains(n), "expected '{n}' in: {err}");
     }
-    assert!(
-        !out_dir.exists(),
-        "nothing may be written for an invalid job"
-    );
+    assert!(!out_dir.exists(), "nothing may be written for an invalid job");
     // validate reports the same and also exits 2.
     let v = run(&["validate", job.to_str().unwrap()]);
     assert_eq!(v.status.code(), Some(2));
@@ -193,13 +188,7 @@ fn rerun_skips_complete_cells_and_keeps_results() {
     let dir = tempdir("rerun");
     let job = write_job(&dir, "j.yaml", GOOD);
     let out = dir.join("o");
-    let args = [
-        "run",
-        job.to_str().unwrap(),
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ];
+    let args = ["run", job.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()];
     let first = run(&args);
     assert!(first.status.success());
     let rows = all_rows(&out.join("small"));
@@ -210,11 +199,7 @@ fn rerun_skips_complete_cells_and_keeps_results() {
         "{}",
         stderr(&second)
     );
-    assert!(
-        stderr(&second).contains("ran 0 cell(s)"),
-        "{}",
-        stderr(&second)
-    );
+    assert!(stderr(&second).contains("ran 0 cell(s)"), "{}", stderr(&second));
     assert_eq!(rows, all_rows(&out.join("small")));
     // An invalid edit of the job leaves the earlier results intact.
     std::fs::write(&job, GOOD.replace("delta: 0.1", "delta: 0")).unwrap();
@@ -223,14 +208,10 @@ fn rerun_skips_complete_cells_and_keeps_results() {
     assert_eq!(rows, all_rows(&out.join("small")));
     // Metadata carries the job and version.
     let part = out.join("small/part-00000-of-00001.parquet");
-    let yaml = read_metadata_key(&part, "fedbandits.job_yaml")
-        .unwrap()
-        .unwrap();
+    let yaml = read_metadata_key(&part, "fedbandits.job_yaml").unwrap().unwrap();
     assert!(yaml.contains("private_fedlinucb"));
     assert_eq!(
-        read_metadata_key(&part, "fedbandits.version")
-            .unwrap()
-            .as_deref(),
+        read_metadata_key(&part, "fedbandits.version").unwrap().as_deref(),
         Some(env!("CARGO_PKG_VERSION"))
     );
     assert_eq!(
@@ -262,13 +243,7 @@ fn python_reads_schema_and_values() {
     let dir = tempdir("py");
     let job = write_job(&dir, "j.yaml", GOOD);
     let out = dir.join("o");
-    let r = run(&[
-        "run",
-        job.to_str().unwrap(),
-        "--quiet",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let r = run(&["run", job.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
     assert!(r.status.success(), "{}", stderr(&r));
     let script = r#"
 import sys, glob

@@ -37,11 +37,7 @@ fn assert_curve_invariants(reps: &[RepResult]) {
     for r in reps {
         let mut prev = 0.0;
         for p in &r.points {
-            assert!(
-                p.group_regret >= prev,
-                "group regret decreased at t={}",
-                p.t
-            );
+            assert!(p.group_regret >= prev, "group regret decreased at t={}", p.t);
             assert!(p.group_regret >= 0.0);
             assert!(p.agent_regret_max >= p.agent_regret_mean - 1e-9);
             prev = p.group_regret;
@@ -49,7 +45,8 @@ fn assert_curve_invariants(reps: &[RepResult]) {
     }
 }
 
-const BASE: &str = "seed: 7\nrepetitions: 8\nhorizon: 2000\ncheckpoints: {log_points: 20}\nenvironment: linear_sphere\n";
+const BASE: &str =
+    "seed: 7\nrepetitions: 8\nhorizon: 2000\ncheckpoints: {log_points: 20}\nenvironment: linear_sphere\n";
 
 /// Paired z statistic of b - a over repetitions. Cells of one job share
 /// theta*, decision sets and reward noise per repetition (common random
@@ -58,9 +55,7 @@ fn paired_z(a: &[RepResult], b: &[RepResult]) -> (f64, f64) {
     let d: Vec<f64> = a
         .iter()
         .zip(b)
-        .map(|(x, y)| {
-            y.points.last().unwrap().agent_regret_mean - x.points.last().unwrap().agent_regret_mean
-        })
+        .map(|(x, y)| y.points.last().unwrap().agent_regret_mean - x.points.last().unwrap().agent_regret_mean)
         .collect();
     let n = d.len() as f64;
     let mean = d.iter().sum::<f64>() / n;
@@ -80,19 +75,11 @@ fn federation_beats_independent_beats_random() {
     for r in &res {
         assert_curve_invariants(r);
     }
-    let (fed, ind, rnd) = (
-        final_regret(&res[0]),
-        final_regret(&res[1]),
-        final_regret(&res[2]),
-    );
-    println!(
-        "per-agent regret at T=2000 (mean, se): fedlinucb {fed:?} independent {ind:?} random {rnd:?}"
-    );
+    let (fed, ind, rnd) = (final_regret(&res[0]), final_regret(&res[1]), final_regret(&res[2]));
+    println!("per-agent regret at T=2000 (mean, se): fedlinucb {fed:?} independent {ind:?} random {rnd:?}");
     let (d1, z1) = paired_z(&res[0], &res[1]);
     let (d2, z2) = paired_z(&res[1], &res[2]);
-    println!(
-        "independent - fedlinucb = {d1:.2} (z {z1:.1}); random - independent = {d2:.2} (z {z2:.1})"
-    );
+    println!("independent - fedlinucb = {d1:.2} (z {z1:.1}); random - independent = {d2:.2} (z {z2:.1})");
     assert!(z1 > 3.0, "fedlinucb not clearly below independent");
     assert!(z2 > 3.0, "independent not clearly below random");
 }
@@ -108,10 +95,7 @@ fn private_regret_rises_as_epsilon_falls() {
     for w in res.windows(2) {
         let (diff, z) = paired_z(&w[0], &w[1]);
         println!("  rise {diff:.1} (paired z {z:.1})");
-        assert!(
-            z > 3.0,
-            "regret did not rise clearly as epsilon fell: {means:?}"
-        );
+        assert!(z > 3.0, "regret did not rise clearly as epsilon fell: {means:?}");
     }
 }
 
@@ -141,13 +125,8 @@ fn feducb_sync_counts() {
         let bound = DubeyConstants::new(&cell.config).proposition1_bound(&cell.config);
         for r in run_cell(&j, cell) {
             let n = r.points.last().unwrap().counters.sync_rounds;
-            println!(
-                "non-private {sync} M={m} d={d} T={horizon}: {n} syncs (Proposition 1 bound {bound:.1})"
-            );
-            assert!(
-                n as f64 <= bound,
-                "{sync}: {n} syncs exceed the bound {bound}"
-            );
+            println!("non-private {sync} M={m} d={d} T={horizon}: {n} syncs (Proposition 1 bound {bound:.1})");
+            assert!(n as f64 <= bound, "{sync}: {n} syncs exceed the bound {bound}");
             assert!(n >= 1, "{sync}: never synced");
         }
     }
@@ -206,11 +185,7 @@ fn maintained_inverse_stays_close_to_direct_solve() {
 }
 
 fn rel_error(bank: &AgentBank, base: &[f64], d: usize) -> f64 {
-    let v: Vec<f64> = base
-        .iter()
-        .zip(&bank.gram[..d * d])
-        .map(|(a, b)| a + b)
-        .collect();
+    let v: Vec<f64> = base.iter().zip(&bank.gram[..d * d]).map(|(a, b)| a + b).collect();
     let mut inv = vec![0.0; d * d];
     let mut work = vec![0.0; d * d];
     let ld = linalg::spd_inverse(&v, d, &mut inv, &mut work).unwrap();

@@ -51,21 +51,14 @@ impl ZhouConstants {
         match (cfg.algorithm, cfg.privacy, cfg.protocol) {
             (LinearAlgorithm::PrivateFedlinucb, Some((eps, delta)), Protocol::Ldp) => {
                 let sigma = match cfg.calibration {
-                    Calibration::Code => {
-                        cfg.l_bound * (n * ((1.0 / delta).ln() + eps)).sqrt() / eps
-                    }
+                    Calibration::Code => cfg.l_bound * (n * ((1.0 / delta).ln() + eps)).sqrt() / eps,
                     Calibration::Theorem => {
                         let kappa = 1.0 + (cfg.horizon as f64 / cfg.batch_size as f64).ln();
                         (8.0 * kappa * ((2.0 / delta).ln() + eps)).sqrt() / eps
                     }
                 };
-                let lambda =
-                    (m * n).sqrt() * sigma * ((n + (1.0 / cfg.alpha).ln()).sqrt() + d.sqrt());
-                Self {
-                    levels,
-                    sigma,
-                    lambda,
-                }
+                let lambda = (m * n).sqrt() * sigma * ((n + (1.0 / cfg.alpha).ln()).sqrt() + d.sqrt());
+                Self { levels, sigma, lambda }
             }
             _ => Self {
                 levels,
@@ -103,9 +96,7 @@ impl FedLinUcb {
         linalg::set_scaled_identity(&mut base, d, consts.lambda);
         let (trees, noise) = if private {
             (
-                (0..cfg.m)
-                    .map(|_| Tree::new(width, consts.levels))
-                    .collect(),
+                (0..cfg.m).map(|_| Tree::new(width, consts.levels)).collect(),
                 (0..cfg.m)
                     .map(|i| {
                         let mut k = algo_key.to_vec();
@@ -140,8 +131,7 @@ impl FedLinUcb {
         let c = &self.cfg;
         let d = c.env.d as f64;
         let lam = self.consts.lambda;
-        let inner = d * (1.0 + t as f64 * c.m as f64 * c.l_bound * c.l_bound / (d * lam)).ln()
-            + (1.0 / c.alpha).ln();
+        let inner = d * (1.0 + t as f64 * c.m as f64 * c.l_bound * c.l_bound / (d * lam)).ln() + (1.0 / c.alpha).ln();
         c.confidence_scale * (lam.sqrt() * c.s_bound + c.subgaussian * inner.sqrt())
     }
 
@@ -167,18 +157,10 @@ impl FedLinUcb {
             self.u_syn.copy_from_slice(&self.release[dd..]);
         } else {
             for i in 0..m {
-                for (b, g) in self
-                    .base
-                    .iter_mut()
-                    .zip(&self.bank.gram[i * dd..(i + 1) * dd])
-                {
+                for (b, g) in self.base.iter_mut().zip(&self.bank.gram[i * dd..(i + 1) * dd]) {
                     *b += g;
                 }
-                for (u, g) in self
-                    .u_syn
-                    .iter_mut()
-                    .zip(&self.bank.bias[i * d..(i + 1) * d])
-                {
+                for (u, g) in self.u_syn.iter_mut().zip(&self.bank.bias[i * d..(i + 1) * d]) {
                     *u += g;
                 }
             }

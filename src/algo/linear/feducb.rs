@@ -68,13 +68,8 @@ impl DubeyConstants {
             Some((eps, delta)) => {
                 let sigma_n = (16.0 * mf).sqrt() * l2p1 * (2.0 / delta).ln() / eps;
                 let log_term = (2.0 * t * m_agents / cfg.alpha).ln();
-                let lam = (32.0 * mf).sqrt()
-                    * l2p1
-                    * (4.0 / delta).ln()
-                    * (4.0 * d.sqrt() + 2.0 * log_term)
-                    / eps;
-                let kappa = (mf * l2p1).sqrt() * (d.sqrt() + 2.0 * log_term)
-                    / (std::f64::consts::SQRT_2 * eps);
+                let lam = (32.0 * mf).sqrt() * l2p1 * (4.0 / delta).ln() * (4.0 * d.sqrt() + 2.0 * log_term) / eps;
+                let kappa = (mf * l2p1).sqrt() * (d.sqrt() + 2.0 * log_term) / (std::f64::consts::SQRT_2 * eps);
                 (sigma_n, lam, 3.0 * lam, 2.0 * lam, kappa)
             }
             None => (0.0, cfg.lambda, cfg.lambda, cfg.lambda, 0.0),
@@ -82,9 +77,7 @@ impl DubeyConstants {
         let l2 = cfg.l_bound * cfg.l_bound;
         let threshold = match cfg.sync {
             SyncRegime::EveryRound => f64::INFINITY,
-            SyncRegime::Log => {
-                2.0 * t * d / ((rho_max / rho_min + t * l2 / (d * rho_min)).ln() + 1.0)
-            }
+            SyncRegime::Log => 2.0 * t * d / ((rho_max / rho_min + t * l2 / (d * rho_min)).ln() + 1.0),
             SyncRegime::SqrtM => t * (m_agents * t).ln() / (d * m_agents),
             SyncRegime::Threshold(v) => v,
         };
@@ -104,10 +97,7 @@ impl DubeyConstants {
         let t = cfg.horizon as f64;
         let d = cfg.env.d as f64;
         let l2 = cfg.l_bound * cfg.l_bound;
-        2.0 * ((d * t / self.threshold)
-            * (self.rho_max / self.rho_min + t * l2 / (d * self.rho_min)).ln())
-        .sqrt()
-            + 4.0
+        2.0 * ((d * t / self.threshold) * (self.rho_max / self.rho_min + t * l2 / (d * self.rho_min)).ln()).sqrt() + 4.0
     }
 }
 
@@ -174,11 +164,7 @@ impl FedUcb {
             logdet_s: d as f64 * s0.ln(),
             s_mat,
             s_vec: vec![0.0; d],
-            vinv_c: if c_shift > 0.0 {
-                vinv_c1.repeat(m)
-            } else {
-                Vec::new()
-            },
+            vinv_c: if c_shift > 0.0 { vinv_c1.repeat(m) } else { Vec::new() },
             logdet_c: vec![d as f64 * (s0 + c_shift).ln(); m],
             dt: vec![0; m],
             trees,
@@ -327,12 +313,8 @@ impl Federation for FedUcb {
                     for j in 0..d {
                         self.mtmp[j * d + j] += self.c_shift;
                     }
-                    match backend.spd_inverse(
-                        &self.mtmp,
-                        d,
-                        &mut self.vinv_c[i * dd..(i + 1) * dd],
-                        &mut self.bank.ws,
-                    ) {
+                    match backend.spd_inverse(&self.mtmp, d, &mut self.vinv_c[i * dd..(i + 1) * dd], &mut self.bank.ws)
+                    {
                         Ok((ld, _)) => self.logdet_c[i] = ld,
                         Err(_) => self.bank.counters.cholesky_failures += 1,
                     }

@@ -104,9 +104,7 @@ pub struct LinearConfig {
 pub fn build(cfg: &LinearConfig, env_key: &[u64], algo_key: &[u64]) -> Box<dyn Federation> {
     let env = LinearEnv::new(&cfg.env, env_key);
     match cfg.algorithm {
-        LinearAlgorithm::Linucb | LinearAlgorithm::Independent => {
-            Box::new(oful::Oful::new(cfg, env))
-        }
+        LinearAlgorithm::Linucb | LinearAlgorithm::Independent => Box::new(oful::Oful::new(cfg, env)),
         LinearAlgorithm::Random => Box::new(random::RandomPolicy::new(cfg, env, algo_key)),
         LinearAlgorithm::Fedlinucb | LinearAlgorithm::PrivateFedlinucb => {
             Box::new(fedlinucb::FedLinUcb::new(cfg, env, algo_key))
@@ -178,13 +176,7 @@ impl AgentBank {
     /// One UCB step of agent `i`; also adds the observation to the agent's
     /// exact local sums and its regret.
     #[inline]
-    pub fn step(
-        &mut self,
-        i: usize,
-        env: &LinearEnv,
-        backend: &dyn Backend,
-        beta: f64,
-    ) -> StepResult {
+    pub fn step(&mut self, i: usize, env: &LinearEnv, backend: &dyn Backend, beta: f64) -> StepResult {
         let (d, dd) = (self.d, self.d * self.d);
         let st = backend.ucb_step(
             env,

@@ -39,9 +39,7 @@ impl Oful {
         let l2 = cfg.l_bound * cfg.l_bound;
         cfg.confidence_scale
             * (cfg.subgaussian
-                * (d * (1.0 + n as f64 * l2 / (d * cfg.lambda)).ln()
-                    + 2.0 * (1.0 / cfg.alpha).ln())
-                .sqrt()
+                * (d * (1.0 + n as f64 * l2 / (d * cfg.lambda)).ln() + 2.0 * (1.0 / cfg.alpha).ln()).sqrt()
                 + cfg.lambda.sqrt() * cfg.s_bound)
     }
 }
