@@ -236,7 +236,7 @@ fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
     }
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
     if let Ok(style) = ProgressStyle::with_template(
-        "[{elapsed_precise}] {wide_bar} {percent:>3}% {human_pos}/{human_len} agent-steps ({per_sec}) ETA {eta} {msg}",
+        "[{elapsed_precise}] {wide_bar} {percent:>3}% {human_pos}/{human_len} agent-steps ({per_sec:0}) ETA {eta} {msg}",
     ) {
         bar.set_style(style);
     }
