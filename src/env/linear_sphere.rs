@@ -15,7 +15,7 @@
 
 use super::{AgentStreams, DecisionSet, random_unit};
 use crate::rng::Stream;
-use crate::rng::normal::fill_normals;
+use crate::rng::normal::fill_normals_f32;
 
 pub(crate) fn draw_theta(d: usize, s: &mut Stream) -> Vec<f64> {
     let mut theta: Vec<f64> = random_unit(d - 1, s).into_iter().map(|v| 0.5 * v).collect();
@@ -60,15 +60,16 @@ pub(crate) fn draw(theta: &[f64], raw: bool, env_id: u64, s: &mut AgentStreams, 
     let mut best = ds.prepared_best;
     let nr = k - fixed;
     if nr > 0 {
-        let g = &mut ds.scratch[..nr * last];
-        fill_normals(&mut s.lanes, g);
-        let g = &ds.scratch[..nr * last];
+        let g = &mut ds.scratch32[..nr * last];
+        fill_normals_f32(&mut s.lanes, g);
+        let g = &ds.scratch32[..nr * last];
         // g is [coordinate][random action]: column-wise passes over the
         // actions vectorize (long, unit-stride loops).
         let inv = &mut ds.norms[..nr];
         inv.fill(0.0);
         for j in 0..last {
             for (n2, v) in inv.iter_mut().zip(&g[j * nr..(j + 1) * nr]) {
+                let v = f64::from(*v);
                 *n2 += v * v;
             }
         }
@@ -82,7 +83,7 @@ pub(crate) fn draw(theta: &[f64], raw: bool, env_id: u64, s: &mut AgentStreams, 
             let col = &g[j * nr..(j + 1) * nr];
             let dst = &mut ds.x[j * kp + fixed..j * kp + k];
             for (((x, m), v), iv) in dst.iter_mut().zip(means.iter_mut()).zip(col).zip(inv.iter()) {
-                let z = v * iv; // coordinate of the unit vector
+                let z = f64::from(*v) * iv; // coordinate of the unit vector
                 *m += tj * z;
                 *x = z * inv_sqrt2;
             }

@@ -58,8 +58,9 @@ pub struct DecisionSet {
     pub mean: Vec<f64>,
     /// Largest mean of the round.
     pub best: f64,
-    /// Normal draws of the round.
+    /// Normal draws of the round (f64 for linear_gap, f32 for linear_sphere).
     pub(crate) scratch: Vec<f64>,
+    pub(crate) scratch32: Vec<f32>,
     /// Per-action workspace (inverse norms).
     pub(crate) norms: Vec<f64>,
     /// Id of the environment whose round-invariant actions are already in
@@ -80,6 +81,7 @@ impl DecisionSet {
             mean: vec![f64::NEG_INFINITY; kp],
             best: f64::NEG_INFINITY,
             scratch: vec![0.0; k * d],
+            scratch32: vec![0.0; k * d],
             norms: vec![0.0; kp],
             prepared_for: 0,
             prepared_best: f64::NEG_INFINITY,

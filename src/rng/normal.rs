@@ -110,7 +110,7 @@ pub fn box_muller_words(a: u32, b: u32) -> (f32, f32) {
 /// `p % 8` of lane step `p / 8`; `out[p] = r_p cos phi_p`,
 /// `out[16 + p] = r_p sin phi_p`. Sixteen pairs fill one 512-bit f32 vector.
 #[inline(always)]
-pub fn normals32(lanes: &mut Lanes, out: &mut [f64; NORMALS_PER_BLOCK]) {
+pub fn normals32<T: Widen>(lanes: &mut Lanes, out: &mut [T; NORMALS_PER_BLOCK]) {
     let a = lanes.next_block();
     let b = lanes.next_block();
     // Split into 32-bit halves first so the math below is uniformly 32-bit
@@ -129,9 +129,55 @@ pub fn normals32(lanes: &mut Lanes, out: &mut [f64; NORMALS_PER_BLOCK]) {
         (c[p], s[p]) = box_muller_words(hi[p], lo[p]);
     }
     for p in 0..2 * LANES {
-        out[p] = f64::from(c[p]);
-        out[2 * LANES + p] = f64::from(s[p]);
+        out[p] = T::widen(c[p]);
+        out[2 * LANES + p] = T::widen(s[p]);
     }
+}
+
+/// Output precision of the generator: f32 as computed, or widened to f64.
+pub trait Widen: Copy + Default {
+    /// Converts (exactly) from f32.
+    fn widen(v: f32) -> Self;
+}
+
+impl Widen for f32 {
+    #[inline(always)]
+    fn widen(v: f32) -> Self {
+        v
+    }
+}
+
+impl Widen for f64 {
+    #[inline(always)]
+    fn widen(v: f32) -> Self {
+        f64::from(v)
+    }
+}
+
+#[inline(always)]
+fn fill<T: Widen>(lanes: &mut Lanes, out: &mut [T]) {
+    let (chunks, rest) = out.as_chunks_mut::<NORMALS_PER_BLOCK>();
+    for chunk in chunks {
+        normals32(lanes, chunk);
+    }
+    if !rest.is_empty() {
+        let mut n = [T::default(); NORMALS_PER_BLOCK];
+        normals32(lanes, &mut n);
+        let len = rest.len();
+        rest.copy_from_slice(&n[..len]);
+    }
+}
+
+/// Like [`fill_normals`] but keeps the generator's f32 values (half the
+/// memory traffic; the values are identical to `fill_normals`' before
+/// widening).
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx512bw+avx2+fma",
+    "x86_64+avx2+fma",
+    "aarch64+neon"
+))]
+pub fn fill_normals_f32(lanes: &mut Lanes, out: &mut [f32]) {
+    fill(lanes, out);
 }
 
 /// Fills `out` with standard normals; a final partial block discards its
@@ -142,16 +188,7 @@ pub fn normals32(lanes: &mut Lanes, out: &mut [f64; NORMALS_PER_BLOCK]) {
     "aarch64+neon"
 ))]
 pub fn fill_normals(lanes: &mut Lanes, out: &mut [f64]) {
-    let (chunks, rest) = out.as_chunks_mut::<NORMALS_PER_BLOCK>();
-    for chunk in chunks {
-        normals32(lanes, chunk);
-    }
-    if !rest.is_empty() {
-        let mut n = [0.0; NORMALS_PER_BLOCK];
-        normals32(lanes, &mut n);
-        let len = rest.len();
-        rest.copy_from_slice(&n[..len]);
-    }
+    fill(lanes, out);
 }
 
 #[cfg(test)]
@@ -261,6 +298,19 @@ mod tests {
             .fold(0.0, f64::max);
         assert!(d < 4.4e-3, "KS statistic {d}");
         assert!(v.iter().all(|x| x.abs() <= 6.77));
+    }
+
+    #[test]
+    fn f32_output_equals_f64_output() {
+        let mut a = Lanes::new(&[4, 4]);
+        let mut b = Lanes::new(&[4, 4]);
+        let mut x = vec![0.0f64; 100];
+        let mut y = vec![0.0f32; 100];
+        fill_normals(&mut a, &mut x);
+        fill_normals_f32(&mut b, &mut y);
+        for (u, v) in x.iter().zip(&y) {
+            assert_eq!(*u, f64::from(*v));
+        }
     }
 
     #[test]
