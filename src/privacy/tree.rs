@@ -101,6 +101,46 @@ impl Tree {
     }
 }
 
+/// The trees of a federation's M agents with their noise streams (one
+/// stream per agent, keyed by the algorithm's key, agent and purpose).
+#[derive(Clone, Debug)]
+pub struct AgentTrees {
+    trees: Vec<Tree>,
+    noise: Vec<crate::rng::Stream>,
+}
+
+impl AgentTrees {
+    /// Trees for `m` agents.
+    pub fn new(m: usize, width: usize, levels: usize, algo_key: &[u64]) -> Self {
+        let noise = (0..m)
+            .map(|i| {
+                let mut k = algo_key.to_vec();
+                k.extend_from_slice(&[i as u64, crate::rng::Purpose::PrivacyNoise as u64]);
+                crate::rng::Stream::new(&k)
+            })
+            .collect();
+        Self {
+            trees: (0..m).map(|_| Tree::new(width, levels)).collect(),
+            noise,
+        }
+    }
+
+    /// Inserts agent `i`'s next leaf, drawing the new node's noise with
+    /// `draw(node, agent_stream)`, and adds the agent's release to `out`.
+    pub fn contribute(
+        &mut self,
+        i: usize,
+        leaf: &[f64],
+        out: &mut [f64],
+        mut draw: impl FnMut(&mut [f64], &mut crate::rng::Stream),
+    ) -> Result<(), TreeFull> {
+        let rng = &mut self.noise[i];
+        self.trees[i].insert(leaf, |z| draw(z, rng))?;
+        self.trees[i].add_release(out);
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

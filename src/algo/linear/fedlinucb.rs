@@ -25,9 +25,9 @@ use crate::algo::{Counters, Federation};
 use crate::backend::Backend;
 use crate::env::LinearEnv;
 use crate::linalg;
-use crate::privacy::tree::Tree;
+use crate::privacy::tree::AgentTrees;
 use crate::privacy::tree_levels;
-use crate::rng::{Purpose, Stream};
+use crate::rng::Stream;
 
 /// Noise and regularization constants of Private-FedLinUCB.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -79,8 +79,8 @@ pub struct FedLinUcb {
     base: Vec<f64>,
     /// U_syn.
     u_syn: Vec<f64>,
-    trees: Vec<Tree>,
-    noise: Vec<Stream>,
+    /// The agents' privatizer trees (None when not private).
+    trees: Option<AgentTrees>,
     leaf: Vec<f64>,
     release: Vec<f64>,
 }
@@ -94,20 +94,7 @@ impl FedLinUcb {
         let width = d * d + d;
         let mut base = vec![0.0; d * d];
         linalg::set_scaled_identity(&mut base, d, consts.lambda);
-        let (trees, noise) = if private {
-            (
-                (0..cfg.m).map(|_| Tree::new(width, consts.levels)).collect(),
-                (0..cfg.m)
-                    .map(|i| {
-                        let mut k = algo_key.to_vec();
-                        k.extend_from_slice(&[i as u64, Purpose::PrivacyNoise as u64]);
-                        Stream::new(&k)
-                    })
-                    .collect(),
-            )
-        } else {
-            (Vec::new(), Vec::new())
-        };
+        let trees = private.then(|| AgentTrees::new(cfg.m, width, consts.levels, algo_key));
         Self {
             bank: AgentBank::new(&env, cfg.m, consts.lambda),
             cfg: cfg.clone(),
@@ -116,7 +103,6 @@ impl FedLinUcb {
             base,
             u_syn: vec![0.0; d],
             trees,
-            noise,
             leaf: vec![0.0; width],
             release: vec![0.0; width],
         }
@@ -137,18 +123,14 @@ impl FedLinUcb {
 
     fn sync(&mut self, backend: &dyn Backend) {
         let (d, dd, m) = (self.cfg.env.d, self.cfg.env.d * self.cfg.env.d, self.cfg.m);
-        let private = !self.trees.is_empty();
-        if private {
+        if let Some(trees) = self.trees.as_mut() {
             // Server output: sum over agents of their noisy prefix sums.
             self.release.fill(0.0);
+            let sigma = self.consts.sigma;
             for i in 0..m {
-                self.leaf[..dd].copy_from_slice(&self.bank.gram[i * dd..(i + 1) * dd]);
-                self.leaf[dd..].copy_from_slice(&self.bank.bias[i * d..(i + 1) * d]);
-                let sigma = self.consts.sigma;
-                let rng = &mut self.noise[i];
+                self.bank.local_leaf(i, &mut self.leaf);
                 // The tree is sized for floor(T/B) leaves, so it cannot be full.
-                let _ = self.trees[i].insert(&self.leaf, |z| zhou_noise(z, d, sigma, rng));
-                self.trees[i].add_release(&mut self.release);
+                let _ = trees.contribute(i, &self.leaf, &mut self.release, |z, rng| zhou_noise(z, d, sigma, rng));
             }
             linalg::set_scaled_identity(&mut self.base, d, self.consts.lambda);
             for (b, r) in self.base.iter_mut().zip(&self.release[..dd]) {

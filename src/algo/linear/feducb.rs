@@ -33,8 +33,8 @@ use crate::algo::{Counters, Federation};
 use crate::backend::Backend;
 use crate::env::LinearEnv;
 use crate::linalg;
-use crate::privacy::tree::Tree;
-use crate::rng::{Purpose, Stream};
+use crate::privacy::tree::AgentTrees;
+use crate::rng::Stream;
 
 /// FedUCB's constants for one configuration.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -118,8 +118,8 @@ pub struct FedUcb {
     vinv_c: Vec<f64>,
     logdet_c: Vec<f64>,
     dt: Vec<u64>,
-    trees: Vec<Tree>,
-    noise: Vec<Stream>,
+    /// The agents' privatizer trees (None when not private).
+    trees: Option<AgentTrees>,
     /// Non-private: exact sum of all agents' history.
     total: Vec<f64>,
     leaf: Vec<f64>,
@@ -141,20 +141,7 @@ impl FedUcb {
         let width = d * d + d;
         let mut vinv_c1 = vec![0.0; d * d];
         linalg::set_scaled_identity(&mut vinv_c1, d, 1.0 / (s0 + c_shift));
-        let (trees, noise) = if private {
-            (
-                (0..m).map(|_| Tree::new(width, consts.levels)).collect(),
-                (0..m)
-                    .map(|i| {
-                        let mut k = algo_key.to_vec();
-                        k.extend_from_slice(&[i as u64, Purpose::PrivacyNoise as u64]);
-                        Stream::new(&k)
-                    })
-                    .collect(),
-            )
-        } else {
-            (Vec::new(), Vec::new())
-        };
+        let trees = private.then(|| AgentTrees::new(cfg.m, width, consts.levels, algo_key));
         Self {
             bank: AgentBank::new(&env, m, s0),
             cfg: cfg.clone(),
@@ -168,7 +155,6 @@ impl FedUcb {
             logdet_c: vec![d as f64 * (s0 + c_shift).ln(); m],
             dt: vec![0; m],
             trees,
-            noise,
             total: vec![0.0; width],
             leaf: vec![0.0; width],
             release: vec![0.0; width],
@@ -185,22 +171,22 @@ impl FedUcb {
         let (d, m) = (self.cfg.env.d, self.cfg.m);
         let dd = d * d;
         self.release.fill(0.0);
+        let sigma = self.consts.sigma_n;
         for i in 0..m {
-            self.leaf[..dd].copy_from_slice(&self.bank.gram[i * dd..(i + 1) * dd]);
-            self.leaf[dd..].copy_from_slice(&self.bank.bias[i * d..(i + 1) * d]);
-            if self.trees.is_empty() {
-                for (t, l) in self.total.iter_mut().zip(&self.leaf) {
-                    *t += l;
-                }
-            } else {
-                let sigma = self.consts.sigma_n;
-                let rng = &mut self.noise[i];
+            self.bank.local_leaf(i, &mut self.leaf);
+            match self.trees.as_mut() {
                 // Sized for T leaves: at most one sync per round, never full.
-                let _ = self.trees[i].insert(&self.leaf, |z| dubey_noise(z, d, sigma, rng));
-                self.trees[i].add_release(&mut self.release);
+                Some(trees) => {
+                    let _ = trees.contribute(i, &self.leaf, &mut self.release, |z, rng| dubey_noise(z, d, sigma, rng));
+                }
+                None => {
+                    for (t, l) in self.total.iter_mut().zip(&self.leaf) {
+                        *t += l;
+                    }
+                }
             }
         }
-        if self.trees.is_empty() {
+        if self.trees.is_none() {
             self.release.copy_from_slice(&self.total);
         }
         linalg::set_scaled_identity(&mut self.s_mat, d, m as f64 * self.consts.shift);

@@ -198,6 +198,13 @@ impl AgentBank {
         st
     }
 
+    /// Agent `i`'s exact local sums as a tree leaf: Gram (d x d) then bias (d).
+    pub fn local_leaf(&self, i: usize, leaf: &mut [f64]) {
+        let (d, dd) = (self.d, self.d * self.d);
+        leaf[..dd].copy_from_slice(&self.gram[i * dd..(i + 1) * dd]);
+        leaf[dd..dd + d].copy_from_slice(&self.bias[i * d..(i + 1) * d]);
+    }
+
     /// Rebuilds V_i^{-1} and log det V_i from V_i = base + gram_i.
     pub fn refactor(&mut self, i: usize, base: &[f64], backend: &dyn Backend) {
         let dd = self.d * self.d;
