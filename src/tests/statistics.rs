@@ -202,3 +202,28 @@ fn rel_error(bank: &AgentBank, base: &[f64], d: usize) -> f64 {
     let den: f64 = inv.iter().map(|a| a * a).sum::<f64>().sqrt();
     num / den
 }
+
+#[test]
+fn linucb_learns_and_threshold_regime_orders_sync_counts() {
+    // linucb: a single agent (m is forced to 1) beats the random policy.
+    let j = job(
+        "seed: 9\nrepetitions: 6\nhorizon: 2000\nalgorithm: [linucb, random]\nenvironment: linear_gap\nparams: {d: 5, k: 25, m: 1}\n",
+    );
+    assert_eq!(j.cells[0].config.m, 1);
+    let res: Vec<Vec<RepResult>> = j.cells.iter().map(|c| run_cell(&j, c)).collect();
+    let (d, z) = paired_z(&res[0], &res[1]);
+    println!("linucb vs random: random - linucb = {d:.1} (paired z {z:.1})");
+    assert!(z > 3.0);
+    // threshold regime: a lower threshold D syncs at least as often.
+    let counts: Vec<u64> = [1.0, 100.0, 10_000.0]
+        .iter()
+        .map(|th| {
+            let j = job(&format!(
+                "seed: 2\nrepetitions: 1\nhorizon: 1000\nalgorithm: feducb_centralized\nenvironment: linear_gap\nparams: {{m: 5, d: 4, k: 10, private: false, sync: threshold, threshold: {th}}}\n"
+            ));
+            run_cell(&j, &j.cells[0])[0].points.last().unwrap().counters.sync_rounds
+        })
+        .collect();
+    println!("threshold D = 1, 100, 10000: {counts:?} syncs");
+    assert!(counts[0] >= counts[1] && counts[1] >= counts[2] && counts[0] > counts[2]);
+}
