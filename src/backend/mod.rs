@@ -10,6 +10,7 @@
 //! GPU. Refactorizations ([`Backend::spd_inverse`]) are the other operation.
 
 pub mod cpu;
+pub mod cuda;
 
 use crate::env::{AgentStreams, DecisionSet, LinearEnv};
 use crate::linalg::LltError;
@@ -100,6 +101,19 @@ pub trait Backend: Send + Sync {
     /// definite; on failure retries with growing jitter and reports the jitter
     /// used (0 when none). `inv` receives the inverse.
     fn spd_inverse(&self, v: &[f64], d: usize, inv: &mut [f64], ws: &mut Workspace) -> Result<(f64, f64), LltError>;
+
+    /// Runs repetitions `reps` of a whole cell at once, when this backend has
+    /// a batched path for the cell's algorithm and environment (`None`: use
+    /// the per-agent path, on the CPU).
+    fn run_cell_batched(
+        &self,
+        _cell: &crate::job::Cell,
+        _seed: u64,
+        _reps: &[u32],
+        _checkpoints: &[u64],
+    ) -> Option<Result<Vec<crate::sim::RepResult>, String>> {
+        None
+    }
 }
 
 /// Which backend the user asked for.
@@ -123,10 +137,27 @@ pub enum BackendError {
 
 /// Resolves a choice to a backend, with a one-line explanation of the choice.
 pub fn select(choice: BackendChoice) -> Result<(Box<dyn Backend>, String), BackendError> {
-    const NO_CUDA: &str = "this build has no CUDA backend yet (see the CUDA issue)";
     match choice {
         BackendChoice::Cpu => Ok((Box::new(cpu::CpuBackend), "backend cpu (requested)".into())),
-        BackendChoice::Auto => Ok((Box::new(cpu::CpuBackend), format!("backend cpu (auto: {NO_CUDA})"))),
-        BackendChoice::Cuda => Err(BackendError::CudaUnavailable(NO_CUDA.into())),
+        BackendChoice::Auto => match cuda::CudaBackend::open() {
+            Ok(b) => {
+                let why = format!(
+                    "backend cuda (auto: {}; unsupported cells run on the CPU)",
+                    b.description()
+                );
+                Ok((Box::new(b), why))
+            }
+            Err(e) => Ok((
+                Box::new(cpu::CpuBackend),
+                format!("backend cpu (auto: CUDA unavailable: {e})"),
+            )),
+        },
+        BackendChoice::Cuda => match cuda::CudaBackend::open() {
+            Ok(b) => {
+                let why = format!("backend cuda ({}; unsupported cells run on the CPU)", b.description());
+                Ok((Box::new(b), why))
+            }
+            Err(e) => Err(BackendError::CudaUnavailable(e.to_string())),
+        },
     }
 }

@@ -139,8 +139,10 @@ impl LinearEnv {
         }
     }
 
-    /// The streams of agent `agent`.
-    pub fn agent_streams(&self, agent: usize) -> AgentStreams {
+    /// The keys of agent `agent`'s streams: (decision-set lanes, scalar
+    /// decision-set uniforms, rewards). Lane `l` of the first is keyed by the
+    /// key extended by `l`; the uniforms use "lane" 8.
+    pub fn agent_stream_keys(&self, agent: usize) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
         let with = |p: Purpose| {
             let mut k = self.key.clone();
             k.extend_from_slice(&[agent as u64, p as u64]);
@@ -148,11 +150,17 @@ impl LinearEnv {
         };
         let ctx = with(Purpose::Contexts);
         let mut uni = ctx.clone();
-        uni.push(LANES as u64); // lanes use 0..8; the scalar stream is lane 8
+        uni.push(LANES as u64);
+        (ctx, uni, with(Purpose::Rewards))
+    }
+
+    /// The streams of agent `agent`.
+    pub fn agent_streams(&self, agent: usize) -> AgentStreams {
+        let (ctx, uni, rew) = self.agent_stream_keys(agent);
         AgentStreams {
             lanes: Lanes::new(&ctx),
             uniforms: Stream::new(&uni),
-            rewards: Stream::new(&with(Purpose::Rewards)),
+            rewards: Stream::new(&rew),
         }
     }
 

@@ -110,14 +110,17 @@ pub struct AgentTrees {
 }
 
 impl AgentTrees {
+    /// The key of agent `i`'s noise stream.
+    pub fn noise_key(algo_key: &[u64], i: usize) -> Vec<u64> {
+        let mut k = algo_key.to_vec();
+        k.extend_from_slice(&[i as u64, crate::rng::Purpose::PrivacyNoise as u64]);
+        k
+    }
+
     /// Trees for `m` agents.
     pub fn new(m: usize, width: usize, levels: usize, algo_key: &[u64]) -> Self {
         let noise = (0..m)
-            .map(|i| {
-                let mut k = algo_key.to_vec();
-                k.extend_from_slice(&[i as u64, crate::rng::Purpose::PrivacyNoise as u64]);
-                crate::rng::Stream::new(&k)
-            })
+            .map(|i| crate::rng::Stream::new(&Self::noise_key(algo_key, i)))
             .collect();
         Self {
             trees: (0..m).map(|_| Tree::new(width, levels)).collect(),

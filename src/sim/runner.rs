@@ -35,6 +35,16 @@ pub enum RunError {
         /// Cause.
         message: String,
     },
+    /// The batched backend failed on a cell.
+    #[error("backend {backend} failed on cell {cell}: {message}")]
+    Backend {
+        /// Backend name.
+        backend: &'static str,
+        /// Cell id.
+        cell: String,
+        /// Cause.
+        message: String,
+    },
     /// A cell file exists but cannot be used.
     #[error("{path}: existing result is unreadable ({message}); move it away to recompute the cell")]
     Corrupt {
@@ -142,9 +152,28 @@ pub fn run_job(job: &Job, backend: &dyn Backend, opts: &RunOptions) -> Result<Ru
             threads: opts.threads.unwrap_or(0),
             message: e.to_string(),
         })?;
+    // Cells the backend runs in one batch (the GPU path) go first, one at a time.
+    let reps: Vec<u32> = (0..job.repetitions).collect();
+    let mut batched = vec![false; pending.len()];
+    for (p, cell) in pending.iter().enumerate() {
+        let Some(res) = backend.run_cell_batched(cell, job.seed, &reps, &checkpoints) else {
+            continue;
+        };
+        let results = res.map_err(|message| RunError::Backend {
+            backend: backend.name(),
+            cell: cell.id.clone(),
+            message,
+        })?;
+        bar.inc(cell.agent_steps_per_rep() * u64::from(job.repetitions));
+        let b = output::cell_batch(job, cell, &results, backend.name())?;
+        let kv = output::metadata(job, &[("cell_id", cell.id.clone()), ("cell_key", cell.key.clone())]);
+        output::write_parquet_atomic(&cell_path(&dir, cell), &[b], kv)?;
+        batched[p] = true;
+    }
     let units: Vec<(usize, u32)> = pending
         .iter()
         .enumerate()
+        .filter(|(p, _)| !batched[*p])
         .flat_map(|(p, _)| (0..job.repetitions).map(move |r| (p, r)))
         .collect();
     let slots: Vec<Mutex<Vec<Option<RepResult>>>> = pending
@@ -174,7 +203,8 @@ pub fn run_job(job: &Job, backend: &dyn Backend, opts: &RunOptions) -> Result<Ru
                     }
                 };
                 if let Some(reps) = complete {
-                    let res = output::cell_batch(job, cell, &reps, backend.name()).and_then(|b| {
+                    // The per-agent path always runs on the CPU.
+                    let res = output::cell_batch(job, cell, &reps, "cpu").and_then(|b| {
                         let kv = output::metadata(job, &[("cell_id", cell.id.clone()), ("cell_key", cell.key.clone())]);
                         output::write_parquet_atomic(&cell_path(&dir, cell), &[b], kv)
                     });

@@ -114,11 +114,7 @@ impl FedLinUcb {
     }
 
     fn beta(&self, t: u64) -> f64 {
-        let c = &self.cfg;
-        let d = c.env.d as f64;
-        let lam = self.consts.lambda;
-        let inner = d * (1.0 + t as f64 * c.m as f64 * c.l_bound * c.l_bound / (d * lam)).ln() + (1.0 / c.alpha).ln();
-        c.confidence_scale * (lam.sqrt() * c.s_bound + c.subgaussian * inner.sqrt())
+        zhou_beta(&self.cfg, &self.consts, t)
     }
 
     fn sync(&mut self, backend: &dyn Backend) {
@@ -155,6 +151,14 @@ impl FedLinUcb {
         self.bank.counters.sync_rounds += 1;
         self.bank.counters.messages += 2 * m as u64;
     }
+}
+
+/// beta_t of (Private-)FedLinUCB.
+pub fn zhou_beta(c: &LinearConfig, consts: &ZhouConstants, t: u64) -> f64 {
+    let d = c.env.d as f64;
+    let lam = consts.lambda;
+    let inner = d * (1.0 + t as f64 * c.m as f64 * c.l_bound * c.l_bound / (d * lam)).ln() + (1.0 / c.alpha).ln();
+    c.confidence_scale * (lam.sqrt() * c.s_bound + c.subgaussian * inner.sqrt())
 }
 
 /// Fills one tree node's noise: matrix part (Z + Z^T)/2, vector part iid.

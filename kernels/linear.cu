@@ -1,0 +1,252 @@
+// fedbandits: kernels of the linear contextual family (one thread per
+// federation-agent or per federation; no shared memory, no barriers, so the
+// host emulation may run threads one after another).
+//
+// Agent g = f * m + i of federation f. Matrices are row-major d x d, f64.
+// Each agent has a private scratch row in `work` (stride wstride doubles) and
+// in `gbuf` (stride gstride floats) for its decision set.
+#include "common.cuh"
+
+#define FB_NEG_INF (-1.0 / 0.0)
+
+// linear_sphere decision set (src/env/linear_sphere.rs). Returns the best mean.
+FB_DEV double fb_draw_sphere(const double* theta, int reward_raw, int d, int k, int kp, fb_u64* lanes, float* g,
+                             double* x, double* mean, double* inv) {
+    const double inv_sqrt2 = 0.7071067811865476;
+    const double sqrt2 = 1.4142135623730951;
+    int last = d - 1;
+    int fixed = d < k ? d : k;
+    double best = FB_NEG_INF;
+    for (int a = 0; a < fixed; ++a) {
+        for (int j = 0; j < d; ++j) x[j * kp + a] = 0.0;
+        double raw_mean = a < last ? theta[a] + theta[last] : theta[last];
+        double norm = a < last ? sqrt2 : 1.0;
+        if (a < last) x[a * kp + a] = 1.0 / norm;
+        x[last * kp + a] = 1.0 / norm;
+        double mv = reward_raw ? raw_mean : raw_mean / norm;
+        mean[a] = mv;
+        best = fmax(best, mv);
+    }
+    int nr = k - fixed;
+    if (nr > 0) {
+        fb_fill_normals_f32(lanes, g, nr * last);
+        for (int a = 0; a < nr; ++a) inv[a] = 0.0;
+        for (int j = 0; j < last; ++j)
+            for (int a = 0; a < nr; ++a) {
+                double v = (double)g[j * nr + a];
+                inv[a] += v * v;
+            }
+        for (int a = 0; a < nr; ++a) {
+            double n2 = inv[a];
+            double y0 = (double)(1.0f / sqrtf((float)n2));
+            inv[a] = y0 * (1.5 - 0.5 * n2 * y0 * y0);
+        }
+        for (int a = 0; a < nr; ++a) mean[fixed + a] = theta[last];
+        for (int j = 0; j < last; ++j) {
+            double tj = theta[j];
+            for (int a = 0; a < nr; ++a) {
+                double z = (double)g[j * nr + a] * inv[a];
+                mean[fixed + a] += tj * z;
+                x[j * kp + fixed + a] = z * inv_sqrt2;
+            }
+        }
+        for (int a = 0; a < nr; ++a) x[last * kp + fixed + a] = inv_sqrt2;
+        double scale = reward_raw ? 1.0 : inv_sqrt2;
+        for (int a = 0; a < nr; ++a) {
+            mean[fixed + a] *= scale;
+            best = fmax(best, mean[fixed + a]);
+        }
+    }
+    return best;
+}
+
+// The UCB scorer (backend/cpu.rs score_argmax): argmax of
+// <theta, x> + beta sqrt(x^T A x), lowest index on ties.
+FB_DEV int fb_score_argmax(int d, int k, int kp, const double* x, const double* a, const double* th, double beta,
+                           double* quad_out) {
+    int arm = 0;
+    double bs = FB_NEG_INF, bq = 0.0;
+    for (int c = 0; c < k; ++c) {
+        double mean = 0.0, quad = 0.0;
+        for (int i = 0; i < d; ++i) {
+            double t = 0.0;
+            for (int j = i + 1; j < d; ++j) t = fma(a[i * d + j], x[j * kp + c], t);
+            double xi = x[i * kp + c];
+            double inner = fma(a[i * d + i], xi, 2.0 * t);
+            quad = fma(xi, inner, quad);
+            mean = fma(th[i], xi, mean);
+        }
+        double s = fma(beta, sqrt(fmax(quad, 0.0)), mean);
+        if (s > bs) {
+            bs = s;
+            arm = c;
+            bq = quad;
+        }
+    }
+    *quad_out = bq;
+    return arm;
+}
+
+// One round of every agent: decision set, UCB choice, reward, Sherman-Morrison
+// update of V^{-1}, log det, b, the agent's exact local sums and its regret.
+extern "C" __global__ void fb_linear_step(int n, int m, int d, int k, int kp, int reward_raw, double noise_std,
+                                          double beta, const double* theta_star, fb_u64* lanes, fb_u64* rstate,
+                                          double* rspare, int* rhas, double* vinv, double* logdet, double* b,
+                                          double* gram, double* bias, double* regret, double* round_regret,
+                                          float* gbuf, int gstride, double* work, int wstride) {
+    int g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= n) return;
+    int f = g / m;
+    const double* th = theta_star + (long long)f * d;
+    double* x = work + (long long)g * wstride;
+    double* mean = x + (long long)d * kp;
+    double* inv = mean + kp;
+    double* that = inv + kp;
+    double* w = that + d;
+    double* xs = w + d;
+    double* A = vinv + (long long)g * d * d;
+    double* bb = b + (long long)g * d;
+    double best = fb_draw_sphere(th, reward_raw, d, k, kp, lanes + (long long)g * 32, gbuf + (long long)g * gstride,
+                                 x, mean, inv);
+    fb_matvec(A, bb, that, d);
+    double quad;
+    int arm = fb_score_argmax(d, k, kp, x, A, that, beta, &quad);
+    for (int j = 0; j < d; ++j) xs[j] = x[j * kp + arm];
+    double mu = mean[arm];
+    double y = mu + noise_std * fb_normal(rstate + (long long)g * 4, rspare + g, rhas + g);
+    double q = fb_sherman_morrison(A, xs, w, d);
+    logdet[g] += log1p(q);
+    for (int j = 0; j < d; ++j) bb[j] += y * xs[j];
+    double* G = gram + (long long)g * d * d;
+    for (int i = 0; i < d; ++i)
+        for (int j = 0; j < d; ++j) G[i * d + j] += xs[i] * xs[j];
+    double* u = bias + (long long)g * d;
+    for (int j = 0; j < d; ++j) u[j] += y * xs[j];
+    double r = best - mu;
+    regret[g] += r;
+    round_regret[g] = r;
+}
+
+// Per federation: group += sum over agents (in order) of this round's regret.
+extern "C" __global__ void fb_round_reduce(int nfed, int m, const double* round_regret, double* group) {
+    int f = blockIdx.x * blockDim.x + threadIdx.x;
+    if (f >= nfed) return;
+    double s = 0.0;
+    for (int i = 0; i < m; ++i) s += round_regret[(long long)f * m + i];
+    group[f] += s;
+}
+
+// Per agent: V^{-1}, log det from V = base_f + gram_g (refactorization).
+extern "C" __global__ void fb_refactor(int n, int m, int d, const double* base, const double* gram, double* vinv,
+                                       double* logdet, double* scratch, int* failures) {
+    int g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= n) return;
+    int f = g / m;
+    int dd = d * d;
+    double* v = scratch + (long long)g * 3 * dd;
+    for (int e = 0; e < dd; ++e) v[e] = base[(long long)f * dd + e] + gram[(long long)g * dd + e];
+    double ld;
+    double jitter = fb_spd_inverse_jitter(v, d, vinv + (long long)g * dd, v + dd, v + 2 * dd, &ld);
+    if (jitter >= 0.0) logdet[g] = ld;
+    if (jitter != 0.0) failures[f] += 1;
+}
+
+// Per agent: insert the local sums (gram, bias) as the next leaf `leaf` (1-based)
+// of the agent's binary-counter tree, drawing the new node's noise
+// (Zhou & Chowdhury: all entries N(0, sigma^2), matrix part (Z + Z^T)/2).
+extern "C" __global__ void fb_tree_insert(int n, int d, int levels, fb_u64 leaf, double sigma, const double* gram,
+                                          const double* bias, double* psum, double* noise, fb_u64* nstate,
+                                          double* nspare, int* nhas) {
+    int g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= n) return;
+    int dd = d * d, width = dd + d;
+    int level = 0;
+    while (((leaf >> level) & 1ull) == 0ull) ++level;
+    double* P = psum + (long long)g * levels * width;
+    double* Z = noise + (long long)g * levels * width;
+    double* node = P + (long long)level * width;
+    for (int e = 0; e < dd; ++e) node[e] = gram[(long long)g * dd + e];
+    for (int e = 0; e < d; ++e) node[dd + e] = bias[(long long)g * d + e];
+    for (int j = 0; j < level; ++j)
+        for (int e = 0; e < width; ++e) node[e] += P[(long long)j * width + e];
+    for (int e = 0; e < level * width; ++e) {
+        P[e] = 0.0;
+        Z[e] = 0.0;
+    }
+    double* z = Z + (long long)level * width;
+    for (int e = 0; e < width; ++e) z[e] = sigma * fb_normal(nstate + (long long)g * 4, nspare + g, nhas + g);
+    for (int i = 0; i < d; ++i)
+        for (int j = i + 1; j < d; ++j) {
+            double s = 0.5 * (z[i * d + j] + z[j * d + i]);
+            z[i * d + j] = s;
+            z[j * d + i] = s;
+        }
+}
+
+// Per (federation, entry): the server's output after leaf `leaf`: the sum over
+// agents of their noisy prefix sums (private), or base += sum of the agents'
+// local sums (not private). Writes base (d x d) and u_syn (d) of federation f.
+extern "C" __global__ void fb_sync_reduce(int nfed, int m, int d, int levels, fb_u64 leaf, int private_,
+                                          double lambda, const double* psum, const double* noise,
+                                          const double* gram, const double* bias, double* base, double* usyn) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    int dd = d * d, width = dd + d;
+    if (t >= nfed * width) return;
+    int f = t / width, e = t % width;
+    double out;
+    if (private_) {
+        double s = 0.0;
+        for (int i = 0; i < m; ++i) {
+            long long g = (long long)f * m + i;
+            for (int j = 0; j < levels; ++j)
+                if ((leaf >> j) & 1ull) s += psum[(g * levels + j) * width + e] + noise[(g * levels + j) * width + e];
+        }
+        if (e < dd) {
+            double diag = (e / d == e % d) ? lambda : 0.0;
+            base[(long long)f * dd + e] = diag + s;
+        } else {
+            usyn[(long long)f * d + (e - dd)] = s;
+        }
+        return;
+    }
+    if (e < dd) {
+        out = base[(long long)f * dd + e];
+        for (int i = 0; i < m; ++i) out += gram[((long long)f * m + i) * dd + e];
+        base[(long long)f * dd + e] = out;
+    } else {
+        out = usyn[(long long)f * d + (e - dd)];
+        for (int i = 0; i < m; ++i) out += bias[((long long)f * m + i) * d + (e - dd)];
+        usyn[(long long)f * d + (e - dd)] = out;
+    }
+}
+
+// Per federation: V^{-1} and log det of base_f into agent 0's slots.
+extern "C" __global__ void fb_sync_factor(int nfed, int m, int d, const double* base, double* vinv, double* logdet,
+                                          double* scratch, int* failures) {
+    int f = blockIdx.x * blockDim.x + threadIdx.x;
+    if (f >= nfed) return;
+    int dd = d * d;
+    long long g0 = (long long)f * m;
+    double ld;
+    double* s = scratch + (long long)f * 2 * dd;
+    double jitter = fb_spd_inverse_jitter(base + (long long)f * dd, d, vinv + g0 * dd, s, s + dd, &ld);
+    if (jitter >= 0.0) logdet[g0] = ld;
+    if (jitter != 0.0) failures[f] += 1;
+}
+
+// Per agent: after a sync every agent gets agent 0's V^{-1} and log det,
+// b = u_syn, and empty local sums.
+extern "C" __global__ void fb_sync_broadcast(int n, int m, int d, const double* usyn, double* vinv, double* logdet,
+                                             double* b, double* gram, double* bias) {
+    int g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= n) return;
+    int f = g / m, dd = d * d;
+    long long g0 = (long long)f * m;
+    if (g != g0) {
+        for (int e = 0; e < dd; ++e) vinv[(long long)g * dd + e] = vinv[g0 * dd + e];
+        logdet[g] = logdet[g0];
+    }
+    for (int e = 0; e < d; ++e) b[(long long)g * d + e] = usyn[(long long)f * d + e];
+    for (int e = 0; e < dd; ++e) gram[(long long)g * dd + e] = 0.0;
+    for (int e = 0; e < d; ++e) bias[(long long)g * d + e] = 0.0;
+}

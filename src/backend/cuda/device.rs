@@ -1,0 +1,169 @@
+//! A real GPU as a [`Launcher`]: cudarc's driver API with dynamic loading.
+//!
+//! Opening a device checks that libcuda can be loaded first (cudarc panics
+//! rather than erring when the library is absent), compiles the kernels with
+//! NVRTC for the device's compute capability (once per process: the module is
+//! cached by the backend), and uses one stream, so launches and copies are
+//! ordered without events.
+
+use super::CudaError;
+use super::launcher::{Arg, BLOCK, DevPtr, Launcher};
+use super::nvrtc;
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
+};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// An open GPU with the kernels loaded.
+pub struct CudaDevice {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    _module: Arc<CudaModule>,
+    functions: HashMap<&'static str, CudaFunction>,
+    buffers: Vec<CudaSlice<u8>>,
+    /// Device name and compute capability, for messages.
+    pub description: String,
+}
+
+fn drv(e: impl std::fmt::Debug) -> CudaError {
+    CudaError::Driver(format!("{e:?}"))
+}
+
+impl CudaDevice {
+    /// Opens device 0 and loads the kernels.
+    pub fn open() -> Result<Self, CudaError> {
+        // SAFETY: only tries to dlopen libcuda by its usual names.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err(CudaError::NoDevice(
+                "the CUDA driver library (libcuda.so) is not installed".into(),
+            ));
+        }
+        let count = CudaContext::device_count().map_err(|e| CudaError::NoDevice(format!("{e:?}")))?;
+        if count < 1 {
+            return Err(CudaError::NoDevice("the driver reports no device".into()));
+        }
+        let ctx = CudaContext::new(0).map_err(|e| CudaError::NoDevice(format!("{e:?}")))?;
+        let (major, minor) = ctx.compute_capability().map_err(drv)?;
+        let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
+        let compiled = nvrtc::compile(&format!("compute_{major}{minor}"), &[])?;
+        let ptx = compiled
+            .ptx
+            .ok_or_else(|| CudaError::Driver("NVRTC returned no PTX".into()))?;
+        let module = ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)).map_err(drv)?;
+        let mut functions = HashMap::new();
+        for &k in nvrtc::KERNELS {
+            functions.insert(k, module.load_function(k).map_err(drv)?);
+        }
+        let stream = ctx.default_stream();
+        Ok(Self {
+            description: format!("{name} (sm_{major}{minor})"),
+            ctx,
+            stream,
+            _module: module,
+            functions,
+            buffers: Vec::new(),
+        })
+    }
+
+    fn slice_of(&self, p: DevPtr, bytes: usize) -> Result<&CudaSlice<u8>, CudaError> {
+        self.buffers
+            .iter()
+            .find(|b| {
+                let (start, _sync) = b.device_ptr(&self.stream);
+                p.0 == start && bytes <= b.len()
+            })
+            .ok_or_else(|| CudaError::Driver(format!("{bytes} bytes at {:#x}: not the start of an allocation", p.0)))
+    }
+
+    /// Frees every allocation (between cells).
+    pub fn free_all(&mut self) {
+        self.buffers.clear();
+    }
+
+    /// The context (for the benchmark's device queries).
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+}
+
+impl Launcher for CudaDevice {
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn alloc_zeroed(&mut self, bytes: usize) -> Result<DevPtr, CudaError> {
+        let s = self.stream.alloc_zeros::<u8>(bytes.max(8)).map_err(drv)?;
+        let p = {
+            let (p, _sync) = s.device_ptr(&self.stream);
+            DevPtr(p)
+        };
+        self.buffers.push(s);
+        Ok(p)
+    }
+
+    fn upload(&mut self, dst: DevPtr, bytes: &[u8]) -> Result<(), CudaError> {
+        let idx = self
+            .buffers
+            .iter()
+            .position(|b| b.device_ptr(&self.stream).0 == dst.0 && bytes.len() <= b.len())
+            .ok_or_else(|| CudaError::Driver(format!("upload to {:#x}: not an allocation", dst.0)))?;
+        let stream = self.stream.clone();
+        let mut view = self.buffers[idx].slice_mut(..bytes.len());
+        stream.memcpy_htod(bytes, &mut view).map_err(drv)
+    }
+
+    fn download(&mut self, src: DevPtr, out: &mut [u8]) -> Result<(), CudaError> {
+        let s = self.slice_of(src, out.len())?;
+        let view = s.slice(..out.len());
+        self.stream.memcpy_dtoh(&view, out).map_err(drv)?;
+        self.stream.synchronize().map_err(drv)
+    }
+
+    fn launch(&mut self, kernel: &str, threads: usize, args: &[Arg]) -> Result<(), CudaError> {
+        let f = self
+            .functions
+            .get(kernel)
+            .ok_or_else(|| CudaError::Driver(format!("unknown kernel {kernel}")))?;
+        let mut i32s = Vec::new();
+        let mut u64s = Vec::new();
+        let mut f64s = Vec::new();
+        for a in args {
+            match *a {
+                Arg::I32(v) => i32s.push(v),
+                Arg::U64(v) => u64s.push(v),
+                Arg::F64(v) => f64s.push(v),
+                Arg::Ptr(p) => u64s.push(p.0),
+            }
+        }
+        let mut b = self.stream.launch_builder(f);
+        let (mut ii, mut iu, mut iff) = (0, 0, 0);
+        for a in args {
+            match a {
+                Arg::I32(_) => {
+                    b.arg(&i32s[ii]);
+                    ii += 1;
+                }
+                Arg::U64(_) | Arg::Ptr(_) => {
+                    b.arg(&u64s[iu]);
+                    iu += 1;
+                }
+                Arg::F64(_) => {
+                    b.arg(&f64s[iff]);
+                    iff += 1;
+                }
+            }
+        }
+        let cfg = LaunchConfig {
+            grid_dim: (threads.div_ceil(BLOCK).max(1) as u32, 1, 1),
+            block_dim: (BLOCK as u32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: every kernel's parameter list matches the driver's argument
+        // list (src/backend/cuda/driver.rs builds both from one place);
+        // pointer arguments are live allocations of this device, and every
+        // kernel bounds-checks its thread index.
+        unsafe { b.launch(cfg) }.map_err(drv)?;
+        Ok(())
+    }
+}

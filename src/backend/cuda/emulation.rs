@@ -1,0 +1,132 @@
+//! Host emulation of the CUDA kernels: `kernels/emulation.cpp` (the `.cu`
+//! sources compiled as C++ with `kernels/emulation.hpp`) built by g++ into a
+//! shared library and called through its `fb_emu_launch`, which runs every
+//! (block, thread) of a grid in order. Memory is host memory; pointers are
+//! host addresses. Used by the parity tests, so that every kernel's logic is
+//! executed and checked against the CPU backend on machines without a GPU.
+
+use super::CudaError;
+use super::launcher::{Arg, BLOCK, DevPtr, Launcher};
+use std::ffi::{CString, c_char, c_int, c_uint, c_void};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+type LaunchFn = unsafe extern "C" fn(*const c_char, c_uint, c_uint, *mut *mut c_void) -> c_int;
+
+/// The emulated device.
+pub struct Emulator {
+    _lib: libloading::Library,
+    launch_fn: LaunchFn,
+    buffers: Vec<Vec<u64>>,
+}
+
+/// Compiles the emulation library from `kernels_dir` into `out_dir` with g++.
+pub fn build(kernels_dir: &Path, out_dir: &Path) -> Result<PathBuf, CudaError> {
+    std::fs::create_dir_all(out_dir).map_err(|e| CudaError::Emulation(format!("{}: {e}", out_dir.display())))?;
+    let lib = out_dir.join(format!("libfedbandits_emu_{}.so", std::process::id()));
+    let out = Command::new("g++")
+        .args([
+            "-std=c++17",
+            "-O2",
+            "-ffp-contract=off",
+            "-fno-fast-math",
+            "-fPIC",
+            "-shared",
+            "-Wall",
+            "-o",
+        ])
+        .arg(&lib)
+        .arg(kernels_dir.join("emulation.cpp"))
+        .output()
+        .map_err(|e| CudaError::Emulation(format!("cannot run g++: {e}")))?;
+    if !out.status.success() {
+        return Err(CudaError::Emulation(format!(
+            "g++ failed on {}:\n{}",
+            kernels_dir.join("emulation.cpp").display(),
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    Ok(lib)
+}
+
+impl Emulator {
+    /// Loads a library built by [`build`].
+    pub fn load(path: &Path) -> Result<Self, CudaError> {
+        // SAFETY: the library is ours (built from kernels/emulation.cpp); its
+        // initializers only set up static variables.
+        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| CudaError::Emulation(e.to_string()))?;
+        // SAFETY: `fb_emu_launch` has exactly the LaunchFn signature in emulation.cpp.
+        let launch_fn = unsafe { lib.get::<LaunchFn>(b"fb_emu_launch\0") }
+            .map(|s| *s)
+            .map_err(|e| CudaError::Emulation(e.to_string()))?;
+        Ok(Self {
+            _lib: lib,
+            launch_fn,
+            buffers: Vec::new(),
+        })
+    }
+
+    fn find(&self, p: DevPtr, bytes: usize) -> Result<*mut u8, CudaError> {
+        for b in &self.buffers {
+            let start = b.as_ptr() as u64;
+            if p.0 >= start && p.0 + bytes as u64 <= start + (b.len() * 8) as u64 {
+                return Ok(p.0 as *mut u8);
+            }
+        }
+        Err(CudaError::Emulation(format!(
+            "{bytes} bytes at {:#x} are outside every allocation",
+            p.0
+        )))
+    }
+}
+
+impl Launcher for Emulator {
+    fn name(&self) -> &'static str {
+        "emulation"
+    }
+
+    fn alloc_zeroed(&mut self, bytes: usize) -> Result<DevPtr, CudaError> {
+        let v = vec![0u64; bytes.div_ceil(8).max(1)];
+        let p = DevPtr(v.as_ptr() as u64);
+        self.buffers.push(v);
+        Ok(p)
+    }
+
+    fn upload(&mut self, dst: DevPtr, bytes: &[u8]) -> Result<(), CudaError> {
+        let p = self.find(dst, bytes.len())?;
+        // SAFETY: `find` checked that the range lies inside one live allocation.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len()) };
+        Ok(())
+    }
+
+    fn download(&mut self, src: DevPtr, out: &mut [u8]) -> Result<(), CudaError> {
+        let p = self.find(src, out.len())?;
+        // SAFETY: as in `upload`.
+        unsafe { std::ptr::copy_nonoverlapping(p, out.as_mut_ptr(), out.len()) };
+        Ok(())
+    }
+
+    fn launch(&mut self, kernel: &str, threads: usize, args: &[Arg]) -> Result<(), CudaError> {
+        let mut vals: Vec<u64> = args
+            .iter()
+            .map(|a| match *a {
+                Arg::I32(v) => v as u32 as u64,
+                Arg::U64(v) => v,
+                Arg::F64(v) => v.to_bits(),
+                Arg::Ptr(p) => p.0,
+            })
+            .collect();
+        // Each value sits in its own 8-byte slot; an `int` parameter reads the
+        // slot's first 4 bytes (little-endian), as cuLaunchKernel would.
+        let mut params: Vec<*mut c_void> = vals.iter_mut().map(|v| (v as *mut u64).cast::<c_void>()).collect();
+        let name = CString::new(kernel).map_err(|_| CudaError::Emulation("kernel name has a NUL".into()))?;
+        let grid = threads.div_ceil(BLOCK).max(1) as c_uint;
+        // SAFETY: `params` points at live values laid out as the kernel's
+        // parameters; pointer arguments are addresses of our allocations.
+        let rc = unsafe { (self.launch_fn)(name.as_ptr(), grid, BLOCK as c_uint, params.as_mut_ptr()) };
+        if rc != 0 {
+            return Err(CudaError::Emulation(format!("unknown kernel {kernel}")));
+        }
+        Ok(())
+    }
+}

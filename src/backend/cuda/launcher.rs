@@ -1,0 +1,87 @@
+//! The launcher abstraction: device memory and kernel launches, implemented
+//! by a real GPU ([`super::device::CudaDevice`]) and by the host emulation
+//! ([`super::emulation::Emulator`]), so that the batched driver
+//! ([`super::driver`]) is one piece of code exercised with and without a GPU.
+
+use super::CudaError;
+
+/// A device address (under emulation: a host address).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DevPtr(pub u64);
+
+/// One kernel argument (the kernel's parameter must have this type).
+#[derive(Clone, Copy, Debug)]
+pub enum Arg {
+    /// `int`.
+    I32(i32),
+    /// `unsigned long long`.
+    U64(u64),
+    /// `double`.
+    F64(f64),
+    /// Any pointer.
+    Ptr(DevPtr),
+}
+
+/// Device memory and kernel launches.
+pub trait Launcher {
+    /// Short name (`cuda`, `emulation`).
+    fn name(&self) -> &'static str;
+    /// A zeroed allocation.
+    fn alloc_zeroed(&mut self, bytes: usize) -> Result<DevPtr, CudaError>;
+    /// Copies host bytes to the start of an allocation.
+    fn upload(&mut self, dst: DevPtr, bytes: &[u8]) -> Result<(), CudaError>;
+    /// Copies the start of an allocation to host bytes (waits for prior work).
+    fn download(&mut self, src: DevPtr, out: &mut [u8]) -> Result<(), CudaError>;
+    /// Runs `kernel` with at least `threads` threads (1-D grid).
+    fn launch(&mut self, kernel: &str, threads: usize, args: &[Arg]) -> Result<(), CudaError>;
+}
+
+/// Threads per block for every launch.
+pub const BLOCK: usize = 128;
+
+/// Allocates and fills a buffer of plain values.
+pub fn upload_slice<T: bytemuck_like::Pod>(l: &mut dyn Launcher, data: &[T]) -> Result<DevPtr, CudaError> {
+    let bytes = bytemuck_like::as_bytes(data);
+    let p = l.alloc_zeroed(bytes.len().max(8))?;
+    l.upload(p, bytes)?;
+    Ok(p)
+}
+
+/// Downloads `out.len()` values.
+pub fn download_slice<T: bytemuck_like::Pod>(
+    l: &mut dyn Launcher,
+    src: DevPtr,
+    out: &mut [T],
+) -> Result<(), CudaError> {
+    l.download(src, bytemuck_like::as_bytes_mut(out))
+}
+
+/// Byte views of plain numeric slices (f64, f32, u64, i32): the few lines of
+/// `bytemuck` this crate needs.
+pub mod bytemuck_like {
+    /// Plain numeric types whose every bit pattern is valid.
+    ///
+    /// # Safety
+    /// Implementors must have no padding and accept any bit pattern.
+    pub unsafe trait Pod: Copy {}
+    // SAFETY: primitive numbers have no padding and no invalid bit patterns.
+    unsafe impl Pod for f64 {}
+    // SAFETY: as above.
+    unsafe impl Pod for f32 {}
+    // SAFETY: as above.
+    unsafe impl Pod for u64 {}
+    // SAFETY: as above.
+    unsafe impl Pod for i32 {}
+
+    /// The bytes of a slice.
+    pub fn as_bytes<T: Pod>(s: &[T]) -> &[u8] {
+        // SAFETY: T is Pod (no padding), the length covers exactly the slice.
+        unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<u8>(), std::mem::size_of_val(s)) }
+    }
+
+    /// The bytes of a mutable slice.
+    pub fn as_bytes_mut<T: Pod>(s: &mut [T]) -> &mut [u8] {
+        // SAFETY: T is Pod, so any bytes written form valid values.
+        unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(s)) }
+    }
+}

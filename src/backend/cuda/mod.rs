@@ -1,0 +1,102 @@
+//! The CUDA backend: kernels in `kernels/*.cu`, compiled at run time by NVRTC
+//! ([`nvrtc`]), launched through cudarc with dynamic loading ([`device`]), so
+//! the binary builds and runs without any CUDA installation. The batched
+//! driver ([`driver`]) runs every repetition of a cell in lockstep on a
+//! [`launcher::Launcher`]; the same driver runs under the host emulation
+//! ([`emulation`]) in the test suite, where its output is checked against the
+//! CPU backend.
+
+pub mod device;
+pub mod driver;
+pub mod emulation;
+pub mod launcher;
+pub mod nvrtc;
+
+use thiserror::Error;
+
+/// CUDA backend failures.
+#[derive(Debug, Error)]
+pub enum CudaError {
+    /// NVRTC failed or is missing.
+    #[error(transparent)]
+    Nvrtc(#[from] nvrtc::NvrtcError),
+    /// No usable device.
+    #[error("no usable CUDA device: {0}")]
+    NoDevice(String),
+    /// A driver call failed.
+    #[error("CUDA driver error: {0}")]
+    Driver(String),
+    /// The configuration has no kernels (runs on the CPU instead).
+    #[error("not supported on CUDA: {0}")]
+    Unsupported(String),
+    /// The host emulation failed.
+    #[error("CUDA host emulation: {0}")]
+    Emulation(String),
+}
+
+/// The CUDA backend: cells the batched driver supports run on the GPU; the
+/// per-agent operations (and so every other cell) run on the CPU backend.
+pub struct CudaBackend {
+    device: std::sync::Mutex<device::CudaDevice>,
+    description: String,
+}
+
+impl CudaBackend {
+    /// Opens the first device (compiling the kernels with NVRTC).
+    pub fn open() -> Result<Self, CudaError> {
+        let dev = device::CudaDevice::open()?;
+        Ok(Self {
+            description: dev.description.clone(),
+            device: std::sync::Mutex::new(dev),
+        })
+    }
+
+    /// Device name and compute capability.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+}
+
+impl super::Backend for CudaBackend {
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn ucb_step(
+        &self,
+        env: &crate::env::LinearEnv,
+        streams: &mut crate::env::AgentStreams,
+        ws: &mut super::Workspace,
+        agent: super::AgentState<'_>,
+        beta: f64,
+    ) -> super::StepResult {
+        super::cpu::CpuBackend.ucb_step(env, streams, ws, agent, beta)
+    }
+
+    fn spd_inverse(
+        &self,
+        v: &[f64],
+        d: usize,
+        inv: &mut [f64],
+        ws: &mut super::Workspace,
+    ) -> Result<(f64, f64), crate::linalg::LltError> {
+        super::cpu::CpuBackend.spd_inverse(v, d, inv, ws)
+    }
+
+    fn run_cell_batched(
+        &self,
+        cell: &crate::job::Cell,
+        seed: u64,
+        reps: &[u32],
+        checkpoints: &[u64],
+    ) -> Option<Result<Vec<crate::sim::RepResult>, String>> {
+        driver::supports(&cell.config).ok()?;
+        let mut dev = match self.device.lock() {
+            Ok(d) => d,
+            Err(_) => return Some(Err("the CUDA device lock was poisoned by an earlier failure".into())),
+        };
+        let out = driver::run_cell(&mut *dev, cell, seed, reps, checkpoints).map_err(|e| e.to_string());
+        dev.free_all();
+        Some(out)
+    }
+}

@@ -1,0 +1,172 @@
+//! Compiling the kernels with NVRTC (loaded at run time: the binary runs and
+//! builds on machines without CUDA).
+//!
+//! The kernel sources are embedded in the binary (`include_str!`) and joined
+//! into one translation unit. Options always include `--fmad=false` (the CPU
+//! backend never contracts a*b+c; explicit `fma` is used where it does) and
+//! `--std=c++17`. A compile error carries NVRTC's log.
+
+use cudarc::nvrtc::{result, sys};
+use std::ffi::{CStr, CString};
+use thiserror::Error;
+
+/// `kernels/common.cuh`.
+pub const COMMON: &str = include_str!("../../../kernels/common.cuh");
+/// `kernels/linear.cu`.
+pub const LINEAR: &str = include_str!("../../../kernels/linear.cu");
+
+/// Names of every kernel, for loading and for the compile test.
+pub const KERNELS: &[&str] = &[
+    "fb_linear_step",
+    "fb_round_reduce",
+    "fb_refactor",
+    "fb_tree_insert",
+    "fb_sync_reduce",
+    "fb_sync_factor",
+    "fb_sync_broadcast",
+];
+
+/// The single translation unit NVRTC compiles.
+pub fn kernel_source() -> String {
+    let mut s = String::from(COMMON);
+    s.push('\n');
+    for line in LINEAR.lines() {
+        if line.trim_start().starts_with("#include \"common.cuh\"") {
+            continue;
+        }
+        s.push_str(line);
+        s.push('\n');
+    }
+    s
+}
+
+/// NVRTC failures.
+#[derive(Debug, Error)]
+pub enum NvrtcError {
+    /// libnvrtc could not be loaded.
+    #[error(
+        "NVRTC (libnvrtc.so.12) is not available: install the CUDA toolkit or `pip install nvidia-cuda-nvrtc-cu12` and put its lib directory on LD_LIBRARY_PATH"
+    )]
+    Missing,
+    /// The kernels did not compile.
+    #[error("NVRTC failed to compile the kernels ({code:?}) with options {options:?}:\n{log}")]
+    Compile {
+        /// NVRTC's result code.
+        code: sys::nvrtcResult,
+        /// Options used.
+        options: Vec<String>,
+        /// NVRTC's log.
+        log: String,
+    },
+    /// Another NVRTC call failed.
+    #[error("NVRTC call failed: {0:?}")]
+    Call(sys::nvrtcResult),
+}
+
+/// A compiled program: PTX or CUBIN, and NVRTC's log (ptxas statistics with
+/// `--ptxas-options=-v`).
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    /// PTX text (for a virtual architecture `compute_XX`).
+    pub ptx: Option<String>,
+    /// CUBIN size in bytes (for a real architecture `sm_XX`).
+    pub cubin_bytes: Option<usize>,
+    /// The compile log.
+    pub log: String,
+}
+
+/// Whether libnvrtc can be loaded (cudarc panics on a missing library, so
+/// this is checked before any call).
+pub fn available() -> bool {
+    // SAFETY: only tries to dlopen the library by its usual names.
+    unsafe { sys::is_culib_present() }
+}
+
+/// Compiles the kernels for `arch` (`compute_90` gives PTX, `sm_90` a CUBIN).
+pub fn compile(arch: &str, extra: &[&str]) -> Result<Compiled, NvrtcError> {
+    if !available() {
+        return Err(NvrtcError::Missing);
+    }
+    let src =
+        CString::new(kernel_source()).map_err(|_| NvrtcError::Call(sys::nvrtcResult::NVRTC_ERROR_INVALID_INPUT))?;
+    let name = c"fedbandits_kernels.cu";
+    let mut options: Vec<String> = vec![
+        format!("--gpu-architecture={arch}"),
+        "--fmad=false".into(),
+        "--std=c++17".into(),
+    ];
+    options.extend(extra.iter().map(|s| s.to_string()));
+    let prog = result::create_program(&src, Some(name)).map_err(|e| NvrtcError::Call(e.0))?;
+    // SAFETY: `prog` was just created and is destroyed exactly once below;
+    // `src` and `name` outlive it.
+    unsafe {
+        let compiled = result::compile_program(prog, &options);
+        let log = result::get_program_log(prog)
+            .map(|raw| CStr::from_ptr(raw.as_ptr()).to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let out = match compiled {
+            Err(e) => Err(NvrtcError::Compile {
+                code: e.0,
+                options: options.clone(),
+                log,
+            }),
+            Ok(()) if arch.starts_with("sm_") => {
+                let mut size = 0usize;
+                sys::nvrtcGetCUBINSize(prog, &mut size)
+                    .result()
+                    .map_err(|e| NvrtcError::Call(e.0))?;
+                Ok(Compiled {
+                    ptx: None,
+                    cubin_bytes: Some(size),
+                    log,
+                })
+            }
+            Ok(()) => result::get_ptx(prog)
+                .map(|raw| Compiled {
+                    ptx: Some(CStr::from_ptr(raw.as_ptr()).to_string_lossy().into_owned()),
+                    cubin_bytes: None,
+                    log,
+                })
+                .map_err(|e| NvrtcError::Call(e.0)),
+        };
+        let _ = result::destroy_program(prog);
+        out
+    }
+}
+
+/// Registers and spills per kernel, parsed from a `--ptxas-options=-v` log.
+pub fn ptxas_usage(log: &str) -> Vec<(String, u32, u32, u32)> {
+    // Lines look like:
+    //   ptxas info    : Compiling entry function 'fb_linear_step' for 'sm_90'
+    //   ptxas info    : Function properties for fb_linear_step
+    //       0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+    //   ptxas info    : Used 72 registers, ...
+    let mut out = Vec::new();
+    let mut current: Option<String> = None;
+    let mut spill_st = 0;
+    let mut spill_ld = 0;
+    for line in log.lines() {
+        if let Some(rest) = line.split("Compiling entry function '").nth(1) {
+            current = rest.split('\'').next().map(str::to_owned);
+            spill_st = 0;
+            spill_ld = 0;
+        } else if line.contains("spill stores") {
+            let nums: Vec<u32> = line
+                .split(',')
+                .filter_map(|p| p.split_whitespace().next().and_then(|n| n.parse().ok()))
+                .collect();
+            if nums.len() >= 3 {
+                spill_st = nums[1];
+                spill_ld = nums[2];
+            }
+        } else if let Some(rest) = line.split("Used ").nth(1)
+            && let (Some(name), Some(regs)) = (
+                current.take(),
+                rest.split_whitespace().next().and_then(|n| n.parse().ok()),
+            )
+        {
+            out.push((name, regs, spill_st, spill_ld));
+        }
+    }
+    out
+}

@@ -1,0 +1,125 @@
+//! The CUDA backend without a GPU: every kernel compiles with NVRTC for sm_90
+//! (failing, not skipping, when NVRTC is missing: `.ci/run` installs it), and
+//! the kernels' code runs under the host emulation, where the batched driver
+//! must reproduce the CPU backend bit for bit.
+
+use fedbandits::backend::cpu::CpuBackend;
+use fedbandits::backend::cuda::driver;
+use fedbandits::backend::cuda::emulation::{self, Emulator};
+use fedbandits::backend::cuda::nvrtc;
+use fedbandits::job::Job;
+use fedbandits::sim::run_rep;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+fn kernels_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels")
+}
+
+fn emulator_lib() -> &'static PathBuf {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let out = std::env::temp_dir().join("fedbandits-emulation");
+        emulation::build(&kernels_dir(), &out).unwrap_or_else(|e| panic!("{e}"))
+    })
+}
+
+#[test]
+fn every_kernel_compiles_with_nvrtc_for_sm_90() {
+    assert!(
+        nvrtc::available(),
+        "libnvrtc.so.12 not found: run the tests through .ci/run (it installs nvidia-cuda-nvrtc-cu12 and sets LD_LIBRARY_PATH)"
+    );
+    let c = nvrtc::compile("sm_90", &["--ptxas-options=-v"]).unwrap_or_else(|e| panic!("{e}"));
+    assert!(c.cubin_bytes.unwrap_or(0) > 0);
+    let usage = nvrtc::ptxas_usage(&c.log);
+    println!("kernel registers/spills at sm_90 (ptxas):");
+    for (name, regs, st, ld) in &usage {
+        println!("  {name:<20} {regs:>4} registers  {st:>5} bytes spill stores  {ld:>5} bytes spill loads");
+    }
+    for k in nvrtc::KERNELS {
+        assert!(
+            usage.iter().any(|(n, ..)| n == k),
+            "no ptxas report for {k}:\n{}",
+            c.log
+        );
+    }
+    // PTX for a virtual architecture (what a GPU run loads) also compiles.
+    let p = nvrtc::compile("compute_80", &[]).unwrap_or_else(|e| panic!("{e}"));
+    assert!(p.ptx.unwrap_or_default().contains(".entry fb_linear_step"));
+}
+
+#[test]
+fn nvrtc_errors_carry_the_log() {
+    assert!(
+        nvrtc::available(),
+        "libnvrtc.so.12 not found: run the tests through .ci/run"
+    );
+    let e = nvrtc::compile("sm_1", &[]).unwrap_err().to_string();
+    assert!(e.contains("sm_1") || e.contains("option"), "{e}");
+}
+
+/// Runs a job's cells through the driver under emulation and through the
+/// CPU backend, and compares the curves bit for bit.
+fn assert_parity(yaml: &str) {
+    let job = Job::parse(Path::new("parity.yaml"), yaml).unwrap_or_else(|e| panic!("{e}"));
+    let ck = job.checkpoint_rounds();
+    let reps: Vec<u32> = (0..job.repetitions).collect();
+    for cell in &job.cells {
+        let mut emu = Emulator::load(emulator_lib()).unwrap_or_else(|e| panic!("{e}"));
+        let gpu = driver::run_cell(&mut emu, cell, job.seed, &reps, &ck).unwrap_or_else(|e| panic!("{e}"));
+        for (r, g) in reps.iter().zip(&gpu) {
+            let cpu = run_rep(cell, job.seed, *r, &ck, &CpuBackend, &|_| {});
+            assert_eq!(cpu.points.len(), g.points.len());
+            for (a, b) in cpu.points.iter().zip(&g.points) {
+                assert_eq!(a.t, b.t);
+                assert_eq!(
+                    a.group_regret.to_bits(),
+                    b.group_regret.to_bits(),
+                    "{} rep {r} t {}: cpu {} emulated gpu {}",
+                    cell.label(),
+                    a.t,
+                    a.group_regret,
+                    b.group_regret
+                );
+                assert_eq!(a.agent_regret_max.to_bits(), b.agent_regret_max.to_bits());
+                assert_eq!(a.counters, b.counters, "{} t {}", cell.label(), a.t);
+            }
+        }
+        println!(
+            "parity ok: {} ({} reps, final group regret {:.4})",
+            cell.label(),
+            reps.len(),
+            gpu[0].points.last().map(|p| p.group_regret).unwrap_or(0.0)
+        );
+    }
+}
+
+#[test]
+fn emulated_kernels_match_cpu_backend_for_federated_algorithms() {
+    // fb_linear_step, fb_round_reduce, fb_tree_insert, fb_sync_reduce (private
+    // and not), fb_sync_factor, fb_sync_broadcast; refactor_every = 7 < B
+    // makes fb_refactor run between syncs too.
+    assert_parity(
+        "seed: 4\nrepetitions: 3\nhorizon: 160\ncheckpoints: {every: 40}\nalgorithm: [fedlinucb, private_fedlinucb]\nenvironment: linear_sphere\nparams: {m: 3, d: 4, k: 11, delta: 0.1, batch_size: 10, refactor_every: 7}\ngrid: {epsilon: [0.5, 4]}\n",
+    );
+}
+
+#[test]
+fn emulated_kernels_match_cpu_backend_for_oful() {
+    assert_parity(
+        "seed: 8\nrepetitions: 2\nhorizon: 300\ncheckpoints: {every: 100}\nalgorithm: [independent, linucb]\nenvironment: linear_sphere\nparams: {m: 4, d: 5, k: 23, refactor_every: 32, reward_on: normalized}\n",
+    );
+}
+
+#[test]
+fn unsupported_cells_are_refused_not_miscomputed() {
+    let job = Job::parse(
+        Path::new("u.yaml"),
+        "horizon: 10\nalgorithm: [feducb_centralized, random]\nenvironment: linear_gap\nparams: {epsilon: 1, delta: 0.1}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    for cell in &job.cells {
+        assert!(driver::supports(&cell.config).is_err());
+    }
+}
