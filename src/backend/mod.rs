@@ -102,6 +102,11 @@ pub trait Backend: Send + Sync {
     /// used (0 when none). `inv` receives the inverse.
     fn spd_inverse(&self, v: &[f64], d: usize, inv: &mut [f64], ws: &mut Workspace) -> Result<(f64, f64), LltError>;
 
+    /// Approximate device peaks (FP64 GFLOP/s, memory GB/s), where known.
+    fn device_peaks(&self) -> Option<(f64, f64)> {
+        None
+    }
+
     /// Runs repetitions `reps` of a whole cell at once, when this backend has
     /// a batched path for the cell's algorithm and environment (`None`: use
     /// the per-agent path, on the CPU).
@@ -111,6 +116,7 @@ pub trait Backend: Send + Sync {
         _seed: u64,
         _reps: &[u32],
         _checkpoints: &[u64],
+        _progress: &dyn Fn(u64),
     ) -> Option<Result<Vec<crate::sim::RepResult>, String>> {
         None
     }

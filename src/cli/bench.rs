@@ -3,8 +3,11 @@
 //!
 //! Workloads are job files (so they exercise the real engine path minus
 //! Parquet) run for a fixed number of rounds, federations spread over the
-//! thread pool. `model_gflop_s` applies DESIGN.md's cost model, 2 K (d^2 + 2d)
-//! flops per agent-step for scoring, to the measured rate.
+//! thread pool, or as one batch on the GPU where the backend has kernels for
+//! the workload. `model_gflop_s` applies DESIGN.md's cost model, 2 K (d^2 + 2d)
+//! flops per agent-step for scoring, to the measured rate, and `model_gb_s` a
+//! byte count per agent-step; on a GPU both are also given as fractions of the
+//! device's approximate peaks.
 
 use crate::backend::Backend;
 use crate::job::Job;
@@ -57,20 +60,44 @@ pub fn run(backend: &dyn Backend, threads: Option<usize>, rounds: u64, only: Opt
         };
         let cell = &job.cells[0];
         let ck = [job.horizon];
+        let reps: Vec<u32> = (0..*feds).collect();
         let start = Instant::now();
-        pool.install(|| {
-            (0..*feds).into_par_iter().with_max_len(1).for_each(|rep| {
-                let _ = run_rep(cell, 1, rep, &ck, backend, &|_| {});
-            });
-        });
+        let label = match backend.run_cell_batched(cell, 1, &reps, &ck, &|_| {}) {
+            Some(Ok(_)) => backend.name(),
+            Some(Err(e)) => {
+                eprintln!("bench {name}: backend {} failed: {e}", backend.name());
+                continue;
+            }
+            None => {
+                pool.install(|| {
+                    reps.par_iter().with_max_len(1).for_each(|&rep| {
+                        let _ = run_rep(cell, 1, rep, &ck, backend, &|_| {});
+                    });
+                });
+                "cpu"
+            }
+        };
         let secs = start.elapsed().as_secs_f64();
         let steps = cell.agent_steps_per_rep() * u64::from(*feds);
         let rate = steps as f64 / secs;
         let (d, k) = (cell.config.env.d as f64, cell.config.env.k as f64);
         let gflops = rate * 2.0 * k * (d * d + 2.0 * d) / 1e9;
+        // Bytes an agent-step moves under the same model: V^{-1} read twice and
+        // written once, the Gram sums read and written, the decision set written
+        // and read back (f64), the normals written and read (f32).
+        let kp = (k / 8.0).ceil() * 8.0;
+        let bytes = 8.0 * (5.0 * d * d + 2.0 * d * kp + kp) + 8.0 * (k - d) * (d - 1.0);
+        let gbs = rate * bytes / 1e9;
+        let peaks = match (label == "cuda").then(|| backend.device_peaks()).flatten() {
+            Some((pf, pb)) => format!(
+                " model_gb_s={gbs:.1} device_peak_fp64_gflop_s={pf:.0} device_peak_gb_s={pb:.0} fp64_fraction={:.4} bandwidth_fraction={:.4}",
+                gflops / pf,
+                gbs / pb
+            ),
+            None => format!(" model_gb_s={gbs:.1}"),
+        };
         super::emit(&format!(
-            "bench {name} backend={} agent_steps_per_s={rate:.0} threads={nthreads} federations={feds} rounds={} seconds={secs:.3} model_gflop_s={gflops:.2}\n",
-            backend.name(),
+            "bench {name} backend={label} agent_steps_per_s={rate:.0} threads={nthreads} federations={feds} rounds={} seconds={secs:.3} model_gflop_s={gflops:.2}{peaks}\n",
             job.horizon
         ));
     }

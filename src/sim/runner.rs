@@ -156,7 +156,7 @@ pub fn run_job(job: &Job, backend: &dyn Backend, opts: &RunOptions) -> Result<Ru
     let reps: Vec<u32> = (0..job.repetitions).collect();
     let mut batched = vec![false; pending.len()];
     for (p, cell) in pending.iter().enumerate() {
-        let Some(res) = backend.run_cell_batched(cell, job.seed, &reps, &checkpoints) else {
+        let Some(res) = backend.run_cell_batched(cell, job.seed, &reps, &checkpoints, &|n| bar.inc(n)) else {
             continue;
         };
         let results = res.map_err(|message| RunError::Backend {
@@ -164,7 +164,6 @@ pub fn run_job(job: &Job, backend: &dyn Backend, opts: &RunOptions) -> Result<Ru
             cell: cell.id.clone(),
             message,
         })?;
-        bar.inc(cell.agent_steps_per_rep() * u64::from(job.repetitions));
         let b = output::cell_batch(job, cell, &results, backend.name())?;
         let kv = output::metadata(job, &[("cell_id", cell.id.clone()), ("cell_key", cell.key.clone())]);
         output::write_parquet_atomic(&cell_path(&dir, cell), &[b], kv)?;

@@ -81,9 +81,25 @@ impl CudaDevice {
         self.buffers.clear();
     }
 
-    /// The context (for the benchmark's device queries).
-    pub fn context(&self) -> &Arc<CudaContext> {
-        &self.ctx
+    /// Approximate peaks: (FP64 GFLOP/s, memory GB/s). FP64 units per SM
+    /// come from a table by compute capability (32 FMA/clock on sm_60/70/80,
+    /// 64 on sm_90, 2 on consumer parts); memory from clock x bus width x 2.
+    pub fn peaks(&self) -> Option<(f64, f64)> {
+        use cudarc::driver::sys::CUdevice_attribute as A;
+        let get = |a| self.ctx.attribute(a).ok().map(f64::from);
+        let sms = get(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+        let clock_khz = get(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?;
+        let mem_khz = get(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)?;
+        let bus_bits = get(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)?;
+        let (major, minor) = self.ctx.compute_capability().ok()?;
+        let fma_per_sm = match (major, minor) {
+            (9, 0) => 64.0,
+            (6, 0) | (7, 0) | (8, 0) => 32.0,
+            _ => 2.0,
+        };
+        let gflops = sms * fma_per_sm * 2.0 * clock_khz * 1e3 / 1e9;
+        let gbs = mem_khz * 1e3 * 2.0 * bus_bits / 8.0 / 1e9;
+        Some((gflops, gbs))
     }
 }
 

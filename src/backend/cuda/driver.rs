@@ -73,13 +73,15 @@ struct Bufs {
     nhas: DevPtr,
 }
 
-/// Runs repetitions `reps` of `cell` and returns their curves (in `reps` order).
+/// Runs repetitions `reps` of `cell` and returns their curves (in `reps`
+/// order); `progress` receives agent-steps done since its previous call.
 pub fn run_cell(
     l: &mut dyn Launcher,
     cell: &Cell,
     seed: u64,
     reps: &[u32],
     checkpoints: &[u64],
+    progress: &dyn Fn(u64),
 ) -> Result<Vec<RepResult>, CudaError> {
     let cfg = &cell.config;
     supports(cfg)?;
@@ -313,6 +315,9 @@ pub fn run_cell(
             )?;
             since_factor = 0;
         }
+        if t % 1024 == 0 {
+            progress(1024 * n as u64);
+        }
         if next.peek() == Some(&t) {
             next.next();
             download_slice(l, bufs.group, &mut group)?;
@@ -335,6 +340,7 @@ pub fn run_cell(
             }
         }
     }
+    progress((cfg.horizon % 1024) * n as u64);
     let wall = start.elapsed().as_secs_f64() / nf.max(1) as f64;
     Ok(reps
         .iter()

@@ -83,19 +83,24 @@ impl super::Backend for CudaBackend {
         super::cpu::CpuBackend.spd_inverse(v, d, inv, ws)
     }
 
+    fn device_peaks(&self) -> Option<(f64, f64)> {
+        self.device.lock().ok()?.peaks()
+    }
+
     fn run_cell_batched(
         &self,
         cell: &crate::job::Cell,
         seed: u64,
         reps: &[u32],
         checkpoints: &[u64],
+        progress: &dyn Fn(u64),
     ) -> Option<Result<Vec<crate::sim::RepResult>, String>> {
         driver::supports(&cell.config).ok()?;
         let mut dev = match self.device.lock() {
             Ok(d) => d,
             Err(_) => return Some(Err("the CUDA device lock was poisoned by an earlier failure".into())),
         };
-        let out = driver::run_cell(&mut *dev, cell, seed, reps, checkpoints).map_err(|e| e.to_string());
+        let out = driver::run_cell(&mut *dev, cell, seed, reps, checkpoints, progress).map_err(|e| e.to_string());
         dev.free_all();
         Some(out)
     }

@@ -84,11 +84,15 @@ pub fn available() -> bool {
 
 /// Compiles the kernels for `arch` (`compute_90` gives PTX, `sm_90` a CUBIN).
 pub fn compile(arch: &str, extra: &[&str]) -> Result<Compiled, NvrtcError> {
+    compile_source(&kernel_source(), arch, extra)
+}
+
+/// Compiles CUDA C++ source text with the project's options.
+pub fn compile_source(source: &str, arch: &str, extra: &[&str]) -> Result<Compiled, NvrtcError> {
     if !available() {
         return Err(NvrtcError::Missing);
     }
-    let src =
-        CString::new(kernel_source()).map_err(|_| NvrtcError::Call(sys::nvrtcResult::NVRTC_ERROR_INVALID_INPUT))?;
+    let src = CString::new(source).map_err(|_| NvrtcError::Call(sys::nvrtcResult::NVRTC_ERROR_INVALID_INPUT))?;
     let name = c"fedbandits_kernels.cu";
     let mut options: Vec<String> = vec![
         format!("--gpu-architecture={arch}"),
