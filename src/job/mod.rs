@@ -848,6 +848,7 @@ pub fn resolve(algo: &str, env: &str, raw: &BTreeMap<String, Value>, horizon: u6
         calibration: Calibration::Code,
         sync: SyncRegime::Log,
         refactor_every: 256,
+        vecsum_scale: 1.0,
     };
     if learner {
         cfg.alpha = f("alpha", if zhou { 0.01 } else { 0.1 });
@@ -901,8 +902,18 @@ pub fn resolve(algo: &str, env: &str, raw: &BTreeMap<String, Value>, horizon: u6
             if algorithm == LinearAlgorithm::PrivateFedlinucb {
                 let proto = s("protocol", "ldp");
                 out.insert("protocol", Value::Str(proto.clone()));
-                if proto == "ldp" {
-                    cfg.protocol = Protocol::Ldp;
+                cfg.protocol = match proto.as_str() {
+                    "sdp_amp" => Protocol::SdpAmp,
+                    "sdp_vecsum" => Protocol::SdpVecsum,
+                    "alt" => Protocol::Alt,
+                    "none" => Protocol::None,
+                    _ => Protocol::Ldp,
+                };
+                if cfg.protocol == Protocol::SdpVecsum {
+                    cfg.vecsum_scale = f("vecsum_scale", 1.0);
+                    out.insert("vecsum_scale", Value::Float(cfg.vecsum_scale));
+                }
+                if cfg.protocol != Protocol::None {
                     cfg.privacy = need_privacy(&mut errs, &mut out);
                     let cal = s("calibration", "code");
                     cfg.calibration = if cal == "theorem" {

@@ -365,9 +365,16 @@ pub const PARAMS: &[ParamDef] = &[
     },
     ParamDef {
         name: "protocol",
-        kind: Kind::Choice(&["ldp", "none"]),
+        kind: Kind::Choice(&["ldp", "sdp_amp", "sdp_vecsum", "alt", "none"]),
         default: "ldp",
-        doc: "privacy protocol of private_fedlinucb",
+        doc: "privacy protocol of private_fedlinucb: silo-level LDP, shuffle DP by amplification or by vector summation, the slides' P_alt, none",
+        used_by: &["private_fedlinucb"],
+    },
+    ParamDef {
+        name: "vecsum_scale",
+        kind: POS,
+        default: "1",
+        doc: "constant of the vector-summation protocol's Binomial count b (sdp_vecsum)",
         used_by: &["private_fedlinucb"],
     },
     ParamDef {

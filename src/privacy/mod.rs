@@ -2,6 +2,7 @@
 //! Gaussian noise calibrations of the linear family.
 
 pub mod tree;
+pub mod vecsum;
 
 /// Levels of a binary-counter tree that must hold `leaves` leaves:
 /// floor(log2 leaves) + 1 (at least 1).

@@ -141,6 +141,16 @@ impl Stream {
         r * c
     }
 
+    /// Binomial(n, p) draw (rand_distr's exact BTPE/inversion sampler).
+    /// Invalid p (outside [0, 1] or NaN) yields 0.
+    pub fn binomial(&mut self, n: u64, p: f64) -> u64 {
+        use rand_distr::Distribution;
+        match rand_distr::Binomial::new(n, p) {
+            Ok(b) => b.sample(&mut self.rng),
+            Err(_) => 0,
+        }
+    }
+
     /// Bernoulli(p) draw, as 0.0 or 1.0.
     #[inline]
     pub fn bernoulli(&mut self, p: f64) -> f64 {

@@ -27,6 +27,7 @@ use crate::env::LinearEnv;
 use crate::linalg;
 use crate::privacy::tree::AgentTrees;
 use crate::privacy::tree_levels;
+use crate::privacy::vecsum::VecSum;
 use crate::rng::Stream;
 
 /// Noise and regularization constants of Private-FedLinUCB.
@@ -48,17 +49,40 @@ impl ZhouConstants {
         let m = cfg.m as f64;
         let d = cfg.env.d as f64;
         let n = levels as f64;
+        let l = cfg.l_bound;
+        let t = cfg.horizon as f64;
+        let tail = |sigma: f64| sigma * ((n + (1.0 / cfg.alpha).ln()).sqrt() + d.sqrt());
         match (cfg.algorithm, cfg.privacy, cfg.protocol) {
-            (LinearAlgorithm::PrivateFedlinucb, Some((eps, delta)), Protocol::Ldp) => {
+            (LinearAlgorithm::PrivateFedlinucb, Some((eps, delta)), Protocol::Ldp | Protocol::Alt) => {
                 let sigma = match cfg.calibration {
-                    Calibration::Code => cfg.l_bound * (n * ((1.0 / delta).ln() + eps)).sqrt() / eps,
+                    Calibration::Code => l * (n * ((1.0 / delta).ln() + eps)).sqrt() / eps,
                     Calibration::Theorem => {
                         let kappa = 1.0 + (cfg.horizon as f64 / cfg.batch_size as f64).ln();
                         (8.0 * kappa * ((2.0 / delta).ln() + eps)).sqrt() / eps
                     }
                 };
-                let lambda = (m * n).sqrt() * sigma * ((n + (1.0 / cfg.alpha).ln()).sqrt() + d.sqrt());
-                Self { levels, sigma, lambda }
+                Self {
+                    levels,
+                    sigma,
+                    lambda: (m * n).sqrt() * tail(sigma),
+                }
+            }
+            (LinearAlgorithm::PrivateFedlinucb, Some((eps, delta)), Protocol::SdpAmp) => {
+                let sigma = l * (n * (1.0 / delta).ln() * (1.0 + n / (t * delta)).ln() * (m * n / delta).ln()).sqrt()
+                    / (eps * m.sqrt());
+                Self {
+                    levels,
+                    sigma,
+                    lambda: (m * n).sqrt() * tail(sigma),
+                }
+            }
+            (LinearAlgorithm::PrivateFedlinucb, Some((eps, delta)), Protocol::SdpVecsum) => {
+                let sigma = l * (n * (1.0 / delta).ln()).sqrt() * (n * d * d / delta).ln() / eps;
+                Self {
+                    levels,
+                    sigma,
+                    lambda: n.sqrt() * tail(sigma),
+                }
             }
             _ => Self {
                 levels,
@@ -79,8 +103,8 @@ pub struct FedLinUcb {
     base: Vec<f64>,
     /// U_syn.
     u_syn: Vec<f64>,
-    /// The agents' privatizer trees (None when not private).
-    trees: Option<AgentTrees>,
+    /// The privacy protocol's state.
+    privatizer: Privatizer,
     leaf: Vec<f64>,
     release: Vec<f64>,
 }
@@ -94,7 +118,26 @@ impl FedLinUcb {
         let width = d * d + d;
         let mut base = vec![0.0; d * d];
         linalg::set_scaled_identity(&mut base, d, consts.lambda);
-        let trees = private.then(|| AgentTrees::new(cfg.m, width, consts.levels, algo_key));
+        let privatizer = match (private, cfg.protocol, cfg.privacy) {
+            (true, Protocol::SdpVecsum, Some((eps, delta))) => Privatizer::VecSum {
+                vs: VecSum::new(
+                    d,
+                    consts.levels,
+                    cfg.batch_size,
+                    cfg.m,
+                    cfg.l_bound,
+                    eps,
+                    delta,
+                    cfg.vecsum_scale,
+                ),
+                agents: (0..cfg.m)
+                    .map(|i| Stream::new(&AgentTrees::noise_key(algo_key, i)))
+                    .collect(),
+                shuffler: Stream::new(&AgentTrees::noise_key(algo_key, cfg.m)),
+            },
+            (true, ..) => Privatizer::Trees(AgentTrees::new(cfg.m, width, consts.levels, algo_key)),
+            (false, ..) => Privatizer::None,
+        };
         Self {
             bank: AgentBank::new(&env, cfg.m, consts.lambda),
             cfg: cfg.clone(),
@@ -102,7 +145,7 @@ impl FedLinUcb {
             consts,
             base,
             u_syn: vec![0.0; d],
-            trees,
+            privatizer,
             leaf: vec![0.0; width],
             release: vec![0.0; width],
         }
@@ -119,15 +162,25 @@ impl FedLinUcb {
 
     fn sync(&mut self, backend: &dyn Backend) {
         let (d, dd, m) = (self.cfg.env.d, self.cfg.env.d * self.cfg.env.d, self.cfg.m);
-        if let Some(trees) = self.trees.as_mut() {
-            // Server output: sum over agents of their noisy prefix sums.
-            self.release.fill(0.0);
-            let sigma = self.consts.sigma;
-            for i in 0..m {
-                self.bank.local_leaf(i, &mut self.leaf);
-                // The tree is sized for floor(T/B) leaves, so it cannot be full.
-                let _ = trees.contribute(i, &self.leaf, &mut self.release, |z, rng| zhou_noise(z, d, sigma, rng));
+        let private = match &mut self.privatizer {
+            Privatizer::Trees(trees) => {
+                // Server output: sum over agents of their noisy prefix sums.
+                self.release.fill(0.0);
+                let sigma = self.consts.sigma;
+                for i in 0..m {
+                    self.bank.local_leaf(i, &mut self.leaf);
+                    // The tree is sized for floor(T/B) leaves, so it cannot be full.
+                    let _ = trees.contribute(i, &self.leaf, &mut self.release, |z, rng| zhou_noise(z, d, sigma, rng));
+                }
+                true
             }
+            Privatizer::VecSum { vs, shuffler, .. } => {
+                vs.close_batch(shuffler, &mut self.release);
+                true
+            }
+            Privatizer::None => false,
+        };
+        if private {
             linalg::set_scaled_identity(&mut self.base, d, self.consts.lambda);
             for (b, r) in self.base.iter_mut().zip(&self.release[..dd]) {
                 *b += r;
@@ -151,6 +204,21 @@ impl FedLinUcb {
         self.bank.counters.sync_rounds += 1;
         self.bank.counters.messages += 2 * m as u64;
     }
+}
+
+/// What a FedLinUCB federation privatizes with.
+enum Privatizer {
+    /// No privacy: exact sums.
+    None,
+    /// Per-agent binary-counter trees with Gaussian node noise (ldp, sdp_amp, alt).
+    Trees(AgentTrees),
+    /// The shuffle vector-summation protocol: per-agent randomizer streams and
+    /// the shuffler's stream for the Binomial parts.
+    VecSum {
+        vs: VecSum,
+        agents: Vec<Stream>,
+        shuffler: Stream,
+    },
 }
 
 /// beta_t of (Private-)FedLinUCB.
@@ -182,7 +250,11 @@ impl Federation for FedLinUcb {
         let beta = self.beta(t);
         let mut regret = 0.0;
         for i in 0..self.cfg.m {
-            regret += self.bank.step(i, &self.env, backend, beta).regret();
+            let st = self.bank.step(i, &self.env, backend, beta);
+            regret += st.regret();
+            if let Privatizer::VecSum { vs, agents, .. } = &mut self.privatizer {
+                vs.add_point(&self.bank.ws.x, st.y, &mut agents[i]);
+            }
             if self.bank.since_factor[i] >= self.cfg.refactor_every {
                 self.bank.refactor(i, &self.base, backend);
             }

@@ -37,6 +37,15 @@ pub enum Protocol {
     None,
     /// Silo-level local DP with the tree mechanism.
     Ldp,
+    /// Shuffle DP by amplification: the tree mechanism with the amplified
+    /// (smaller) noise.
+    SdpAmp,
+    /// Shuffle DP by the vector-summation protocol ([`crate::privacy::vecsum`]).
+    SdpVecsum,
+    /// The slides' P_alt: each agent privatizes its own prefix sums over time
+    /// (its own tree), the server adds them. In the silo-level LDP model this
+    /// releases exactly what `ldp` releases (same noise scale).
+    Alt,
 }
 
 /// Noise calibration of Private-FedLinUCB.
@@ -96,6 +105,8 @@ pub struct LinearConfig {
     pub sync: SyncRegime,
     /// Refactorize V^{-1} from the exact V after this many rank-1 updates.
     pub refactor_every: u32,
+    /// Noise scale of the vector-summation protocol (b's constant).
+    pub vecsum_scale: f64,
 }
 
 /// Builds a federation. `env_key` keys the environment streams (shared by

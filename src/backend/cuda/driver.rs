@@ -7,7 +7,8 @@
 //! order), so under the host emulation its output equals the CPU backend's
 //! bit for bit, and on a GPU it differs only where CUDA's f64 log/sin/cos
 //! round differently from glibc's. Supported: `linucb`, `independent`,
-//! `fedlinucb`, `private_fedlinucb` (protocol ldp) on `linear_sphere`;
+//! `fedlinucb`, `private_fedlinucb` (protocols ldp, sdp_amp, alt: the tree
+//! mechanism) on `linear_sphere`;
 //! anything else is [`CudaError::Unsupported`] and runs on the CPU.
 
 use super::CudaError;
@@ -28,7 +29,8 @@ pub fn supports(cfg: &LinearConfig) -> Result<(), CudaError> {
     let algo_ok = matches!(
         cfg.algorithm,
         LinearAlgorithm::Linucb | LinearAlgorithm::Independent | LinearAlgorithm::Fedlinucb
-    ) || (cfg.algorithm == LinearAlgorithm::PrivateFedlinucb && cfg.protocol == Protocol::Ldp);
+    ) || (cfg.algorithm == LinearAlgorithm::PrivateFedlinucb
+        && matches!(cfg.protocol, Protocol::Ldp | Protocol::SdpAmp | Protocol::Alt));
     if !algo_ok {
         return Err(CudaError::Unsupported(format!(
             "{:?} has no CUDA kernels yet",
