@@ -125,8 +125,8 @@ impl VecSum {
                 c += 1;
             }
         }
-        for i in 0..d {
-            self.add_value(c, x[i] * y, rng);
+        for xi in &x[..d] {
+            self.add_value(c, xi * y, rng);
             c += 1;
         }
     }
