@@ -254,9 +254,10 @@ fn print_report(r: &RunReport) {
     );
     for s in &r.summaries {
         let note = if s.skipped { " (skipped: complete)" } else { "" };
+        let eps = s.epsilon_zcdp.map_or_else(|| "-".to_string(), |e| format!("{e:.3}"));
         out += &format!(
-            "{:>4}  {:>14.2} {:>10.2} {:>10.1}  {}{note}\n",
-            s.index, s.agent_regret_mean, s.agent_regret_sd, s.sync_rounds_mean, s.label
+            "{:>4}  {:>14.2} {:>10.2} {:>10.1} {:>10}  {}{note}\n",
+            s.index, s.agent_regret_mean, s.agent_regret_sd, s.sync_rounds_mean, eps, s.label
         );
     }
     emit(&out);

@@ -90,6 +90,11 @@ pub fn schema() -> SchemaRef {
         Field::new("beta_clamps", DataType::UInt64, false),
         Field::new("target_epsilon", DataType::Float64, true),
         Field::new("target_delta", DataType::Float64, true),
+        Field::new("acct_releases_per_observation", DataType::UInt64, true),
+        Field::new("acct_noise_multiplier", DataType::Float64, true),
+        Field::new("acct_epsilon_paper", DataType::Float64, true),
+        Field::new("acct_rho_zcdp", DataType::Float64, true),
+        Field::new("acct_epsilon_zcdp", DataType::Float64, true),
         Field::new("schedule_private", DataType::Boolean, false),
         Field::new("backend", DataType::Utf8, false),
         Field::new("wall_seconds", DataType::Float64, false),
@@ -204,6 +209,23 @@ pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> 
         b.append_option(td);
     }
     cols.push(Arc::new(b.finish()));
+    let acct = crate::privacy::accountant::account(&cell.config);
+    let mut b = UInt64Builder::new();
+    for _ in 0..n {
+        b.append_option(acct.map(|a| a.releases_per_observation));
+    }
+    cols.push(Arc::new(b.finish()));
+    let opt_f64 = |f: &dyn Fn(&crate::privacy::accountant::Accounting) -> Option<f64>| {
+        let mut b = Float64Builder::new();
+        for _ in 0..n {
+            b.append_option(acct.as_ref().and_then(f));
+        }
+        Arc::new(b.finish()) as ArrayRef
+    };
+    cols.push(opt_f64(&|a| Some(a.noise_multiplier)));
+    cols.push(opt_f64(&|a| Some(a.epsilon_paper)));
+    cols.push(opt_f64(&|a| a.rho));
+    cols.push(opt_f64(&|a| a.epsilon_zcdp));
     let schedule_private = cell.algorithm != "feducb_centralized";
     let mut b = BooleanBuilder::new();
     for _ in 0..n {

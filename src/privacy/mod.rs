@@ -1,6 +1,7 @@
 //! Privacy mechanisms: the tree-based (binary counter) aggregation and the
 //! Gaussian noise calibrations of the linear family.
 
+pub mod accountant;
 pub mod tree;
 pub mod vecsum;
 

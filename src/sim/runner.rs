@@ -85,6 +85,8 @@ pub struct CellSummary {
     pub agent_regret_sd: f64,
     /// Mean final sync rounds.
     pub sync_rounds_mean: f64,
+    /// The accountant's zCDP epsilon (private cells).
+    pub epsilon_zcdp: Option<f64>,
     /// Whether it was already complete.
     pub skipped: bool,
 }
@@ -331,6 +333,7 @@ fn summarize(job: &Job, cell: &Cell, batches: &[RecordBatch], skipped: bool) -> 
         agent_regret_mean: mean,
         agent_regret_sd: var.sqrt(),
         sync_rounds_mean: syncs.iter().sum::<f64>() / n,
+        epsilon_zcdp: crate::privacy::accountant::account(&cell.config).and_then(|a| a.epsilon_zcdp),
         skipped,
     }
 }
