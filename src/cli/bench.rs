@@ -30,6 +30,11 @@ const WORKLOADS: &[(&str, u32, &str)] = &[
         "algorithm: feducb_centralized\nenvironment: linear_gap\nhorizon: {T}\nparams: {d: 10, k: 100, m: 100, epsilon: 1.0, delta: 0.1, sync: log}\n",
     ),
     (
+        "sdp_vecsum_d10_m100",
+        64,
+        "algorithm: private_fedlinucb\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 10, k: 100, m: 100, epsilon: 0.2, delta: 0.1, protocol: sdp_vecsum}\n",
+    ),
+    (
         "independent_d10_k100_m100",
         64,
         "algorithm: independent\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 10, k: 100, m: 100}\n",

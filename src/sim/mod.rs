@@ -100,7 +100,12 @@ pub fn memory_per_federation(cfg: &crate::algo::linear::LinearConfig) -> u64 {
         A::FeducbCentralized if cfg.privacy.is_some() => 2 + (cfg.horizon.max(1) as f64).log2().ceil() as u64,
         _ => 0,
     };
-    let trees = m * 2 * levels * (d * d + d) * 8;
+    let trees = if cfg.protocol == crate::algo::linear::Protocol::SdpVecsum {
+        // One accumulator and one released node per level and coordinate.
+        2 * levels * (d * (d + 1) / 2 + d) * 8 + m * 64
+    } else {
+        m * 2 * levels * (d * d + d) * 8
+    };
     let shifted = if cfg.algorithm == A::FeducbCentralized && cfg.privacy.is_some() {
         m * d * d * 8
     } else {

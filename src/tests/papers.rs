@@ -1,0 +1,142 @@
+//! Behaviour the papers report, tested in the papers' own settings with fixed
+//! seeds and paired z statistics over repetitions (cells of one job share
+//! theta*, decision sets and reward noise, so paired differences are the
+//! right comparison). Where a paper's claim does not reproduce, the test pins
+//! what is true instead and says so.
+
+use fedbandits::backend::cpu::CpuBackend;
+use fedbandits::job::{Cell, Job};
+use fedbandits::sim::{RepResult, run_rep};
+use rayon::prelude::*;
+use std::path::Path;
+
+fn job(yaml: &str) -> Job {
+    Job::parse(Path::new("paper.yaml"), yaml).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn finals(job: &Job, cell: &Cell) -> Vec<f64> {
+    let ck = [job.horizon];
+    (0..job.repetitions)
+        .into_par_iter()
+        .map(|r| {
+            let res: RepResult = run_rep(cell, job.seed, r, &ck, &CpuBackend, &|_| {});
+            res.points[0].agent_regret_mean
+        })
+        .collect()
+}
+
+/// Mean of b - a and its paired z statistic.
+fn paired(a: &[f64], b: &[f64]) -> (f64, f64) {
+    let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| y - x).collect();
+    let n = d.len() as f64;
+    let m = d.iter().sum::<f64>() / n;
+    let sd = (d.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    (m, m / (sd / n.sqrt()))
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+const ZHOU: &str = "seed: 2023\nhorizon: 10000\nenvironment: linear_sphere\n";
+const ZHOU_PARAMS: &str = "m: 100, d: 10, k: 100, batch_size: 25, noise_std: 0.5, subgaussian: 0.5";
+
+#[test]
+fn zhou_fig2b_vector_summation_beats_ldp() {
+    // M = 100, K = 100, d = 10, T = 10^4, epsilon = 0.2, delta = 0.1.
+    let j = job(&format!(
+        "{ZHOU}repetitions: 3\nalgorithm: private_fedlinucb\nparams: {{{ZHOU_PARAMS}, epsilon: 0.2, delta: 0.1}}\ngrid: {{protocol: [ldp, sdp_vecsum]}}\n"
+    ));
+    let ldp = finals(&j, &j.cells[0]);
+    let vs = finals(&j, &j.cells[1]);
+    let (diff, z) = paired(&vs, &ldp);
+    println!(
+        "Fig. 2b: per-agent regret ldp {:.1}, sdp_vecsum {:.1}; ldp - vecsum = {diff:.1} (paired z {z:.1})",
+        mean(&ldp),
+        mean(&vs)
+    );
+    assert!(z > 3.0, "sdp_vecsum should be below ldp");
+}
+
+#[test]
+fn zhou_fig2a_neither_protocol_learns_at_such_small_epsilon() {
+    // The paper shows sdp_amp below ldp at epsilon in {1e-4, 1e-3},
+    // delta = 1e-4. With the authors' calibrations the regularizer lambda is
+    // so large (sigma ~ 1e4-1e5) that neither learns by T = 10^4: both stay
+    // within 15% of the uniformly random policy, and their paired difference
+    // is within noise. That is what is tested; the disagreement is reported.
+    let j = job(&format!(
+        "{ZHOU}repetitions: 3\nalgorithm: [private_fedlinucb, random]\nparams: {{{ZHOU_PARAMS}, epsilon: 0.001, delta: 0.0001}}\ngrid: {{protocol: [ldp, sdp_amp]}}\n"
+    ));
+    let by = |algo: &str, proto: Option<&str>| {
+        let c = j
+            .cells
+            .iter()
+            .find(|c| {
+                c.algorithm == algo
+                    && proto.is_none_or(|p| c.params.get("protocol").map(|v| v.to_string()) == Some(p.into()))
+            })
+            .unwrap_or_else(|| panic!("no cell {algo} {proto:?}"));
+        finals(&j, c)
+    };
+    let (ldp, amp, rnd) = (
+        by("private_fedlinucb", Some("ldp")),
+        by("private_fedlinucb", Some("sdp_amp")),
+        by("random", None),
+    );
+    let (diff, z) = paired(&amp, &ldp);
+    println!(
+        "Fig. 2a (eps 1e-3): ldp {:.1}, sdp_amp {:.1}, random {:.1}; ldp - amp = {diff:.1} (paired z {z:.2})",
+        mean(&ldp),
+        mean(&amp),
+        mean(&rnd)
+    );
+    for v in [mean(&ldp), mean(&amp)] {
+        assert!(
+            v > 0.85 * mean(&rnd),
+            "a protocol learned at epsilon 1e-3: {v} vs random {}",
+            mean(&rnd)
+        );
+    }
+}
+
+#[test]
+fn dubey_fig1a_regret_falls_with_epsilon() {
+    // log regime, d = 10, delta = 0.1, M = 10; T = 2x10^4 (the paper: 10^7).
+    let j = job(
+        "seed: 2020\nrepetitions: 4\nhorizon: 20000\nalgorithm: feducb_centralized\nenvironment: linear_gap\nparams: {m: 10, d: 10, delta: 0.1, sync: log}\ngrid: {epsilon: [0.1, 1, 10]}\n",
+    );
+    let r: Vec<Vec<f64>> = j.cells.iter().map(|c| finals(&j, c)).collect();
+    let (d1, z1) = paired(&r[2], &r[1]);
+    let (d0, z0) = paired(&r[2], &r[0]);
+    println!(
+        "Fig. 1A: per-agent regret at eps 0.1, 1, 10: {:.1} {:.1} {:.1}; eps1 - eps10 = {d1:.1} (z {z1:.1}); eps0.1 - eps10 = {d0:.1} (z {z0:.1})",
+        mean(&r[0]),
+        mean(&r[1]),
+        mean(&r[2])
+    );
+    // Between 0.1 and 1 both sit at the no-learning ceiling at this horizon
+    // (beta is in the hundreds), so only the fall towards epsilon = 10 is
+    // asserted.
+    assert!(z1 > 3.0 && z0 > 3.0);
+}
+
+#[test]
+fn dubey_fig1c_regret_grows_with_d() {
+    // M = 10, epsilon = 1, delta = 0.1, log regime; T = 5000 (the paper: 10^6).
+    let j = job(
+        "seed: 2020\nrepetitions: 6\nhorizon: 5000\nalgorithm: feducb_centralized\nenvironment: linear_gap\nparams: {m: 10, epsilon: 1, delta: 0.1, sync: log}\ngrid: {d: [8, 16, 32]}\n",
+    );
+    let r: Vec<Vec<f64>> = j.cells.iter().map(|c| finals(&j, c)).collect();
+    println!(
+        "Fig. 1C: per-agent regret at d = 8, 16, 32: {:.1} {:.1} {:.1}",
+        mean(&r[0]),
+        mean(&r[1]),
+        mean(&r[2])
+    );
+    for w in r.windows(2) {
+        let (diff, z) = paired(&w[0], &w[1]);
+        println!("  rise {diff:.2} (paired z {z:.1})");
+        assert!(z > 3.0, "regret should grow with d");
+    }
+}
