@@ -11,6 +11,7 @@ pub mod algo;
 pub mod backend;
 pub mod cli;
 pub mod env;
+pub mod graph;
 pub mod job;
 pub mod linalg;
 pub mod output;

@@ -30,6 +30,11 @@ const WORKLOADS: &[(&str, u32, &str)] = &[
         "algorithm: feducb_centralized\nenvironment: linear_gap\nhorizon: {T}\nparams: {d: 10, k: 100, m: 100, epsilon: 1.0, delta: 0.1, sync: log}\n",
     ),
     (
+        "decentralized_ring_m16_d10",
+        64,
+        "algorithm: feducb_decentralized\nenvironment: linear_gap\nhorizon: {T}\nparams: {d: 10, k: 100, m: 16, epsilon: 1.0, delta: 0.1, graph: ring, gamma: 2}\n",
+    ),
+    (
         "sdp_vecsum_d10_m100",
         64,
         "algorithm: private_fedlinucb\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 10, k: 100, m: 100, epsilon: 0.2, delta: 0.1, protocol: sdp_vecsum}\n",

@@ -789,6 +789,7 @@ pub fn resolve(algo: &str, env: &str, raw: &BTreeMap<String, Value>, horizon: u6
         "random" => LinearAlgorithm::Random,
         "fedlinucb" => LinearAlgorithm::Fedlinucb,
         "private_fedlinucb" => LinearAlgorithm::PrivateFedlinucb,
+        "feducb_decentralized" => LinearAlgorithm::FeducbDecentralized,
         _ => LinearAlgorithm::FeducbCentralized,
     };
     let zhou = matches!(
@@ -849,6 +850,8 @@ pub fn resolve(algo: &str, env: &str, raw: &BTreeMap<String, Value>, horizon: u6
         sync: SyncRegime::Log,
         refactor_every: 256,
         vecsum_scale: 1.0,
+        graph: crate::graph::GraphSpec::Complete,
+        gamma: 1,
     };
     if learner {
         cfg.alpha = f("alpha", if zhou { 0.01 } else { 0.1 });
@@ -925,7 +928,10 @@ pub fn resolve(algo: &str, env: &str, raw: &BTreeMap<String, Value>, horizon: u6
                 }
             }
         }
-        LinearAlgorithm::FeducbCentralized => {
+        LinearAlgorithm::FeducbCentralized | LinearAlgorithm::FeducbDecentralized => {
+            if algorithm == LinearAlgorithm::FeducbDecentralized {
+                resolve_graph(raw, m as usize, &mut cfg, &mut out, &mut errs);
+            }
             let private = raw.get("private").and_then(Value::as_bool).unwrap_or(true);
             out.insert("private", Value::Bool(private));
             if private {
@@ -957,6 +963,107 @@ pub fn resolve(algo: &str, env: &str, raw: &BTreeMap<String, Value>, horizon: u6
         }
     }
     if errs.is_empty() { Ok((out, cfg)) } else { Err(errs) }
+}
+
+/// Graph and gamma of decentralized FedUCB: builds deterministic graphs (and
+/// edge files) now, so that a disconnected graph or gamma > diameter is a job
+/// error naming the components or the diameter.
+fn resolve_graph(
+    raw: &BTreeMap<String, Value>,
+    m: usize,
+    cfg: &mut LinearConfig,
+    out: &mut BTreeMap<&'static str, Value>,
+    errs: &mut ResolveErrors,
+) {
+    use crate::graph::{Graph, GraphSpec, parse_edges};
+    let kind = raw
+        .get("graph")
+        .and_then(Value::as_str)
+        .unwrap_or("complete")
+        .to_owned();
+    out.insert("graph", Value::Str(kind.clone()));
+    let int = |k: &str| raw.get(k).and_then(Value::as_i64);
+    let spec = match kind.as_str() {
+        "ring" => GraphSpec::Ring,
+        "line" => GraphSpec::Line,
+        "star" => GraphSpec::Star,
+        "grid" => match int("graph_rows") {
+            Some(r) => {
+                out.insert("graph_rows", Value::Int(r));
+                GraphSpec::Grid { rows: r as usize }
+            }
+            None => {
+                errs.push((
+                    "graph_rows",
+                    "missing; graph = grid needs graph_rows (integer dividing m)".into(),
+                ));
+                return;
+            }
+        },
+        "erdos_renyi" => match raw.get("graph_p").and_then(Value::as_f64) {
+            Some(p) => {
+                out.insert("graph_p", Value::Float(p));
+                GraphSpec::ErdosRenyi { p }
+            }
+            None => {
+                errs.push((
+                    "graph_p",
+                    "missing; graph = erdos_renyi needs graph_p (number in (0, 1])".into(),
+                ));
+                return;
+            }
+        },
+        "random_regular" => match int("graph_degree") {
+            Some(k) => {
+                out.insert("graph_degree", Value::Int(k));
+                GraphSpec::RandomRegular { degree: k as usize }
+            }
+            None => {
+                errs.push((
+                    "graph_degree",
+                    "missing; graph = random_regular needs graph_degree".into(),
+                ));
+                return;
+            }
+        },
+        "edges" => {
+            let Some(path) = raw.get("graph_edges").and_then(Value::as_str) else {
+                errs.push((
+                    "graph_edges",
+                    "missing; graph = edges needs graph_edges (an edge-list file)".into(),
+                ));
+                return;
+            };
+            out.insert("graph_edges", Value::Str(path.to_owned()));
+            match std::fs::read_to_string(path)
+                .map_err(|e| e.to_string())
+                .and_then(|t| parse_edges(&t))
+            {
+                Ok(e) => GraphSpec::Edges(e),
+                Err(e) => {
+                    errs.push(("graph_edges", format!("{path}: {e}")));
+                    return;
+                }
+            }
+        }
+        _ => GraphSpec::Complete,
+    };
+    let gamma = int("gamma").unwrap_or(1) as usize;
+    out.insert("gamma", Value::Int(gamma as i64));
+    cfg.gamma = gamma;
+    let random = matches!(spec, GraphSpec::ErdosRenyi { .. } | GraphSpec::RandomRegular { .. });
+    match Graph::build(&spec, m, &mut crate::rng::Stream::new(&[0])) {
+        Ok(g) if !random && gamma as u32 > g.diameter().max(1) => errs.push((
+            "gamma",
+            format!(
+                "gamma = {gamma} exceeds the graph's diameter {}; allowed: 1 <= gamma <= diameter",
+                g.diameter().max(1)
+            ),
+        )),
+        Ok(_) => {}
+        Err(e) => errs.push(("graph", e.to_string())),
+    }
+    cfg.graph = spec;
 }
 
 /// 1-based line of a dotted key path in YAML text (block style), if found.

@@ -89,6 +89,8 @@ pub enum Kind {
     Choice(&'static [&'static str]),
     /// true or false.
     Bool,
+    /// Any text (a file path).
+    Text,
 }
 
 impl Kind {
@@ -143,6 +145,8 @@ impl Kind {
                 type_name(other)
             )),
             (Kind::Bool, Value::Bool(_)) => Ok(v.clone()),
+            (Kind::Text, Value::Str(_)) => Ok(v.clone()),
+            (Kind::Text, other) => Err(format!("expected text, got {}", type_name(other))),
             (Kind::Bool, other) => Err(format!("expected true or false, got {}", type_name(other))),
         }
     }
@@ -170,6 +174,7 @@ impl Kind {
             }
             Kind::Choice(words) => format!("one of {}", words.join(", ")),
             Kind::Bool => "true or false".into(),
+            Kind::Text => "text".into(),
         }
     }
 }
@@ -216,7 +221,10 @@ const LEARNERS: &[&str] = &[
     "fedlinucb",
     "private_fedlinucb",
     "feducb_centralized",
+    "feducb_decentralized",
 ];
+const FEDUCB: &[&str] = &["feducb_centralized", "feducb_decentralized"];
+const P2P: &[&str] = &["feducb_decentralized"];
 
 /// Algorithms of the linear family.
 pub const ALGORITHMS: &[(&str, &str)] = &[
@@ -237,6 +245,10 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
     (
         "feducb_centralized",
         "FedUCB, adaptive sync + PRIVATIZER (Dubey & Pentland 2020, Alg. 1-2)",
+    ),
+    (
+        "feducb_decentralized",
+        "FedUCB on a peer-to-peer graph, gamma-hop delayed messages (Dubey & Pentland 2020, 4.2)",
     ),
 ];
 
@@ -265,6 +277,7 @@ pub const PARAMS: &[ParamDef] = &[
             "fedlinucb",
             "private_fedlinucb",
             "feducb_centralized",
+            "feducb_decentralized",
         ],
     },
     ParamDef {
@@ -305,7 +318,7 @@ pub const PARAMS: &[ParamDef] = &[
         kind: POS,
         default: "1",
         doc: "regularization (OFUL; FedUCB when not private)",
-        used_by: &["linucb", "independent", "feducb_centralized"],
+        used_by: &["linucb", "independent", "feducb_centralized", "feducb_decentralized"],
     },
     ParamDef {
         name: "alpha",
@@ -347,21 +360,21 @@ pub const PARAMS: &[ParamDef] = &[
         kind: Kind::Bool,
         default: "true",
         doc: "FedUCB with the PRIVATIZER (needs epsilon, delta)",
-        used_by: &["feducb_centralized"],
+        used_by: FEDUCB,
     },
     ParamDef {
         name: "epsilon",
         kind: POS,
         default: "required when private",
         doc: "privacy epsilon",
-        used_by: &["private_fedlinucb", "feducb_centralized"],
+        used_by: &["private_fedlinucb", "feducb_centralized", "feducb_decentralized"],
     },
     ParamDef {
         name: "delta",
         kind: UNIT_OPEN,
         default: "required when private",
         doc: "privacy delta",
-        used_by: &["private_fedlinucb", "feducb_centralized"],
+        used_by: &["private_fedlinucb", "feducb_centralized", "feducb_decentralized"],
     },
     ParamDef {
         name: "protocol",
@@ -396,14 +409,70 @@ pub const PARAMS: &[ParamDef] = &[
         kind: Kind::Choice(&["log", "sqrt_m", "every_round", "threshold"]),
         default: "log",
         doc: "FedUCB sync regime",
-        used_by: &["feducb_centralized"],
+        used_by: FEDUCB,
     },
     ParamDef {
         name: "threshold",
         kind: POS,
         default: "required when sync = threshold",
         doc: "FedUCB sync threshold D",
-        used_by: &["feducb_centralized"],
+        used_by: FEDUCB,
+    },
+    ParamDef {
+        name: "graph",
+        kind: Kind::Choice(&[
+            "complete",
+            "ring",
+            "line",
+            "star",
+            "grid",
+            "erdos_renyi",
+            "random_regular",
+            "edges",
+        ]),
+        default: "complete",
+        doc: "communication graph of the agents",
+        used_by: P2P,
+    },
+    ParamDef {
+        name: "graph_p",
+        kind: Kind::Float {
+            min: 0.0,
+            max: 1.0,
+            min_inclusive: false,
+            max_inclusive: true,
+        },
+        default: "required for erdos_renyi",
+        doc: "edge probability of erdos_renyi (redrawn until connected)",
+        used_by: P2P,
+    },
+    ParamDef {
+        name: "graph_degree",
+        kind: Kind::Int { min: 1, max: 1_000_000 },
+        default: "required for random_regular",
+        doc: "degree of random_regular",
+        used_by: P2P,
+    },
+    ParamDef {
+        name: "graph_rows",
+        kind: Kind::Int { min: 1, max: 1_000_000 },
+        default: "required for grid",
+        doc: "rows of grid (must divide m)",
+        used_by: P2P,
+    },
+    ParamDef {
+        name: "graph_edges",
+        kind: Kind::Text,
+        default: "required for edges",
+        doc: "edge-list file (one `u v` pair of 0-based agents per line), relative to the working directory",
+        used_by: P2P,
+    },
+    ParamDef {
+        name: "gamma",
+        kind: Kind::Int { min: 1, max: 1_000_000 },
+        default: "1",
+        doc: "hops a message travels before it is dropped (<= diameter)",
+        used_by: P2P,
     },
     ParamDef {
         name: "refactor_every",

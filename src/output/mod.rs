@@ -59,7 +59,7 @@ fn param_type(kind: Kind) -> DataType {
     match kind {
         Kind::Int { .. } => DataType::Int64,
         Kind::Float { .. } => DataType::Float64,
-        Kind::Choice(_) => DataType::Utf8,
+        Kind::Choice(_) | Kind::Text => DataType::Utf8,
         Kind::Bool => DataType::Boolean,
     }
 }
@@ -144,7 +144,7 @@ pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> 
                 }
                 Arc::new(b.finish())
             }
-            Kind::Choice(_) => {
+            Kind::Choice(_) | Kind::Text => {
                 let mut b = StringBuilder::new();
                 for _ in 0..n {
                     b.append_option(v.and_then(Value::as_str));
@@ -226,7 +226,7 @@ pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> 
     cols.push(opt_f64(&|a| Some(a.epsilon_paper)));
     cols.push(opt_f64(&|a| a.rho));
     cols.push(opt_f64(&|a| a.epsilon_zcdp));
-    let schedule_private = cell.algorithm != "feducb_centralized";
+    let schedule_private = !cell.algorithm.starts_with("feducb");
     let mut b = BooleanBuilder::new();
     for _ in 0..n {
         b.append_value(schedule_private);

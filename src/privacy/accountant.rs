@@ -81,8 +81,19 @@ pub fn account(cfg: &LinearConfig) -> Option<Accounting> {
                 epsilon_zcdp: rho.map(|r| zcdp_epsilon(r, delta)),
             })
         }
-        LinearAlgorithm::FeducbCentralized => {
-            let c = DubeyConstants::new(cfg);
+        LinearAlgorithm::FeducbCentralized | LinearAlgorithm::FeducbDecentralized => {
+            let c = if cfg.algorithm == LinearAlgorithm::FeducbDecentralized {
+                // Noise calibrated for 1 + ceil(log2(T / gamma)) levels, but a
+                // slot may be asked to broadcast every round, so its tree (and
+                // an observation's path) can reach 1 + ceil(log2 T) levels:
+                // the accountant charges the latter.
+                let t_eff = cfg.horizon.div_ceil(cfg.gamma.max(1) as u64).max(1);
+                let mut c = DubeyConstants::with_levels(cfg, 1 + (t_eff as f64).log2().ceil() as usize);
+                c.levels = 1 + (cfg.horizon.max(1) as f64).log2().ceil() as usize;
+                c
+            } else {
+                DubeyConstants::new(cfg)
+            };
             let levels = c.levels as u64;
             let q = l2 + 1.0;
             // ||Q||_F^2 / (4 sigma^2) = (sens)^2 / (2 sigma_eff^2) with sigma_eff = sqrt(2) sigma.

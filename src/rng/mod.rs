@@ -36,6 +36,8 @@ pub enum Purpose {
     PrivacyNoise = 4,
     /// Draws of a baseline policy (e.g. the uniformly random policy).
     Policy = 5,
+    /// A random communication graph of a federation.
+    Graph = 6,
 }
 
 /// One SplitMix64 step: advances `state` and returns the mixed output.

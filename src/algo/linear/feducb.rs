@@ -58,11 +58,16 @@ pub struct DubeyConstants {
 impl DubeyConstants {
     /// Constants of a configuration.
     pub fn new(cfg: &LinearConfig) -> Self {
+        Self::with_levels(cfg, 1 + (cfg.horizon.max(1) as f64).log2().ceil() as usize)
+    }
+
+    /// The constants with `levels` tree levels (the decentralized variant uses
+    /// 1 + ceil(log2(T / gamma))).
+    pub fn with_levels(cfg: &LinearConfig, levels: usize) -> Self {
         let t = cfg.horizon as f64;
         let d = cfg.env.d as f64;
         let m_agents = cfg.m as f64;
         let l2p1 = cfg.l_bound * cfg.l_bound + 1.0;
-        let levels = 1 + (cfg.horizon.max(1) as f64).log2().ceil() as usize;
         let mf = levels as f64;
         let (sigma_n, rho_min, rho_max, shift, kappa) = match cfg.privacy {
             Some((eps, delta)) => {
@@ -229,7 +234,7 @@ impl FedUcb {
 /// (d+1)x(d+1) N_hat with N(0, sigma^2) entries, N = (N_hat + N_hat^T)/sqrt(2);
 /// the Gram part is N's top-left d x d block, the bias part the first d
 /// entries of its last column (the y^2 corner is unused).
-fn dubey_noise(z: &mut [f64], d: usize, sigma: f64, rng: &mut Stream) {
+pub(crate) fn dubey_noise(z: &mut [f64], d: usize, sigma: f64, rng: &mut Stream) {
     let n = d + 1;
     let dd = d * d;
     let inv_sqrt2 = std::f64::consts::FRAC_1_SQRT_2;

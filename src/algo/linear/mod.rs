@@ -5,6 +5,7 @@
 
 pub mod fedlinucb;
 pub mod feducb;
+pub mod feducb_decentralized;
 pub mod oful;
 pub mod random;
 
@@ -28,6 +29,8 @@ pub enum LinearAlgorithm {
     PrivateFedlinucb,
     /// Dubey & Pentland's FedUCB, centralized (Algorithm 1 + PRIVATIZER).
     FeducbCentralized,
+    /// Dubey & Pentland's FedUCB on a peer-to-peer graph (Section 4.2).
+    FeducbDecentralized,
 }
 
 /// Privacy protocol of (Private-)FedLinUCB.
@@ -107,6 +110,10 @@ pub struct LinearConfig {
     pub refactor_every: u32,
     /// Noise scale of the vector-summation protocol (b's constant).
     pub vecsum_scale: f64,
+    /// Communication graph (decentralized FedUCB).
+    pub graph: crate::graph::GraphSpec,
+    /// Hops a message travels (decentralized FedUCB).
+    pub gamma: usize,
 }
 
 /// Builds a federation. `env_key` keys the environment streams (shared by
@@ -121,6 +128,25 @@ pub fn build(cfg: &LinearConfig, env_key: &[u64], algo_key: &[u64]) -> Box<dyn F
             Box::new(fedlinucb::FedLinUcb::new(cfg, env, algo_key))
         }
         LinearAlgorithm::FeducbCentralized => Box::new(feducb::FedUcb::new(cfg, env, algo_key)),
+        LinearAlgorithm::FeducbDecentralized => {
+            let mut key = algo_key.to_vec();
+            key.push(crate::rng::Purpose::Graph as u64);
+            let graph = match crate::graph::Graph::build(&cfg.graph, cfg.m, &mut crate::rng::Stream::new(&key)) {
+                Ok(g) => g,
+                // Deterministic graphs were checked when the job was loaded and
+                // random ones are redrawn until connected; a failure here is a
+                // bug, reported by falling back to the complete graph.
+                Err(_) => crate::graph::Graph::build(
+                    &crate::graph::GraphSpec::Complete,
+                    cfg.m,
+                    &mut crate::rng::Stream::new(&key),
+                )
+                .expect("the complete graph is always valid"),
+            };
+            Box::new(feducb_decentralized::FedUcbDecentralized::new(
+                cfg, env, graph, algo_key,
+            ))
+        }
     }
 }
 

@@ -1,0 +1,322 @@
+//! Communication graphs (ALGORITHMS.md 2.3): `complete`, `ring`, `line`,
+//! `star`, `grid` (rows x cols), `erdos_renyi` (p; redrawn until connected,
+//! seeded), `random_regular` (degree; configuration model, redrawn until
+//! simple and connected) and `edges` (an edge-list file: one `u v` pair of
+//! 0-based agent indices per line, `#` comments). A disconnected graph is an
+//! error naming its components. Hop distances by breadth-first search.
+
+use crate::rng::Stream;
+use std::collections::VecDeque;
+use thiserror::Error;
+
+/// An undirected simple graph on agents 0..n with hop distances.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Graph {
+    n: usize,
+    adj: Vec<Vec<usize>>,
+    dist: Vec<u32>,
+}
+
+/// Graph construction failures.
+#[derive(Debug, Error, PartialEq)]
+pub enum GraphError {
+    /// The graph is not connected.
+    #[error("graph is disconnected: {} components: {}", components.len(), describe(components))]
+    Disconnected {
+        /// The components (agent indices).
+        components: Vec<Vec<usize>>,
+    },
+    /// Parameters that cannot make the graph.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+fn describe(components: &[Vec<usize>]) -> String {
+    components
+        .iter()
+        .map(|c| {
+            let shown: Vec<String> = c.iter().take(8).map(usize::to_string).collect();
+            format!("{{{}{}}}", shown.join(", "), if c.len() > 8 { ", ..." } else { "" })
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Which graph to build.
+#[derive(Clone, Debug, PartialEq)]
+pub enum GraphSpec {
+    /// Every pair connected.
+    Complete,
+    /// A cycle.
+    Ring,
+    /// A path.
+    Line,
+    /// Agent 0 connected to all others.
+    Star,
+    /// A rows x (n / rows) grid.
+    Grid {
+        /// Rows (must divide n).
+        rows: usize,
+    },
+    /// G(n, p), redrawn until connected.
+    ErdosRenyi {
+        /// Edge probability.
+        p: f64,
+    },
+    /// A random `degree`-regular graph.
+    RandomRegular {
+        /// Degree.
+        degree: usize,
+    },
+    /// Edges given explicitly.
+    Edges(Vec<(usize, usize)>),
+}
+
+impl Graph {
+    /// Builds a graph; random kinds draw from `rng`.
+    pub fn build(spec: &GraphSpec, n: usize, rng: &mut Stream) -> Result<Graph, GraphError> {
+        if n == 0 {
+            return Err(GraphError::Invalid("a graph needs at least one agent".into()));
+        }
+        let edges: Vec<(usize, usize)> = match spec {
+            GraphSpec::Complete => (0..n).flat_map(|i| (i + 1..n).map(move |j| (i, j))).collect(),
+            GraphSpec::Ring => {
+                if n < 3 {
+                    (0..n.saturating_sub(1)).map(|i| (i, i + 1)).collect()
+                } else {
+                    (0..n).map(|i| (i, (i + 1) % n)).collect()
+                }
+            }
+            GraphSpec::Line => (0..n.saturating_sub(1)).map(|i| (i, i + 1)).collect(),
+            GraphSpec::Star => (1..n).map(|i| (0, i)).collect(),
+            GraphSpec::Grid { rows } => {
+                let rows = *rows;
+                if rows == 0 || !n.is_multiple_of(rows) {
+                    return Err(GraphError::Invalid(format!(
+                        "grid rows = {rows} must divide the number of agents {n}"
+                    )));
+                }
+                let cols = n / rows;
+                let mut e = Vec::new();
+                for r in 0..rows {
+                    for c in 0..cols {
+                        let v = r * cols + c;
+                        if c + 1 < cols {
+                            e.push((v, v + 1));
+                        }
+                        if r + 1 < rows {
+                            e.push((v, v + cols));
+                        }
+                    }
+                }
+                e
+            }
+            GraphSpec::ErdosRenyi { p } => {
+                for _ in 0..10_000 {
+                    let e: Vec<(usize, usize)> = (0..n)
+                        .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
+                        .filter(|_| rng.uniform() < *p)
+                        .collect();
+                    let g = Self::from_edges(n, &e)?;
+                    if g.components().len() == 1 {
+                        return Ok(g);
+                    }
+                }
+                return Err(GraphError::Invalid(format!(
+                    "erdos_renyi with p = {p} on {n} agents was disconnected in 10000 draws; raise p"
+                )));
+            }
+            GraphSpec::RandomRegular { degree } => {
+                let k = *degree;
+                if k >= n || !(n * k).is_multiple_of(2) {
+                    return Err(GraphError::Invalid(format!(
+                        "random_regular needs degree < agents and degree x agents even (degree {k}, agents {n})"
+                    )));
+                }
+                for _ in 0..10_000 {
+                    // Configuration model: pair up n k stubs uniformly.
+                    let mut stubs: Vec<usize> = (0..n).flat_map(|v| std::iter::repeat_n(v, k)).collect();
+                    for i in (1..stubs.len()).rev() {
+                        let j = rng.below(i as u64 + 1) as usize;
+                        stubs.swap(i, j);
+                    }
+                    let e: Vec<(usize, usize)> = stubs
+                        .chunks_exact(2)
+                        .map(|c| (c[0].min(c[1]), c[0].max(c[1])))
+                        .collect();
+                    let mut sorted = e.clone();
+                    sorted.sort_unstable();
+                    sorted.dedup();
+                    if sorted.len() != e.len() || e.iter().any(|(a, b)| a == b) {
+                        continue; // multi-edge or loop: redraw
+                    }
+                    let g = Self::from_edges(n, &e)?;
+                    if g.components().len() == 1 {
+                        return Ok(g);
+                    }
+                }
+                return Err(GraphError::Invalid(format!(
+                    "no connected simple {k}-regular graph on {n} agents in 10000 draws"
+                )));
+            }
+            GraphSpec::Edges(e) => e.clone(),
+        };
+        let g = Self::from_edges(n, &edges)?;
+        let comps = g.components();
+        if comps.len() > 1 {
+            return Err(GraphError::Disconnected { components: comps });
+        }
+        Ok(g)
+    }
+
+    fn from_edges(n: usize, edges: &[(usize, usize)]) -> Result<Graph, GraphError> {
+        let mut adj = vec![Vec::new(); n];
+        for &(a, b) in edges {
+            if a >= n || b >= n {
+                return Err(GraphError::Invalid(format!("edge ({a}, {b}) names an agent >= {n}")));
+            }
+            if a != b && !adj[a].contains(&b) {
+                adj[a].push(b);
+                adj[b].push(a);
+            }
+        }
+        for a in &mut adj {
+            a.sort_unstable();
+        }
+        let mut dist = vec![u32::MAX; n * n];
+        for s in 0..n {
+            let mut q = VecDeque::from([s]);
+            dist[s * n + s] = 0;
+            while let Some(v) = q.pop_front() {
+                for &w in &adj[v] {
+                    if dist[s * n + w] == u32::MAX {
+                        dist[s * n + w] = dist[s * n + v] + 1;
+                        q.push_back(w);
+                    }
+                }
+            }
+        }
+        Ok(Graph { n, adj, dist })
+    }
+
+    /// Connected components, each sorted, ordered by smallest member.
+    pub fn components(&self) -> Vec<Vec<usize>> {
+        let mut seen = vec![false; self.n];
+        let mut out = Vec::new();
+        for s in 0..self.n {
+            if seen[s] {
+                continue;
+            }
+            let mut c: Vec<usize> = (0..self.n).filter(|&v| self.dist[s * self.n + v] != u32::MAX).collect();
+            for &v in &c {
+                seen[v] = true;
+            }
+            c.sort_unstable();
+            out.push(c);
+        }
+        out
+    }
+
+    /// Number of agents.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether the graph has no agents (never, for a built graph).
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Hop distance (u32::MAX when unreachable).
+    pub fn dist(&self, a: usize, b: usize) -> u32 {
+        self.dist[a * self.n + b]
+    }
+
+    /// Neighbours of `v`.
+    pub fn neighbors(&self, v: usize) -> &[usize] {
+        &self.adj[v]
+    }
+
+    /// Largest hop distance.
+    pub fn diameter(&self) -> u32 {
+        self.dist.iter().copied().filter(|&d| d != u32::MAX).max().unwrap_or(0)
+    }
+
+    /// Number of edges.
+    pub fn edge_count(&self) -> usize {
+        self.adj.iter().map(Vec::len).sum::<usize>() / 2
+    }
+}
+
+/// Parses an edge-list file's text.
+pub fn parse_edges(text: &str) -> Result<Vec<(usize, usize)>, String> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let parts: Vec<&str> = line
+            .split(|c: char| c.is_whitespace() || c == ',')
+            .filter(|s| !s.is_empty())
+            .collect();
+        let pair = (parts.len() == 2)
+            .then(|| Some((parts[0].parse::<usize>().ok()?, parts[1].parse::<usize>().ok()?)))
+            .flatten();
+        match pair {
+            Some(p) => out.push(p),
+            None => {
+                return Err(format!(
+                    "line {}: expected two agent indices `u v`, got `{line}`",
+                    n + 1
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(spec: GraphSpec, n: usize) -> Graph {
+        Graph::build(&spec, n, &mut Stream::new(&[1])).unwrap()
+    }
+
+    #[test]
+    fn shapes_and_diameters() {
+        assert_eq!(build(GraphSpec::Complete, 6).diameter(), 1);
+        assert_eq!(build(GraphSpec::Complete, 6).edge_count(), 15);
+        assert_eq!(build(GraphSpec::Ring, 8).diameter(), 4);
+        assert_eq!(build(GraphSpec::Line, 8).diameter(), 7);
+        assert_eq!(build(GraphSpec::Star, 8).diameter(), 2);
+        let g = build(GraphSpec::Grid { rows: 3 }, 12);
+        assert_eq!(g.diameter(), 2 + 3);
+        assert_eq!(g.edge_count(), 3 * 3 + 2 * 4);
+        let r = build(GraphSpec::RandomRegular { degree: 3 }, 10);
+        assert!((0..10).all(|v| r.neighbors(v).len() == 3));
+        let e = build(GraphSpec::ErdosRenyi { p: 0.3 }, 12);
+        assert_eq!(e.components().len(), 1);
+    }
+
+    #[test]
+    fn disconnected_graphs_name_their_components() {
+        let err = Graph::build(&GraphSpec::Edges(vec![(0, 1), (2, 3)]), 5, &mut Stream::new(&[1])).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("3 components"), "{msg}");
+        assert!(
+            msg.contains("{0, 1}") && msg.contains("{2, 3}") && msg.contains("{4}"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn edge_files_parse_with_comments() {
+        assert_eq!(
+            parse_edges("# ring\n0 1\n1,2\n\n2 0 # back\n").unwrap(),
+            vec![(0, 1), (1, 2), (2, 0)]
+        );
+        assert!(parse_edges("0 1 2\n").is_err());
+    }
+}
