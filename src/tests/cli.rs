@@ -300,3 +300,28 @@ print("python ok", t.num_rows)
     );
     assert!(String::from_utf8_lossy(&o.stdout).contains("python ok 90"));
 }
+
+#[test]
+fn every_bundled_job_validates_and_small_paper_jobs_run() {
+    let jobs = Path::new(env!("CARGO_MANIFEST_DIR")).join("jobs");
+    let out = tempdir("jobs");
+    let mut ran = 0;
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&jobs)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    names.sort();
+    for job in &names {
+        let v = run(&["validate", job.to_str().unwrap()]);
+        assert!(v.status.success(), "{}: {}", job.display(), stderr(&v));
+        let stem = job.file_stem().unwrap().to_string_lossy().into_owned();
+        if stem.ends_with("_small") {
+            let r = run(&["run", job.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+            assert!(r.status.success(), "{}: {}", job.display(), stderr(&r));
+            assert!(out.join(&stem).join("part-00000-of-00001.parquet").exists());
+            ran += 1;
+        }
+    }
+    assert_eq!(ran, 6, "expected the six _small paper jobs");
+}
