@@ -1,0 +1,188 @@
+"""The papers' figures from fedbandits results.
+
+    python -m analysis.figures RESULTS_DIR --out figures/
+
+renders every figure whose data are present: for each job found under
+RESULTS_DIR, the figure its name calls for (dubey_fig1a: final regret
+against epsilon per M; dubey_fig1b: regret curves and communication rounds per
+sync regime; dubey_fig1c: final regret against d; zhou_fig2a/2b/2c:
+time-average regret curves per protocol or algorithm; anything else: regret
+curves per cell). Curves show the mean over repetitions with a 95% band.
+Every figure is 900 x 500 pixels with the legend outside the axes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import polars as pl  # noqa: E402
+
+from .load import ResultsError, scan, summarize  # noqa: E402
+
+WIDTH_PX, HEIGHT_PX, DPI = 900, 500, 100
+
+
+def _figure(title: str):
+    fig, ax = plt.subplots(figsize=(WIDTH_PX / DPI, HEIGHT_PX / DPI), dpi=DPI)
+    fig.subplots_adjust(left=0.1, right=0.66, top=0.9, bottom=0.13)
+    ax.set_title(title, fontsize=11)
+    ax.grid(True, alpha=0.3)
+    return fig, ax
+
+
+def _save(fig, out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=DPI)
+    plt.close(fig)
+    return out
+
+
+def _label(row: dict, by: list[str]) -> str:
+    parts = []
+    for k in by:
+        v = row.get(k)
+        if v is None:
+            continue
+        if isinstance(v, float):
+            v = f"{v:g}"
+        parts.append(v if k == "algorithm" else f"{k}={v}")
+    return ", ".join(str(p) for p in parts) or "all"
+
+
+def _legend(ax) -> None:
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+
+
+def varying(lf: pl.LazyFrame, candidates: list[str] | None = None) -> list[str]:
+    """Parameter columns taking more than one (non-null) value across cells."""
+    cols = candidates or [
+        "algorithm",
+        "environment",
+        "m",
+        "d",
+        "k",
+        "epsilon",
+        "delta",
+        "protocol",
+        "sync",
+        "private",
+        "graph",
+        "gamma",
+        "batch_size",
+    ]
+    schema = lf.collect_schema()
+    cols = [c for c in cols if c in schema]
+    cells = lf.select(cols).unique().collect()
+    return [c for c in cols if cells[c].drop_nulls().n_unique() > 1]
+
+
+def regret_curves(lf: pl.LazyFrame, by: list[str], out: Path, title: str, time_average: bool = False, logx: bool = True) -> Path:
+    """Per-agent cumulative (or time-average) regret against t, mean and 95% band."""
+    data = lf.with_columns((pl.col("agent_regret") / pl.col("t").cast(pl.Float64)).alias("time_avg"))
+    s = summarize(data, by, "time_avg" if time_average else "agent_regret")
+    fig, ax = _figure(title)
+    groups = s.select(by).unique(maintain_order=True).to_dicts() if by else [{}]
+    for g in groups:
+        part = s
+        for k, v in g.items():
+            part = part.filter(pl.col(k).is_null() if v is None else pl.col(k) == v)
+        t = part["t"].to_numpy()
+        (line,) = ax.plot(t, part["mean"].to_numpy(), label=_label(g, by), lw=1.5)
+        ax.fill_between(t, part["lo"].to_numpy(), part["hi"].to_numpy(), color=line.get_color(), alpha=0.2, lw=0)
+    if logx:
+        ax.set_xscale("log")
+    ax.set_xlabel("round t")
+    ax.set_ylabel("time-average regret per agent (regret / t)" if time_average else "cumulative regret per agent")
+    _legend(ax)
+    return _save(fig, out)
+
+
+def final_vs(lf: pl.LazyFrame, x: str, by: list[str], out: Path, title: str, logx: bool = False) -> Path:
+    """Final per-agent regret (t = T) against parameter `x`, one line per `by` group, 95% error bars."""
+    final = lf.filter(pl.col("t") == pl.col("horizon"))
+    s = summarize(final, [*by, x]).sort([*by, x])
+    fig, ax = _figure(title)
+    groups = s.select(by).unique(maintain_order=True).to_dicts() if by else [{}]
+    for g in groups:
+        part = s
+        for k, v in g.items():
+            part = part.filter(pl.col(k) == v)
+        xs = part[x].to_numpy()
+        m = part["mean"].to_numpy()
+        ax.errorbar(xs, m, yerr=[m - part["lo"].to_numpy(), part["hi"].to_numpy() - m], marker="o", capsize=3, label=_label(g, by))
+    if logx:
+        ax.set_xscale("log")
+    ax.set_xlabel(x)
+    ax.set_ylabel("final cumulative regret per agent")
+    _legend(ax)
+    return _save(fig, out)
+
+
+def communication(lf: pl.LazyFrame, by: list[str], out: Path, title: str) -> Path:
+    """Synchronization rounds against t (mean over repetitions)."""
+    s = summarize(lf, by, "sync_rounds")
+    fig, ax = _figure(title)
+    for g in s.select(by).unique(maintain_order=True).to_dicts():
+        part = s
+        for k, v in g.items():
+            part = part.filter(pl.col(k) == v)
+        ax.plot(part["t"].to_numpy(), part["mean"].to_numpy(), label=_label(g, by), lw=1.5)
+    ax.set_xscale("log")
+    ax.set_yscale("symlog", linthresh=1)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("round t")
+    ax.set_ylabel("synchronization rounds so far")
+    _legend(ax)
+    return _save(fig, out)
+
+
+def figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
+    """The figures a job's name calls for (see the module docs)."""
+    base = job.removesuffix("_small")
+    small = " (small)" if job.endswith("_small") else ""
+    made = []
+    if base == "dubey_fig1a":
+        made.append(final_vs(lf, "epsilon", ["m"], out / f"{job}.png", f"Dubey & Pentland Fig. 1A{small}: regret vs epsilon", logx=True))
+    elif base == "dubey_fig1b":
+        made.append(regret_curves(lf, ["private", "sync"], out / f"{job}_regret.png", f"Dubey & Pentland Fig. 1B{small}: regret"))
+        made.append(communication(lf, ["private", "sync"], out / f"{job}_communication.png", f"Dubey & Pentland Fig. 1B{small}: communication"))
+    elif base == "dubey_fig1c":
+        made.append(final_vs(lf, "d", [], out / f"{job}.png", f"Dubey & Pentland Fig. 1C{small}: regret vs d"))
+    elif base in ("zhou_fig2a", "zhou_fig2b"):
+        by = ["protocol", "epsilon"]
+        made.append(regret_curves(lf, by, out / f"{job}.png", f"Zhou & Chowdhury Fig. {base[-2:]}{small}", time_average=True))
+    elif base == "zhou_fig2c":
+        made.append(
+            regret_curves(lf, ["algorithm", "epsilon"], out / f"{job}.png", f"Zhou & Chowdhury Fig. 2c{small} (synthetic data)", time_average=True)
+        )
+    else:
+        made.append(regret_curves(lf, varying(lf) or ["algorithm"], out / f"{job}.png", f"{job}: regret"))
+    return made
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m analysis.figures", description=__doc__.split("\n\n")[0])
+    p.add_argument("results", help="results directory (one job's or a root of several)")
+    p.add_argument("--out", default="figures", help="where to write the PNG files (default: figures/)")
+    a = p.parse_args(argv)
+    try:
+        lf = scan(a.results)
+    except ResultsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    out = Path(a.out)
+    jobs = sorted(lf.select("job").unique().collect()["job"].to_list())
+    for job in jobs:
+        for path in figures_for_job(lf.filter(pl.col("job") == job), job, out):
+            print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""Load a fedbandits results directory as a tidy Polars LazyFrame.
+
+`scan(path)` accepts a job's results directory (`results/<job>/`), a root
+holding several jobs (`results/`), or a single Parquet file. It checks the
+schema and the engine's semantics version and raises `ResultsError` with a
+message saying what is wrong and what to do.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+
+#: Columns every fedbandits file has, with their Polars types.
+REQUIRED = {
+    "job": pl.String,
+    "cell_id": pl.String,
+    "algorithm": pl.String,
+    "environment": pl.String,
+    "horizon": pl.UInt64,
+    "repetition": pl.UInt32,
+    "t": pl.UInt64,
+    "group_regret": pl.Float64,
+    "agent_regret": pl.Float64,
+    "agent_regret_max": pl.Float64,
+    "sync_rounds": pl.UInt64,
+    "messages": pl.UInt64,
+    "backend": pl.String,
+}
+
+#: Engine semantics versions this loader understands.
+SUPPORTED_SEMANTICS = {"1"}
+
+
+class ResultsError(Exception):
+    """A results directory cannot be loaded."""
+
+
+def parquet_files(path: str | Path) -> list[Path]:
+    """The part files under `path` (hidden `.cells/` excluded), sorted."""
+    p = Path(path)
+    if p.is_file():
+        return [p]
+    if not p.exists():
+        raise ResultsError(f"{p}: no such results directory (run `fedbandits run JOB.yaml` first)")
+    files = sorted(f for f in p.rglob("*.parquet") if not any(part.startswith(".") for part in f.relative_to(p).parts))
+    if not files:
+        raise ResultsError(f"{p}: no Parquet part files found (expected part-*.parquet from `fedbandits run`)")
+    return files
+
+
+def check_file(f: Path) -> None:
+    """Raises ResultsError if `f` is not a compatible fedbandits file."""
+    try:
+        md = pq.read_metadata(f).metadata or {}
+        schema = pq.read_schema(f)
+    except Exception as e:  # pyarrow raises several types for corrupt files
+        raise ResultsError(f"{f}: not a readable Parquet file ({e})") from e
+    version = md.get(b"fedbandits.semantics_version", b"").decode()
+    if version not in SUPPORTED_SEMANTICS:
+        raise ResultsError(
+            f"{f}: written by an incompatible engine (semantics version {version or 'missing'}; "
+            f"this loader reads {sorted(SUPPORTED_SEMANTICS)}): rerun the job or update analysis/"
+        )
+    names = set(schema.names)
+    missing = [c for c in REQUIRED if c not in names]
+    if missing:
+        raise ResultsError(f"{f}: missing columns {missing}: not a fedbandits results file")
+
+
+def scan(path: str | Path) -> pl.LazyFrame:
+    """All results under `path` as one LazyFrame (one row per cell, repetition, t)."""
+    files = parquet_files(path)
+    for f in files:
+        check_file(f)
+    lf = pl.scan_parquet([str(f) for f in files])
+    schema = lf.collect_schema()
+    for col, dtype in REQUIRED.items():
+        if schema[col] != dtype:
+            raise ResultsError(f"{path}: column {col} has type {schema[col]}, expected {dtype}")
+    return lf
+
+
+def to_pandas(path: str | Path):
+    """The same data as a pandas DataFrame (needs pandas installed)."""
+    return scan(path).collect().to_pandas()
+
+
+def summarize(lf: pl.LazyFrame, by: list[str], value: str = "agent_regret") -> pl.DataFrame:
+    """Mean over repetitions of `value` per (by..., t) with a 95% normal band
+    (mean +- 1.96 sd / sqrt(n)); columns: by..., t, n, mean, sd, lo, hi."""
+    out = (
+        lf.group_by([*by, "t"])
+        .agg(pl.len().alias("n"), pl.col(value).mean().alias("mean"), pl.col(value).std().alias("sd"))
+        .with_columns(pl.col("sd").fill_null(0.0))
+        .with_columns(
+            (pl.col("mean") - 1.96 * pl.col("sd") / pl.col("n").sqrt()).alias("lo"),
+            (pl.col("mean") + 1.96 * pl.col("sd") / pl.col("n").sqrt()).alias("hi"),
+        )
+        .sort([*by, "t"])
+    )
+    return out.collect()

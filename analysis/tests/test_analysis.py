@@ -1,0 +1,131 @@
+"""Tests of the analysis package on Parquet written by the engine itself."""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from analysis import figures
+from analysis.load import REQUIRED, ResultsError, scan, summarize
+
+ROOT = Path(__file__).resolve().parents[2]
+JOB = """\
+name: {name}
+seed: 3
+repetitions: 4
+horizon: 400
+checkpoints: {{every: 50}}
+algorithm: [independent, private_fedlinucb]
+environment: linear_sphere
+params: {{m: 3, d: 4, k: 9, delta: 0.1}}
+grid: {{epsilon: [0.5, 2]}}
+"""
+
+
+def engine() -> Path:
+    exe = Path(os.environ.get("FEDBANDITS_BIN", ROOT / "target" / "release" / "fedbandits"))
+    assert exe.exists(), f"{exe} not built: run `cargo build --release` (.ci/run does) or set FEDBANDITS_BIN"
+    return exe
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("results")
+    job = d / "job.yaml"
+    job.write_text(JOB.format(name="fixture"))
+    subprocess.run([str(engine()), "run", str(job), "--out", str(d), "--quiet"], check=True, capture_output=True)
+    return d / "fixture"
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", head[16:24])
+
+
+def test_scan_reads_engine_output_with_schema(results: Path) -> None:
+    lf = scan(results)
+    schema = lf.collect_schema()
+    for col, dtype in REQUIRED.items():
+        assert schema[col] == dtype
+    df = lf.collect()
+    # 3 cells (independent once, private at two epsilons) x 4 reps x 8 checkpoints.
+    assert df.height == 3 * 4 * 8
+    assert set(df["algorithm"].unique()) == {"independent", "private_fedlinucb"}
+
+
+def test_scan_errors_are_helpful(tmp_path: Path, results: Path) -> None:
+    with pytest.raises(ResultsError, match="no such results directory"):
+        scan(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ResultsError, match="no Parquet part files"):
+        scan(tmp_path / "empty")
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    pq.write_table(pa.table({"x": [1, 2]}), foreign / "part-0.parquet")
+    with pytest.raises(ResultsError, match="incompatible engine"):
+        scan(foreign)
+    # A fedbandits file with a column removed.
+    part = next(results.glob("part-*.parquet"))
+    t = pq.read_table(part)
+    md = {k: v for k, v in pq.read_metadata(part).metadata.items() if k != b"ARROW:schema"}
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    pq.write_table(t.drop(["group_regret"]).replace_schema_metadata(md), broken / "part-0.parquet")
+    with pytest.raises(ResultsError, match="missing columns"):
+        scan(broken)
+
+
+def test_summary_mean_and_band_match_numpy(results: Path) -> None:
+    lf = scan(results)
+    s = summarize(lf, ["algorithm", "epsilon"])
+    row = s.filter((pl.col("algorithm") == "private_fedlinucb") & (pl.col("epsilon") == 2.0) & (pl.col("t") == 400))
+    raw = (
+        lf.filter((pl.col("algorithm") == "private_fedlinucb") & (pl.col("epsilon") == 2.0) & (pl.col("t") == 400))
+        .collect()["agent_regret"]
+        .to_numpy()
+    )
+    assert row["n"][0] == 4
+    mean, sd = raw.mean(), raw.std(ddof=1)
+    assert row["mean"][0] == pytest.approx(mean, rel=1e-12)
+    assert row["sd"][0] == pytest.approx(sd, rel=1e-12)
+    assert row["lo"][0] == pytest.approx(mean - 1.96 * sd / np.sqrt(4), rel=1e-12)
+    assert row["hi"][0] == pytest.approx(mean + 1.96 * sd / np.sqrt(4), rel=1e-12)
+
+
+def test_every_figure_function_writes_a_png_of_the_expected_size(results: Path, tmp_path: Path) -> None:
+    lf = scan(results)
+    made = [
+        figures.regret_curves(lf, ["algorithm", "epsilon"], tmp_path / "curves.png", "curves"),
+        figures.regret_curves(lf, ["algorithm", "epsilon"], tmp_path / "avg.png", "avg", time_average=True),
+        figures.final_vs(lf.filter(pl.col("algorithm") == "private_fedlinucb"), "epsilon", [], tmp_path / "eps.png", "eps", logx=True),
+        figures.communication(lf, ["algorithm"], tmp_path / "comm.png", "comm"),
+    ]
+    for p in made:
+        assert p.stat().st_size > 5000
+        assert png_size(p) == (figures.WIDTH_PX, figures.HEIGHT_PX)
+
+
+def test_cli_renders_figures_and_fails_cleanly(results: Path, tmp_path: Path, capsys) -> None:
+    assert figures.main([str(results), "--out", str(tmp_path / "figs")]) == 0
+    assert (tmp_path / "figs" / "fixture.png").exists()
+    assert figures.main([str(tmp_path / "nothing"), "--out", str(tmp_path / "figs2")]) == 2
+    assert "no such results directory" in capsys.readouterr().err
+
+
+def test_paper_job_names_select_paper_figures(tmp_path: Path) -> None:
+    d = tmp_path / "r"
+    job = tmp_path / "zhou_fig2c_small.yaml"
+    job.write_text(JOB.format(name="zhou_fig2c_small"))
+    subprocess.run([str(engine()), "run", str(job), "--out", str(d), "--quiet"], check=True, capture_output=True)
+    made = figures.figures_for_job(scan(d), "zhou_fig2c_small", tmp_path / "f")
+    assert [p.name for p in made] == ["zhou_fig2c_small.png"]
