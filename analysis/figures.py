@@ -4,7 +4,7 @@
 
 renders every figure whose data are present: for each job found under
 RESULTS_DIR, the figure its name calls for (dubey_fig1a: final regret
-against epsilon per M; dubey_fig1b: regret curves and communication rounds per
+against epsilon per M and against M per epsilon; dubey_fig1b: regret curves and communication rounds per
 sync regime; dubey_fig1c: final regret against d; zhou_fig2a/2b/2c:
 time-average regret curves per protocol or algorithm; anything else: regret
 curves per cell). Curves show the mean over repetitions with a 95% band.
@@ -149,6 +149,7 @@ def figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
     made = []
     if base == "dubey_fig1a":
         made.append(final_vs(lf, "epsilon", ["m"], out / f"{job}.png", f"Dubey & Pentland Fig. 1A{small}: regret vs epsilon", logx=True))
+        made.append(final_vs(lf, "m", ["epsilon"], out / f"{job}_vs_m.png", f"Dubey & Pentland Fig. 1A{small}: regret vs M"))
     elif base == "dubey_fig1b":
         made.append(regret_curves(lf, ["private", "sync"], out / f"{job}_regret.png", f"Dubey & Pentland Fig. 1B{small}: regret"))
         made.append(communication(lf, ["private", "sync"], out / f"{job}_communication.png", f"Dubey & Pentland Fig. 1B{small}: communication"))
@@ -178,9 +179,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(a.out)
     jobs = sorted(lf.select("job").unique().collect()["job"].to_list())
-    for job in jobs:
-        for path in figures_for_job(lf.filter(pl.col("job") == job), job, out):
-            print(path)
+    try:
+        for job in jobs:
+            for path in figures_for_job(lf.filter(pl.col("job") == job), job, out):
+                print(path, flush=True)
+    except BrokenPipeError:
+        pass  # the reader went away (`| head`); the figures are written
     return 0
 
 
