@@ -62,6 +62,24 @@ pub enum Command {
         #[arg(long)]
         threads: Option<usize>,
     },
+    /// Plan a sharded run: the cost-balanced shard table, total agent-steps,
+    /// memory per task and a suggested Slurm `--array` and time limit.
+    Plan {
+        /// The job file (YAML).
+        job: PathBuf,
+        /// Number of array tasks (shards).
+        #[arg(long)]
+        tasks: usize,
+        /// Worker threads per task (for memory and time).
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        /// Assumed agent-steps per second per thread (measure with `fedbandits bench`).
+        #[arg(long, default_value_t = 2.0e5)]
+        rate: f64,
+        /// Print every shard's line (default: the first 10 and the last 5).
+        #[arg(long)]
+        all: bool,
+    },
     /// List algorithms, environments and parameters.
     List,
     /// Run the canonical benchmark workloads and print agent-steps per second.
@@ -173,6 +191,17 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             emit(&out);
             Ok(())
         }
+        Command::Plan {
+            job,
+            tasks,
+            threads,
+            rate,
+            all,
+        } => {
+            let job = Job::load(&job)?;
+            emit(&plan_text(&job, tasks.max(1), threads.max(1), rate, all));
+            Ok(())
+        }
         Command::List => {
             let mut out = String::from("algorithms:\n");
             for (n, d) in ALGORITHMS {
@@ -213,6 +242,70 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
     }
 }
 
+fn hms(secs: f64) -> String {
+    let s = secs.ceil().max(0.0) as u64;
+    format!("{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
+}
+
+/// The text of `fedbandits plan`.
+pub fn plan_text(job: &Job, tasks: usize, threads: usize, rate: f64, all: bool) -> String {
+    let loads = crate::job::shard::shard_loads(&job.cells, job.repetitions, tasks);
+    let units = job.cells.len() * job.repetitions as usize;
+    let total = job.total_agent_steps();
+    let mut sorted: Vec<u64> = loads.iter().map(|l| l.1).collect();
+    sorted.sort_unstable();
+    let max = sorted.last().copied().unwrap_or(0);
+    let mean = total as f64 / tasks as f64;
+    let per_fed = job
+        .cells
+        .iter()
+        .map(|c| crate::sim::memory_per_federation(&c.config))
+        .max()
+        .unwrap_or(0);
+    let secs = |steps: u64| steps as f64 / (rate * threads as f64);
+    let limit = (secs(max) * 1.5).max(600.0);
+    let mut out = format!(
+        "job {}: {} cells x {} repetitions = {units} units, {total} agent-steps ({:.3e})\n",
+        job.name,
+        job.cells.len(),
+        job.repetitions,
+        total as f64
+    );
+    out += &format!(
+        "tasks {tasks}: agent-steps per task min {:.3e} median {:.3e} max {:.3e} (max / mean {:.3}); {} tasks get no work\n",
+        sorted[0] as f64,
+        sorted[sorted.len() / 2] as f64,
+        max as f64,
+        if mean > 0.0 { max as f64 / mean } else { 0.0 },
+        loads.iter().filter(|l| l.0 == 0).count()
+    );
+    out += &format!(
+        "memory per task: about {} ({threads} threads x {} per federation)\n",
+        human_bytes(per_fed * threads as u64 + (64 << 20)),
+        human_bytes(per_fed)
+    );
+    out += &format!(
+        "time per task at {rate:.2e} agent-steps/s per thread: longest {} (total {:.1} core-hours)\n",
+        hms(secs(max)),
+        secs(total) * threads as f64 / 3600.0
+    );
+    out += &format!(
+        "suggested: FEDBANDITS_TASKS={tasks} slurm/submit.sh {}   (sbatch --array=0-{} --cpus-per-task={threads} --time={})\n",
+        job.path.display(),
+        tasks - 1,
+        hms(limit)
+    );
+    out += "shard  units      agent-steps  est. time\n";
+    for (i, (u, steps)) in loads.iter().enumerate() {
+        if all || i < 10 || i + 5 >= loads.len() {
+            out += &format!("{i:>5}  {u:>5}  {steps:>15}  {}\n", hms(secs(*steps)));
+        } else if i == 10 {
+            out += "  ...  (--all prints every shard)\n";
+        }
+    }
+    out
+}
+
 fn human_bytes(b: u64) -> String {
     let b = b as f64;
     if b >= 1024.0 * 1024.0 * 1024.0 {
@@ -228,10 +321,10 @@ fn print_report(r: &RunReport) {
     for w in &r.warnings {
         eprintln!("warning: {w}");
     }
-    if r.cells_skipped > 0 {
+    if r.units_skipped > 0 {
         eprintln!(
-            "fedbandits: {} cell(s) already complete in {} (skipped; delete their .cells files to recompute)",
-            r.cells_skipped,
+            "fedbandits: {} repetition(s) already complete in {} (skipped; delete their .units files to recompute)",
+            r.units_skipped,
             r.dir.display()
         );
     }
@@ -241,8 +334,8 @@ fn print_report(r: &RunReport) {
         0.0
     };
     eprintln!(
-        "fedbandits: ran {} cell(s), {:.3e} agent-steps in {:.1} s ({:.3e} agent-steps/s); wrote {}",
-        r.cells_run,
+        "fedbandits: ran {} repetition(s), {:.3e} agent-steps in {:.1} s ({:.3e} agent-steps/s); wrote {}",
+        r.units_run,
         r.agent_steps as f64,
         r.seconds,
         rate,

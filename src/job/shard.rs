@@ -37,18 +37,39 @@ impl FromStr for Shard {
     }
 }
 
-/// The shard of each cell (indexed like `cells`).
-pub fn assign(cells: &[Cell], count: usize, reps: u32) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..cells.len()).collect();
-    order.sort_by_key(|&i| (std::cmp::Reverse(cells[i].agent_steps_per_rep() * u64::from(reps)), i));
-    let mut load = vec![0u64; count.max(1)];
-    let mut out = vec![0; cells.len()];
-    for i in order {
-        let (s, _) = load.iter().enumerate().min_by_key(|&(s, l)| (*l, s)).unwrap_or((0, &0));
-        out[i] = s;
-        load[s] += cells[i].agent_steps_per_rep() * u64::from(reps);
+/// The shard of each (cell, repetition) unit; unit u is repetition
+/// u % reps of cell u / reps. Longest-processing-time-first: units by cost
+/// (agent-steps) descending, ties by unit index, each to the least-loaded
+/// shard (ties: lowest shard).
+pub fn assign_units(cells: &[Cell], reps: u32, count: usize) -> Vec<usize> {
+    let reps = reps as usize;
+    let n = cells.len() * reps;
+    let cost = |u: usize| cells[u / reps].agent_steps_per_rep();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&u| (std::cmp::Reverse(cost(u)), u));
+    let count = count.max(1);
+    // A binary heap of (load, shard) keeps this O(n log count).
+    let mut heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>> =
+        (0..count).map(|s| std::cmp::Reverse((0, s))).collect();
+    let mut out = vec![0; n];
+    for u in order {
+        if let Some(std::cmp::Reverse((load, s))) = heap.pop() {
+            out[u] = s;
+            heap.push(std::cmp::Reverse((load + cost(u), s)));
+        }
     }
     out
+}
+
+/// Per shard: (units, agent-steps).
+pub fn shard_loads(cells: &[Cell], reps: u32, count: usize) -> Vec<(usize, u64)> {
+    let owner = assign_units(cells, reps, count);
+    let mut loads = vec![(0usize, 0u64); count.max(1)];
+    for (u, &s) in owner.iter().enumerate() {
+        loads[s].0 += 1;
+        loads[s].1 += cells[u / reps as usize].agent_steps_per_rep();
+    }
+    loads
 }
 
 #[cfg(test)]

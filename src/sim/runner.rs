@@ -1,13 +1,14 @@
-//! The job runner: expands a shard's work into (cell, repetition) units, runs
-//! them on a rayon pool, writes each finished cell atomically to
-//! `<results>/.cells/<key>.parquet` and finally the shard's part file
-//! `<results>/part-IIIII-of-NNNNN.parquet`. A rerun skips cells whose file
-//! exists (their key covers parameters, seed, repetitions, checkpoints and
-//! engine semantics) and says so. Nothing is ever deleted.
+//! The job runner: a shard's work is a set of (cell, repetition) units; they
+//! run on a rayon pool (or as per-cell batches on a GPU), each finished unit
+//! is written atomically to `<results>/.units/<cell key>-<rep>.parquet` and
+//! finally the shard's part file `<results>/part-IIIII-of-NNNNN.parquet` is
+//! assembled. A rerun skips units whose file exists (the cell key covers
+//! parameters, seed, repetitions, checkpoints and engine semantics) and says
+//! so. Nothing is ever deleted.
 
 use super::{RepResult, run_rep};
 use crate::backend::Backend;
-use crate::job::shard::{Shard, assign};
+use crate::job::shard::{Shard, assign_units};
 use crate::job::{Cell, Job};
 use crate::output::{self, OutputError};
 use arrow_array::RecordBatch;
@@ -98,10 +99,10 @@ pub struct RunReport {
     pub dir: PathBuf,
     /// Part file written.
     pub part: PathBuf,
-    /// Cells computed now.
-    pub cells_run: usize,
-    /// Cells found complete.
-    pub cells_skipped: usize,
+    /// Units (cell repetitions) computed now.
+    pub units_run: usize,
+    /// Units found complete.
+    pub units_skipped: usize,
     /// Agent-steps computed now.
     pub agent_steps: u64,
     /// Wall seconds.
@@ -112,9 +113,9 @@ pub struct RunReport {
     pub warnings: Vec<String>,
 }
 
-/// Path of a cell's result file.
-pub fn cell_path(dir: &Path, cell: &Cell) -> PathBuf {
-    dir.join(".cells").join(format!("{}.parquet", cell.key))
+/// Path of one repetition's result file (the unit of sharding and resume).
+pub fn unit_path(dir: &Path, cell: &Cell, rep: u32) -> PathBuf {
+    dir.join(".units").join(format!("{}-{rep:06}.parquet", cell.key))
 }
 
 /// Path of a shard's part file.
@@ -122,31 +123,34 @@ pub fn part_path(dir: &Path, shard: Shard) -> PathBuf {
     dir.join(format!("part-{:05}-of-{:05}.parquet", shard.index, shard.count))
 }
 
-/// Runs (this shard of) a job.
+/// A unit of work: (cell index, repetition).
+pub type Unit = (usize, u32);
+
+/// The units of `shard`, in cell then repetition order.
+pub fn shard_units(job: &Job, shard: Shard) -> Vec<Unit> {
+    let owner = assign_units(&job.cells, job.repetitions, shard.count);
+    let reps = job.repetitions as usize;
+    (0..job.cells.len() * reps)
+        .filter(|u| owner[*u] == shard.index)
+        .map(|u| (u / reps, (u % reps) as u32))
+        .collect()
+}
+
+/// Runs (this shard of) a job. The unit of work, sharding and resume is one
+/// repetition of one cell: each finished unit is written atomically to
+/// `.units/`, a rerun skips units already there, and the shard's part file is
+/// assembled from its units at the end.
 pub fn run_job(job: &Job, backend: &dyn Backend, opts: &RunOptions) -> Result<RunReport, RunError> {
     let start = Instant::now();
     let dir = opts.out.clone().unwrap_or_else(|| job.output.clone()).join(&job.name);
-    let shard_of = assign(&job.cells, opts.shard.count, job.repetitions);
-    let mine: Vec<&Cell> = job
-        .cells
-        .iter()
-        .filter(|c| shard_of[c.index] == opts.shard.index)
-        .collect();
+    let mine = shard_units(job, opts.shard);
     let checkpoints = job.checkpoint_rounds();
-
-    let mut pending = Vec::new();
-    let mut skipped = Vec::new();
-    for c in &mine {
-        if cell_path(&dir, c).exists() {
-            skipped.push(c.index);
-        } else {
-            pending.push(*c);
-        }
-    }
-    let total_steps: u64 = pending.iter().map(|c| c.agent_steps_per_rep()).sum::<u64>() * u64::from(job.repetitions);
+    let (pending, skipped): (Vec<Unit>, Vec<Unit>) = mine
+        .iter()
+        .partition(|&&(c, r)| !unit_path(&dir, &job.cells[c], r).exists());
+    let total_steps: u64 = pending.iter().map(|&(c, _)| job.cells[c].agent_steps_per_rep()).sum();
     let bar = progress_bar(total_steps, opts.quiet);
-    bar.set_message(format!("cells 0/{}", pending.len()));
-
+    bar.set_message(format!("units 0/{}", pending.len()));
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.threads.unwrap_or(0))
         .build()
@@ -154,70 +158,67 @@ pub fn run_job(job: &Job, backend: &dyn Backend, opts: &RunOptions) -> Result<Ru
             threads: opts.threads.unwrap_or(0),
             message: e.to_string(),
         })?;
-    // Cells the backend runs in one batch (the GPU path) go first, one at a time.
-    let reps: Vec<u32> = (0..job.repetitions).collect();
-    let mut batched = vec![false; pending.len()];
-    for (p, cell) in pending.iter().enumerate() {
-        let Some(res) = backend.run_cell_batched(cell, job.seed, &reps, &checkpoints, &|n| bar.inc(n)) else {
-            continue;
-        };
-        let results = res.map_err(|message| RunError::Backend {
-            backend: backend.name(),
-            cell: cell.id.clone(),
-            message,
-        })?;
-        let b = output::cell_batch(job, cell, &results, backend.name())?;
-        let kv = output::metadata(job, &[("cell_id", cell.id.clone()), ("cell_key", cell.key.clone())]);
-        output::write_parquet_atomic(&cell_path(&dir, cell), &[b], kv)?;
-        batched[p] = true;
+    let write_unit = |cell: &Cell, r: &RepResult, backend_name: &str| -> Result<(), RunError> {
+        let b = output::cell_batch(job, cell, std::slice::from_ref(r), backend_name)?;
+        let kv = output::metadata(
+            job,
+            &[
+                ("cell_id", cell.id.clone()),
+                ("cell_key", cell.key.clone()),
+                ("repetition", r.rep.to_string()),
+            ],
+        );
+        output::write_parquet_atomic(&unit_path(&dir, cell, r.rep), &[b], kv)?;
+        Ok(())
+    };
+
+    // Cells the backend runs as one batch (the GPU path): all of a cell's
+    // pending repetitions at once.
+    let mut cpu_units = Vec::new();
+    let mut by_cell: Vec<(usize, Vec<u32>)> = Vec::new();
+    for &(c, r) in &pending {
+        match by_cell.last_mut() {
+            Some((lc, reps)) if *lc == c => reps.push(r),
+            _ => by_cell.push((c, vec![r])),
+        }
     }
-    let units: Vec<(usize, u32)> = pending
-        .iter()
-        .enumerate()
-        .filter(|(p, _)| !batched[*p])
-        .flat_map(|(p, _)| (0..job.repetitions).map(move |r| (p, r)))
-        .collect();
-    let slots: Vec<Mutex<Vec<Option<RepResult>>>> = pending
-        .iter()
-        .map(|_| Mutex::new(vec![None; job.repetitions as usize]))
-        .collect();
-    let done_cells = std::sync::atomic::AtomicUsize::new(0);
+    for (c, reps) in by_cell {
+        let cell = &job.cells[c];
+        match backend.run_cell_batched(cell, job.seed, &reps, &checkpoints, &|n| bar.inc(n)) {
+            None => cpu_units.extend(reps.iter().map(|&r| (c, r))),
+            Some(res) => {
+                let results = res.map_err(|message| RunError::Backend {
+                    backend: backend.name(),
+                    cell: cell.id.clone(),
+                    message,
+                })?;
+                for r in &results {
+                    write_unit(cell, r, backend.name())?;
+                }
+            }
+        }
+    }
+
+    let done = std::sync::atomic::AtomicUsize::new(0);
     let first_error: Mutex<Option<RunError>> = Mutex::new(None);
     let progress = |n: u64| bar.inc(n);
     pool.install(|| {
-        units.par_chunks(opts.batch.max(1)).for_each(|chunk| {
-            for &(p, rep) in chunk {
+        cpu_units.par_chunks(opts.batch.max(1)).for_each(|chunk| {
+            for &(c, rep) in chunk {
                 if first_error.lock().map(|e| e.is_some()).unwrap_or(true) {
                     return;
                 }
-                let cell = pending[p];
+                let cell = &job.cells[c];
                 let r = run_rep(cell, job.seed, rep, &checkpoints, backend, &progress);
-                let complete = {
-                    let Ok(mut slot) = slots[p].lock() else {
-                        return;
-                    };
-                    slot[rep as usize] = Some(r);
-                    if slot.iter().all(Option::is_some) {
-                        Some(slot.iter().flatten().cloned().collect::<Vec<_>>())
-                    } else {
-                        None
+                // The per-agent path always runs on the CPU.
+                if let Err(e) = write_unit(cell, &r, "cpu") {
+                    if let Ok(mut fe) = first_error.lock() {
+                        fe.get_or_insert(e);
                     }
-                };
-                if let Some(reps) = complete {
-                    // The per-agent path always runs on the CPU.
-                    let res = output::cell_batch(job, cell, &reps, "cpu").and_then(|b| {
-                        let kv = output::metadata(job, &[("cell_id", cell.id.clone()), ("cell_key", cell.key.clone())]);
-                        output::write_parquet_atomic(&cell_path(&dir, cell), &[b], kv)
-                    });
-                    if let Err(e) = res {
-                        if let Ok(mut fe) = first_error.lock() {
-                            fe.get_or_insert(RunError::Output(e));
-                        }
-                        return;
-                    }
-                    let n = done_cells.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                    bar.set_message(format!("cells {n}/{}", pending.len()));
+                    return;
                 }
+                let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                bar.set_message(format!("units {n}/{}", pending.len()));
             }
         });
     });
@@ -226,25 +227,39 @@ pub fn run_job(job: &Job, backend: &dyn Backend, opts: &RunOptions) -> Result<Ru
         return Err(e);
     }
 
-    // Assemble the shard's part file from the cell files, in cell order.
+    // Assemble the shard's part file from its units, in cell then repetition order.
     let mut batches = Vec::new();
-    let mut summaries = Vec::new();
-    for c in &mine {
-        let path = cell_path(&dir, c);
+    let mut per_cell: Vec<(usize, Vec<RecordBatch>, bool)> = Vec::new();
+    for &(c, r) in &mine {
+        let path = unit_path(&dir, &job.cells[c], r);
         let b = output::read_parquet(&path).map_err(|e| RunError::Corrupt {
             path: path.clone(),
             message: e.to_string(),
         })?;
-        summaries.push(summarize(job, c, &b, skipped.contains(&c.index)));
+        let was_skipped = skipped.contains(&(c, r));
+        match per_cell.last_mut() {
+            Some((lc, bs, sk)) if *lc == c => {
+                bs.extend(b.iter().cloned());
+                *sk &= was_skipped;
+            }
+            _ => per_cell.push((c, b.clone(), was_skipped)),
+        }
         batches.extend(b);
     }
+    let summaries = per_cell
+        .iter()
+        .map(|(c, b, sk)| summarize(job, &job.cells[*c], b, *sk))
+        .collect();
     let part = part_path(&dir, opts.shard);
-    let cell_ids: Vec<String> = mine.iter().map(|c| c.id.clone()).collect();
+    let mut cell_ids: Vec<String> = mine.iter().map(|&(c, _)| job.cells[c].id.clone()).collect();
+    cell_ids.dedup();
+    let units: Vec<String> = mine.iter().map(|&(c, r)| format!("{}:{r}", job.cells[c].id)).collect();
     let kv = output::metadata(
         job,
         &[
             ("shard", format!("{}/{}", opts.shard.index, opts.shard.count)),
             ("cells", cell_ids.join(",")),
+            ("units", units.join(",")),
         ],
     );
     output::write_parquet_atomic(&part, &batches, kv)?;
@@ -252,8 +267,8 @@ pub fn run_job(job: &Job, backend: &dyn Backend, opts: &RunOptions) -> Result<Ru
     Ok(RunReport {
         dir,
         part,
-        cells_run: pending.len(),
-        cells_skipped: skipped.len(),
+        units_run: pending.len(),
+        units_skipped: skipped.len(),
         agent_steps: total_steps,
         seconds: start.elapsed().as_secs_f64(),
         summaries,

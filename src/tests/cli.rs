@@ -195,11 +195,11 @@ fn rerun_skips_complete_cells_and_keeps_results() {
     let second = run(&args);
     assert!(second.status.success());
     assert!(
-        stderr(&second).contains("5 cell(s) already complete"),
+        stderr(&second).contains("15 repetition(s) already complete"),
         "{}",
         stderr(&second)
     );
-    assert!(stderr(&second).contains("ran 0 cell(s)"), "{}", stderr(&second));
+    assert!(stderr(&second).contains("ran 0 repetition(s)"), "{}", stderr(&second));
     assert_eq!(rows, all_rows(&out.join("small")));
     // An invalid edit of the job leaves the earlier results intact.
     std::fs::write(&job, GOOD.replace("delta: 0.1", "delta: 0")).unwrap();
