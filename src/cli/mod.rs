@@ -80,6 +80,13 @@ pub enum Command {
         #[arg(long)]
         all: bool,
     },
+    /// Check a job's results directory: every (cell, repetition) present
+    /// once; writes manifest.yaml, lists what is missing and the command that
+    /// reruns only that. Never deletes data. Exit 1 when incomplete.
+    Merge {
+        /// The job's results directory (e.g. results/<job>).
+        dir: PathBuf,
+    },
     /// List algorithms, environments and parameters.
     List,
     /// Run the canonical benchmark workloads and print agent-steps per second.
@@ -114,6 +121,12 @@ pub enum CliError {
     /// The run failed (exit code 1).
     #[error(transparent)]
     Run(#[from] RunError),
+    /// merge failed (exit code 1).
+    #[error(transparent)]
+    Merge(#[from] crate::sim::merge::MergeError),
+    /// merge found missing or duplicate units (exit code 1).
+    #[error("results are incomplete or duplicated (see above)")]
+    Incomplete,
 }
 
 impl CliError {
@@ -121,7 +134,7 @@ impl CliError {
     pub fn exit_code(&self) -> ExitCode {
         match self {
             CliError::Job(_) | CliError::Backend(_) => ExitCode::from(2),
-            CliError::Run(_) => ExitCode::from(1),
+            CliError::Run(_) | CliError::Merge(_) | CliError::Incomplete => ExitCode::from(1),
         }
     }
 }
@@ -201,6 +214,37 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             let job = Job::load(&job)?;
             emit(&plan_text(&job, tasks.max(1), threads.max(1), rate, all));
             Ok(())
+        }
+        Command::Merge { dir } => {
+            let r = crate::sim::merge::merge(&dir)?;
+            let mut out = format!(
+                "merge {}: {} part file(s), {}/{} repetition units present, {} missing, {} duplicated; manifest {}\n",
+                dir.display(),
+                r.parts.len(),
+                r.present,
+                r.expected,
+                r.missing.len(),
+                r.duplicates.len(),
+                r.manifest.display()
+            );
+            for (c, rep) in r.missing.iter().take(20) {
+                out += &format!("  missing: cell {c} repetition {rep}\n");
+            }
+            if r.missing.len() > 20 {
+                out += &format!("  ... and {} more (see the manifest)\n", r.missing.len() - 20);
+            }
+            for (c, rep, files) in &r.duplicates {
+                out += &format!("  duplicate: cell {c} repetition {rep} in {files:?}\n");
+            }
+            if let Some(cmd) = &r.rerun {
+                out += &format!("to complete (only the missing repetitions are recomputed):\n  {cmd}\n");
+            }
+            emit(&out);
+            if r.missing.is_empty() && r.duplicates.is_empty() {
+                Ok(())
+            } else {
+                Err(CliError::Incomplete)
+            }
         }
         Command::List => {
             let mut out = String::from("algorithms:\n");
