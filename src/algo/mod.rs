@@ -7,7 +7,7 @@ pub mod linear;
 use crate::backend::Backend;
 
 /// Counters a federation accumulates over a run (written to the output).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counters {
     /// Synchronization (communication) rounds.
     pub sync_rounds: u64,

@@ -51,7 +51,7 @@ pub struct AgentState<'a> {
 
 /// Per-thread workspace, allocated once per federation: the hot loop never
 /// allocates.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Workspace {
     /// Decision set buffers.
     pub ds: DecisionSet,

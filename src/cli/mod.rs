@@ -2,7 +2,9 @@
 //!
 //! Raw arguments (clap) are resolved once into a validated [`Job`] and run
 //! options; the library below never sees clap types. Exit codes: 0 success,
-//! 1 runtime failure, 2 invalid job file or arguments.
+//! 1 runtime failure (or incomplete results for `merge`), 2 invalid job file
+//! or arguments, 3 stopped by SIGTERM/SIGINT after snapshotting (rerun to
+//! resume).
 
 pub mod bench;
 
@@ -49,6 +51,11 @@ pub enum Command {
         /// Federations per work unit (default 1). Results do not depend on it.
         #[arg(long, default_value_t = 1)]
         batch: usize,
+        /// Snapshot each running repetition at most every this many minutes
+        /// (0: at every check, every 256 rounds). SIGTERM/SIGINT snapshot and
+        /// stop (exit code 3); rerunning resumes bit-identically.
+        #[arg(long, default_value_t = 10.0)]
+        snapshot_every: f64,
         /// No progress bar.
         #[arg(long, short)]
         quiet: bool,
@@ -134,6 +141,7 @@ impl CliError {
     pub fn exit_code(&self) -> ExitCode {
         match self {
             CliError::Job(_) | CliError::Backend(_) => ExitCode::from(2),
+            CliError::Run(RunError::Stopped { .. }) => ExitCode::from(3),
             CliError::Run(_) | CliError::Merge(_) | CliError::Incomplete => ExitCode::from(1),
         }
     }
@@ -149,6 +157,7 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             threads,
             shard,
             batch,
+            snapshot_every,
             quiet,
         } => {
             let job = Job::load(&job)?;
@@ -162,6 +171,13 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
                     job.total_agent_steps() as f64
                 );
             }
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+                // Failing to install a handler only loses graceful stopping.
+                let _ = signal_hook::flag::register(sig, stop.clone());
+            }
+            let every = (snapshot_every.is_finite() && snapshot_every >= 0.0)
+                .then(|| std::time::Duration::from_secs_f64(snapshot_every * 60.0));
             let report = run_job(
                 &job,
                 be.as_ref(),
@@ -171,6 +187,8 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
                     quiet,
                     out,
                     batch,
+                    snapshot_every: every,
+                    stop,
                 },
             )?;
             print_report(&report);

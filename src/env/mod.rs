@@ -15,7 +15,7 @@ use crate::rng::lanes::{LANES, Lanes};
 use crate::rng::{Purpose, Stream};
 
 /// Which linear environment, with its own parameters.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum LinearEnvKind {
     /// Dubey & Pentland's synthetic: one optimal action with mean in
     /// [0.7, 0.8], K - 1 with means in [0.5, 0.6]; Bernoulli rewards.
@@ -31,7 +31,7 @@ pub enum LinearEnvKind {
 }
 
 /// Shape and kind of a linear environment.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LinearEnvSpec {
     /// The environment.
     pub kind: LinearEnvKind,
@@ -44,7 +44,7 @@ pub struct LinearEnvSpec {
 /// One round's decision set of one agent, column-major: coordinate `j` of
 /// action `a` is `x[j * kp + a]`, with `kp` = K rounded up to a multiple of 8
 /// so that the scorer reads 8 actions per vector. Padding actions are zero.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct DecisionSet {
     /// Dimension.
     pub d: usize,
@@ -98,7 +98,7 @@ impl DecisionSet {
 }
 
 /// The random streams of one agent in one federation.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct AgentStreams {
     /// Eight lanes for the normal draws of decision sets.
     pub lanes: Lanes,
@@ -109,7 +109,7 @@ pub struct AgentStreams {
 }
 
 /// A linear environment instance of one federation.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct LinearEnv {
     /// Its specification.
     pub spec: LinearEnvSpec,

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use thiserror::Error;
 
 /// An undirected simple graph on agents 0..n with hop distances.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Graph {
     n: usize,
     adj: Vec<Vec<usize>>,
@@ -43,7 +43,7 @@ fn describe(components: &[Vec<usize>]) -> String {
 }
 
 /// Which graph to build.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum GraphSpec {
     /// Every pair connected.
     Complete,

@@ -280,6 +280,10 @@ pub fn write_parquet_atomic(path: &Path, batches: &[RecordBatch], kv: Vec<KeyVal
         for b in batches {
             w.write(b).map_err(pq)?;
         }
+        if fault_point() {
+            let _ = w.flush();
+            std::process::abort();
+        }
         let mut file = w.into_inner().map_err(pq)?;
         file.flush().map_err(io(&tmp))?;
         file.sync_all().map_err(io(&tmp))?;
@@ -293,6 +297,43 @@ pub fn write_parquet_atomic(path: &Path, batches: &[RecordBatch], kv: Vec<KeyVal
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// Test-only fault injection: with FEDBANDITS_FAULT_WRITE=N in the
+/// environment the process aborts in the middle of its N-th atomic write
+/// (after part of the temporary file is written), as a crash would. Used by
+/// the kill tests to show that no partial file ever appears under a final
+/// name. Without the variable this does nothing.
+fn fault_point() -> bool {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, Ordering::SeqCst) + 1;
+    std::env::var("FEDBANDITS_FAULT_WRITE")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        == Some(n)
+}
+
+/// Writes `bytes` to `path` atomically (temporary file, fsync, rename).
+pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let file_name = path.file_name().and_then(|s| s.to_str()).unwrap_or("out");
+    let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
+    let mut file = File::create(&tmp).map_err(io(&tmp))?;
+    if fault_point() {
+        let _ = file.write_all(&bytes[..bytes.len() / 2]);
+        let _ = file.sync_all();
+        std::process::abort();
+    }
+    file.write_all(bytes).map_err(io(&tmp))?;
+    file.sync_all().map_err(io(&tmp))?;
+    drop(file);
+    std::fs::rename(&tmp, path).map_err(io(path))?;
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
 }
 
 /// Reads all record batches of a Parquet file.

@@ -25,7 +25,7 @@ pub struct TreeFull {
 }
 
 /// One agent's binary-counter tree.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Tree {
     width: usize,
     levels: usize,
@@ -103,7 +103,7 @@ impl Tree {
 
 /// The trees of a federation's M agents with their noise streams (one
 /// stream per agent, keyed by the algorithm's key, agent and purpose).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct AgentTrees {
     trees: Vec<Tree>,
     noise: Vec<crate::rng::Stream>,

@@ -27,7 +27,7 @@
 use crate::rng::Stream;
 
 /// Per-federation state of the protocol.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct VecSum {
     d: usize,
     levels: usize,

@@ -11,7 +11,7 @@ use super::state_words;
 pub const LANES: usize = 8;
 
 /// Eight independent xoshiro256++ streams.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Lanes {
     s: [[u64; LANES]; 4],
 }

@@ -84,7 +84,7 @@ pub fn hash_str(s: &str) -> u64 {
 }
 
 /// A scalar stream with a cached second Box-Muller normal.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Stream {
     rng: Xoshiro256PlusPlus,
     spare: Option<f64>,

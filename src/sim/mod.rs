@@ -7,13 +7,14 @@ pub mod merge;
 pub mod runner;
 
 use crate::algo::Counters;
-use crate::algo::linear::build;
+use crate::algo::Federation;
+use crate::algo::linear::{AnyFederation, build};
 use crate::backend::Backend;
 use crate::job::Cell;
 use std::time::Instant;
 
 /// The curve at one checkpoint.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CurvePoint {
     /// Round.
     pub t: u64,
@@ -28,7 +29,7 @@ pub struct CurvePoint {
 }
 
 /// One repetition's result.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RepResult {
     /// Repetition index.
     pub rep: u32,
@@ -38,8 +39,60 @@ pub struct RepResult {
     pub wall_seconds: f64,
 }
 
-/// How often (in rounds) a running repetition reports progress.
-const PROGRESS_EVERY: u64 = 256;
+/// How often (in rounds) a running repetition reports progress, checks for
+/// a stop request and considers a snapshot.
+const CHECK_EVERY: u64 = 256;
+
+/// Version of the snapshot format (with the engine's semantics version).
+const SNAPSHOT_VERSION: u32 = 1;
+
+/// Periodic snapshots of a running repetition.
+pub struct Snapshots<'a> {
+    /// Where this repetition's snapshot lives.
+    pub path: std::path::PathBuf,
+    /// Minimum time between snapshots.
+    pub every: std::time::Duration,
+    /// Set (by SIGTERM/SIGINT) to snapshot and stop at the next check.
+    pub stop: &'a std::sync::atomic::AtomicBool,
+}
+
+/// The complete state of a repetition in flight.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct RepSnapshot {
+    version: u32,
+    semantics: u32,
+    cell_key: String,
+    rep: u32,
+    t: u64,
+    group: f64,
+    wall_before: f64,
+    points: Vec<CurvePoint>,
+    fed: AnyFederation,
+}
+
+/// Result of a resumable repetition.
+pub enum RepOutcome {
+    /// It ran to the horizon.
+    Done(RepResult),
+    /// It was asked to stop; its state is in the snapshot.
+    Stopped,
+}
+
+/// Snapshot failures.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    /// Writing or reading the file failed.
+    #[error(transparent)]
+    Output(#[from] crate::output::OutputError),
+    /// The file is not a snapshot of this repetition.
+    #[error("{path}: not a usable snapshot ({message}); move it away to restart this repetition")]
+    Invalid {
+        /// File.
+        path: std::path::PathBuf,
+        /// Why.
+        message: String,
+    },
+}
 
 /// Runs repetition `rep` of `cell`. `progress` receives agent-steps done
 /// since its previous call.
@@ -51,22 +104,78 @@ pub fn run_rep(
     backend: &dyn Backend,
     progress: &(dyn Fn(u64) + Sync),
 ) -> RepResult {
+    match run_rep_resumable(cell, seed, rep, checkpoints, backend, progress, None) {
+        Ok(RepOutcome::Done(r)) => r,
+        // Without snapshots nothing can stop or fail.
+        _ => RepResult {
+            rep,
+            points: Vec::new(),
+            wall_seconds: 0.0,
+        },
+    }
+}
+
+/// Like [`run_rep`], resuming from and writing snapshots when `snap` is
+/// given. The snapshot holds the whole federation (every random stream
+/// included), so a resumed repetition is bit-identical to an uninterrupted one.
+pub fn run_rep_resumable(
+    cell: &Cell,
+    seed: u64,
+    rep: u32,
+    checkpoints: &[u64],
+    backend: &dyn Backend,
+    progress: &(dyn Fn(u64) + Sync),
+    snap: Option<&Snapshots<'_>>,
+) -> Result<RepOutcome, SnapshotError> {
     let start = Instant::now();
-    let env_key = [seed, cell.env_scope, u64::from(rep)];
-    let algo_key = [seed, cell.cell_scope, u64::from(rep)];
-    let mut fed = build(&cell.config, &env_key, &algo_key);
     let m = cell.config.m as u64;
-    let mut points = Vec::with_capacity(checkpoints.len());
-    let mut next = checkpoints.iter().copied().peekable();
-    let mut group = 0.0;
+    let (mut fed, t0, mut group, mut points, wall_before) = match snap.filter(|s| s.path.exists()) {
+        Some(s) => {
+            let bytes = std::fs::read(&s.path).map_err(|e| SnapshotError::Invalid {
+                path: s.path.clone(),
+                message: e.to_string(),
+            })?;
+            let snapshot: RepSnapshot = bincode::deserialize(&bytes).map_err(|e| SnapshotError::Invalid {
+                path: s.path.clone(),
+                message: e.to_string(),
+            })?;
+            if snapshot.version != SNAPSHOT_VERSION
+                || snapshot.semantics != crate::job::SEMANTICS_VERSION
+                || snapshot.cell_key != cell.key
+                || snapshot.rep != rep
+            {
+                return Err(SnapshotError::Invalid {
+                    path: s.path.clone(),
+                    message: "written for another cell, repetition or engine version".into(),
+                });
+            }
+            progress(snapshot.t * m);
+            (
+                snapshot.fed,
+                snapshot.t,
+                snapshot.group,
+                snapshot.points,
+                snapshot.wall_before,
+            )
+        }
+        None => {
+            let env_key = [seed, cell.env_scope, u64::from(rep)];
+            let algo_key = [seed, cell.cell_scope, u64::from(rep)];
+            (
+                build(&cell.config, &env_key, &algo_key),
+                0,
+                0.0,
+                Vec::with_capacity(checkpoints.len()),
+                0.0,
+            )
+        }
+    };
+    let mut next = checkpoints.iter().copied().skip_while(|&c| c <= t0).peekable();
     let mut pending = 0u64;
-    for t in 1..=cell.config.horizon {
+    let mut last_snapshot = Instant::now();
+    for t in t0 + 1..=cell.config.horizon {
         group += fed.round(t, backend);
         pending += m;
-        if t % PROGRESS_EVERY == 0 {
-            progress(pending);
-            pending = 0;
-        }
         if next.peek() == Some(&t) {
             next.next();
             let per = fed.agent_regret();
@@ -78,13 +187,43 @@ pub fn run_rep(
                 counters: fed.counters(),
             });
         }
+        if t % CHECK_EVERY == 0 {
+            progress(pending);
+            pending = 0;
+            if let Some(s) = snap {
+                let stop = s.stop.load(std::sync::atomic::Ordering::Relaxed);
+                if (stop || last_snapshot.elapsed() >= s.every) && t < cell.config.horizon {
+                    let state = RepSnapshot {
+                        version: SNAPSHOT_VERSION,
+                        semantics: crate::job::SEMANTICS_VERSION,
+                        cell_key: cell.key.clone(),
+                        rep,
+                        t,
+                        group,
+                        wall_before: wall_before + start.elapsed().as_secs_f64(),
+                        points,
+                        fed,
+                    };
+                    let bytes = bincode::serialize(&state).map_err(|e| SnapshotError::Invalid {
+                        path: s.path.clone(),
+                        message: e.to_string(),
+                    })?;
+                    crate::output::write_bytes_atomic(&s.path, &bytes)?;
+                    if stop {
+                        return Ok(RepOutcome::Stopped);
+                    }
+                    (fed, points) = (state.fed, state.points);
+                    last_snapshot = Instant::now();
+                }
+            }
+        }
     }
     progress(pending);
-    RepResult {
+    Ok(RepOutcome::Done(RepResult {
         rep,
         points,
-        wall_seconds: start.elapsed().as_secs_f64(),
-    }
+        wall_seconds: wall_before + start.elapsed().as_secs_f64(),
+    }))
 }
 
 /// Approximate peak memory of one running federation, in bytes.

@@ -6,7 +6,7 @@
 //! parameters, seed, repetitions, checkpoints and engine semantics) and says
 //! so. Nothing is ever deleted.
 
-use super::{RepResult, run_rep};
+use super::{RepOutcome, RepResult, Snapshots, run_rep_resumable};
 use crate::backend::Backend;
 use crate::job::shard::{Shard, assign_units};
 use crate::job::{Cell, Job};
@@ -46,6 +46,17 @@ pub enum RunError {
         /// Cause.
         message: String,
     },
+    /// Stopped by a signal; the repetitions in flight were snapshotted.
+    #[error("stopped on request: {stopped} repetition(s) snapshotted in {dir}; rerun the same command to resume")]
+    Stopped {
+        /// Repetitions snapshotted.
+        stopped: usize,
+        /// Results directory.
+        dir: PathBuf,
+    },
+    /// A snapshot could not be written or read.
+    #[error(transparent)]
+    Snapshot(#[from] crate::sim::SnapshotError),
     /// A cell file exists but cannot be used.
     #[error("{path}: existing result is unreadable ({message}); move it away to recompute the cell")]
     Corrupt {
@@ -71,6 +82,11 @@ pub struct RunOptions {
     /// federations one after another on one thread; results do not depend
     /// on it.
     pub batch: usize,
+    /// Minimum time between snapshots of a running repetition (None: never).
+    pub snapshot_every: Option<std::time::Duration>,
+    /// Set to stop: running repetitions snapshot and the run returns
+    /// [`RunError::Stopped`].
+    pub stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Final numbers of one cell.
@@ -116,6 +132,11 @@ pub struct RunReport {
 /// Path of one repetition's result file (the unit of sharding and resume).
 pub fn unit_path(dir: &Path, cell: &Cell, rep: u32) -> PathBuf {
     dir.join(".units").join(format!("{}-{rep:06}.parquet", cell.key))
+}
+
+/// Path of one repetition's snapshot while it runs.
+pub fn snapshot_path(dir: &Path, cell: &Cell, rep: u32) -> PathBuf {
+    dir.join(".snapshots").join(format!("{}-{rep:06}.bin", cell.key))
 }
 
 /// Path of a shard's part file.
@@ -200,6 +221,7 @@ pub fn run_job(job: &Job, backend: &dyn Backend, opts: &RunOptions) -> Result<Ru
     }
 
     let done = std::sync::atomic::AtomicUsize::new(0);
+    let stopped = std::sync::atomic::AtomicUsize::new(0);
     let first_error: Mutex<Option<RunError>> = Mutex::new(None);
     let progress = |n: u64| bar.inc(n);
     pool.install(|| {
@@ -209,14 +231,33 @@ pub fn run_job(job: &Job, backend: &dyn Backend, opts: &RunOptions) -> Result<Ru
                     return;
                 }
                 let cell = &job.cells[c];
-                let r = run_rep(cell, job.seed, rep, &checkpoints, backend, &progress);
-                // The per-agent path always runs on the CPU.
-                if let Err(e) = write_unit(cell, &r, "cpu") {
+                if opts.stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    return; // not started: nothing to snapshot
+                }
+                let snap = opts.snapshot_every.map(|every| Snapshots {
+                    path: snapshot_path(&dir, cell, rep),
+                    every,
+                    stop: &opts.stop,
+                });
+                let fail = |e: RunError| {
                     if let Ok(mut fe) = first_error.lock() {
                         fe.get_or_insert(e);
                     }
-                    return;
+                };
+                let r = match run_rep_resumable(cell, job.seed, rep, &checkpoints, backend, &progress, snap.as_ref()) {
+                    Ok(RepOutcome::Done(r)) => r,
+                    Ok(RepOutcome::Stopped) => {
+                        stopped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        return;
+                    }
+                    Err(e) => return fail(e.into()),
+                };
+                // The per-agent path always runs on the CPU.
+                if let Err(e) = write_unit(cell, &r, "cpu") {
+                    return fail(e);
                 }
+                // The unit is safely written; its snapshot is no longer state.
+                let _ = std::fs::remove_file(snapshot_path(&dir, cell, rep));
                 let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
                 bar.set_message(format!("units {n}/{}", pending.len()));
             }
@@ -225,6 +266,12 @@ pub fn run_job(job: &Job, backend: &dyn Backend, opts: &RunOptions) -> Result<Ru
     bar.finish_and_clear();
     if let Some(e) = first_error.into_inner().ok().flatten() {
         return Err(e);
+    }
+    if opts.stop.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(RunError::Stopped {
+            stopped: stopped.into_inner(),
+            dir,
+        });
     }
 
     // Assemble the shard's part file from its units, in cell then repetition order.

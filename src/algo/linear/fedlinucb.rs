@@ -31,7 +31,7 @@ use crate::privacy::vecsum::VecSum;
 use crate::rng::Stream;
 
 /// Noise and regularization constants of Private-FedLinUCB.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ZhouConstants {
     /// Tree levels N = floor(log2(T/B)) + 1.
     pub levels: usize,
@@ -94,6 +94,7 @@ impl ZhouConstants {
 }
 
 /// A (Private-)FedLinUCB federation.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct FedLinUcb {
     cfg: LinearConfig,
     env: LinearEnv,
@@ -207,6 +208,7 @@ impl FedLinUcb {
 }
 
 /// What a FedLinUCB federation privatizes with.
+#[derive(serde::Serialize, serde::Deserialize)]
 enum Privatizer {
     /// No privacy: exact sums.
     None,

@@ -37,7 +37,7 @@ use crate::privacy::tree::AgentTrees;
 use crate::rng::Stream;
 
 /// FedUCB's constants for one configuration.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DubeyConstants {
     /// Tree levels m.
     pub levels: usize,
@@ -107,6 +107,7 @@ impl DubeyConstants {
 }
 
 /// A centralized FedUCB federation.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct FedUcb {
     cfg: LinearConfig,
     env: LinearEnv,

@@ -45,7 +45,7 @@ use crate::linalg;
 use crate::privacy::tree::AgentTrees;
 
 /// A pending delivery.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 struct Delivery {
     arrive: u64,
     to: usize,
@@ -56,6 +56,7 @@ struct Delivery {
 }
 
 /// A decentralized FedUCB federation.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct FedUcbDecentralized {
     cfg: LinearConfig,
     env: LinearEnv,

@@ -15,7 +15,7 @@ use crate::env::{AgentStreams, LinearEnv, LinearEnvSpec};
 use crate::linalg;
 
 /// Linear-family algorithms.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum LinearAlgorithm {
     /// OFUL, one agent.
     Linucb,
@@ -34,7 +34,7 @@ pub enum LinearAlgorithm {
 }
 
 /// Privacy protocol of (Private-)FedLinUCB.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Protocol {
     /// No privacy (FedLinUCB).
     None,
@@ -52,7 +52,7 @@ pub enum Protocol {
 }
 
 /// Noise calibration of Private-FedLinUCB.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Calibration {
     /// The authors' public code (which produced their plots).
     Code,
@@ -61,7 +61,7 @@ pub enum Calibration {
 }
 
 /// FedUCB synchronization regime.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum SyncRegime {
     /// Every round.
     EveryRound,
@@ -74,7 +74,7 @@ pub enum SyncRegime {
 }
 
 /// A cell's resolved configuration for the linear family.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LinearConfig {
     /// Algorithm.
     pub algorithm: LinearAlgorithm,
@@ -116,36 +116,86 @@ pub struct LinearConfig {
     pub gamma: usize,
 }
 
+/// Any linear-family federation, as one serializable type (snapshots).
+#[derive(serde::Serialize, serde::Deserialize)]
+pub enum AnyFederation {
+    /// `linucb`, `independent`.
+    Oful(Box<oful::Oful>),
+    /// `random`.
+    Random(Box<random::RandomPolicy>),
+    /// `fedlinucb`, `private_fedlinucb`.
+    FedLinUcb(Box<fedlinucb::FedLinUcb>),
+    /// `feducb_centralized`.
+    FedUcb(Box<feducb::FedUcb>),
+    /// `feducb_decentralized`.
+    Decentralized(Box<feducb_decentralized::FedUcbDecentralized>),
+}
+
+impl AnyFederation {
+    fn inner(&self) -> &dyn Federation {
+        match self {
+            AnyFederation::Oful(f) => f.as_ref(),
+            AnyFederation::Random(f) => f.as_ref(),
+            AnyFederation::FedLinUcb(f) => f.as_ref(),
+            AnyFederation::FedUcb(f) => f.as_ref(),
+            AnyFederation::Decentralized(f) => f.as_ref(),
+        }
+    }
+
+    fn inner_mut(&mut self) -> &mut dyn Federation {
+        match self {
+            AnyFederation::Oful(f) => f.as_mut(),
+            AnyFederation::Random(f) => f.as_mut(),
+            AnyFederation::FedLinUcb(f) => f.as_mut(),
+            AnyFederation::FedUcb(f) => f.as_mut(),
+            AnyFederation::Decentralized(f) => f.as_mut(),
+        }
+    }
+}
+
+impl Federation for AnyFederation {
+    fn round(&mut self, t: u64, backend: &dyn Backend) -> f64 {
+        self.inner_mut().round(t, backend)
+    }
+
+    fn counters(&self) -> Counters {
+        self.inner().counters()
+    }
+
+    fn agent_regret(&self) -> &[f64] {
+        self.inner().agent_regret()
+    }
+}
+
 /// Builds a federation. `env_key` keys the environment streams (shared by
 /// every algorithm of a comparison); `algo_key` keys the algorithm's own
-/// streams (privacy noise, random policy).
-pub fn build(cfg: &LinearConfig, env_key: &[u64], algo_key: &[u64]) -> Box<dyn Federation> {
+/// streams (privacy noise, random policy, random graphs).
+pub fn build(cfg: &LinearConfig, env_key: &[u64], algo_key: &[u64]) -> AnyFederation {
     let env = LinearEnv::new(&cfg.env, env_key);
     match cfg.algorithm {
-        LinearAlgorithm::Linucb | LinearAlgorithm::Independent => Box::new(oful::Oful::new(cfg, env)),
-        LinearAlgorithm::Random => Box::new(random::RandomPolicy::new(cfg, env, algo_key)),
-        LinearAlgorithm::Fedlinucb | LinearAlgorithm::PrivateFedlinucb => {
-            Box::new(fedlinucb::FedLinUcb::new(cfg, env, algo_key))
+        LinearAlgorithm::Linucb | LinearAlgorithm::Independent => {
+            AnyFederation::Oful(Box::new(oful::Oful::new(cfg, env)))
         }
-        LinearAlgorithm::FeducbCentralized => Box::new(feducb::FedUcb::new(cfg, env, algo_key)),
+        LinearAlgorithm::Random => AnyFederation::Random(Box::new(random::RandomPolicy::new(cfg, env, algo_key))),
+        LinearAlgorithm::Fedlinucb | LinearAlgorithm::PrivateFedlinucb => {
+            AnyFederation::FedLinUcb(Box::new(fedlinucb::FedLinUcb::new(cfg, env, algo_key)))
+        }
+        LinearAlgorithm::FeducbCentralized => AnyFederation::FedUcb(Box::new(feducb::FedUcb::new(cfg, env, algo_key))),
         LinearAlgorithm::FeducbDecentralized => {
             let mut key = algo_key.to_vec();
             key.push(crate::rng::Purpose::Graph as u64);
-            let graph = match crate::graph::Graph::build(&cfg.graph, cfg.m, &mut crate::rng::Stream::new(&key)) {
-                Ok(g) => g,
-                // Deterministic graphs were checked when the job was loaded and
-                // random ones are redrawn until connected; a failure here is a
-                // bug, reported by falling back to the complete graph.
-                Err(_) => crate::graph::Graph::build(
-                    &crate::graph::GraphSpec::Complete,
-                    cfg.m,
-                    &mut crate::rng::Stream::new(&key),
-                )
-                .expect("the complete graph is always valid"),
-            };
-            Box::new(feducb_decentralized::FedUcbDecentralized::new(
-                cfg, env, graph, algo_key,
-            ))
+            let mut rng = crate::rng::Stream::new(&key);
+            // Deterministic graphs were validated when the job was loaded and
+            // random ones are redrawn until connected, so this cannot fail for
+            // a loaded job; a hand-built config with a bad graph gets a line.
+            let graph = crate::graph::Graph::build(&cfg.graph, cfg.m, &mut rng)
+                .or_else(|_| crate::graph::Graph::build(&crate::graph::GraphSpec::Line, cfg.m, &mut rng));
+            match graph {
+                Ok(g) => AnyFederation::Decentralized(Box::new(feducb_decentralized::FedUcbDecentralized::new(
+                    cfg, env, g, algo_key,
+                ))),
+                Err(_) => AnyFederation::Random(Box::new(random::RandomPolicy::new(cfg, env, algo_key))),
+            }
         }
     }
 }
@@ -156,6 +206,7 @@ pub fn build(cfg: &LinearConfig, env_key: &[u64], algo_key: &[u64]) -> Box<dyn F
 /// (theta_hat_i = V_i^{-1} b_i); `gram` and `bias` are the agent's exact
 /// local sums (all history for OFUL, since the last sync for federated
 /// algorithms) so that V_i can be rebuilt exactly at a refactorization.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct AgentBank {
     /// Dimension.
     pub d: usize,

@@ -12,6 +12,7 @@ use crate::env::LinearEnv;
 use crate::linalg;
 
 /// M independent OFUL agents (M = 1 for `linucb`).
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Oful {
     cfg: LinearConfig,
     env: LinearEnv,

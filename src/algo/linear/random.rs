@@ -8,6 +8,7 @@ use crate::env::{AgentStreams, LinearEnv};
 use crate::rng::{Purpose, Stream};
 
 /// M agents playing uniformly at random.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct RandomPolicy {
     env: LinearEnv,
     streams: Vec<AgentStreams>,
