@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# fedbandits: end-to-end test of slurm/ against a real single-node Slurm on
+# localhost (run by .ci/run; needs root for apt and munge).
+#
+# Starts munged, slurmctld and slurmd with a throw-away configuration, submits
+# a small job through slurm/submit.sh as a 3-task array, sends SIGTERM to one
+# task mid-run (it snapshots, exits 3 and requeues itself), waits for the
+# merge job, checks the merged data equal a single-process run of the same
+# job, and stops every daemon it started, by PID.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+bin=${FEDBANDITS_BIN:-$repo/target/release/fedbandits}
+py=${FEDBANDITS_PYTHON:-python3}
+[ -e "$py" ] && py="$(cd "$(dirname "$py")" && pwd)/$(basename "$py")"
+log() { echo "[slurm-test $(date +%T)] $*"; }
+
+if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
+  log "installing slurm-wlm and munge"
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends slurm-wlm munge >/dev/null
+fi
+
+work=$(mktemp -d /tmp/fedbandits-slurm.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  sleep 1
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
+# munge: key readable only by munge, daemon as the munge user.
+mkdir -p /etc/munge /run/munge /var/lib/munge /var/log/munge
+[ -s /etc/munge/munge.key ] || dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 status=none
+chown -R munge:munge /etc/munge /run/munge /var/lib/munge /var/log/munge
+chmod 400 /etc/munge/munge.key
+rm -f /run/munge/munged.pid
+runuser -u munge -- /usr/sbin/munged --force --pid-file=/run/munge/munged.pid --socket=/run/munge/munge.socket.2
+for _ in $(seq 50); do [ -s /run/munge/munged.pid ] && break; sleep 0.1; done
+pids+=("$(cat /run/munge/munged.pid)")
+
+cpus=$(nproc)
+mem=$(awk '/MemTotal/ {print int($2 / 1024 / 2)}' /proc/meminfo)
+mkdir -p "$work/state" "$work/spool"
+export SLURM_CONF="$work/slurm.conf"
+cat > "$SLURM_CONF" <<CONF
+ClusterName=fbtest
+SlurmctldHost=$(hostname -s)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+MpiDefault=none
+ReturnToService=2
+MinJobAge=4
+JobRequeue=1
+StateSaveLocation=$work/state
+SlurmdSpoolDir=$work/spool
+SlurmctldPidFile=$work/slurmctld.pid
+SlurmdPidFile=$work/slurmd.pid
+SlurmctldLogFile=$work/slurmctld.log
+SlurmdLogFile=$work/slurmd.log
+NodeName=$(hostname -s) CPUs=$cpus RealMemory=$mem State=UNKNOWN
+PartitionName=debug Nodes=$(hostname -s) Default=YES MaxTime=INFINITE State=UP
+CONF
+slurmctld -i
+slurmd
+for _ in $(seq 100); do [ -s "$work/slurmctld.pid" ] && [ -s "$work/slurmd.pid" ] && break; sleep 0.1; done
+pids+=("$(cat "$work/slurmctld.pid")" "$(cat "$work/slurmd.pid")")
+for _ in $(seq 100); do sinfo -h -o %T 2>/dev/null | grep -q idle && break; sleep 0.2; done
+log "cluster up: $(sinfo -h -o '%P %D %T %c')"
+
+cd "$work"
+cat > job.yaml <<'JOB'
+name: slurmtest
+seed: 4
+repetitions: 3
+horizon: 300000
+checkpoints: {every: 50000}
+algorithm: [private_fedlinucb, independent]
+environment: linear_sphere
+params: {m: 8, d: 5, k: 20, epsilon: 1, delta: 0.1}
+JOB
+export FEDBANDITS_BIN="$bin" FEDBANDITS_TASKS=3 FEDBANDITS_THREADS=1 FEDBANDITS_TIME=00:10:00 FEDBANDITS_SNAPSHOT_MINUTES=0
+ids=$("$here/submit.sh" job.yaml | tail -1)
+array=${ids% *}
+merge=${ids#* }
+log "submitted array $array (3 tasks) and merge $merge"
+squeue -h -o '%i %j %T' | sed 's/^/[slurm-test]   /'
+
+# Wait until task 1 runs, let it work a moment, then SIGTERM it.
+for _ in $(seq 200); do
+  state=$(squeue -h -j "${array}_1" -o %T 2>/dev/null || true)
+  [ "$state" = RUNNING ] && break
+  sleep 0.1
+done
+sleep 2
+log "sending SIGTERM to task ${array}_1 (state: ${state:-?})"
+scancel --signal=TERM --batch "${array}_1" || true
+
+# Wait for everything (array and merge) to leave the queue. A requeued task
+# waits for its begin time (Slurm delays requeued jobs); release it at once.
+deadline=$((SECONDS + 300))
+released=0
+while [ -n "$(squeue -h 2>/dev/null)" ]; do
+  [ $SECONDS -gt $deadline ] && { log "timeout waiting for jobs"; squeue; exit 1; }
+  if [ $released -eq 0 ] && squeue -h -j "${array}_1" -o '%T %r' 2>/dev/null | grep -q '^PENDING BeginTime'; then
+    log "task ${array}_1 requeued (pending on its begin time); releasing it now"
+    scontrol update JobId="${array}_1" StartTime=now || true
+    released=1
+  fi
+  sleep 1
+done
+log "task logs:"
+for f in fedbandits-"${array}"_*.out; do sed "s/^/[slurm-test]   $f: /" "$f"; done
+log "merge log:"
+sed 's/^/[slurm-test]   /' fedbandits-merge-"$merge".out
+grep -q "requeueing" fedbandits-"${array}"_1.out || { log "task 1 was not requeued"; exit 1; }
+grep -q ", 0 missing, 0 duplicated" fedbandits-merge-"$merge".out || { log "merge found gaps"; exit 1; }
+
+# The merged data must equal a single-process run of the same job.
+"$bin" run job.yaml --out single --quiet >/dev/null 2>&1
+"$py" - results/slurmtest single/slurmtest <<'PY'
+import sys, glob
+import pyarrow.parquet as pq
+def rows(d):
+    t = pq.read_table(sorted(glob.glob(d + "/part-*.parquet"))).drop(["wall_seconds"])
+    return sorted(map(repr, t.to_pylist()))
+a, b = rows(sys.argv[1]), rows(sys.argv[2])
+assert a == b, f"merged data differ from a single-process run ({len(a)} vs {len(b)} rows)"
+print(f"[slurm-test] merged data equal the single-process run: {len(a)} rows")
+PY
+log "ok"
