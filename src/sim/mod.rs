@@ -246,6 +246,16 @@ pub fn memory_per_federation(cfg: &crate::algo::linear::LinearConfig) -> u64 {
     } else {
         m * 2 * levels * (d * d + d) * 8
     };
+    if cfg.algorithm == A::FeducbDecentralized {
+        // gamma slots per agent, each with V^{-1}, S, U (and (V + cI)^{-1}),
+        // a tree of 1 + ceil(log2 T) levels and its last release, plus the
+        // sender/receiver flags and in-flight messages (about one per pair).
+        let slots = m * cfg.gamma.max(1) as u64;
+        let cap = 1 + (cfg.horizon.max(1) as f64).log2().ceil() as u64;
+        let private = u64::from(cfg.privacy.is_some());
+        let per_slot = (4 * d * d + 4 * d + 8) * 8 + private * ((2 * cap + 1) * (d * d + d) * 8 + d * d * 8);
+        return slots * per_slot + slots * m + m * m * (d * d + d) * 8 + workspace + m * 400;
+    }
     let shifted = if cfg.algorithm == A::FeducbCentralized && cfg.privacy.is_some() {
         m * d * d * 8
     } else {
