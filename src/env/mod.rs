@@ -63,6 +63,9 @@ pub struct DecisionSet {
     pub(crate) scratch32: Vec<f32>,
     /// Per-action workspace (inverse norms).
     pub(crate) norms: Vec<f64>,
+    /// More per-action workspace (2K and K values).
+    pub(crate) aux: Vec<f64>,
+    pub(crate) aux2: Vec<f64>,
     /// Id of the environment whose round-invariant actions are already in
     /// place (0: none), and the best mean among them.
     pub(crate) prepared_for: u64,
@@ -83,6 +86,8 @@ impl DecisionSet {
             scratch: vec![0.0; k * d],
             scratch32: vec![0.0; k * d],
             norms: vec![0.0; kp],
+            aux: vec![0.0; 2 * kp],
+            aux2: vec![0.0; kp],
             prepared_for: 0,
             prepared_best: f64::NEG_INFINITY,
         }
