@@ -198,12 +198,7 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             let job = Job::load(&job)?;
             let mut out = job.to_string();
             let threads = threads.unwrap_or_else(rayon::current_num_threads);
-            let per_fed = job
-                .cells
-                .iter()
-                .map(|c| crate::sim::memory_per_federation(&c.config))
-                .max()
-                .unwrap_or(0);
+            let per_fed = crate::sim::max_memory_per_federation(&job);
             let rows = job.cells.len() as u64 * u64::from(job.repetitions) * job.checkpoint_rounds().len() as u64;
             out += &format!(
                 "totals: {} cells, {} repetitions each, {} federations, {} agent-steps ({:.3e})\n",
@@ -318,12 +313,7 @@ pub fn plan_text(job: &Job, tasks: usize, threads: usize, rate: f64, all: bool) 
     sorted.sort_unstable();
     let max = sorted.last().copied().unwrap_or(0);
     let mean = total as f64 / tasks as f64;
-    let per_fed = job
-        .cells
-        .iter()
-        .map(|c| crate::sim::memory_per_federation(&c.config))
-        .max()
-        .unwrap_or(0);
+    let per_fed = crate::sim::max_memory_per_federation(job);
     let secs = |steps: u64| steps as f64 / (rate * threads as f64);
     let limit = (secs(max) * 1.5).max(600.0);
     let mut out = format!(

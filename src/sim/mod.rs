@@ -226,6 +226,15 @@ pub fn run_rep_resumable(
     }))
 }
 
+/// The largest [`memory_per_federation`] over a job's cells.
+pub fn max_memory_per_federation(job: &crate::job::Job) -> u64 {
+    job.cells
+        .iter()
+        .map(|c| memory_per_federation(&c.config))
+        .max()
+        .unwrap_or(0)
+}
+
 /// Approximate peak memory of one running federation, in bytes.
 pub fn memory_per_federation(cfg: &crate::algo::linear::LinearConfig) -> u64 {
     use crate::algo::linear::LinearAlgorithm as A;
