@@ -114,25 +114,21 @@ fn invalid_jobs_exit_2_with_file_line_key() {
 fn cuda_backend_fails_cleanly_and_auto_falls_back() {
     let dir = tempdir("cuda");
     let job = write_job(&dir, "j.yaml", GOOD);
-    let o = run(&[
-        "run",
-        job.to_str().unwrap(),
-        "--out",
-        dir.join("o").to_str().unwrap(),
-        "--backend",
-        "cuda",
-    ]);
+    let with_backend = |b: &str| {
+        run(&[
+            "run",
+            job.to_str().unwrap(),
+            "--out",
+            dir.join("o").to_str().unwrap(),
+            "--backend",
+            b,
+        ])
+    };
+    let o = with_backend("cuda");
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--backend cuda"), "{}", stderr(&o));
     assert!(!dir.join("o").exists());
-    let o = run(&[
-        "run",
-        job.to_str().unwrap(),
-        "--out",
-        dir.join("o").to_str().unwrap(),
-        "--backend",
-        "auto",
-    ]);
+    let o = with_backend("auto");
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("backend cpu (auto"), "{}", stderr(&o));
 }

@@ -34,6 +34,19 @@ fn paired(a: &[f64], b: &[f64]) -> (f64, f64) {
     (m, m / (sd / n.sqrt()))
 }
 
+/// Final per-agent regrets of the cell with this algorithm and, if given,
+/// parameter `key` equal to `value`.
+fn finals_of(job: &Job, algo: &str, key: &str, value: Option<&str>) -> Vec<f64> {
+    let c = job
+        .cells
+        .iter()
+        .find(|c| {
+            c.algorithm == algo && value.is_none_or(|v| c.params.get(key).map(|p| p.to_string()) == Some(v.into()))
+        })
+        .unwrap_or_else(|| panic!("no cell {algo} {key}={value:?}"));
+    finals(job, c)
+}
+
 fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
@@ -68,17 +81,7 @@ fn zhou_fig2a_neither_protocol_learns_at_such_small_epsilon() {
     let j = job(&format!(
         "{ZHOU}repetitions: 3\nalgorithm: [private_fedlinucb, random]\nparams: {{{ZHOU_PARAMS}, epsilon: 0.001, delta: 0.0001}}\ngrid: {{protocol: [ldp, sdp_amp]}}\n"
     ));
-    let by = |algo: &str, proto: Option<&str>| {
-        let c = j
-            .cells
-            .iter()
-            .find(|c| {
-                c.algorithm == algo
-                    && proto.is_none_or(|p| c.params.get("protocol").map(|v| v.to_string()) == Some(p.into()))
-            })
-            .unwrap_or_else(|| panic!("no cell {algo} {proto:?}"));
-        finals(&j, c)
-    };
+    let by = |algo: &str, proto: Option<&str>| finals_of(&j, algo, "protocol", proto);
     let (ldp, amp, rnd) = (
         by("private_fedlinucb", Some("ldp")),
         by("private_fedlinucb", Some("sdp_amp")),
@@ -156,17 +159,7 @@ fn decentralized_feducb_complete_graph_tracks_centralized_and_line_is_worse() {
     let j = job(
         "seed: 5\nrepetitions: 6\nhorizon: 3000\nalgorithm: [feducb_centralized, feducb_decentralized]\nenvironment: linear_gap\nparams: {m: 10, d: 5, k: 20, private: false, sync: log, gamma: 1}\ngrid: {graph: [complete, line]}\n",
     );
-    let get = |algo: &str, graph: Option<&str>| {
-        let c = j
-            .cells
-            .iter()
-            .find(|c| {
-                c.algorithm == algo
-                    && graph.is_none_or(|g| c.params.get("graph").map(|v| v.to_string()) == Some(g.into()))
-            })
-            .unwrap_or_else(|| panic!("no cell {algo} {graph:?}"));
-        finals(&j, c)
-    };
+    let get = |algo: &str, graph: Option<&str>| finals_of(&j, algo, "graph", graph);
     let cen = get("feducb_centralized", None);
     let complete = get("feducb_decentralized", Some("complete"));
     let line = get("feducb_decentralized", Some("line"));
