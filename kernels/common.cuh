@@ -4,12 +4,14 @@
 // operation (same order, fused multiply-adds exactly where the CPU uses
 // `mul_add`, plain multiply-then-add elsewhere: compile with --fmad=false), so
 // that a kernel run under the host emulation (kernels/emulation.hpp, g++
-// -ffp-contract=off) matches the CPU backend bit for bit, and a real GPU run
-// matches it except where CUDA's log/sin/cos round differently from glibc's.
+// -ffp-contract=off) matches the CPU backend bit for bit. Transcendental
+// functions are our own (fb_ln, fb_sincos_kernel; src/math.rs), never libm's
+// or libdevice's, whose roundings differ: so a real GPU matches too.
 //
 // The random streams are the CPU's: xoshiro256++ (scalar and 8-lane), the
 // 16-pair f32 Box-Muller of src/rng/normal.rs and the f64 Box-Muller of
-// src/rng/mod.rs (Stream::normal, with its cached second value).
+// src/rng/mod.rs (Stream::normal, with its cached second value), and the
+// counter-based normals of rng::normal_at (privacy noise regenerated from keys).
 #pragma once
 
 #ifndef FB_HOST_EMULATION
@@ -121,28 +123,140 @@ FB_DEV void fb_fill_normals_f32(fb_u64* lanes, float* out, int n) {
     }
 }
 
+// ------------------------------------------- portable f64 math (src/math.rs)
+// log and sin/cos from +, -, *, / and bit operations only (fdlibm's
+// polynomials), so that the device, the host emulation and the CPU backend
+// agree bit for bit. libm's log/sin/cos/log1p must not be used in kernels:
+// the host emulation refuses them at compile time (emulation.hpp).
+
+FB_DEV double fb_bits_f64(fb_u64 u) {
+    double x;
+#ifdef FB_HOST_EMULATION
+    std::memcpy(&x, &u, 8);
+#else
+    x = __longlong_as_double((long long)u);
+#endif
+    return x;
+}
+
+FB_DEV fb_u64 fb_f64_bits(double x) {
+#ifdef FB_HOST_EMULATION
+    fb_u64 u;
+    std::memcpy(&u, &x, 8);
+    return u;
+#else
+    return (fb_u64)__double_as_longlong(x);
+#endif
+}
+
+FB_DEV double fb_ln(double x) {
+    if (x != x || x < 0.0) return 0.0 / 0.0;
+    if (x == 0.0) return -1.0 / 0.0;
+    if (x == 1.0 / 0.0) return x;
+    fb_u64 bits = fb_f64_bits(x);
+    long long k = 0;
+    if (bits < 0x0010000000000000ull) {
+        bits = fb_f64_bits(x * 18014398509481984.0);
+        k -= 54;
+    }
+    fb_u32 hx = (fb_u32)(bits >> 32);
+    k += (long long)(hx >> 20) - 1023;
+    fb_u32 hm = hx & 0x000fffffu;
+    fb_u32 i = (hm + 0x95f64u) & 0x00100000u;
+    double xn = fb_bits_f64(((fb_u64)(hm | (i ^ 0x3ff00000u)) << 32) | (bits & 0xffffffffull));
+    k += (long long)(i >> 20);
+    double f = xn - 1.0;
+    double s = f / (2.0 + f);
+    double z = s * s;
+    double w = z * z;
+    double t1 = w * (3.999999999940941908e-1 + w * (2.222219843214978396e-1 + w * 1.531383769920937332e-1));
+    double t2 = z * (6.666666666666735130e-1 +
+                     w * (2.857142874366239149e-1 + w * (1.818357216161805012e-1 + w * 1.479819860511658591e-1)));
+    double r = t2 + t1;
+    double hfsq = 0.5 * f * f;
+    double dk = (double)k;
+    return dk * 6.93147180369123816490e-01 - ((hfsq - (s * (hfsq + r) + dk * 1.90821492927058770002e-10)) - f);
+}
+
+FB_DEV double fb_ln_1p(double q) {
+    double u = 1.0 + q;
+    return u == 1.0 ? q : fb_ln(u) * q / (u - 1.0);
+}
+
+// (sin x, cos x) on [-pi/4, pi/4].
+FB_DEV void fb_sincos_kernel(double x, double* s_out, double* c_out) {
+    double z = x * x;
+    double v = z * x;
+    double rs = 8.33333333332248946124e-03 +
+                z * (-1.98412698298579493134e-04 +
+                     z * (2.75573137070700676789e-06 + z * (-2.50507602534068634195e-08 + z * 1.58969099521155010221e-10)));
+    *s_out = x + v * (-1.66666666666666324348e-01 + z * rs);
+    double rc =
+        z * (4.16666666666666019037e-02 +
+             z * (-1.38888888888741095749e-03 +
+                  z * (2.48015872894767294178e-05 +
+                       z * (-2.75573143513906633035e-07 + z * (2.08757232129817482790e-09 + z * -1.13596475577881948265e-11)))));
+    *c_out = 1.0 - (0.5 * z - z * rc);
+}
+
+// math::box_muller: two normals from two 64-bit words.
+FB_DEV void fb_box_muller_f64(fb_u64 a, fb_u64 b, double* c_out, double* s_out) {
+    const double two_m53 = 1.1102230246251565e-16;
+    double u1 = ((double)(a >> 11) + 0.5) * two_m53;
+    double r = sqrt(-2.0 * fb_ln(u1));
+    fb_u64 q = b >> 62;
+    double f = (double)((b << 2) >> 11) * two_m53;
+    double s, c;
+    fb_sincos_kernel((f - 0.5) * 1.5707963267948966, &s, &c);
+    double cq = q == 0 ? c : (q == 1 ? -s : (q == 2 ? -c : s));
+    double sq = q == 0 ? s : (q == 1 ? c : (q == 2 ? -s : -c));
+    *c_out = r * cq;
+    *s_out = r * sq;
+}
+
+// -------------------------------------------------------- keys (src/rng)
+
+FB_DEV fb_u64 fb_splitmix64(fb_u64* state) {
+    *state += 0x9E3779B97F4A7C15ull;
+    fb_u64 z = *state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+// rng::fold_more: the key extended by one word.
+FB_DEV fb_u64 fb_fold_more(fb_u64 h, fb_u64 p) {
+    h ^= p;
+    return fb_splitmix64(&h);
+}
+
+// rng::normal_at: a standard normal as a pure function of (key, index).
+FB_DEV double fb_normal_at(fb_u64 key, fb_u64 index) {
+    fb_u64 h = key ^ (index * 0xD2B74407B1CE6E93ull);
+    fb_u64 a = fb_splitmix64(&h);
+    fb_u64 b = fb_splitmix64(&h);
+    double c, s;
+    fb_box_muller_f64(a, b, &c, &s);
+    return c;
+}
+
 // -------------------------------------------------------- scalar f64 stream
 
 FB_DEV double fb_uniform(fb_u64* s) { return (double)(fb_xoshiro_next(s) >> 11) * 1.1102230246251565e-16; }
 
-FB_DEV double fb_uniform_open(fb_u64* s) {
-    return ((double)(fb_xoshiro_next(s) >> 11) + 0.5) * 1.1102230246251565e-16;
-}
-
-// Stream::normal: Box-Muller in f64 with the second value cached.
+// Stream::normal: math::box_muller of the next two words, second value cached.
 FB_DEV double fb_normal(fb_u64* s, double* spare, int* has_spare) {
     if (*has_spare) {
         *has_spare = 0;
         return *spare;
     }
-    double u1 = fb_uniform_open(s);
-    double u2 = fb_uniform(s);
-    double r = sqrt(-2.0 * log(u1));
-    double a = 6.283185307179586 * u2;
-    double sn = sin(a), cs = cos(a);
-    *spare = r * sn;
+    fb_u64 a = fb_xoshiro_next(s);
+    fb_u64 b = fb_xoshiro_next(s);
+    double c, sn;
+    fb_box_muller_f64(a, b, &c, &sn);
+    *spare = sn;
     *has_spare = 1;
-    return r * cs;
+    return c;
 }
 
 // ------------------------------------------------------- small dense algebra
@@ -182,7 +296,7 @@ FB_DEV int fb_cholesky(double* a, int d, double* logdet) {
         if (s != s || s <= 0.0 || s == 1.0 / 0.0) return 1;
         double ljj = sqrt(s);
         a[j * d + j] = ljj;
-        ld += 2.0 * log(ljj);
+        ld += 2.0 * fb_ln(ljj);
         double inv = 1.0 / ljj;
         for (int i = j + 1; i < d; ++i) {
             double t = a[i * d + j];

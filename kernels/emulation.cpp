@@ -6,8 +6,6 @@
 #include "emulation.hpp"
 #include "linear.cu"
 
-#include <utility>
-
 template <typename... A, std::size_t... I>
 static void fb_call(void (*f)(A...), void** p, std::index_sequence<I...>) {
     f(*static_cast<typename std::remove_reference<A>::type*>(p[I])...);

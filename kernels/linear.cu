@@ -115,7 +115,7 @@ extern "C" __global__ void fb_linear_step(int n, int m, int d, int k, int kp, in
     double mu = mean[arm];
     double y = mu + noise_std * fb_normal(rstate + (long long)g * 4, rspare + g, rhas + g);
     double q = fb_sherman_morrison(A, xs, w, d);
-    logdet[g] += log1p(q);
+    logdet[g] += fb_ln_1p(q);
     for (int j = 0; j < d; ++j) bb[j] += y * xs[j];
     double* G = gram + (long long)g * d * d;
     for (int i = 0; i < d; ++i)
@@ -151,72 +151,71 @@ extern "C" __global__ void fb_refactor(int n, int m, int d, const double* base, 
     if (jitter != 0.0) failures[f] += 1;
 }
 
-// Per agent: insert the local sums (gram, bias) as the next leaf `leaf` (1-based)
-// of the agent's binary-counter tree, drawing the new node's noise
-// (Zhou & Chowdhury: all entries N(0, sigma^2), matrix part (Z + Z^T)/2).
-extern "C" __global__ void fb_tree_insert(int n, int d, int levels, fb_u64 leaf, double sigma, const double* gram,
-                                          const double* bias, double* psum, double* noise, fb_u64* nstate,
-                                          double* nspare, int* nhas) {
-    int g = blockIdx.x * blockDim.x + threadIdx.x;
-    if (g >= n) return;
+// Per (agent, entry): add the local sums (gram, bias) to the agent's exact
+// running tree sum `tsum` (privacy/tree.rs: a node's noise is regenerated from
+// its key when a release needs it, so nothing per level is stored).
+extern "C" __global__ void fb_tree_insert(int n, int d, const double* gram, const double* bias, double* tsum) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     int dd = d * d, width = dd + d;
-    int level = 0;
-    while (((leaf >> level) & 1ull) == 0ull) ++level;
-    double* P = psum + (long long)g * levels * width;
-    double* Z = noise + (long long)g * levels * width;
-    double* node = P + (long long)level * width;
-    for (int e = 0; e < dd; ++e) node[e] = gram[(long long)g * dd + e];
-    for (int e = 0; e < d; ++e) node[dd + e] = bias[(long long)g * d + e];
-    for (int j = 0; j < level; ++j)
-        for (int e = 0; e < width; ++e) node[e] += P[(long long)j * width + e];
-    for (int e = 0; e < level * width; ++e) {
-        P[e] = 0.0;
-        Z[e] = 0.0;
-    }
-    double* z = Z + (long long)level * width;
-    for (int e = 0; e < width; ++e) z[e] = sigma * fb_normal(nstate + (long long)g * 4, nspare + g, nhas + g);
-    for (int i = 0; i < d; ++i)
-        for (int j = i + 1; j < d; ++j) {
-            double s = 0.5 * (z[i * d + j] + z[j * d + i]);
-            z[i * d + j] = s;
-            z[j * d + i] = s;
-        }
+    if (t >= (long long)n * width) return;
+    long long g = t / width;
+    int e = (int)(t % width);
+    tsum[t] += e < dd ? gram[g * dd + e] : bias[g * d + (e - dd)];
 }
 
-// Per (federation, entry): the server's output after leaf `leaf`: the sum over
-// agents of their noisy prefix sums (private), or base += sum of the agents'
-// local sums (not private). Writes base (d x d) and u_syn (d) of federation f.
-extern "C" __global__ void fb_sync_reduce(int nfed, int m, int d, int levels, fb_u64 leaf, int private_,
-                                          double lambda, const double* psum, const double* noise,
-                                          const double* gram, const double* bias, double* base, double* usyn) {
-    int t = blockIdx.x * blockDim.x + threadIdx.x;
+// Entry e of the Zhou & Chowdhury node noise of the node with key `key`
+// (fedlinucb::zhou_noise): sigma N(0,1) per entry, Gram part (Z + Z^T)/2.
+FB_DEV double fb_zhou_noise_entry(fb_u64 key, int d, int e, double sigma) {
+    int dd = d * d;
+    if (e >= dd) return sigma * fb_normal_at(key, (fb_u64)e);
+    int i = e / d, j = e % d;
+    if (i == j) return sigma * fb_normal_at(key, (fb_u64)e);
+    int lo = i < j ? i : j, hi = i < j ? j : i;
+    return 0.5 * (sigma * fb_normal_at(key, (fb_u64)(lo * d + hi)) + sigma * fb_normal_at(key, (fb_u64)(hi * d + lo)));
+}
+
+// Per (federation, entry): the server's output after leaf `leaf`. Private:
+// the sum over agents (in order) of each agent's release, its exact running
+// sum plus the noise of its live nodes (lowest level first; node named by
+// the leaf that closed it, key fold_more(akey, node)), exactly the CPU's
+// AgentTrees::contribute order; base = lambda I + Gram part, u_syn = bias
+// part. Not private: base += sum of the agents' local sums.
+extern "C" __global__ void fb_sync_reduce(int nfed, int m, int d, fb_u64 leaf, int private_, double sigma,
+                                          double lambda, const double* tsum, const fb_u64* akey, const double* gram,
+                                          const double* bias, double* base, double* usyn) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     int dd = d * d, width = dd + d;
-    if (t >= nfed * width) return;
-    int f = t / width, e = t % width;
-    double out;
+    if (t >= (long long)nfed * width) return;
+    long long f = t / width;
+    int e = (int)(t % width);
     if (private_) {
         double s = 0.0;
         for (int i = 0; i < m; ++i) {
-            long long g = (long long)f * m + i;
-            for (int j = 0; j < levels; ++j)
-                if ((leaf >> j) & 1ull) s += psum[(g * levels + j) * width + e] + noise[(g * levels + j) * width + e];
+            long long g = f * m + i;
+            s += tsum[g * width + e];
+            for (int j = 0; j < 64; ++j)
+                if ((leaf >> j) & 1ull) {
+                    fb_u64 node = (leaf >> j) << j;
+                    s += fb_zhou_noise_entry(fb_fold_more(akey[g], node), d, e, sigma);
+                }
         }
         if (e < dd) {
             double diag = (e / d == e % d) ? lambda : 0.0;
-            base[(long long)f * dd + e] = diag + s;
+            base[f * dd + e] = diag + s;
         } else {
-            usyn[(long long)f * d + (e - dd)] = s;
+            usyn[f * d + (e - dd)] = s;
         }
         return;
     }
+    double out;
     if (e < dd) {
-        out = base[(long long)f * dd + e];
-        for (int i = 0; i < m; ++i) out += gram[((long long)f * m + i) * dd + e];
-        base[(long long)f * dd + e] = out;
+        out = base[f * dd + e];
+        for (int i = 0; i < m; ++i) out += gram[(f * m + i) * dd + e];
+        base[f * dd + e] = out;
     } else {
-        out = usyn[(long long)f * d + (e - dd)];
-        for (int i = 0; i < m; ++i) out += bias[((long long)f * m + i) * d + (e - dd)];
-        usyn[(long long)f * d + (e - dd)] = out;
+        out = usyn[f * d + (e - dd)];
+        for (int i = 0; i < m; ++i) out += bias[(f * m + i) * d + (e - dd)];
+        usyn[f * d + (e - dd)] = out;
     }
 }
 

@@ -35,7 +35,7 @@ pub fn cholesky_in_place(a: &mut [f64], d: usize) -> Result<f64, LltError> {
         }
         let ljj = s.sqrt();
         a[j * d + j] = ljj;
-        logdet += 2.0 * ljj.ln();
+        logdet += 2.0 * crate::math::ln(ljj);
         let inv = 1.0 / ljj;
         for i in j + 1..d {
             let mut s = a[i * d + j];

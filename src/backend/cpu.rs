@@ -160,7 +160,7 @@ impl Backend for CpuBackend {
         let mean = ws.ds.mean[arm];
         let y = env.reward(streams, mean);
         let q = linalg::sherman_morrison(agent.vinv, &ws.x, &mut ws.w, d);
-        *agent.logdet += q.ln_1p();
+        *agent.logdet += crate::math::ln_1p(q);
         for (bi, xi) in agent.b.iter_mut().zip(&ws.x) {
             *bi += y * xi;
         }

@@ -20,7 +20,13 @@ use thiserror::Error;
 
 /// Version of the simulation semantics; part of every cell's resume key so
 /// that results of an older engine are never mixed with newer ones.
-pub const SEMANTICS_VERSION: u32 = 1;
+///
+/// History: 2 -- f64 normals (rewards, theta*, linear_gap) use the portable
+/// Box-Muller of [`crate::math::box_muller`] (quadrant from the top bits)
+/// instead of libm's sin/cos; log det uses [`crate::math::ln`]; tree node
+/// noise is a pure function of (agent noise key, node), regenerated at each
+/// release ([`crate::privacy::tree`]). Every stream's values changed.
+pub const SEMANTICS_VERSION: u32 = 2;
 
 /// One problem in a job file.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,16 +1,25 @@
 //! The tree-based mechanism (binary counter; Dwork et al. 2010, Chan et al.
-//! 2011) used by both linear-family papers.
+//! 2011) used by both linear-family papers, with noise regenerated from keys.
 //!
 //! Leaves arrive one at a time (an agent's batch or sync contribution, as a
-//! flat vector: the d x d Gram part followed by the d bias entries). Leaf k
-//! (1-based) closes the p-sum at level i_k = (index of the lowest set bit of
-//! k): alpha_{i_k} = sum_{j < i_k} alpha_j + leaf, covering 2^{i_k} leaves;
-//! the lower levels are emptied. The node's noise is drawn once, when the node
-//! is created. The release after leaf k is the sum over the set bits j of k of
-//! (alpha_j + noise_j): the exact prefix sum plus the noise of at most
-//! floor(log2 k) + 1 nodes, each leaf touching at most one node per level.
+//! flat vector: the d x d Gram part followed by the d bias entries). In the
+//! textbook form leaf k (1-based) closes the p-sum at level i_k (the index of
+//! the lowest set bit of k), a node covering leaves k - 2^{i_k} + 1 ..= k, and
+//! the release after leaf k is the sum over the set bits j of k of
+//! (p-sum_j + noise_j): the exact prefix sum plus the noise of popcount(k)
+//! <= floor(log2 k) + 1 nodes, each leaf in at most one live node per level.
 //!
-//! Memory: 2 x levels x width values; nothing grows with the horizon.
+//! Here the sum of the live p-sums is kept as what it is, the exact running
+//! sum of all leaves, and a node's noise is a pure function of its key
+//! (agent noise key, node), where the node is named by the leaf that closed
+//! it: for the set bit j of k that is (k >> j) << j. So the release is
+//! `sum + sum over live nodes of noise(node)`, every node's noise is the same
+//! each time it is used (drawn "once" in the mechanism's sense), and nothing
+//! per level is stored: an agent's privacy state is one width-vector,
+//! O(d^2), whatever the horizon (before: 2 x levels x width). The cost moves
+//! to regenerating popcount(k) nodes' noise per release, which the noise
+//! functions do entry by entry ([`crate::rng::normal_at`]), so a GPU thread
+//! per entry computes the same bits.
 
 use thiserror::Error;
 
@@ -24,25 +33,21 @@ pub struct TreeFull {
     pub leaf: u64,
 }
 
-/// One agent's binary-counter tree.
+/// One agent's binary-counter tree: the exact running sum and the leaf count.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Tree {
-    width: usize,
     levels: usize,
     leaves: u64,
-    psum: Vec<f64>,
-    noise: Vec<f64>,
+    sum: Vec<f64>,
 }
 
 impl Tree {
     /// A tree for vectors of `width` entries and up to 2^levels - 1 leaves.
     pub fn new(width: usize, levels: usize) -> Self {
         Self {
-            width,
             levels,
             leaves: 0,
-            psum: vec![0.0; width * levels],
-            noise: vec![0.0; width * levels],
+            sum: vec![0.0; width],
         }
     }
 
@@ -51,95 +56,98 @@ impl Tree {
         self.leaves
     }
 
-    /// Inserts the next leaf. `draw_noise` fills the new node's noise.
-    pub fn insert(&mut self, leaf: &[f64], mut draw_noise: impl FnMut(&mut [f64])) -> Result<(), TreeFull> {
+    /// Inserts the next leaf.
+    pub fn insert(&mut self, leaf: &[f64]) -> Result<(), TreeFull> {
         let k = self.leaves + 1;
-        let level = k.trailing_zeros() as usize;
-        if level >= self.levels {
+        if k.trailing_zeros() as usize >= self.levels {
             return Err(TreeFull {
                 levels: self.levels,
                 leaf: k,
             });
         }
-        let w = self.width;
-        let (below, rest) = self.psum.split_at_mut(level * w);
-        let node = &mut rest[..w];
-        node.copy_from_slice(leaf);
-        for j in 0..level {
-            for (n, v) in node.iter_mut().zip(&below[j * w..(j + 1) * w]) {
-                *n += v;
-            }
+        for (s, l) in self.sum.iter_mut().zip(leaf) {
+            *s += l;
         }
-        below.fill(0.0);
-        self.noise[..level * w].fill(0.0);
-        draw_noise(&mut self.noise[level * w..(level + 1) * w]);
         self.leaves = k;
         Ok(())
     }
 
-    /// Levels whose nodes make up the current release (the set bits of the
-    /// leaf count).
-    pub fn nodes_used(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..self.levels).filter(move |j| (self.leaves >> j) & 1 == 1)
+    /// The live nodes of the current release, lowest level first: each is
+    /// named by the leaf that closed it.
+    pub fn nodes_used(&self) -> impl Iterator<Item = u64> + '_ {
+        live_nodes(self.leaves)
     }
 
-    /// Adds the current noisy prefix sum to `out`.
-    pub fn add_release(&self, out: &mut [f64]) {
-        let w = self.width;
-        for j in self.nodes_used() {
-            let p = &self.psum[j * w..(j + 1) * w];
-            let z = &self.noise[j * w..(j + 1) * w];
-            for ((o, a), b) in out.iter_mut().zip(p).zip(z) {
-                *o += a + b;
-            }
+    /// Adds the exact prefix sum to `out`.
+    pub fn add_sum(&self, out: &mut [f64]) {
+        for (o, s) in out.iter_mut().zip(&self.sum) {
+            *o += s;
         }
-    }
-
-    /// Noise of the node at `level` (zero if the node is not live).
-    pub fn node_noise(&self, level: usize) -> &[f64] {
-        &self.noise[level * self.width..(level + 1) * self.width]
     }
 }
 
-/// The trees of a federation's M agents with their noise streams (one
-/// stream per agent, keyed by the algorithm's key, agent and purpose).
+/// The live nodes after `leaves` leaves (one per set bit, lowest first),
+/// each named by the leaf that closed it.
+pub fn live_nodes(leaves: u64) -> impl Iterator<Item = u64> {
+    (0..64)
+        .filter(move |j| (leaves >> j) & 1 == 1)
+        .map(move |j| (leaves >> j) << j)
+}
+
+/// The trees of a federation's M agents with their noise keys (one per
+/// agent, from the algorithm's key, agent and purpose).
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct AgentTrees {
     trees: Vec<Tree>,
-    noise: Vec<crate::rng::Stream>,
+    keys: Vec<u64>,
+    /// One node's noise (workspace).
+    z: Vec<f64>,
 }
 
 impl AgentTrees {
-    /// The key of agent `i`'s noise stream.
+    /// The key of agent `i`'s noise.
     pub fn noise_key(algo_key: &[u64], i: usize) -> Vec<u64> {
         let mut k = algo_key.to_vec();
         k.extend_from_slice(&[i as u64, crate::rng::Purpose::PrivacyNoise as u64]);
         k
     }
 
+    /// The key of the noise of agent `i`'s node `node`:
+    /// `fold_key(noise_key(algo_key, i) ++ [node])`.
+    pub fn node_key(agent_key: u64, node: u64) -> u64 {
+        crate::rng::fold_more(agent_key, node)
+    }
+
     /// Trees for `m` agents.
     pub fn new(m: usize, width: usize, levels: usize, algo_key: &[u64]) -> Self {
-        let noise = (0..m)
-            .map(|i| crate::rng::Stream::new(&Self::noise_key(algo_key, i)))
-            .collect();
         Self {
             trees: (0..m).map(|_| Tree::new(width, levels)).collect(),
-            noise,
+            keys: (0..m)
+                .map(|i| crate::rng::fold_key(&Self::noise_key(algo_key, i)))
+                .collect(),
+            z: vec![0.0; width],
         }
     }
 
-    /// Inserts agent `i`'s next leaf, drawing the new node's noise with
-    /// `draw(node, agent_stream)`, and adds the agent's release to `out`.
+    /// Inserts agent `i`'s next leaf and adds the agent's release (exact
+    /// prefix sum plus the noise of its live nodes, each filled by
+    /// `draw(node_noise, node_key)`) to `out`.
     pub fn contribute(
         &mut self,
         i: usize,
         leaf: &[f64],
         out: &mut [f64],
-        mut draw: impl FnMut(&mut [f64], &mut crate::rng::Stream),
+        mut draw: impl FnMut(&mut [f64], u64),
     ) -> Result<(), TreeFull> {
-        let rng = &mut self.noise[i];
-        self.trees[i].insert(leaf, |z| draw(z, rng))?;
-        self.trees[i].add_release(out);
+        let tree = &mut self.trees[i];
+        tree.insert(leaf)?;
+        tree.add_sum(out);
+        for node in live_nodes(tree.leaves) {
+            draw(&mut self.z, Self::node_key(self.keys[i], node));
+            for (o, z) in out.iter_mut().zip(&self.z) {
+                *o += z;
+            }
+        }
         Ok(())
     }
 }
@@ -147,60 +155,100 @@ impl AgentTrees {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::Stream;
+    use crate::rng::{Stream, normal_at};
 
-    #[test]
-    fn release_is_true_sum_plus_noise_of_used_nodes() {
-        let width = 3;
-        let levels = 8;
-        let mut tree = Tree::new(width, levels);
-        let mut s = Stream::new(&[11]);
-        let mut truth = vec![0.0; width];
-        for k in 1..=255u64 {
-            let leaf: Vec<f64> = (0..width).map(|_| s.uniform()).collect();
-            for (t, l) in truth.iter_mut().zip(&leaf) {
-                *t += l;
+    /// The textbook tree (stored p-sums and node noise drawn when the node is
+    /// created), as the reference the key-regenerated form must equal.
+    struct Textbook {
+        psum: Vec<Vec<f64>>,
+        noise: Vec<Vec<f64>>,
+        leaves: u64,
+    }
+
+    impl Textbook {
+        fn insert(&mut self, leaf: &[f64], key: u64) {
+            let k = self.leaves + 1;
+            let level = k.trailing_zeros() as usize;
+            let mut node = leaf.to_vec();
+            for j in 0..level {
+                for (n, p) in node.iter_mut().zip(&self.psum[j]) {
+                    *n += p;
+                }
+                self.psum[j].fill(0.0);
+                self.noise[j].fill(0.0);
             }
-            let mut ns = Stream::new(&[12, k]);
-            tree.insert(&leaf, |z| z.iter_mut().for_each(|v| *v = 1e3 * ns.normal()))
-                .unwrap();
-            let used: Vec<usize> = tree.nodes_used().collect();
-            assert!(used.len() <= (63 - k.leading_zeros()) as usize + 1);
-            assert_eq!(used.len(), k.count_ones() as usize);
-            let mut rel = vec![0.0; width];
-            tree.add_release(&mut rel);
-            let mut noise = vec![0.0; width];
-            for &j in &used {
-                for (n, z) in noise.iter_mut().zip(tree.node_noise(j)) {
-                    *n += z;
+            self.psum[level] = node;
+            let nk = AgentTrees::node_key(key, k);
+            self.noise[level] = (0..leaf.len() as u64).map(|e| normal_at(nk, e)).collect();
+            self.leaves = k;
+        }
+
+        fn release(&self) -> Vec<f64> {
+            let mut out = vec![0.0; self.psum[0].len()];
+            for j in 0..self.psum.len() {
+                if (self.leaves >> j) & 1 == 1 {
+                    for (o, (p, z)) in out.iter_mut().zip(self.psum[j].iter().zip(&self.noise[j])) {
+                        *o += p + z;
+                    }
                 }
             }
-            for c in 0..width {
-                let diff = rel[c] - truth[c];
-                assert!((diff - noise[c]).abs() < 1e-9, "k={k} c={c}");
+            out
+        }
+    }
+
+    #[test]
+    fn release_equals_the_textbook_tree() {
+        let (width, levels) = (3, 8);
+        let mut trees = AgentTrees::new(1, width, levels, &[5, 6]);
+        let key = trees.keys[0];
+        let mut book = Textbook {
+            psum: vec![vec![0.0; width]; levels],
+            noise: vec![vec![0.0; width]; levels],
+            leaves: 0,
+        };
+        let mut s = Stream::new(&[11]);
+        for k in 1..=255u64 {
+            let leaf: Vec<f64> = (0..width).map(|_| s.uniform()).collect();
+            book.insert(&leaf, key);
+            let mut rel = vec![0.0; width];
+            trees
+                .contribute(0, &leaf, &mut rel, |z, nk| {
+                    for (e, v) in z.iter_mut().enumerate() {
+                        *v = normal_at(nk, e as u64);
+                    }
+                })
+                .unwrap();
+            let used: Vec<u64> = trees.trees[0].nodes_used().collect();
+            assert_eq!(used.len(), k.count_ones() as usize);
+            assert!(used.len() <= (63 - k.leading_zeros()) as usize + 1);
+            for (a, b) in rel.iter().zip(book.release()) {
+                // Same noise bits; only the order of the exact sums differs.
+                assert!((a - b).abs() < 1e-12, "k={k}: {a} vs {b}");
             }
         }
-        assert!(
-            tree.insert(&[0.0; 3], |_| {}).is_err(),
+        let err = trees.contribute(0, &[0.0; 3], &mut [0.0; 3], |_, _| {});
+        assert_eq!(
+            err,
+            Err(TreeFull { levels: 8, leaf: 256 }),
             "leaf 256 must not fit 8 levels"
         );
     }
 
     #[test]
-    fn each_node_noise_drawn_once() {
-        let mut tree = Tree::new(1, 4);
-        let mut draws = 0;
-        for _ in 0..15 {
-            tree.insert(&[1.0], |z| {
-                draws += 1;
-                z[0] = 0.5;
-            })
-            .unwrap();
-        }
-        // One fresh node per leaf; a release reuses the stored noise.
-        assert_eq!(draws, 15);
-        let mut r = [0.0];
-        tree.add_release(&mut r);
-        assert!((r[0] - (15.0 + 4.0 * 0.5)).abs() < 1e-12);
+    fn a_node_keeps_its_noise_while_live_and_nodes_differ() {
+        // Leaf 4 closes node 4 (level 2); it stays live through leaf 7, with
+        // the same key each time, and distinct from the other nodes' keys.
+        let used: Vec<Vec<u64>> = (4..=7).map(|k| live_nodes(k).collect()).collect();
+        assert_eq!(used, vec![vec![4], vec![5, 4], vec![6, 4], vec![7, 6, 4]]);
+        let key = crate::rng::fold_key(&[1, 2]);
+        assert_eq!(AgentTrees::node_key(key, 4), crate::rng::fold_key(&[1, 2, 4]));
+        assert_ne!(AgentTrees::node_key(key, 4), AgentTrees::node_key(key, 6));
+    }
+
+    #[test]
+    fn state_is_one_vector_per_agent() {
+        let t = AgentTrees::new(100, 16_512, 25, &[1]);
+        let floats: usize = t.trees.iter().map(|x| x.sum.len()).sum::<usize>() + t.z.len();
+        assert_eq!(floats, 101 * 16_512);
     }
 }

@@ -52,12 +52,17 @@ pub fn splitmix64(state: &mut u64) -> u64 {
 
 /// Folds a sequence of 64-bit words into one 64-bit key.
 pub fn fold_key(parts: &[u64]) -> u64 {
-    let mut h = 0x6A09_E667_F3BC_C908u64; // sqrt(2) fraction bits: an arbitrary non-zero start
-    for &p in parts {
-        h ^= p;
-        h = splitmix64(&mut h);
-    }
-    h
+    let h = 0x6A09_E667_F3BC_C908u64; // sqrt(2) fraction bits: an arbitrary non-zero start
+    parts.iter().fold(h, |h, &p| fold_more(h, p))
+}
+
+/// Extends a folded key by one word: `fold_more(fold_key(k), p) ==
+/// fold_key(k ++ [p])`, so a kernel can derive per-node keys from one
+/// per-agent word.
+#[inline]
+pub fn fold_more(mut h: u64, p: u64) -> u64 {
+    h ^= p;
+    splitmix64(&mut h)
 }
 
 /// The four state words of the xoshiro256++ stream for `parts`.
@@ -71,6 +76,18 @@ pub fn state_words(parts: &[u64]) -> [u64; 4] {
         s[0] = 1; // the all-zero state is a fixed point; unreachable in practice
     }
     s
+}
+
+/// A standard normal as a pure function of (`key`, `index`): counter-based,
+/// so noise that can be regenerated need not be stored, and any thread of a
+/// kernel can compute any entry. `key` is a [`fold_key`] of the noise's
+/// identity (e.g. agent noise key and tree node); `index` the entry.
+#[inline]
+pub fn normal_at(key: u64, index: u64) -> f64 {
+    let mut h = key ^ index.wrapping_mul(0xD2B7_4407_B1CE_6E93);
+    let a = splitmix64(&mut h);
+    let b = splitmix64(&mut h);
+    crate::math::box_muller(a, b).0
 }
 
 /// FNV-1a hash of a string, used to turn parameter descriptions into scopes.
@@ -128,19 +145,19 @@ impl Stream {
         ((u128::from(self.rng.next_u64()) * u128::from(n)) >> 64) as u64
     }
 
-    /// Standard normal by the Box-Muller transform in f64 (exact up to libm's
-    /// rounding; not on the hot path).
+    /// Standard normal by the Box-Muller transform in f64
+    /// ([`crate::math::box_muller`] of the next two words: portable, so a
+    /// CUDA kernel draws the same bits); the pair's second value is cached.
     #[inline]
     pub fn normal(&mut self) -> f64 {
         if let Some(z) = self.spare.take() {
             return z;
         }
-        let u1 = self.uniform_open();
-        let u2 = self.uniform();
-        let r = (-2.0 * u1.ln()).sqrt();
-        let (s, c) = (std::f64::consts::TAU * u2).sin_cos();
-        self.spare = Some(r * s);
-        r * c
+        let a = self.rng.next_u64();
+        let b = self.rng.next_u64();
+        let (c, s) = crate::math::box_muller(a, b);
+        self.spare = Some(s);
+        c
     }
 
     /// Binomial(n, p) draw (rand_distr's exact BTPE/inversion sampler).
@@ -160,9 +177,81 @@ impl Stream {
     }
 }
 
+/// Statistics helpers of the tests.
+#[cfg(test)]
+pub(crate) mod stats {
+    /// Standard normal CDF (via an erfc with relative error < 1.2e-7,
+    /// Numerical Recipes' erfcc).
+    pub fn phi(x: f64) -> f64 {
+        0.5 * erfc(-x / std::f64::consts::SQRT_2)
+    }
+
+    fn erfc(x: f64) -> f64 {
+        let z = x.abs();
+        let t = 1.0 / (1.0 + 0.5 * z);
+        let r = t
+            * (-z * z - 1.265_512_23
+                + t * (1.000_023_68
+                    + t * (0.374_091_96
+                        + t * (0.096_784_18
+                            + t * (-0.186_288_06
+                                + t * (0.278_868_07
+                                    + t * (-1.135_203_98
+                                        + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
+                .exp();
+        if x >= 0.0 { r } else { 2.0 - r }
+    }
+
+    /// Asserts that `v` (n = 1e6 draws) looks standard normal: mean,
+    /// variance, kurtosis, the |z| > 3 tail and the Kolmogorov-Smirnov
+    /// statistic of its first 200,000 values, each at about 5 standard
+    /// errors (KS: the alpha = 0.001 critical value).
+    pub fn assert_standard_normal(v: &[f64], what: &str) {
+        let nf = v.len() as f64;
+        assert_eq!(v.len(), 1_000_000);
+        let mean = v.iter().sum::<f64>() / nf;
+        let m2 = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / nf;
+        let m4 = v.iter().map(|x| (x - mean).powi(4)).sum::<f64>() / nf;
+        // Standard errors at n = 1e6: mean 1e-3, var 1.4e-3, kurtosis 4.9e-3.
+        assert!(mean.abs() < 5e-3, "{what}: mean {mean}");
+        assert!((m2 - 1.0).abs() < 7e-3, "{what}: var {m2}");
+        assert!((m4 / (m2 * m2) - 3.0).abs() < 2.5e-2, "{what}: kurtosis");
+        // P(|z| > 3) = 2.6998e-3, sd of the estimate 5.2e-5.
+        let p3 = v.iter().filter(|x| x.abs() > 3.0).count() as f64 / nf;
+        assert!((p3 - 2.6998e-3).abs() < 2.6e-4, "{what}: P(|z|>3) = {p3}");
+        let mut s: Vec<f64> = v[..200_000].to_vec();
+        s.sort_by(f64::total_cmp);
+        let m = s.len() as f64;
+        let d = s
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| {
+                let f = phi(x);
+                (f - i as f64 / m).abs().max((f - (i + 1) as f64 / m).abs())
+            })
+            .fold(0.0, f64::max);
+        assert!(d < 4.4e-3, "{what}: KS statistic {d}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn f64_normals_are_standard_normal() {
+        let mut s = Stream::new(&[7, 7]);
+        let v: Vec<f64> = (0..1_000_000).map(|_| s.normal()).collect();
+        stats::assert_standard_normal(&v, "Stream::normal");
+        let key = fold_key(&[3, 1, 4]);
+        let v: Vec<f64> = (0..1_000_000).map(|i| normal_at(key, i)).collect();
+        stats::assert_standard_normal(&v, "normal_at");
+        // Neighbouring keys and indices are uncorrelated.
+        let w: Vec<f64> = (0..1_000_000).map(|i| normal_at(key + 1, i)).collect();
+        let corr = v.iter().zip(&w).map(|(a, b)| a * b).sum::<f64>() / 1e6;
+        let lag = v.windows(2).map(|p| p[0] * p[1]).sum::<f64>() / 1e6;
+        assert!(corr.abs() < 5e-3 && lag.abs() < 5e-3, "corr {corr} lag {lag}");
+    }
 
     #[test]
     fn keys_separate_streams() {

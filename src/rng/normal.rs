@@ -195,28 +195,7 @@ pub fn fill_normals(lanes: &mut Lanes, out: &mut [f64]) {
 mod tests {
     use super::*;
 
-    fn phi(x: f64) -> f64 {
-        // Standard normal CDF via erfc (W. J. Cody's rational approximation is
-        // not in std; use the complementary error function series below).
-        0.5 * erfc(-x / std::f64::consts::SQRT_2)
-    }
-
-    /// erfc with relative error < 1.2e-7 (Numerical Recipes' erfcc).
-    fn erfc(x: f64) -> f64 {
-        let z = x.abs();
-        let t = 1.0 / (1.0 + 0.5 * z);
-        let r = t
-            * (-z * z - 1.265_512_23
-                + t * (1.000_023_68
-                    + t * (0.374_091_96
-                        + t * (0.096_784_18
-                            + t * (-0.186_288_06
-                                + t * (0.278_868_07
-                                    + t * (-1.135_203_98
-                                        + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
-                .exp();
-        if x >= 0.0 { r } else { 2.0 - r }
-    }
+    use crate::rng::stats::phi;
 
     #[test]
     fn ln_matches_std() {

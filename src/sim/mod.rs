@@ -252,17 +252,20 @@ pub fn memory_per_federation(cfg: &crate::algo::linear::LinearConfig) -> u64 {
     let trees = if cfg.protocol == crate::algo::linear::Protocol::SdpVecsum {
         // One accumulator and one released node per level and coordinate.
         2 * levels * (d * (d + 1) / 2 + d) * 8 + m * 64
+    } else if levels > 0 {
+        // Per agent the exact running sum (node noise is regenerated from
+        // keys, privacy/tree.rs), plus one node of workspace.
+        (m + 1) * (d * d + d) * 8
     } else {
-        m * 2 * levels * (d * d + d) * 8
+        0
     };
     if cfg.algorithm == A::FeducbDecentralized {
         // gamma slots per agent, each with V^{-1}, S, U (and (V + cI)^{-1}),
-        // a tree of 1 + ceil(log2 T) levels and its last release, plus the
+        // a tree (its exact running sum) and its last release, plus the
         // sender/receiver flags and in-flight messages (about one per pair).
         let slots = m * cfg.gamma.max(1) as u64;
-        let cap = 1 + (cfg.horizon.max(1) as f64).log2().ceil() as u64;
         let private = u64::from(cfg.privacy.is_some());
-        let per_slot = (4 * d * d + 4 * d + 8) * 8 + private * ((2 * cap + 1) * (d * d + d) * 8 + d * d * 8);
+        let per_slot = (4 * d * d + 4 * d + 8) * 8 + private * (2 * (d * d + d) * 8 + d * d * 8);
         return slots * per_slot + slots * m + m * m * (d * d + d) * 8 + workspace + m * 400;
     }
     let shifted = if cfg.algorithm == A::FeducbCentralized && cfg.privacy.is_some() {

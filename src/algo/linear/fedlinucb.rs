@@ -28,7 +28,7 @@ use crate::linalg;
 use crate::privacy::tree::AgentTrees;
 use crate::privacy::tree_levels;
 use crate::privacy::vecsum::VecSum;
-use crate::rng::Stream;
+use crate::rng::{Stream, normal_at};
 
 /// Noise and regularization constants of Private-FedLinUCB.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -171,7 +171,7 @@ impl FedLinUcb {
                 for i in 0..m {
                     self.bank.local_leaf(i, &mut self.leaf);
                     // The tree is sized for floor(T/B) leaves, so it cannot be full.
-                    let _ = trees.contribute(i, &self.leaf, &mut self.release, |z, rng| zhou_noise(z, d, sigma, rng));
+                    let _ = trees.contribute(i, &self.leaf, &mut self.release, |z, key| zhou_noise(z, d, sigma, key));
                 }
                 true
             }
@@ -231,11 +231,14 @@ pub fn zhou_beta(c: &LinearConfig, consts: &ZhouConstants, t: u64) -> f64 {
     c.confidence_scale * (lam.sqrt() * c.s_bound + c.subgaussian * inner.sqrt())
 }
 
-/// Fills one tree node's noise: matrix part (Z + Z^T)/2, vector part iid.
-fn zhou_noise(z: &mut [f64], d: usize, sigma: f64, rng: &mut Stream) {
+/// Fills one tree node's noise, entry by entry a pure function of the node's
+/// key (so a GPU thread per entry computes the same bits): Z_e = sigma
+/// normal_at(key, e) for every entry of the flat (Gram, bias) layout; the
+/// Gram part is then symmetrized, (Z + Z^T)/2.
+pub fn zhou_noise(z: &mut [f64], d: usize, sigma: f64, key: u64) {
     let dd = d * d;
-    for v in z.iter_mut() {
-        *v = sigma * rng.normal();
+    for (e, v) in z.iter_mut().enumerate() {
+        *v = sigma * normal_at(key, e as u64);
     }
     for i in 0..d {
         for j in i + 1..d {

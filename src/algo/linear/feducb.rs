@@ -34,7 +34,7 @@ use crate::backend::Backend;
 use crate::env::LinearEnv;
 use crate::linalg;
 use crate::privacy::tree::AgentTrees;
-use crate::rng::Stream;
+use crate::rng::normal_at;
 
 /// FedUCB's constants for one configuration.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -183,7 +183,7 @@ impl FedUcb {
             match self.trees.as_mut() {
                 // Sized for T leaves: at most one sync per round, never full.
                 Some(trees) => {
-                    let _ = trees.contribute(i, &self.leaf, &mut self.release, |z, rng| dubey_noise(z, d, sigma, rng));
+                    let _ = trees.contribute(i, &self.leaf, &mut self.release, |z, key| dubey_noise(z, d, sigma, key));
                 }
                 None => {
                     for (t, l) in self.total.iter_mut().zip(&self.leaf) {
@@ -231,25 +231,26 @@ impl FedUcb {
     }
 }
 
-/// One PRIVATIZER node's noise in the flat (Gram, bias) layout: draw a
-/// (d+1)x(d+1) N_hat with N(0, sigma^2) entries, N = (N_hat + N_hat^T)/sqrt(2);
-/// the Gram part is N's top-left d x d block, the bias part the first d
-/// entries of its last column (the y^2 corner is unused).
-pub(crate) fn dubey_noise(z: &mut [f64], d: usize, sigma: f64, rng: &mut Stream) {
+/// One PRIVATIZER node's noise in the flat (Gram, bias) layout, entry by
+/// entry a pure function of the node's key: N_hat is (d+1)x(d+1) with
+/// N_hat_ij = sigma normal_at(key, i (d+1) + j), N = (N_hat + N_hat^T)/sqrt(2)
+/// (so the diagonal is sqrt(2) N_hat_ii); the Gram part is N's top-left
+/// d x d block, the bias part the first d entries of its last column (the
+/// y^2 corner is unused).
+pub fn dubey_noise(z: &mut [f64], d: usize, sigma: f64, key: u64) {
     let n = d + 1;
     let dd = d * d;
     let inv_sqrt2 = std::f64::consts::FRAC_1_SQRT_2;
-    // Draw N_hat row by row (upper and lower parts separately) without a buffer:
-    // symmetrize pairwise as we go.
-    for i in 0..n {
+    let nhat = |i: usize, j: usize| sigma * normal_at(key, (i * n + j) as u64);
+    for i in 0..d {
         for j in i..n {
-            let a = sigma * rng.normal();
-            let b = if i == j { a } else { sigma * rng.normal() };
+            let a = nhat(i, j);
+            let b = if i == j { a } else { nhat(j, i) };
             let v = (a + b) * inv_sqrt2;
-            if i < d && j < d {
+            if j < d {
                 z[i * d + j] = v;
                 z[j * d + i] = v;
-            } else if i < d && j == d {
+            } else {
                 z[dd + i] = v;
             }
         }
@@ -284,7 +285,7 @@ impl Federation for FedUcb {
                     &mut self.bank.ws.w,
                     d,
                 );
-                self.logdet_c[i] += q.ln_1p();
+                self.logdet_c[i] += crate::math::ln_1p(q);
                 self.logdet_c[i] - self.logdet_s
             } else {
                 self.bank.logdet[i] - self.logdet_s

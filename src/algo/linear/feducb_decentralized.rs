@@ -246,8 +246,8 @@ impl FedUcbDecentralized {
             Some(trees) => {
                 self.release.fill(0.0);
                 let sigma = self.consts.sigma_n;
-                let _ = trees.contribute(sl, &self.leaf, &mut self.release, |z, rng| {
-                    dubey_noise(z, d, sigma, rng)
+                let _ = trees.contribute(sl, &self.leaf, &mut self.release, |z, key| {
+                    dubey_noise(z, d, sigma, key)
                 });
                 let w = self.release.len();
                 let prev = &mut self.prev_release[sl * w..(sl + 1) * w];
@@ -386,7 +386,7 @@ impl Federation for FedUcbDecentralized {
             } else {
                 let q =
                     linalg::sherman_morrison(&mut self.vinv_c[sl * dd..(sl + 1) * dd], &self.ws.x, &mut self.ws.w, d);
-                self.logdet_c[sl] += q.ln_1p();
+                self.logdet_c[sl] += crate::math::ln_1p(q);
                 self.logdet_c[sl] - self.logdet_s[sl]
             };
             if every_round || stat > threshold / (self.dt[sl] + 1) as f64 {

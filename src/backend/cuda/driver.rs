@@ -20,7 +20,7 @@ use crate::algo::linear::{LinearAlgorithm, LinearConfig, Protocol};
 use crate::env::{LinearEnv, LinearEnvKind};
 use crate::job::Cell;
 use crate::privacy::tree::AgentTrees;
-use crate::rng::state_words;
+use crate::rng::{fold_key, state_words};
 use crate::sim::{CurvePoint, RepResult};
 use std::time::Instant;
 
@@ -68,11 +68,8 @@ struct Bufs {
     base: DevPtr,
     usyn: DevPtr,
     scratch: DevPtr,
-    psum: DevPtr,
-    noise: DevPtr,
-    nstate: DevPtr,
-    nspare: DevPtr,
-    nhas: DevPtr,
+    tsum: DevPtr,
+    akey: DevPtr,
 }
 
 /// Runs repetitions `reps` of `cell` and returns their curves (in `reps`
@@ -106,14 +103,13 @@ pub fn run_cell(
     let consts = ZhouConstants::new(cfg);
     let lambda = if zhou { consts.lambda } else { cfg.lambda };
     let private = zhou && consts.sigma > 0.0;
-    let levels = consts.levels;
     let width = dd + d;
 
     // Host-side initial state, exactly as the CPU federations build it.
     let mut theta = Vec::with_capacity(nf * d);
     let mut lanes = Vec::with_capacity(n * 32);
     let mut rstate = Vec::with_capacity(n * 4);
-    let mut nstate = Vec::with_capacity(n * 4);
+    let mut akey: Vec<u64> = Vec::with_capacity(n);
     for &rep in reps {
         let env = LinearEnv::new(&cfg.env, &[seed, cell.env_scope, u64::from(rep)]);
         theta.extend_from_slice(&env.theta);
@@ -132,7 +128,7 @@ pub fn run_cell(
             }
             lanes.extend_from_slice(&words);
             rstate.extend_from_slice(&state_words(&rew));
-            nstate.extend_from_slice(&state_words(&AgentTrees::noise_key(&algo_key, i)));
+            akey.push(fold_key(&AgentTrees::noise_key(&algo_key, i)));
         }
     }
     let mut vinv0 = vec![0.0f64; dd];
@@ -170,11 +166,8 @@ pub fn run_cell(
         base: upload_slice(l, &base0)?,
         usyn: upload_slice(l, &z(nf * d))?,
         scratch: l.alloc_zeroed(n.max(nf) * 3 * dd * 8)?,
-        psum: l.alloc_zeroed(if private { n * levels * width * 8 } else { 8 })?,
-        noise: l.alloc_zeroed(if private { n * levels * width * 8 } else { 8 })?,
-        nstate: upload_slice(l, &nstate)?,
-        nspare: upload_slice(l, &z(n))?,
-        nhas: upload_slice(l, &vec![0i32; n])?,
+        tsum: l.alloc_zeroed(if private { n * width * 8 } else { 8 })?,
+        akey: upload_slice(l, &akey)?,
     };
     let (ni, mi, di, ki, kpi) = (n as i32, m as i32, d as i32, k as i32, kp as i32);
     let p = Arg::Ptr;
@@ -250,21 +243,8 @@ pub fn run_cell(
             if private {
                 l.launch(
                     "fb_tree_insert",
-                    n,
-                    &[
-                        Arg::I32(ni),
-                        Arg::I32(di),
-                        Arg::I32(levels as i32),
-                        Arg::U64(syncs),
-                        Arg::F64(consts.sigma),
-                        p(bufs.gram),
-                        p(bufs.bias),
-                        p(bufs.psum),
-                        p(bufs.noise),
-                        p(bufs.nstate),
-                        p(bufs.nspare),
-                        p(bufs.nhas),
-                    ],
+                    n * width,
+                    &[Arg::I32(ni), Arg::I32(di), p(bufs.gram), p(bufs.bias), p(bufs.tsum)],
                 )?;
             }
             l.launch(
@@ -274,12 +254,12 @@ pub fn run_cell(
                     Arg::I32(nf as i32),
                     Arg::I32(mi),
                     Arg::I32(di),
-                    Arg::I32(levels as i32),
                     Arg::U64(syncs),
                     Arg::I32(i32::from(private)),
+                    Arg::F64(consts.sigma),
                     Arg::F64(lambda),
-                    p(bufs.psum),
-                    p(bufs.noise),
+                    p(bufs.tsum),
+                    p(bufs.akey),
                     p(bufs.gram),
                     p(bufs.bias),
                     p(bufs.base),
