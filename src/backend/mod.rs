@@ -9,8 +9,11 @@
 //! keeps the decision set in L1 on a CPU and in registers/shared memory on a
 //! GPU. Refactorizations ([`Backend::spd_inverse`]) are the other operation.
 
+pub mod batch;
 pub mod cpu;
 pub mod cuda;
+
+pub use batch::{BatchError, BatchPoint, LinearBatch, SyncRule};
 
 use crate::env::{AgentStreams, DecisionSet, LinearEnv};
 use crate::linalg::LltError;
@@ -107,29 +110,36 @@ pub trait Backend: Send + Sync {
         None
     }
 
-    /// Runs repetitions `reps` of a whole cell at once, when this backend has
-    /// a batched path for the cell's algorithm and environment (`None`: use
-    /// the per-agent path, on the CPU).
-    fn run_cell_batched(
+    /// Whether [`Backend::run_linear_batch`] can run `batch` (the reason
+    /// when not).
+    fn supports_linear_batch(&self, _batch: &LinearBatch) -> Result<(), String> {
+        Err(format!("backend {} steps federations one by one", self.name()))
+    }
+
+    /// Runs every federation of `batch` in lockstep and returns each one's
+    /// curve at `checkpoints`; `progress` receives agent-steps done since
+    /// its previous call.
+    fn run_linear_batch(
         &self,
-        _cell: &crate::job::Cell,
-        _seed: u64,
-        _reps: &[u32],
+        batch: &LinearBatch,
         _checkpoints: &[u64],
         _progress: &dyn Fn(u64),
-    ) -> Option<Result<Vec<crate::sim::RepResult>, String>> {
-        None
+    ) -> Result<Vec<Vec<BatchPoint>>, BatchError> {
+        Err(BatchError::Unsupported(
+            self.supports_linear_batch(batch).err().unwrap_or_default(),
+        ))
     }
 }
 
 /// Which backend the user asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum BackendChoice {
-    /// CUDA when a working device is present, else CPU.
+    /// Per cell, CUDA only where it is measured faster than the CPU for the
+    /// cell's size (see [`cuda::crossover`]); otherwise the CPU.
     Auto,
     /// CPU (SIMD + rayon).
     Cpu,
-    /// CUDA; fails when no device works.
+    /// CUDA for every cell; a cell that cannot run there is an error.
     Cuda,
 }
 
@@ -141,27 +151,139 @@ pub enum BackendError {
     CudaUnavailable(String),
 }
 
-/// Resolves a choice to a backend, with a one-line explanation of the choice.
-pub fn select(choice: BackendChoice) -> Result<(Box<dyn Backend>, String), BackendError> {
+/// The backends a run may use and the user's choice; [`Selection::place`]
+/// decides per cell.
+pub struct Selection {
+    choice: BackendChoice,
+    cuda: Option<cuda::CudaBackend>,
+    /// One line on what was found (device or why none).
+    pub note: String,
+}
+
+/// Where one cell runs, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Placement {
+    /// Federation by federation on the CPU backend.
+    Cpu(String),
+    /// As one batch on the CUDA backend.
+    Cuda(String),
+}
+
+impl Placement {
+    /// `cpu` or `cuda`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Placement::Cpu(_) => "cpu",
+            Placement::Cuda(_) => "cuda",
+        }
+    }
+
+    /// Why this placement.
+    pub fn reason(&self) -> &str {
+        match self {
+            Placement::Cpu(r) | Placement::Cuda(r) => r,
+        }
+    }
+}
+
+impl Selection {
+    /// CPU only.
+    pub fn cpu() -> Self {
+        Self {
+            choice: BackendChoice::Cpu,
+            cuda: None,
+            note: "backend cpu (requested)".into(),
+        }
+    }
+
+    /// A selection with a given CUDA backend (e.g. the host emulation).
+    pub fn with_cuda(choice: BackendChoice, cuda: cuda::CudaBackend) -> Self {
+        let note = format!("backend {choice:?} with CUDA device {}", cuda.description()).to_lowercase();
+        Self {
+            choice,
+            cuda: Some(cuda),
+            note,
+        }
+    }
+
+    /// The CPU backend (per-federation path of every cell placed on the CPU).
+    pub fn cpu_backend(&self) -> &dyn Backend {
+        &cpu::CpuBackend
+    }
+
+    /// The CUDA backend, if one was opened.
+    pub fn cuda_backend(&self) -> Option<&cuda::CudaBackend> {
+        self.cuda.as_ref()
+    }
+
+    /// Where a cell runs. `batch` is the cell as a batch, or why it has no
+    /// batched form. Under `--backend cuda` a cell that cannot run on the
+    /// device is an error (the reason); under `auto` it runs on the CPU, as
+    /// does every cell for which no measured crossover says the GPU is
+    /// faster.
+    pub fn place(&self, batch: Result<&LinearBatch, &str>) -> Result<Placement, String> {
+        match self.choice {
+            BackendChoice::Cpu => Ok(Placement::Cpu("requested".into())),
+            BackendChoice::Cuda => {
+                let b = batch.map_err(str::to_string)?;
+                let dev = self.cuda.as_ref().ok_or("no CUDA device was opened")?;
+                dev.supports_linear_batch(b)?;
+                Ok(Placement::Cuda("requested".into()))
+            }
+            BackendChoice::Auto => {
+                let Some(dev) = self.cuda.as_ref() else {
+                    return Ok(Placement::Cpu(self.note.clone()));
+                };
+                let b = match batch {
+                    Ok(b) => b,
+                    Err(why) => return Ok(Placement::Cpu(format!("auto: {why}"))),
+                };
+                if let Err(why) = dev.supports_linear_batch(b) {
+                    return Ok(Placement::Cpu(format!("auto: {why}")));
+                }
+                Ok(match cuda::crossover::gpu_measured_faster(dev.description(), b) {
+                    Ok(why) => Placement::Cuda(format!("auto: {why}")),
+                    Err(why) => Placement::Cpu(format!("auto: {why}")),
+                })
+            }
+        }
+    }
+}
+
+/// Opens what a choice needs, with a one-line note on what was found.
+pub fn select(choice: BackendChoice) -> Result<Selection, BackendError> {
     match choice {
-        BackendChoice::Cpu => Ok((Box::new(cpu::CpuBackend), "backend cpu (requested)".into())),
+        BackendChoice::Cpu => Ok(Selection::cpu()),
+        // Nothing measured faster on a GPU: do not even open one (NVRTC
+        // compiles the kernels when a device opens).
+        BackendChoice::Auto if !cuda::crossover::any_measured() => Ok(Selection {
+            choice,
+            cuda: None,
+            note: format!("backend cpu (auto: {})", cuda::crossover::NONE_MEASURED),
+        }),
         BackendChoice::Auto => match cuda::CudaBackend::open() {
             Ok(b) => {
-                let why = format!(
-                    "backend cuda (auto: {}; unsupported cells run on the CPU)",
-                    b.description()
-                );
-                Ok((Box::new(b), why))
+                let note = format!("backend auto: CUDA device {} (per cell: see below)", b.description());
+                Ok(Selection {
+                    choice,
+                    cuda: Some(b),
+                    note,
+                })
             }
-            Err(e) => Ok((
-                Box::new(cpu::CpuBackend),
-                format!("backend cpu (auto: CUDA unavailable: {e})"),
-            )),
+            Err(e) => Ok(Selection {
+                choice,
+                cuda: None,
+                note: format!("backend cpu (auto: CUDA unavailable: {e})"),
+            }),
         },
         BackendChoice::Cuda => match cuda::CudaBackend::open() {
             Ok(b) => {
-                let why = format!("backend cuda ({}; unsupported cells run on the CPU)", b.description());
-                Ok((Box::new(b), why))
+                let note = format!("backend cuda ({})", b.description());
+                Ok(Selection {
+                    choice,
+                    cuda: Some(b),
+                    note,
+                })
             }
             Err(e) => Err(BackendError::CudaUnavailable(e.to_string())),
         },

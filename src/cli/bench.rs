@@ -9,15 +9,17 @@
 //! byte count per agent-step; on a GPU both are also given as fractions of the
 //! device's approximate peaks.
 
-use crate::backend::Backend;
+use crate::backend::{Backend, Placement, Selection};
 use crate::job::Job;
-use crate::sim::run_rep;
 use crate::sim::runner::RunError;
+use crate::sim::{run_batch, run_rep};
 use rayon::prelude::*;
 use std::path::Path;
 use std::time::Instant;
 
-/// (name, federations, job YAML with `{T}` for the rounds).
+/// (name, default federations, job YAML with `{T}` for the rounds).
+/// `feducb_d128` is FedUCB at the dimension of Dubey & Pentland's Fig. 1C
+/// (d = 128, K = 100, M = 100), where the d^2 work per action dominates.
 const WORKLOADS: &[(&str, u32, &str)] = &[
     (
         "linear_d10_k100_m100",
@@ -44,23 +46,45 @@ const WORKLOADS: &[(&str, u32, &str)] = &[
         64,
         "algorithm: independent\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 10, k: 100, m: 100}\n",
     ),
+    (
+        "feducb_d128",
+        2,
+        "algorithm: feducb_centralized\nenvironment: linear_gap\nhorizon: {T}\nparams: {d: 128, k: 100, m: 100, epsilon: 1.0, delta: 0.1, sync: log}\n",
+    ),
 ];
 
-/// Runs the workloads and prints one line each.
-pub fn run(backend: &dyn Backend, threads: Option<usize>, rounds: u64, only: Option<&str>) -> Result<(), RunError> {
+/// What `fedbandits bench` runs.
+#[derive(Clone, Debug, Default)]
+pub struct BenchOptions {
+    /// Worker threads (None: all cores).
+    pub threads: Option<usize>,
+    /// Rounds per federation.
+    pub rounds: u64,
+    /// Only workloads whose name contains this.
+    pub only: Option<String>,
+    /// Federations per workload (None: each workload's default).
+    pub federations: Option<u32>,
+}
+
+/// Runs the workloads and prints one line each. Each workload runs where
+/// the selection places it (`--backend auto`: the CPU unless a measured
+/// crossover says the GPU is faster; `--backend cuda`: the GPU, and a
+/// workload the device cannot run is reported and skipped).
+pub fn run(sel: &Selection, opts: &BenchOptions) -> Result<(), RunError> {
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.unwrap_or(0))
+        .num_threads(opts.threads.unwrap_or(0))
         .build()
         .map_err(|e| RunError::Threads {
-            threads: threads.unwrap_or(0),
+            threads: opts.threads.unwrap_or(0),
             message: e.to_string(),
         })?;
     let nthreads = pool.current_num_threads();
-    for (name, feds, yaml) in WORKLOADS {
-        if only.is_some_and(|o| !name.contains(o)) {
+    for (name, default_feds, yaml) in WORKLOADS {
+        if opts.only.as_deref().is_some_and(|o| !name.contains(o)) {
             continue;
         }
-        let text = yaml.replace("{T}", &rounds.max(1).to_string());
+        let feds = opts.federations.unwrap_or(*default_feds).max(1);
+        let text = yaml.replace("{T}", &opts.rounds.max(1).to_string());
         let job = match Job::parse(Path::new(name), &text) {
             Ok(j) => j,
             Err(e) => {
@@ -70,25 +94,36 @@ pub fn run(backend: &dyn Backend, threads: Option<usize>, rounds: u64, only: Opt
         };
         let cell = &job.cells[0];
         let ck = [job.horizon];
-        let reps: Vec<u32> = (0..*feds).collect();
-        let start = Instant::now();
-        let label = match backend.run_cell_batched(cell, 1, &reps, &ck, &|_| {}) {
-            Some(Ok(_)) => backend.name(),
-            Some(Err(e)) => {
-                eprintln!("bench {name}: backend {} failed: {e}", backend.name());
+        let reps: Vec<u32> = (0..feds).collect();
+        let batch = crate::sim::cell_batch(cell, 1, &reps);
+        let placement = match sel.place(batch.as_ref().map_err(String::as_str)) {
+            Ok(p) => p,
+            Err(why) => {
+                eprintln!("bench {name}: skipped: cannot run on CUDA: {why}");
                 continue;
             }
-            None => {
+        };
+        let start = Instant::now();
+        let (label, backend): (&str, &dyn Backend) = match (&placement, sel.cuda_backend()) {
+            (Placement::Cuda(_), Some(dev)) => {
+                if let Err(e) = run_batch(cell, 1, &reps, &ck, dev, &|_| {}) {
+                    eprintln!("bench {name}: backend cuda failed: {e}");
+                    continue;
+                }
+                ("cuda", dev)
+            }
+            _ => {
+                let cpu = sel.cpu_backend();
                 pool.install(|| {
                     reps.par_iter().with_max_len(1).for_each(|&rep| {
-                        let _ = run_rep(cell, 1, rep, &ck, backend, &|_| {});
+                        let _ = run_rep(cell, 1, rep, &ck, cpu, &|_| {});
                     });
                 });
-                "cpu"
+                ("cpu", cpu)
             }
         };
         let secs = start.elapsed().as_secs_f64();
-        let steps = cell.agent_steps_per_rep() * u64::from(*feds);
+        let steps = cell.agent_steps_per_rep() * u64::from(feds);
         let rate = steps as f64 / secs;
         let (d, k) = (cell.config.env.d as f64, cell.config.env.k as f64);
         let gflops = rate * 2.0 * k * (d * d + 2.0 * d) / 1e9;

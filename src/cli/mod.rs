@@ -110,6 +110,10 @@ pub enum Command {
         /// Run only workloads whose name contains this text.
         #[arg(long)]
         only: Option<String>,
+        /// Federations per workload (default: each workload's own, 64 for
+        /// d = 10); a GPU needs thousands to fill.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        federations: Option<u32>,
         /// Also time the per-step kernels (one thread, ns per call).
         #[arg(long)]
         kernels: bool,
@@ -140,7 +144,9 @@ impl CliError {
     /// Process exit code for this error.
     pub fn exit_code(&self) -> ExitCode {
         match self {
-            CliError::Job(_) | CliError::Backend(_) => ExitCode::from(2),
+            CliError::Job(_) | CliError::Backend(_) | CliError::Run(RunError::CellUnsupported { .. }) => {
+                ExitCode::from(2)
+            }
             CliError::Run(RunError::Stopped { .. }) => ExitCode::from(3),
             CliError::Run(_) | CliError::Merge(_) | CliError::Incomplete => ExitCode::from(1),
         }
@@ -161,14 +167,15 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             quiet,
         } => {
             let job = Job::load(&job)?;
-            let (be, why) = backend::select(backend)?;
+            let sel = backend::select(backend)?;
             if !quiet {
                 eprintln!(
-                    "fedbandits: job {}: {} cell(s) x {} repetition(s), {:.3e} agent-steps; {why}",
+                    "fedbandits: job {}: {} cell(s) x {} repetition(s), {:.3e} agent-steps; {}",
                     job.name,
                     job.cells.len(),
                     job.repetitions,
-                    job.total_agent_steps() as f64
+                    job.total_agent_steps() as f64,
+                    sel.note
                 );
             }
             let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -180,7 +187,7 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
                 .then(|| std::time::Duration::from_secs_f64(snapshot_every * 60.0));
             let report = run_job(
                 &job,
-                be.as_ref(),
+                &sel,
                 &RunOptions {
                     shard,
                     threads,
@@ -287,14 +294,21 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             threads,
             rounds,
             only,
+            federations,
             kernels,
         } => {
-            let (be, why) = backend::select(backend)?;
-            eprintln!("fedbandits bench: {why}");
+            let sel = backend::select(backend)?;
+            eprintln!("fedbandits bench: {}", sel.note);
             if kernels {
-                bench::kernels(be.as_ref());
+                bench::kernels(sel.cpu_backend());
             }
-            bench::run(be.as_ref(), threads, rounds, only.as_deref()).map_err(CliError::Run)
+            let opts = bench::BenchOptions {
+                threads,
+                rounds,
+                only,
+                federations,
+            };
+            bench::run(&sel, &opts).map_err(CliError::Run)
         }
     }
 }

@@ -10,7 +10,6 @@
 
 use crate::job::params::{Kind, PARAMS, Value};
 use crate::job::{Cell, Job, SEMANTICS_VERSION};
-use crate::sim::RepResult;
 use arrow_array::builder::{BooleanBuilder, Float64Builder, Int64Builder, StringBuilder, UInt32Builder, UInt64Builder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
@@ -24,6 +23,32 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use thiserror::Error;
+
+/// The curve at one checkpoint.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CurvePoint {
+    /// Round.
+    pub t: u64,
+    /// Cumulative group pseudo-regret.
+    pub group_regret: f64,
+    /// Mean over agents of cumulative regret (= group / M).
+    pub agent_regret_mean: f64,
+    /// Max over agents of cumulative regret.
+    pub agent_regret_max: f64,
+    /// Counters at this point.
+    pub counters: crate::algo::Counters,
+}
+
+/// One repetition's result.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RepResult {
+    /// Repetition index.
+    pub rep: u32,
+    /// Curve.
+    pub points: Vec<CurvePoint>,
+    /// Wall-clock seconds (not part of the reproducible data).
+    pub wall_seconds: f64,
+}
 
 /// Output errors.
 #[derive(Debug, Error)]
@@ -161,7 +186,7 @@ pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> 
         };
         cols.push(col);
     }
-    let per_point = |f: &dyn Fn(&RepResult, &crate::sim::CurvePoint) -> f64| {
+    let per_point = |f: &dyn Fn(&RepResult, &CurvePoint) -> f64| {
         let mut b = Float64Builder::new();
         for r in reps {
             for p in &r.points {
@@ -170,7 +195,7 @@ pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> 
         }
         Arc::new(b.finish()) as ArrayRef
     };
-    let per_point_u64 = |f: &dyn Fn(&RepResult, &crate::sim::CurvePoint) -> u64| {
+    let per_point_u64 = |f: &dyn Fn(&RepResult, &CurvePoint) -> u64| {
         let mut b = UInt64Builder::new();
         for r in reps {
             for p in &r.points {
@@ -209,7 +234,7 @@ pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> 
         b.append_option(td);
     }
     cols.push(Arc::new(b.finish()));
-    let acct = crate::privacy::accountant::account(&cell.config);
+    let acct = crate::algo::linear::accounting(&cell.config);
     let mut b = UInt64Builder::new();
     for _ in 0..n {
         b.append_option(acct.map(|a| a.releases_per_observation));

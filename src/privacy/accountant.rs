@@ -25,10 +25,10 @@
 //! composition argument claims for its calibration: the target epsilon.
 //! The vector-summation protocol adds Binomial noise, which this accountant
 //! does not convert to zCDP (reported as null).
-
-use crate::algo::linear::fedlinucb::ZhouConstants;
-use crate::algo::linear::feducb::DubeyConstants;
-use crate::algo::linear::{LinearAlgorithm, LinearConfig, Protocol};
+//!
+//! The accountant knows no algorithm: each private algorithm describes what
+//! it releases as a [`Mechanism`] (`algo::linear::mechanism`), and the
+//! accountant turns that description into the figures.
 
 /// rho of a Gaussian mechanism with L2 sensitivity `sensitivity` and noise
 /// standard deviation `sigma`: Delta^2 / (2 sigma^2).
@@ -56,58 +56,58 @@ pub struct Accounting {
     pub epsilon_zcdp: Option<f64>,
 }
 
-/// The accounting of a configuration (None when it is not private).
-pub fn account(cfg: &LinearConfig) -> Option<Accounting> {
-    let (eps, delta) = cfg.privacy?;
-    let l2 = cfg.l_bound * cfg.l_bound;
-    match cfg.algorithm {
-        LinearAlgorithm::PrivateFedlinucb => {
-            let c = ZhouConstants::new(cfg);
-            let levels = c.levels as u64;
-            let sens = (l2 * l2 + l2).sqrt();
-            let (sigma_view, rho) = match cfg.protocol {
-                Protocol::SdpVecsum => (c.sigma, None),
-                Protocol::SdpAmp => {
-                    let s = c.sigma * (cfg.m as f64).sqrt();
-                    (s, Some(levels as f64 * gaussian_rho(sens, s)))
-                }
-                _ => (c.sigma, Some(levels as f64 * gaussian_rho(sens, c.sigma))),
-            };
-            Some(Accounting {
-                releases_per_observation: levels,
-                noise_multiplier: sigma_view / sens,
-                epsilon_paper: eps,
-                rho,
-                epsilon_zcdp: rho.map(|r| zcdp_epsilon(r, delta)),
-            })
-        }
-        LinearAlgorithm::FeducbCentralized | LinearAlgorithm::FeducbDecentralized => {
-            let c = if cfg.algorithm == LinearAlgorithm::FeducbDecentralized {
-                // Noise calibrated for 1 + ceil(log2(T / gamma)) levels, but a
-                // slot may be asked to broadcast every round, so its tree (and
-                // an observation's path) can reach 1 + ceil(log2 T) levels:
-                // the accountant charges the latter.
-                let t_eff = cfg.horizon.div_ceil(cfg.gamma.max(1) as u64).max(1);
-                let mut c = DubeyConstants::with_levels(cfg, 1 + (t_eff as f64).log2().ceil() as usize);
-                c.levels = 1 + (cfg.horizon.max(1) as f64).log2().ceil() as usize;
-                c
-            } else {
-                DubeyConstants::new(cfg)
-            };
-            let levels = c.levels as u64;
-            let q = l2 + 1.0;
-            // ||Q||_F^2 / (4 sigma^2) = (sens)^2 / (2 sigma_eff^2) with sigma_eff = sqrt(2) sigma.
-            let rho_node = q * q / (4.0 * c.sigma_n * c.sigma_n);
-            let rho = levels as f64 * rho_node;
-            Some(Accounting {
-                releases_per_observation: levels,
-                noise_multiplier: std::f64::consts::SQRT_2 * c.sigma_n / q,
-                epsilon_paper: eps,
-                rho: Some(rho),
-                epsilon_zcdp: Some(zcdp_epsilon(rho, delta)),
-            })
-        }
-        _ => None,
+/// How an algorithm's noise enters the releases, as the algorithm states it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum NoiseModel {
+    /// Gaussian node noise: the observer's view of each node adds noise of
+    /// standard deviation `sigma` per parameter to a statistic of L2
+    /// sensitivity `sensitivity` (one observation).
+    Gaussian {
+        /// Noise standard deviation in the observer's view.
+        sigma: f64,
+        /// L2 sensitivity of the node's statistic to one observation.
+        sensitivity: f64,
+    },
+    /// Noise this accountant does not convert to zCDP (e.g. Binomial); the
+    /// noise multiplier is still reported.
+    Unaccounted {
+        /// Equivalent noise standard deviation.
+        sigma: f64,
+        /// L2 sensitivity.
+        sensitivity: f64,
+    },
+}
+
+/// What a private algorithm releases about one observation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Mechanism {
+    /// Noisy releases (tree nodes) one observation enters.
+    pub releases_per_observation: u64,
+    /// Noise of each release.
+    pub noise: NoiseModel,
+    /// The target (epsilon, delta) the user asked for.
+    pub target: (f64, f64),
+}
+
+/// The accounting of a mechanism: rho = releases x rho_node (zCDP
+/// composition) and its epsilon at the target delta.
+pub fn account(m: &Mechanism) -> Accounting {
+    let (eps, delta) = m.target;
+    let levels = m.releases_per_observation;
+    let (sigma, sens, rho) = match m.noise {
+        NoiseModel::Gaussian { sigma, sensitivity } => (
+            sigma,
+            sensitivity,
+            Some(levels as f64 * gaussian_rho(sensitivity, sigma)),
+        ),
+        NoiseModel::Unaccounted { sigma, sensitivity } => (sigma, sensitivity, None),
+    };
+    Accounting {
+        releases_per_observation: levels,
+        noise_multiplier: sigma / sens,
+        epsilon_paper: eps,
+        rho,
+        epsilon_zcdp: rho.map(|r| zcdp_epsilon(r, delta)),
     }
 }
 
@@ -127,20 +127,28 @@ mod tests {
     }
 
     #[test]
-    fn tree_composition_counts_levels() {
-        use crate::job::Job;
-        let j = Job::parse(
-            std::path::Path::new("a.yaml"),
-            "horizon: 10000\nalgorithm: private_fedlinucb\nenvironment: linear_sphere\nparams: {m: 10, d: 5, epsilon: 1, delta: 0.1}\n",
-        )
-        .unwrap();
-        let a = account(&j.cells[0].config).unwrap();
-        // T/B = 400 batches: floor(log2 400) + 1 = 9 levels.
-        assert_eq!(a.releases_per_observation, 9);
-        let sigma = ZhouConstants::new(&j.cells[0].config).sigma;
-        let rho = 9.0 * 2.0 / (2.0 * sigma * sigma);
+    fn composition_counts_releases() {
+        let m = Mechanism {
+            releases_per_observation: 9,
+            noise: NoiseModel::Gaussian {
+                sigma: 3.0,
+                sensitivity: 2f64.sqrt(),
+            },
+            target: (1.0, 0.1),
+        };
+        let a = account(&m);
+        let rho = 9.0 * 2.0 / (2.0 * 9.0);
         assert!((a.rho.unwrap() - rho).abs() < 1e-12);
         assert!((a.epsilon_zcdp.unwrap() - zcdp_epsilon(rho, 0.1)).abs() < 1e-12);
+        assert!((a.noise_multiplier - 3.0 / 2f64.sqrt()).abs() < 1e-15);
         assert_eq!(a.epsilon_paper, 1.0);
+        let u = account(&Mechanism {
+            noise: NoiseModel::Unaccounted {
+                sigma: 3.0,
+                sensitivity: 1.0,
+            },
+            ..m
+        });
+        assert_eq!((u.rho, u.epsilon_zcdp, u.noise_multiplier), (None, None, 3.0));
     }
 }

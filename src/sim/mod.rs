@@ -9,35 +9,11 @@ pub mod runner;
 use crate::algo::Counters;
 use crate::algo::Federation;
 use crate::algo::linear::{AnyFederation, build};
-use crate::backend::Backend;
+use crate::backend::{Backend, BatchError, LinearBatch};
 use crate::job::Cell;
 use std::time::Instant;
 
-/// The curve at one checkpoint.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct CurvePoint {
-    /// Round.
-    pub t: u64,
-    /// Cumulative group pseudo-regret.
-    pub group_regret: f64,
-    /// Mean over agents of cumulative regret (= group / M).
-    pub agent_regret_mean: f64,
-    /// Max over agents of cumulative regret.
-    pub agent_regret_max: f64,
-    /// Counters at this point.
-    pub counters: Counters,
-}
-
-/// One repetition's result.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct RepResult {
-    /// Repetition index.
-    pub rep: u32,
-    /// Curve.
-    pub points: Vec<CurvePoint>,
-    /// Wall-clock seconds (not part of the reproducible data).
-    pub wall_seconds: f64,
-}
+pub use crate::output::{CurvePoint, RepResult};
 
 /// How often (in rounds) a running repetition reports progress, checks for
 /// a stop request and considers a snapshot.
@@ -224,6 +200,57 @@ pub fn run_rep_resumable(
         points,
         wall_seconds: wall_before + start.elapsed().as_secs_f64(),
     }))
+}
+
+/// Repetitions `reps` of `cell` as one batch for a backend's batched path,
+/// or why the cell's algorithm has no batched form.
+pub fn cell_batch(cell: &Cell, seed: u64, reps: &[u32]) -> Result<LinearBatch, String> {
+    let env_keys = reps.iter().map(|&r| vec![seed, cell.env_scope, u64::from(r)]).collect();
+    let algo_keys: Vec<Vec<u64>> = reps
+        .iter()
+        .map(|&r| vec![seed, cell.cell_scope, u64::from(r)])
+        .collect();
+    crate::algo::linear::linear_batch(&cell.config, env_keys, &algo_keys)
+}
+
+/// Runs repetitions `reps` of `cell` as one batch on `backend` (in `reps`
+/// order); the curves equal [`run_rep`]'s on the CPU bit for bit.
+pub fn run_batch(
+    cell: &Cell,
+    seed: u64,
+    reps: &[u32],
+    checkpoints: &[u64],
+    backend: &dyn Backend,
+    progress: &dyn Fn(u64),
+) -> Result<Vec<RepResult>, BatchError> {
+    let start = Instant::now();
+    let batch = cell_batch(cell, seed, reps).map_err(BatchError::Unsupported)?;
+    let curves = backend.run_linear_batch(&batch, checkpoints, progress)?;
+    let m = cell.config.m as f64;
+    let wall = start.elapsed().as_secs_f64() / reps.len().max(1) as f64;
+    Ok(reps
+        .iter()
+        .zip(curves)
+        .map(|(&rep, pts)| RepResult {
+            rep,
+            points: pts
+                .into_iter()
+                .map(|p| CurvePoint {
+                    t: p.t,
+                    group_regret: p.group_regret,
+                    agent_regret_mean: p.group_regret / m,
+                    agent_regret_max: p.agent_regret_max,
+                    counters: Counters {
+                        sync_rounds: p.sync_rounds,
+                        messages: p.messages,
+                        cholesky_failures: p.cholesky_failures,
+                        beta_clamps: 0,
+                    },
+                })
+                .collect(),
+            wall_seconds: wall,
+        })
+        .collect())
 }
 
 /// The largest [`memory_per_federation`] over a job's cells.

@@ -7,7 +7,7 @@
 //! so. Nothing is ever deleted.
 
 use super::{RepOutcome, RepResult, Snapshots, run_rep_resumable};
-use crate::backend::Backend;
+use crate::backend::{Backend, Placement, Selection};
 use crate::job::shard::{Shard, assign_units};
 use crate::job::{Cell, Job};
 use crate::output::{self, OutputError};
@@ -35,6 +35,14 @@ pub enum RunError {
         threads: usize,
         /// Cause.
         message: String,
+    },
+    /// `--backend cuda` and a cell the device cannot run.
+    #[error("--backend cuda: cell {cell} cannot run on CUDA: {reason}; run it with --backend cpu or auto")]
+    CellUnsupported {
+        /// The cell (index, id, label).
+        cell: String,
+        /// Why.
+        reason: String,
     },
     /// The batched backend failed on a cell.
     #[error("backend {backend} failed on cell {cell}: {message}")]
@@ -129,6 +137,29 @@ pub struct RunReport {
     pub warnings: Vec<String>,
 }
 
+/// One line per distinct placement: which cells run where and why (the
+/// reason is left out where it repeats the selection's note).
+fn placement_lines(placements: &[(usize, Placement)], note: &str) -> Vec<String> {
+    let mut groups: Vec<(&Placement, Vec<usize>)> = Vec::new();
+    for (c, p) in placements {
+        match groups.iter_mut().find(|(q, _)| *q == p) {
+            Some((_, cells)) => cells.push(*c),
+            None => groups.push((p, vec![*c])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(p, cells)| {
+            let list = cells.iter().map(|c| format!("[{c}]")).collect::<Vec<_>>().join(" ");
+            if p.reason() == note {
+                format!("cells {list} run on {}", p.name())
+            } else {
+                format!("cells {list} run on {}: {}", p.name(), p.reason())
+            }
+        })
+        .collect()
+}
+
 /// Path of one repetition's result file (the unit of sharding and resume).
 pub fn unit_path(dir: &Path, cell: &Cell, rep: u32) -> PathBuf {
     dir.join(".units").join(format!("{}-{rep:06}.parquet", cell.key))
@@ -161,7 +192,7 @@ pub fn shard_units(job: &Job, shard: Shard) -> Vec<Unit> {
 /// repetition of one cell: each finished unit is written atomically to
 /// `.units/`, a rerun skips units already there, and the shard's part file is
 /// assembled from its units at the end.
-pub fn run_job(job: &Job, backend: &dyn Backend, opts: &RunOptions) -> Result<RunReport, RunError> {
+pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunReport, RunError> {
     let start = Instant::now();
     let dir = opts.out.clone().unwrap_or_else(|| job.output.clone()).join(&job.name);
     let mine = shard_units(job, opts.shard);
@@ -193,9 +224,9 @@ pub fn run_job(job: &Job, backend: &dyn Backend, opts: &RunOptions) -> Result<Ru
         Ok(())
     };
 
-    // Cells the backend runs as one batch (the GPU path): all of a cell's
-    // pending repetitions at once.
-    let mut cpu_units = Vec::new();
+    // Where each cell runs (decided before any work, so that `--backend
+    // cuda` with a cell the device cannot run fails before anything is
+    // computed). Batched cells run all their pending repetitions at once.
     let mut by_cell: Vec<(usize, Vec<u32>)> = Vec::new();
     for &(c, r) in &pending {
         match by_cell.last_mut() {
@@ -203,22 +234,44 @@ pub fn run_job(job: &Job, backend: &dyn Backend, opts: &RunOptions) -> Result<Ru
             _ => by_cell.push((c, vec![r])),
         }
     }
-    for (c, reps) in by_cell {
-        let cell = &job.cells[c];
-        match backend.run_cell_batched(cell, job.seed, &reps, &checkpoints, &|n| bar.inc(n)) {
-            None => cpu_units.extend(reps.iter().map(|&r| (c, r))),
-            Some(res) => {
-                let results = res.map_err(|message| RunError::Backend {
-                    backend: backend.name(),
-                    cell: cell.id.clone(),
-                    message,
+    let mut placements = Vec::with_capacity(by_cell.len());
+    for (c, reps) in &by_cell {
+        let cell = &job.cells[*c];
+        let batch = super::cell_batch(cell, job.seed, reps);
+        let placement =
+            sel.place(batch.as_ref().map_err(String::as_str))
+                .map_err(|reason| RunError::CellUnsupported {
+                    cell: format!("[{c}] {} ({})", cell.id, cell.label()),
+                    reason,
                 })?;
-                for r in &results {
-                    write_unit(cell, r, backend.name())?;
-                }
-            }
+        placements.push((*c, placement));
+    }
+    if !opts.quiet {
+        for line in placement_lines(&placements, &sel.note) {
+            eprintln!("fedbandits: {line}");
         }
     }
+    let mut cpu_units = Vec::new();
+    for ((c, reps), (_, placement)) in by_cell.into_iter().zip(&placements) {
+        let cell = &job.cells[c];
+        match (placement, sel.cuda_backend()) {
+            (Placement::Cuda(_), Some(dev)) => {
+                let results =
+                    super::run_batch(cell, job.seed, &reps, &checkpoints, dev, &|n| bar.inc(n)).map_err(|e| {
+                        RunError::Backend {
+                            backend: dev.name(),
+                            cell: cell.id.clone(),
+                            message: e.to_string(),
+                        }
+                    })?;
+                for r in &results {
+                    write_unit(cell, r, dev.name())?;
+                }
+            }
+            _ => cpu_units.extend(reps.iter().map(|&r| (c, r))),
+        }
+    }
+    let backend = sel.cpu_backend();
 
     let done = std::sync::atomic::AtomicUsize::new(0);
     let stopped = std::sync::atomic::AtomicUsize::new(0);
@@ -395,7 +448,7 @@ fn summarize(job: &Job, cell: &Cell, batches: &[RecordBatch], skipped: bool) -> 
         agent_regret_mean: mean,
         agent_regret_sd: var.sqrt(),
         sync_rounds_mean: syncs.iter().sum::<f64>() / n,
-        epsilon_zcdp: crate::privacy::accountant::account(&cell.config).and_then(|a| a.epsilon_zcdp),
+        epsilon_zcdp: crate::algo::linear::accounting(&cell.config).and_then(|a| a.epsilon_zcdp),
         skipped,
     }
 }

@@ -4,11 +4,12 @@
 //! must reproduce the CPU backend bit for bit.
 
 use fedbandits::backend::cpu::CpuBackend;
-use fedbandits::backend::cuda::driver;
+use fedbandits::backend::cuda::CudaBackend;
 use fedbandits::backend::cuda::emulation::{self, Emulator};
 use fedbandits::backend::cuda::nvrtc;
+use fedbandits::backend::{BackendChoice, BatchError, Selection};
 use fedbandits::job::Job;
-use fedbandits::sim::run_rep;
+use fedbandits::sim::{run_batch, run_rep};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -62,6 +63,12 @@ fn nvrtc_errors_carry_the_log() {
     assert!(e.contains("undeclared_name"), "the error must carry NVRTC's log: {e}");
 }
 
+/// A CUDA backend whose launcher is the host emulation.
+fn emulated() -> CudaBackend {
+    let emu = Emulator::load(emulator_lib()).unwrap_or_else(|e| panic!("{e}"));
+    CudaBackend::with_launcher(Box::new(emu), "host emulation")
+}
+
 /// Runs a job's cells through the driver under emulation and through the
 /// CPU backend, and compares the curves bit for bit.
 fn assert_parity(yaml: &str) {
@@ -69,8 +76,8 @@ fn assert_parity(yaml: &str) {
     let ck = job.checkpoint_rounds();
     let reps: Vec<u32> = (0..job.repetitions).collect();
     for cell in &job.cells {
-        let mut emu = Emulator::load(emulator_lib()).unwrap_or_else(|e| panic!("{e}"));
-        let gpu = driver::run_cell(&mut emu, cell, job.seed, &reps, &ck, &|_| {}).unwrap_or_else(|e| panic!("{e}"));
+        let dev = emulated();
+        let gpu = run_batch(cell, job.seed, &reps, &ck, &dev, &|_| {}).unwrap_or_else(|e| panic!("{e}"));
         for (r, g) in reps.iter().zip(&gpu) {
             let cpu = run_rep(cell, job.seed, *r, &ck, &CpuBackend, &|_| {});
             assert_eq!(cpu.points.len(), g.points.len());
@@ -119,10 +126,40 @@ fn emulated_kernels_match_cpu_backend_for_oful() {
 fn unsupported_cells_are_refused_not_miscomputed() {
     let job = Job::parse(
         Path::new("u.yaml"),
-        "horizon: 10\nalgorithm: [feducb_centralized, random]\nenvironment: linear_gap\nparams: {epsilon: 1, delta: 0.1}\n",
+        "horizon: 10\nalgorithm: [feducb_centralized, random, independent]\nenvironment: linear_gap\nparams: {epsilon: 1, delta: 0.1}\n",
     )
     .unwrap_or_else(|e| panic!("{e}"));
+    let dev = emulated();
     for cell in &job.cells {
-        assert!(driver::supports(&cell.config).is_err());
+        // FedUCB and random have no batched form; independent has one, but
+        // linear_gap has no decision-set kernel: both are refused.
+        let e = run_batch(cell, 1, &[0], &[10], &dev, &|_| {}).unwrap_err();
+        assert!(matches!(e, BatchError::Unsupported(_)), "{}: {e}", cell.label());
     }
+}
+
+/// `--backend cuda` places every cell on the device or names the one that
+/// cannot run there; `auto` puts every cell on the CPU while no crossover has
+/// been measured, and says why.
+#[test]
+fn placement_under_cuda_and_auto() {
+    let job = Job::parse(
+        Path::new("p.yaml"),
+        "horizon: 10\nalgorithm: [independent, feducb_centralized]\nenvironment: linear_sphere\nparams: {epsilon: 1, delta: 0.1}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let cuda = Selection::with_cuda(BackendChoice::Cuda, emulated());
+    let auto = Selection::with_cuda(BackendChoice::Auto, emulated());
+    let batch = |i: usize| fedbandits::sim::cell_batch(&job.cells[i], 1, &[0, 1]);
+    let (b0, b1) = (batch(0), batch(1));
+    let p = cuda.place(b0.as_ref().map_err(String::as_str)).unwrap();
+    assert_eq!(p.name(), "cuda");
+    let e = cuda.place(b1.as_ref().map_err(String::as_str)).unwrap_err();
+    assert!(e.contains("no batched form"), "{e}");
+    for b in [&b0, &b1] {
+        let p = auto.place(b.as_ref().map_err(String::as_str)).unwrap();
+        assert_eq!(p.name(), "cpu", "{p:?}");
+    }
+    let p = auto.place(b0.as_ref().map_err(String::as_str)).unwrap();
+    assert!(p.reason().contains("measured"), "{p:?}");
 }

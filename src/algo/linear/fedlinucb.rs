@@ -25,6 +25,7 @@ use crate::algo::{Counters, Federation};
 use crate::backend::Backend;
 use crate::env::LinearEnv;
 use crate::linalg;
+use crate::privacy::accountant::{Mechanism, NoiseModel};
 use crate::privacy::tree::AgentTrees;
 use crate::privacy::tree_levels;
 use crate::privacy::vecsum::VecSum;
@@ -91,6 +92,42 @@ impl ZhouConstants {
             },
         }
     }
+}
+
+/// What Private-FedLinUCB releases about one observation: it enters one
+/// node per tree level (N of them); each node adds (Z + Z^T)/2 to the Gram
+/// sum and N(0, sigma^2) to the bias sum, a Gaussian mechanism over the
+/// upper-triangle parameters with Delta^2 = ||x x^T||_F^2 + ||x y||^2 <=
+/// L^4 + L^2 (|y| <= 1 assumed). For `sdp_amp` the figure is for the
+/// server's view of the sum over M agents (variance M sigma^2); the
+/// vector-summation protocol's Binomial noise is not converted.
+pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
+    let target = cfg.privacy?;
+    if cfg.algorithm != LinearAlgorithm::PrivateFedlinucb {
+        return None;
+    }
+    let c = ZhouConstants::new(cfg);
+    let l2 = cfg.l_bound * cfg.l_bound;
+    let sensitivity = (l2 * l2 + l2).sqrt();
+    let noise = match cfg.protocol {
+        Protocol::SdpVecsum => NoiseModel::Unaccounted {
+            sigma: c.sigma,
+            sensitivity,
+        },
+        Protocol::SdpAmp => NoiseModel::Gaussian {
+            sigma: c.sigma * (cfg.m as f64).sqrt(),
+            sensitivity,
+        },
+        _ => NoiseModel::Gaussian {
+            sigma: c.sigma,
+            sensitivity,
+        },
+    };
+    Some(Mechanism {
+        releases_per_observation: c.levels as u64,
+        noise,
+        target,
+    })
 }
 
 /// A (Private-)FedLinUCB federation.
@@ -276,5 +313,28 @@ impl Federation for FedLinUcb {
 
     fn agent_regret(&self) -> &[f64] {
         &self.bank.regret
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::job::Job;
+    use crate::privacy::accountant::zcdp_epsilon;
+
+    #[test]
+    fn accounting_counts_tree_levels() {
+        let j = Job::parse(
+            std::path::Path::new("a.yaml"),
+            "horizon: 10000\nalgorithm: private_fedlinucb\nenvironment: linear_sphere\nparams: {m: 10, d: 5, epsilon: 1, delta: 0.1}\n",
+        )
+        .unwrap();
+        let a = crate::algo::linear::accounting(&j.cells[0].config).unwrap();
+        // T/B = 400 batches: floor(log2 400) + 1 = 9 levels.
+        assert_eq!(a.releases_per_observation, 9);
+        let sigma = super::ZhouConstants::new(&j.cells[0].config).sigma;
+        let rho = 9.0 * 2.0 / (2.0 * sigma * sigma);
+        assert!((a.rho.unwrap() - rho).abs() < 1e-12);
+        assert!((a.epsilon_zcdp.unwrap() - zcdp_epsilon(rho, 0.1)).abs() < 1e-12);
+        assert_eq!(a.epsilon_paper, 1.0);
     }
 }

@@ -28,11 +28,12 @@
 //! Zhou & Chowdhury's critique); it is reported as a property of the
 //! algorithm, not fixed here.
 
-use super::{AgentBank, LinearConfig, SyncRegime};
+use super::{AgentBank, LinearAlgorithm, LinearConfig, SyncRegime};
 use crate::algo::{Counters, Federation};
 use crate::backend::Backend;
 use crate::env::LinearEnv;
 use crate::linalg;
+use crate::privacy::accountant::{Mechanism, NoiseModel};
 use crate::privacy::tree::AgentTrees;
 use crate::rng::normal_at;
 
@@ -104,6 +105,37 @@ impl DubeyConstants {
         let l2 = cfg.l_bound * cfg.l_bound;
         2.0 * ((d * t / self.threshold) * (self.rho_max / self.rho_min + t * l2 / (d * self.rho_min)).ln()).sqrt() + 4.0
     }
+}
+
+/// What FedUCB's PRIVATIZER releases about one observation: it enters one
+/// node per tree level; a node adds N = (N_hat + N_hat^T)/sqrt(2) to
+/// Q = [x; y][x; y]^T (off-diagonal variance sigma_N^2, diagonal 2
+/// sigma_N^2), so rho_node = ||Q||_F^2 / (4 sigma_N^2) <= (L^2 + 1)^2 /
+/// (4 sigma_N^2): a Gaussian mechanism with sensitivity L^2 + 1 and
+/// sigma = sqrt(2) sigma_N. The decentralized variant's noise is calibrated
+/// for 1 + ceil(log2(T / gamma)) levels, but a slot may be asked to
+/// broadcast every round, so its tree (and an observation's path) can reach
+/// 1 + ceil(log2 T) levels: the latter is charged.
+pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
+    let target = cfg.privacy?;
+    let c = match cfg.algorithm {
+        LinearAlgorithm::FeducbCentralized => DubeyConstants::new(cfg),
+        LinearAlgorithm::FeducbDecentralized => {
+            let t_eff = cfg.horizon.div_ceil(cfg.gamma.max(1) as u64).max(1);
+            let mut c = DubeyConstants::with_levels(cfg, 1 + (t_eff as f64).log2().ceil() as usize);
+            c.levels = 1 + (cfg.horizon.max(1) as f64).log2().ceil() as usize;
+            c
+        }
+        _ => return None,
+    };
+    Some(Mechanism {
+        releases_per_observation: c.levels as u64,
+        noise: NoiseModel::Gaussian {
+            sigma: std::f64::consts::SQRT_2 * c.sigma_n,
+            sensitivity: cfg.l_bound * cfg.l_bound + 1.0,
+        },
+        target,
+    })
 }
 
 /// A centralized FedUCB federation.

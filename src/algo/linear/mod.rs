@@ -13,6 +13,7 @@ use super::{Counters, Federation};
 use crate::backend::{AgentState, Backend, StepResult, Workspace};
 use crate::env::{AgentStreams, LinearEnv, LinearEnvSpec};
 use crate::linalg;
+use crate::privacy::tree::AgentTrees;
 
 /// Linear-family algorithms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -198,6 +199,84 @@ pub fn build(cfg: &LinearConfig, env_key: &[u64], algo_key: &[u64]) -> AnyFedera
             }
         }
     }
+}
+
+/// What a configuration's private mechanism releases, as the accountant
+/// needs it ([`crate::privacy::accountant`]); None when not private.
+pub fn mechanism(cfg: &LinearConfig) -> Option<crate::privacy::accountant::Mechanism> {
+    match cfg.algorithm {
+        LinearAlgorithm::PrivateFedlinucb => fedlinucb::mechanism(cfg),
+        LinearAlgorithm::FeducbCentralized | LinearAlgorithm::FeducbDecentralized => feducb::mechanism(cfg),
+        _ => None,
+    }
+}
+
+/// The accountant's figures for a configuration (None when not private).
+pub fn accounting(cfg: &LinearConfig) -> Option<crate::privacy::accountant::Accounting> {
+    mechanism(cfg).map(|m| crate::privacy::accountant::account(&m))
+}
+
+/// The configuration as a lockstep batch for a backend's batched path
+/// ([`crate::backend::LinearBatch`]): `linucb`, `independent` (no sync) and
+/// `fedlinucb`, `private_fedlinucb` with a tree protocol (sync every B, node
+/// noise sigma). `env_keys` and `algo_keys` are the federations' keys (one
+/// pair per repetition). Other algorithms: `Err(why)`.
+pub fn linear_batch(
+    cfg: &LinearConfig,
+    env_keys: Vec<Vec<u64>>,
+    algo_keys: &[Vec<u64>],
+) -> Result<crate::backend::LinearBatch, String> {
+    use crate::backend::{LinearBatch, SyncRule};
+    let (lambda, beta, sync): (f64, Box<dyn Fn(u64) -> f64 + Send + Sync>, _) = match cfg.algorithm {
+        LinearAlgorithm::Linucb | LinearAlgorithm::Independent => {
+            let c = cfg.clone();
+            (cfg.lambda, Box::new(move |t| oful::Oful::beta(&c, t - 1)), None)
+        }
+        LinearAlgorithm::Fedlinucb | LinearAlgorithm::PrivateFedlinucb if cfg.protocol != Protocol::SdpVecsum => {
+            let consts = fedlinucb::ZhouConstants::new(cfg);
+            let c = cfg.clone();
+            let sync = SyncRule {
+                every: cfg.batch_size,
+                sigma: consts.sigma,
+                messages_per_sync: 2 * cfg.m as u64,
+            };
+            (
+                consts.lambda,
+                Box::new(move |t| fedlinucb::zhou_beta(&c, &consts, t)),
+                Some(sync),
+            )
+        }
+        a => {
+            return Err(format!(
+                "{a:?}{} has no batched form yet",
+                if cfg.protocol == Protocol::SdpVecsum {
+                    " with sdp_vecsum"
+                } else {
+                    ""
+                }
+            ));
+        }
+    };
+    let private = sync.is_some_and(|s: SyncRule| s.sigma > 0.0);
+    let noise_keys = if private {
+        algo_keys
+            .iter()
+            .flat_map(|k| (0..cfg.m).map(move |i| crate::rng::fold_key(&AgentTrees::noise_key(k, i))))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(LinearBatch {
+        env: cfg.env.clone(),
+        env_keys,
+        noise_keys,
+        m: cfg.m,
+        horizon: cfg.horizon,
+        lambda,
+        beta,
+        sync,
+        refactor_every: cfg.refactor_every,
+    })
 }
 
 /// Struct-of-arrays UCB state of the M agents of one federation.

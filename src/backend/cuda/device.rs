@@ -76,15 +76,10 @@ impl CudaDevice {
             .ok_or_else(|| CudaError::Driver(format!("{bytes} bytes at {:#x}: not the start of an allocation", p.0)))
     }
 
-    /// Frees every allocation (between cells).
-    pub fn free_all(&mut self) {
-        self.buffers.clear();
-    }
-
     /// Approximate peaks: (FP64 GFLOP/s, memory GB/s). FP64 units per SM
     /// come from a table by compute capability (32 FMA/clock on sm_60/70/80,
     /// 64 on sm_90, 2 on consumer parts); memory from clock x bus width x 2.
-    pub fn peaks(&self) -> Option<(f64, f64)> {
+    fn device_peaks(&self) -> Option<(f64, f64)> {
         use cudarc::driver::sys::CUdevice_attribute as A;
         let get = |a| self.ctx.attribute(a).ok().map(f64::from);
         let sms = get(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
@@ -106,6 +101,14 @@ impl CudaDevice {
 impl Launcher for CudaDevice {
     fn name(&self) -> &'static str {
         "cuda"
+    }
+
+    fn free_all(&mut self) {
+        self.buffers.clear();
+    }
+
+    fn peaks(&self) -> Option<(f64, f64)> {
+        self.device_peaks()
     }
 
     fn alloc_zeroed(&mut self, bytes: usize) -> Result<DevPtr, CudaError> {

@@ -3,47 +3,34 @@
 //! (federation, agent); the host only sequences kernels and reads the curve
 //! at checkpoints.
 //!
-//! It reproduces the CPU federations exactly (same streams, same operation
-//! order), so under the host emulation its output equals the CPU backend's
-//! bit for bit, and on a GPU it differs only where CUDA's f64 log/sin/cos
-//! round differently from glibc's. Supported: `linucb`, `independent`,
-//! `fedlinucb`, `private_fedlinucb` (protocols ldp, sdp_amp, alt: the tree
-//! mechanism) on `linear_sphere`;
-//! anything else is [`CudaError::Unsupported`] and runs on the CPU.
+//! It runs a [`LinearBatch`] (the algorithm layer's description of a cell:
+//! width schedule, lambda, sync rule, noise keys) and reproduces the CPU
+//! federations exactly (same streams, same operation order, portable
+//! transcendental functions), so under the host emulation its output equals
+//! the CPU backend's bit for bit. Supported: every batch on `linear_sphere`
+//! (today `linucb`, `independent`, `fedlinucb`, `private_fedlinucb` with the
+//! tree mechanism); anything else is [`CudaError::Unsupported`].
 
 use super::CudaError;
 use super::launcher::{Arg, DevPtr, Launcher, download_slice, upload_slice};
-use crate::algo::Counters;
-use crate::algo::linear::fedlinucb::{ZhouConstants, zhou_beta};
-use crate::algo::linear::oful::Oful;
-use crate::algo::linear::{LinearAlgorithm, LinearConfig, Protocol};
+use crate::backend::{BatchPoint, LinearBatch};
 use crate::env::{LinearEnv, LinearEnvKind};
-use crate::job::Cell;
-use crate::privacy::tree::AgentTrees;
-use crate::rng::{fold_key, state_words};
-use crate::sim::{CurvePoint, RepResult};
-use std::time::Instant;
+use crate::rng::state_words;
 
-/// Whether the driver can run this configuration.
-pub fn supports(cfg: &LinearConfig) -> Result<(), CudaError> {
-    let algo_ok = matches!(
-        cfg.algorithm,
-        LinearAlgorithm::Linucb | LinearAlgorithm::Independent | LinearAlgorithm::Fedlinucb
-    ) || (cfg.algorithm == LinearAlgorithm::PrivateFedlinucb
-        && matches!(cfg.protocol, Protocol::Ldp | Protocol::SdpAmp | Protocol::Alt));
-    if !algo_ok {
-        return Err(CudaError::Unsupported(format!(
-            "{:?} has no CUDA kernels yet",
-            cfg.algorithm
-        )));
-    }
-    if !matches!(cfg.env.kind, LinearEnvKind::Sphere { .. }) {
+/// Whether the driver can run this batch.
+pub fn supports(batch: &LinearBatch) -> Result<(), CudaError> {
+    if !matches!(batch.env.kind, LinearEnvKind::Sphere { .. }) {
         return Err(CudaError::Unsupported(
             "only linear_sphere has a CUDA decision-set kernel yet".into(),
         ));
     }
-    if cfg.env.d < 2 {
+    if batch.env.d < 2 {
         return Err(CudaError::Unsupported("d < 2".into()));
+    }
+    if batch.sync.is_some_and(|s| s.sigma > 0.0) && batch.noise_keys.len() != batch.federations() * batch.m {
+        return Err(CudaError::Unsupported(
+            "a private batch needs one noise key per agent".into(),
+        ));
     }
     Ok(())
 }
@@ -72,48 +59,38 @@ struct Bufs {
     akey: DevPtr,
 }
 
-/// Runs repetitions `reps` of `cell` and returns their curves (in `reps`
-/// order); `progress` receives agent-steps done since its previous call.
-pub fn run_cell(
+/// Runs every federation of `batch` and returns their curves at
+/// `checkpoints`; `progress` receives agent-steps done since its previous
+/// call.
+pub fn run_batch(
     l: &mut dyn Launcher,
-    cell: &Cell,
-    seed: u64,
-    reps: &[u32],
+    batch: &LinearBatch,
     checkpoints: &[u64],
     progress: &dyn Fn(u64),
-) -> Result<Vec<RepResult>, CudaError> {
-    let cfg = &cell.config;
-    supports(cfg)?;
-    let start = Instant::now();
-    let (nf, m, d, k) = (reps.len(), cfg.m, cfg.env.d, cfg.env.k);
+) -> Result<Vec<Vec<BatchPoint>>, CudaError> {
+    supports(batch)?;
+    let (nf, m, d, k) = (batch.federations(), batch.m, batch.env.d, batch.env.k);
     let n = nf * m;
     let (dd, kp) = (d * d, k.div_ceil(8) * 8);
-    let reward_raw = match cfg.env.kind {
-        LinearEnvKind::Sphere { reward_on_raw, .. } => reward_on_raw,
-        LinearEnvKind::Gap => true,
+    let (reward_raw, noise_std) = match batch.env.kind {
+        LinearEnvKind::Sphere {
+            reward_on_raw,
+            noise_std,
+        } => (reward_on_raw, noise_std),
+        LinearEnvKind::Gap => (true, 0.0),
     };
-    let noise_std = match cfg.env.kind {
-        LinearEnvKind::Sphere { noise_std, .. } => noise_std,
-        LinearEnvKind::Gap => 0.0,
-    };
-    let zhou = matches!(
-        cfg.algorithm,
-        LinearAlgorithm::Fedlinucb | LinearAlgorithm::PrivateFedlinucb
-    );
-    let consts = ZhouConstants::new(cfg);
-    let lambda = if zhou { consts.lambda } else { cfg.lambda };
-    let private = zhou && consts.sigma > 0.0;
+    let lambda = batch.lambda;
+    let sigma = batch.sync.map_or(0.0, |s| s.sigma);
+    let private = sigma > 0.0;
     let width = dd + d;
 
     // Host-side initial state, exactly as the CPU federations build it.
     let mut theta = Vec::with_capacity(nf * d);
     let mut lanes = Vec::with_capacity(n * 32);
     let mut rstate = Vec::with_capacity(n * 4);
-    let mut akey: Vec<u64> = Vec::with_capacity(n);
-    for &rep in reps {
-        let env = LinearEnv::new(&cfg.env, &[seed, cell.env_scope, u64::from(rep)]);
+    for key in &batch.env_keys {
+        let env = LinearEnv::new(&batch.env, key);
         theta.extend_from_slice(&env.theta);
-        let algo_key = [seed, cell.cell_scope, u64::from(rep)];
         for i in 0..m {
             let (ctx, _uni, rew) = env.agent_stream_keys(i);
             let mut words = [0u64; 32];
@@ -128,9 +105,9 @@ pub fn run_cell(
             }
             lanes.extend_from_slice(&words);
             rstate.extend_from_slice(&state_words(&rew));
-            akey.push(fold_key(&AgentTrees::noise_key(&algo_key, i)));
         }
     }
+    let akey: Vec<u64> = if private { batch.noise_keys.clone() } else { vec![0; n] };
     let mut vinv0 = vec![0.0f64; dd];
     for i in 0..d {
         vinv0[i * d + i] = 1.0 / lambda;
@@ -171,19 +148,18 @@ pub fn run_cell(
     };
     let (ni, mi, di, ki, kpi) = (n as i32, m as i32, d as i32, k as i32, kp as i32);
     let p = Arg::Ptr;
-    let mut results: Vec<Vec<CurvePoint>> = vec![Vec::with_capacity(checkpoints.len()); nf];
+    let mut results: Vec<Vec<BatchPoint>> = vec![Vec::with_capacity(checkpoints.len()); nf];
+    let refactor_every = batch.refactor_every.max(1);
+    let sync_every = batch.sync.map(|s| s.every);
+    let messages_per_sync = batch.sync.map_or(0, |s| s.messages_per_sync);
     let mut next = checkpoints.iter().copied().peekable();
     let mut since_factor = 0u32;
     let mut syncs = 0u64;
     let mut group = vec![0.0f64; nf];
     let mut regret = vec![0.0f64; n];
     let mut failures = vec![0i32; nf];
-    for t in 1..=cfg.horizon {
-        let beta = if zhou {
-            zhou_beta(cfg, &consts, t)
-        } else {
-            Oful::beta(cfg, t - 1)
-        };
+    for t in 1..=batch.horizon {
+        let beta = (batch.beta)(t);
         l.launch(
             "fb_linear_step",
             n,
@@ -220,7 +196,7 @@ pub fn run_cell(
             &[Arg::I32(nf as i32), Arg::I32(mi), p(bufs.round_regret), p(bufs.group)],
         )?;
         since_factor += 1;
-        if since_factor >= cfg.refactor_every {
+        if since_factor >= refactor_every {
             l.launch(
                 "fb_refactor",
                 n,
@@ -238,7 +214,7 @@ pub fn run_cell(
             )?;
             since_factor = 0;
         }
-        if zhou && t.is_multiple_of(cfg.batch_size) {
+        if sync_every.is_some_and(|b| t.is_multiple_of(b)) {
             syncs += 1;
             if private {
                 l.launch(
@@ -256,7 +232,7 @@ pub fn run_cell(
                     Arg::I32(di),
                     Arg::U64(syncs),
                     Arg::I32(i32::from(private)),
-                    Arg::F64(consts.sigma),
+                    Arg::F64(sigma),
                     Arg::F64(lambda),
                     p(bufs.tsum),
                     p(bufs.akey),
@@ -307,30 +283,17 @@ pub fn run_cell(
             download_slice(l, bufs.failures, &mut failures)?;
             for f in 0..nf {
                 let per = &regret[f * m..(f + 1) * m];
-                results[f].push(CurvePoint {
+                results[f].push(BatchPoint {
                     t,
                     group_regret: group[f],
-                    agent_regret_mean: group[f] / m as f64,
                     agent_regret_max: per.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-                    counters: Counters {
-                        sync_rounds: syncs,
-                        messages: 2 * m as u64 * syncs,
-                        cholesky_failures: failures[f] as u64,
-                        beta_clamps: 0,
-                    },
+                    sync_rounds: syncs,
+                    messages: messages_per_sync * syncs,
+                    cholesky_failures: failures[f] as u64,
                 });
             }
         }
     }
-    progress((cfg.horizon % 1024) * n as u64);
-    let wall = start.elapsed().as_secs_f64() / nf.max(1) as f64;
-    Ok(reps
-        .iter()
-        .zip(results)
-        .map(|(&rep, points)| RepResult {
-            rep,
-            points,
-            wall_seconds: wall,
-        })
-        .collect())
+    progress((batch.horizon % 1024) * n as u64);
+    Ok(results)
 }

@@ -85,6 +85,10 @@ impl Launcher for Emulator {
         "emulation"
     }
 
+    fn free_all(&mut self) {
+        self.buffers.clear();
+    }
+
     fn alloc_zeroed(&mut self, bytes: usize) -> Result<DevPtr, CudaError> {
         let v = vec![0u64; bytes.div_ceil(8).max(1)];
         let p = DevPtr(v.as_ptr() as u64);

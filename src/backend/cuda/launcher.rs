@@ -34,6 +34,12 @@ pub trait Launcher {
     fn download(&mut self, src: DevPtr, out: &mut [u8]) -> Result<(), CudaError>;
     /// Runs `kernel` with at least `threads` threads (1-D grid).
     fn launch(&mut self, kernel: &str, threads: usize, args: &[Arg]) -> Result<(), CudaError>;
+    /// Frees every allocation (after a batch).
+    fn free_all(&mut self);
+    /// Approximate device peaks (FP64 GFLOP/s, memory GB/s), where known.
+    fn peaks(&self) -> Option<(f64, f64)> {
+        None
+    }
 }
 
 /// Threads per block for every launch.

@@ -6,6 +6,7 @@
 //! ([`emulation`]) in the test suite, where its output is checked against the
 //! CPU backend.
 
+pub mod crossover;
 pub mod device;
 pub mod driver;
 pub mod emulation;
@@ -34,10 +35,11 @@ pub enum CudaError {
     Emulation(String),
 }
 
-/// The CUDA backend: cells the batched driver supports run on the GPU; the
-/// per-agent operations (and so every other cell) run on the CPU backend.
+/// The CUDA backend: batches the driver supports run on a [`launcher::Launcher`]
+/// (a GPU, or the host emulation in tests); the per-agent operations run on
+/// the CPU backend.
 pub struct CudaBackend {
-    device: std::sync::Mutex<device::CudaDevice>,
+    launcher: std::sync::Mutex<Box<dyn launcher::Launcher + Send>>,
     description: String,
 }
 
@@ -47,8 +49,16 @@ impl CudaBackend {
         let dev = device::CudaDevice::open()?;
         Ok(Self {
             description: dev.description.clone(),
-            device: std::sync::Mutex::new(dev),
+            launcher: std::sync::Mutex::new(Box::new(dev)),
         })
+    }
+
+    /// A backend over any launcher (the host emulation in tests).
+    pub fn with_launcher(launcher: Box<dyn launcher::Launcher + Send>, description: &str) -> Self {
+        Self {
+            launcher: std::sync::Mutex::new(launcher),
+            description: description.to_string(),
+        }
     }
 
     /// Device name and compute capability.
@@ -84,24 +94,27 @@ impl super::Backend for CudaBackend {
     }
 
     fn device_peaks(&self) -> Option<(f64, f64)> {
-        self.device.lock().ok()?.peaks()
+        self.launcher.lock().ok()?.peaks()
     }
 
-    fn run_cell_batched(
+    fn supports_linear_batch(&self, batch: &super::LinearBatch) -> Result<(), String> {
+        driver::supports(batch).map_err(|e| e.to_string())
+    }
+
+    fn run_linear_batch(
         &self,
-        cell: &crate::job::Cell,
-        seed: u64,
-        reps: &[u32],
+        batch: &super::LinearBatch,
         checkpoints: &[u64],
         progress: &dyn Fn(u64),
-    ) -> Option<Result<Vec<crate::sim::RepResult>, String>> {
-        driver::supports(&cell.config).ok()?;
-        let mut dev = match self.device.lock() {
-            Ok(d) => d,
-            Err(_) => return Some(Err("the CUDA device lock was poisoned by an earlier failure".into())),
-        };
-        let out = driver::run_cell(&mut *dev, cell, seed, reps, checkpoints, progress).map_err(|e| e.to_string());
-        dev.free_all();
-        Some(out)
+    ) -> Result<Vec<Vec<super::BatchPoint>>, super::BatchError> {
+        driver::supports(batch).map_err(|e| super::BatchError::Unsupported(e.to_string()))?;
+        let mut l = self
+            .launcher
+            .lock()
+            .map_err(|_| super::BatchError::Failed("the CUDA device lock was poisoned by an earlier failure".into()))?;
+        let out = driver::run_batch(&mut **l, batch, checkpoints, progress)
+            .map_err(|e| super::BatchError::Failed(e.to_string()));
+        l.free_all();
+        out
     }
 }
