@@ -131,6 +131,27 @@ fn cuda_backend_fails_cleanly_and_auto_falls_back() {
     let o = with_backend("auto");
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("backend cpu (auto"), "{}", stderr(&o));
+    // auto says why the CPU (no measured crossover) and where each cell ran.
+    assert!(stderr(&o).contains("measured faster"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cells [0] [1] [2] [3] [4] run on cpu"), "{}", stderr(&o));
+}
+
+/// Tree noise is regenerated from keys, so FedUCB's privacy state does not
+/// grow with log T: Fig. 1C at d = 128 (M = 100, T = 10^6) fits 64 MiB per
+/// federation (it was 593 MiB with stored node noise).
+#[test]
+fn validate_reports_fig1c_memory_within_64_mib() {
+    let job = Path::new(env!("CARGO_MANIFEST_DIR")).join("jobs/dubey_fig1c.yaml");
+    let o = run(&["validate", job.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = out.lines().find(|l| l.starts_with("memory: up to ")).unwrap_or_else(|| panic!("{out}"));
+    let mib: f64 = line["memory: up to ".len()..]
+        .split(" MiB")
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(mib > 20.0 && mib <= 64.0, "{line}");
 }
 
 fn all_rows(dir: &Path) -> Vec<String> {
