@@ -92,7 +92,20 @@ pub fn spd_inverse_with_jitter(
     work: &mut [f64],
     shifted: &mut [f64],
 ) -> Result<(f64, f64), LltError> {
-    match spd_inverse(v, d, inv, work) {
+    with_jitter(v, d, inv, shifted, |m, out| spd_inverse(m, d, out, work))
+}
+
+/// The jitter retries of [`spd_inverse_with_jitter`] around any SPD
+/// inversion `invert(matrix, inverse) -> log det` (e.g. faer's above the
+/// crossover, `backend::dense`).
+pub fn with_jitter(
+    v: &[f64],
+    d: usize,
+    inv: &mut [f64],
+    shifted: &mut [f64],
+    mut invert: impl FnMut(&[f64], &mut [f64]) -> Result<f64, LltError>,
+) -> Result<(f64, f64), LltError> {
+    match invert(v, inv) {
         Ok(ld) => Ok((ld, 0.0)),
         Err(first) => {
             let scale = (0..d).map(|i| v[i * d + i].abs()).sum::<f64>() / d as f64 + 1.0;
@@ -102,7 +115,7 @@ pub fn spd_inverse_with_jitter(
                 for i in 0..d {
                     shifted[i * d + i] += jitter;
                 }
-                if let Ok(ld) = spd_inverse(shifted, d, inv, work) {
+                if let Ok(ld) = invert(shifted, inv) {
                     return Ok((ld, jitter));
                 }
                 jitter *= 10.0;

@@ -173,7 +173,17 @@ impl Backend for CpuBackend {
         }
     }
 
+    /// Hand-written Cholesky below [`super::dense::INVERSE_FAER_MIN_D`],
+    /// faer's blocked one from there (`bench --linalg`: 1.7x faster at
+    /// d = 32, 6.7x at d = 128).
     fn spd_inverse(&self, v: &[f64], d: usize, inv: &mut [f64], ws: &mut Workspace) -> Result<(f64, f64), LltError> {
+        if d >= super::dense::INVERSE_FAER_MIN_D {
+            let kp = ws.ds.kp;
+            let scratch = ws.dense.get_or_insert_with(|| super::dense::DenseScratch::new(d, kp));
+            return linalg::with_jitter(v, d, inv, &mut ws.m1, |m, out| {
+                super::dense::spd_inverse(m, d, out, scratch)
+            });
+        }
         linalg::spd_inverse_with_jitter(v, d, inv, &mut ws.m1, &mut ws.m2)
     }
 }

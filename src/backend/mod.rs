@@ -12,6 +12,7 @@
 pub mod batch;
 pub mod cpu;
 pub mod cuda;
+pub mod dense;
 
 pub use batch::{BatchError, BatchPoint, LinearBatch, SyncRule};
 
@@ -68,6 +69,10 @@ pub struct Workspace {
     pub m1: Vec<f64>,
     /// Matrix workspace (d x d).
     pub m2: Vec<f64>,
+    /// faer's workspace, for d at or above the crossover (made on first use,
+    /// not part of snapshots).
+    #[serde(skip)]
+    pub dense: Option<dense::DenseScratch>,
 }
 
 impl Workspace {
@@ -80,6 +85,7 @@ impl Workspace {
             w: vec![0.0; d],
             m1: vec![0.0; d * d],
             m2: vec![0.0; d * d],
+            dense: None,
         }
     }
 }

@@ -219,3 +219,65 @@ pub fn kernels(backend: &dyn Backend) {
         ));
     });
 }
+
+/// The faer crossover table (`bench --linalg`): for d in 4..=256, one
+/// thread, nanoseconds per call of the hand-written SPD inverse
+/// ([`crate::linalg::spd_inverse`]) against faer's
+/// ([`crate::backend::dense::spd_inverse`]), and of the hand-written
+/// symmetric UCB scorer ([`crate::backend::cpu::score_argmax`]) against the
+/// decision set scored as a faer matrix product
+/// ([`crate::backend::dense::score_argmax`]), K = 100.
+pub fn linalg_crossover() {
+    use crate::backend::dense::{self, DenseScratch};
+    use crate::linalg;
+    use crate::rng::Stream;
+    use std::hint::black_box;
+    let k = 100usize;
+    let kp = k.div_ceil(8) * 8;
+    let time = |budget: f64, f: &mut dyn FnMut()| -> f64 {
+        f();
+        let mut iters = 1u64;
+        loop {
+            let start = Instant::now();
+            for _ in 0..iters {
+                f();
+            }
+            let s = start.elapsed().as_secs_f64();
+            if s > budget {
+                return s * 1e9 / iters as f64;
+            }
+            iters *= 2;
+        }
+    };
+    super::emit(
+        "linalg d inverse_handwritten_ns inverse_faer_ns score_handwritten_ns score_faer_gemm_ns (K = 100, one thread)\n",
+    );
+    let mut s = Stream::new(&[99]);
+    for d in [4usize, 8, 16, 32, 48, 64, 96, 128, 192, 256] {
+        let mut a = vec![0.0; d * d];
+        linalg::set_scaled_identity(&mut a, d, 1.0);
+        for _ in 0..d + 2 {
+            let v: Vec<f64> = (0..d).map(|_| s.normal()).collect();
+            linalg::add_outer(&mut a, &v, d);
+        }
+        let x: Vec<f64> = (0..d * kp).map(|_| s.normal()).collect();
+        let theta: Vec<f64> = (0..d).map(|_| s.normal()).collect();
+        let (mut inv, mut w) = (vec![0.0; d * d], vec![0.0; d * d]);
+        let mut scratch = DenseScratch::new(d, kp);
+        let inv_hand = time(0.05, &mut || {
+            let _ = black_box(linalg::spd_inverse(black_box(&a), d, &mut inv, &mut w));
+        });
+        let inv_faer = time(0.05, &mut || {
+            let _ = black_box(dense::spd_inverse(black_box(&a), d, &mut inv, &mut scratch));
+        });
+        let sc_hand = time(0.05, &mut || {
+            black_box(crate::backend::cpu::score_argmax(d, k, black_box(&x), &a, &theta, 1.3));
+        });
+        let sc_faer = time(0.05, &mut || {
+            black_box(dense::score_argmax(d, k, black_box(&x), &a, &theta, 1.3, &mut scratch));
+        });
+        super::emit(&format!(
+            "linalg {d} {inv_hand:.0} {inv_faer:.0} {sc_hand:.0} {sc_faer:.0}\n"
+        ));
+    }
+}

@@ -117,6 +117,10 @@ pub enum Command {
         /// Also time the per-step kernels (one thread, ns per call).
         #[arg(long)]
         kernels: bool,
+        /// Print the faer crossover table (hand-written vs faer inverse and
+        /// scoring, d = 4..256, one thread) and exit.
+        #[arg(long)]
+        linalg: bool,
     },
 }
 
@@ -296,7 +300,12 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             only,
             federations,
             kernels,
+            linalg,
         } => {
+            if linalg {
+                bench::linalg_crossover();
+                return Ok(());
+            }
             let sel = backend::select(backend)?;
             eprintln!("fedbandits bench: {}", sel.note);
             if kernels {

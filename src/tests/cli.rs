@@ -133,7 +133,11 @@ fn cuda_backend_fails_cleanly_and_auto_falls_back() {
     assert!(stderr(&o).contains("backend cpu (auto"), "{}", stderr(&o));
     // auto says why the CPU (no measured crossover) and where each cell ran.
     assert!(stderr(&o).contains("measured faster"), "{}", stderr(&o));
-    assert!(stderr(&o).contains("cells [0] [1] [2] [3] [4] run on cpu"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cells [0] [1] [2] [3] [4] run on cpu"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// Tree noise is regenerated from keys, so FedUCB's privacy state does not
@@ -145,7 +149,10 @@ fn validate_reports_fig1c_memory_within_64_mib() {
     let o = run(&["validate", job.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    let line = out.lines().find(|l| l.starts_with("memory: up to ")).unwrap_or_else(|| panic!("{out}"));
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("memory: up to "))
+        .unwrap_or_else(|| panic!("{out}"));
     let mib: f64 = line["memory: up to ".len()..]
         .split(" MiB")
         .next()
