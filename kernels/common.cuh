@@ -18,6 +18,12 @@
 #define FB_DEV __device__ __forceinline__
 #define FB_F32_BITS(x) __float_as_uint(x)
 #define FB_BITS_F32(u) __uint_as_float(u)
+// Warp shuffles (every lane of the warp takes part) and dynamic shared
+// memory; the host emulation defines the same names (emulation.hpp).
+#define FB_SHFL_XOR_F64(v, m) __shfl_xor_sync(0xffffffffu, (v), (m))
+#define FB_SHFL_XOR_I32(v, m) __shfl_xor_sync(0xffffffffu, (v), (m))
+extern __shared__ __align__(16) unsigned char fb_dyn_smem[];
+#define FB_DYN_SHARED(type, name) type* name = reinterpret_cast<type*>(fb_dyn_smem)
 #else
 #define FB_DEV static inline
 #endif

@@ -6,15 +6,27 @@
 #include "emulation.hpp"
 #include "linear.cu"
 
+// A deliberately broken kernel for the emulator's own test: thread 0 returns
+// while the others wait at a barrier.
+extern "C" __global__ void fb_emu_selftest_barrier_divergence(int* out) {
+    if (threadIdx.x == 0) return;
+    __syncthreads();
+    out[threadIdx.x] = 1;
+}
+
 template <typename... A, std::size_t... I>
 static void fb_call(void (*f)(A...), void** p, std::index_sequence<I...>) {
     f(*static_cast<typename std::remove_reference<A>::type*>(p[I])...);
 }
 
+// A sequential kernel: every (block, thread) in order. Returns 0, or 3 when
+// the kernel reached a barrier or shuffle (it must be FB_COOP_KERNEL).
 template <typename... A>
-static void fb_run(void (*f)(A...), unsigned grid, unsigned block, void** p) {
+static int fb_run_seq(void (*f)(A...), unsigned grid, unsigned block, void** p) {
     gridDim = {grid, 1, 1};
     blockDim = {block, 1, 1};
+    fb_blk = nullptr;
+    fb_seq_barrier = 0;
     for (unsigned bx = 0; bx < grid; ++bx) {
         for (unsigned tx = 0; tx < block; ++tx) {
             blockIdx = {bx, 0, 0};
@@ -22,16 +34,42 @@ static void fb_run(void (*f)(A...), unsigned grid, unsigned block, void** p) {
             fb_call(f, p, std::index_sequence_for<A...>{});
         }
     }
+    return fb_seq_barrier ? 3 : 0;
 }
 
-#define FB_KERNEL(name)                         \
-    if (std::strcmp(kernel, #name) == 0) {      \
-        fb_run(name, grid, block, params);      \
-        return 0;                               \
+// A cooperative kernel: every block of the grid in order, each through the
+// fiber scheduler. Returns 0, or 2 when a block's threads diverged at a
+// barrier.
+template <typename... A>
+static int fb_run(void (*f)(A...), unsigned grid, unsigned block, unsigned shared_bytes, void** p) {
+    gridDim = {grid, 1, 1};
+    blockDim = {block, 1, 1};
+    static thread_local fb_block_state state;
+    state.dyn_shared.assign(shared_bytes, 0);
+    std::function<void()> body = [&]() { fb_call(f, p, std::index_sequence_for<A...>{}); };
+    for (unsigned bx = 0; bx < grid; ++bx) {
+        blockIdx = {bx, 0, 0};
+        if (fb_run_block(state, body) != 0) return 2;
+    }
+    fb_blk = nullptr;
+    return 0;
+}
+
+#define FB_KERNEL(name)                               \
+    if (std::strcmp(kernel, #name) == 0) {            \
+        return fb_run_seq(name, grid, block, params); \
+    }
+#define FB_COOP_KERNEL(name)                                     \
+    if (std::strcmp(kernel, #name) == 0) {                       \
+        return fb_run(name, grid, block, shared_bytes, params);  \
     }
 
-// Runs `kernel` over grid x block threads. Returns 0, or 1 for an unknown name.
-extern "C" int fb_emu_launch(const char* kernel, unsigned grid, unsigned block, void** params) {
+// Runs `kernel` over grid x block threads with `shared_bytes` of dynamic
+// shared memory per block. Returns 0; 1 for an unknown name; 2 when the
+// threads of a block diverged at a barrier; 3 when a kernel registered as
+// sequential reached a barrier.
+extern "C" int fb_emu_launch(const char* kernel, unsigned grid, unsigned block, unsigned shared_bytes,
+                             void** params) {
     FB_KERNEL(fb_linear_step)
     FB_KERNEL(fb_round_reduce)
     FB_KERNEL(fb_refactor)
@@ -39,5 +77,7 @@ extern "C" int fb_emu_launch(const char* kernel, unsigned grid, unsigned block, 
     FB_KERNEL(fb_sync_reduce)
     FB_KERNEL(fb_sync_factor)
     FB_KERNEL(fb_sync_broadcast)
+    FB_COOP_KERNEL(fb_score_coop)
+    FB_COOP_KERNEL(fb_emu_selftest_barrier_divergence)
     return 1;
 }

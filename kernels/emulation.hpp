@@ -1,8 +1,21 @@
 // fedbandits: host emulation of the CUDA execution model, for running the
 // kernels' code on a CPU (tests, machines without a GPU).
 //
-// The kernels use one thread per work item, no shared memory, no barriers and
-// no warp intrinsics, so a sequential executor over (block, thread) is exact.
+// Model: the blocks of a grid run one after another. Kernels registered as
+// sequential (FB_KERNEL: one thread per work item, no barriers) run their
+// threads one after another; reaching a barrier there is an error.
+// Cooperative kernels (FB_COOP_KERNEL): inside a block every
+// CUDA thread is a fiber (ucontext) on one host thread, and the scheduler
+// runs the block phase by phase: each fiber runs until it reaches a barrier
+// (__syncthreads, __syncwarp, or a warp shuffle, which exchanges values
+// through the block's exchange buffer between two barriers) or returns; the
+// next phase starts when every fiber has arrived. A barrier that some
+// threads of the block reach while others have returned is reported as an
+// error (it would hang or be undefined on a device). Shared memory:
+// `__shared__` arrays are per host thread (blocks run one at a time) and
+// dynamic shared memory (FB_DYN_SHARED) is a per-block buffer of the size the
+// launch asked for. Warp-level barriers synchronize the whole block here, a
+// stricter order than a device's, which any correct kernel also satisfies.
 // Transcendental libm functions are poisoned below (see there).
 // Build: g++ -std=c++17 -O2 -ffp-contract=off -fno-fast-math -fPIC -shared
 //        -DFB_HOST_EMULATION emulation.cpp
@@ -11,6 +24,9 @@
 #include <cstring>
 #include <cstdint>
 #include <utility>
+#include <ucontext.h>
+#include <vector>
+#include <functional>
 
 // libm's transcendental functions round differently from CUDA's libdevice, so
 // a kernel that used one would pass here and diverge on a device (as the
@@ -30,6 +46,118 @@ static thread_local fb_dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define __global__
 #define __device__
 #define __forceinline__ inline
+#define __shared__ static thread_local
+
+// ------------------------------------------------------ fiber scheduler
+
+struct fb_block_state {
+    ucontext_t scheduler;
+    std::vector<ucontext_t> fibers;
+    std::vector<std::vector<char>> stacks;
+    std::vector<int> state;  // 0 running, 1 at barrier, 2 returned
+    std::vector<double> exchange_f64;
+    std::vector<long long> exchange_i64;
+    std::vector<unsigned char> dyn_shared;
+    std::function<void()> body;
+    unsigned current = 0;
+    int error = 0;  // 1: barrier divergence
+};
+static thread_local fb_block_state* fb_blk = nullptr;
+// Set when a kernel registered as sequential (FB_KERNEL) reaches a barrier.
+static thread_local int fb_seq_barrier = 0;
+
+static void fb_fiber_entry() {
+    fb_blk->body();
+    fb_blk->state[fb_blk->current] = 2;
+    // Returning ends this fiber and resumes the scheduler (uc_link).
+}
+
+// A barrier: this fiber waits until every thread of the block arrives.
+static inline void fb_barrier() {
+    fb_block_state* b = fb_blk;
+    if (b == nullptr) {
+        fb_seq_barrier = 1;
+        return;
+    }
+    unsigned me = b->current;
+    b->state[me] = 1;
+    swapcontext(&b->fibers[me], &b->scheduler);
+}
+static inline void __syncthreads() { fb_barrier(); }
+static inline void __syncwarp(unsigned = 0xffffffffu) { fb_barrier(); }
+
+// Shuffles through the block's exchange buffer: publish, barrier, read,
+// barrier (so the buffer can be reused by the next shuffle).
+static inline double fb_shfl_xor_f64(double v, int lane_mask) {
+    fb_block_state* b = fb_blk;
+    if (b == nullptr) {
+        fb_seq_barrier = 1;
+        return v;
+    }
+    unsigned me = threadIdx.x;
+    b->exchange_f64[me] = v;
+    fb_barrier();
+    unsigned lane = me & 31u, base = me - lane;
+    double got = b->exchange_f64[base + (lane ^ (unsigned)lane_mask)];
+    fb_barrier();
+    return got;
+}
+static inline int fb_shfl_xor_i32(int v, int lane_mask) {
+    fb_block_state* b = fb_blk;
+    if (b == nullptr) {
+        fb_seq_barrier = 1;
+        return v;
+    }
+    unsigned me = threadIdx.x;
+    b->exchange_i64[me] = v;
+    fb_barrier();
+    unsigned lane = me & 31u, base = me - lane;
+    int got = (int)b->exchange_i64[base + (lane ^ (unsigned)lane_mask)];
+    fb_barrier();
+    return got;
+}
+#define FB_SHFL_XOR_F64(v, m) fb_shfl_xor_f64((v), (m))
+#define FB_SHFL_XOR_I32(v, m) fb_shfl_xor_i32((v), (m))
+#define FB_DYN_SHARED(type, name) type* name = reinterpret_cast<type*>(fb_blk->dyn_shared.data())
+
+// Runs one block of `body` with blockDim.x fibers; returns 0, or 1 when a
+// barrier was reached by only part of the block.
+static inline int fb_run_block(fb_block_state& b, const std::function<void()>& body) {
+    unsigned n = blockDim.x;
+    const size_t stack_bytes = 64 * 1024;
+    b.fibers.resize(n);
+    b.stacks.resize(n);
+    b.state.assign(n, 0);
+    b.exchange_f64.assign(n, 0.0);
+    b.exchange_i64.assign(n, 0);
+    b.body = body;
+    fb_blk = &b;
+    for (unsigned t = 0; t < n; ++t) {
+        if (b.stacks[t].size() != stack_bytes) b.stacks[t].assign(stack_bytes, 0);
+        getcontext(&b.fibers[t]);
+        b.fibers[t].uc_stack.ss_sp = b.stacks[t].data();
+        b.fibers[t].uc_stack.ss_size = stack_bytes;
+        b.fibers[t].uc_link = &b.scheduler;
+        makecontext(&b.fibers[t], fb_fiber_entry, 0);
+    }
+    for (;;) {
+        for (unsigned t = 0; t < n; ++t) {
+            if (b.state[t] == 2) continue;
+            b.state[t] = 0;
+            b.current = t;
+            threadIdx = {t, 0, 0};
+            swapcontext(&b.scheduler, &b.fibers[t]);
+        }
+        unsigned at_barrier = 0, returned = 0;
+        for (unsigned t = 0; t < n; ++t) {
+            at_barrier += b.state[t] == 1;
+            returned += b.state[t] == 2;
+        }
+        if (returned == n) return 0;
+        if (returned > 0) return 1;  // some threads wait at a barrier others never reach
+        (void)at_barrier;
+    }
+}
 
 static inline unsigned fb_f32_bits(float x) {
     unsigned u;

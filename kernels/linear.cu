@@ -1,6 +1,8 @@
-// fedbandits: kernels of the linear contextual family (one thread per
-// federation-agent or per federation; no shared memory, no barriers, so the
-// host emulation may run threads one after another).
+// fedbandits: kernels of the linear contextual family. The step, sync and
+// factorization kernels use one thread per federation-agent or per
+// federation; fb_score_coop is the first cooperative kernel (lanes over
+// actions, shared memory, barriers and warp shuffles), which the host
+// emulation runs phase by phase between barriers (emulation.hpp).
 //
 // Agent g = f * m + i of federation f. Matrices are row-major d x d, f64.
 // Each agent has a private scratch row in `work` (stride wstride doubles) and
@@ -248,4 +250,84 @@ extern "C" __global__ void fb_sync_broadcast(int n, int m, int d, const double* 
     for (int e = 0; e < d; ++e) b[(long long)g * d + e] = usyn[(long long)f * d + e];
     for (int e = 0; e < dd; ++e) gram[(long long)g * dd + e] = 0.0;
     for (int e = 0; e < d; ++e) bias[(long long)g * d + e] = 0.0;
+}
+
+// ------------------------------------------------- cooperative scoring
+
+#define FB_COOP_LANES 8
+
+// Keeps the better of two (score, index, quad) candidates: higher score,
+// lower index on ties (the CPU scorer's Best::finish).
+FB_DEV void fb_argmax_combine(double* s, int* i, double* q, double os, int oi, double oq) {
+    if (os > *s || (os == *s && oi < *i)) {
+        *s = os;
+        *i = oi;
+        *q = oq;
+    }
+}
+
+// UCB scoring with FB_COOP_LANES threads per agent: lane l scores actions
+// l, l + 8, l + 16, ... with exactly the CPU scorer's operation order per
+// action (backend/cpu.rs score_argmax, whose lane l holds the same actions),
+// then the lanes combine their candidates through warp shuffles, so the
+// chosen arm and its x^T A x equal the CPU's bit for bit. Reads of the
+// column-major decision set are coalesced across lanes (consecutive
+// actions). V^{-1} and theta of the block's agents are staged in dynamic
+// shared memory when `stage` is set (blockDim / 8 agents x (d^2 + d)
+// doubles), else read from global memory. Every thread reaches every barrier
+// and shuffle (agents past n compute nothing and write nothing).
+// x: n x (d x kp); a: n x d x d; theta: n x d. blockDim.x: a multiple of 32.
+extern "C" __global__ void fb_score_coop(int n, int d, int k, int kp, int stage, double beta, const double* x,
+                                         const double* a, const double* theta, int* arm_out, double* quad_out) {
+    int lane = threadIdx.x % FB_COOP_LANES;
+    int local = threadIdx.x / FB_COOP_LANES;
+    int per_block = blockDim.x / FB_COOP_LANES;
+    long long g = (long long)blockIdx.x * per_block + local;
+    bool live = g < n;
+    int dd = d * d;
+    FB_DYN_SHARED(double, smem);
+    const double* A = a + (live ? g : 0) * dd;
+    const double* th = theta + (live ? g : 0) * d;
+    if (stage) {
+        double* As = smem + (long long)local * (dd + d);
+        if (live) {
+            for (int e = lane; e < dd; e += FB_COOP_LANES) As[e] = A[e];
+            for (int e = lane; e < d; e += FB_COOP_LANES) As[dd + e] = th[e];
+        }
+        A = As;
+        th = As + dd;
+    }
+    __syncthreads();
+    double bs = FB_NEG_INF, bq = 0.0;
+    int bi = 0;
+    if (live) {
+        const double* xs = x + g * d * kp;
+        for (int c = lane; c < k; c += FB_COOP_LANES) {
+            double mean = 0.0, quad = 0.0;
+            for (int i = 0; i < d; ++i) {
+                double t = 0.0;
+                for (int j = i + 1; j < d; ++j) t = fma(A[i * d + j], xs[j * kp + c], t);
+                double xi = xs[i * kp + c];
+                double inner = fma(A[i * d + i], xi, 2.0 * t);
+                quad = fma(xi, inner, quad);
+                mean = fma(th[i], xi, mean);
+            }
+            double sc = fma(beta, sqrt(fmax(quad, 0.0)), mean);
+            if (sc > bs) {
+                bs = sc;
+                bi = c;
+                bq = quad;
+            }
+        }
+    }
+    for (int m = 1; m < FB_COOP_LANES; m <<= 1) {
+        double os = FB_SHFL_XOR_F64(bs, m);
+        int oi = FB_SHFL_XOR_I32(bi, m);
+        double oq = FB_SHFL_XOR_F64(bq, m);
+        fb_argmax_combine(&bs, &bi, &bq, os, oi, oq);
+    }
+    if (live && lane == 0) {
+        arm_out[g] = bi;
+        quad_out[g] = bq;
+    }
 }

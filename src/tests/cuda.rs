@@ -198,3 +198,70 @@ fn placement_under_cuda_and_auto() {
     let p = auto.place(b0.as_ref().map_err(String::as_str)).unwrap();
     assert!(p.reason().contains("measured"), "{p:?}");
 }
+
+/// The cooperative scorer (8 lanes per agent, shared memory, barriers, warp
+/// shuffles) under the fiber emulation picks exactly the CPU scorer's arm and
+/// x^T A x, with and without V^{-1} staged in shared memory, for agent counts
+/// that leave a block partly empty.
+#[test]
+fn cooperative_scorer_matches_cpu_scorer_bit_for_bit() {
+    use fedbandits::backend::cpu::score_argmax;
+    use fedbandits::backend::cuda::driver::score_batch;
+    use fedbandits::rng::Stream;
+    let mut s = Stream::new(&[77]);
+    for (n, d, k) in [(5usize, 3usize, 5usize), (37, 10, 100), (16, 17, 37), (3, 40, 64)] {
+        let kp = k.div_ceil(8) * 8;
+        let mut x = vec![0.0; n * d * kp];
+        let mut a = vec![0.0; n * d * d];
+        let theta: Vec<f64> = (0..n * d).map(|_| s.normal()).collect();
+        for g in 0..n {
+            for j in 0..d {
+                for c in 0..k {
+                    x[g * d * kp + j * kp + c] = s.normal();
+                }
+            }
+            for _ in 0..d + 2 {
+                let v: Vec<f64> = (0..d).map(|_| s.normal()).collect();
+                for i in 0..d {
+                    for j in 0..d {
+                        a[g * d * d + i * d + j] += v[i] * v[j];
+                    }
+                }
+            }
+        }
+        // Exact ties: agent 0's actions all equal, so the lowest index must win.
+        for j in 0..d {
+            for c in 0..k {
+                x[j * kp + c] = 0.25;
+            }
+        }
+        let mut emu = Emulator::load(emulator_lib()).unwrap_or_else(|e| panic!("{e}"));
+        let got = score_batch(&mut emu, d, k, kp, 1.7, &x, &a, &theta).unwrap_or_else(|e| panic!("{e}"));
+        for g in 0..n {
+            let want = score_argmax(
+                d,
+                k,
+                &x[g * d * kp..(g + 1) * d * kp],
+                &a[g * d * d..(g + 1) * d * d],
+                &theta[g * d..(g + 1) * d],
+                1.7,
+            );
+            assert_eq!(got[g].0, want.0, "n={n} d={d} k={k} agent {g}");
+            assert_eq!(got[g].1.to_bits(), want.1.to_bits(), "n={n} d={d} k={k} agent {g}");
+        }
+        assert_eq!(got[0].0, 0, "ties go to the lowest index");
+    }
+}
+
+/// The fiber emulation reports a barrier that part of a block never reaches
+/// (a hang or undefined behaviour on a device) instead of running on.
+#[test]
+fn emulation_reports_barrier_divergence() {
+    use fedbandits::backend::cuda::launcher::{Arg, Launcher, upload_slice};
+    let mut emu = Emulator::load(emulator_lib()).unwrap_or_else(|e| panic!("{e}"));
+    let out = upload_slice(&mut emu, &[0i32; 64]).unwrap_or_else(|e| panic!("{e}"));
+    let e = emu
+        .launch_grid("fb_emu_selftest_barrier_divergence", 1, 64, 0, &[Arg::Ptr(out)])
+        .unwrap_err();
+    assert!(e.to_string().contains("diverged at a barrier"), "{e}");
+}

@@ -7,7 +7,7 @@
 //! ordered without events.
 
 use super::CudaError;
-use super::launcher::{Arg, BLOCK, DevPtr, Launcher};
+use super::launcher::{Arg, DevPtr, Launcher};
 use super::nvrtc;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
@@ -139,7 +139,14 @@ impl Launcher for CudaDevice {
         self.stream.synchronize().map_err(drv)
     }
 
-    fn launch(&mut self, kernel: &str, threads: usize, args: &[Arg]) -> Result<(), CudaError> {
+    fn launch_grid(
+        &mut self,
+        kernel: &str,
+        grid: usize,
+        block: usize,
+        shared_bytes: usize,
+        args: &[Arg],
+    ) -> Result<(), CudaError> {
         let f = self
             .functions
             .get(kernel)
@@ -173,10 +180,11 @@ impl Launcher for CudaDevice {
                 }
             }
         }
+        let dim = |v: usize| u32::try_from(v).map_err(|_| CudaError::Driver(format!("launch size {v}")));
         let cfg = LaunchConfig {
-            grid_dim: (threads.div_ceil(BLOCK).max(1) as u32, 1, 1),
-            block_dim: (BLOCK as u32, 1, 1),
-            shared_mem_bytes: 0,
+            grid_dim: (dim(grid.max(1))?, 1, 1),
+            block_dim: (dim(block.max(1))?, 1, 1),
+            shared_mem_bytes: dim(shared_bytes)?,
         };
         // SAFETY: every kernel's parameter list matches the driver's argument
         // list (src/backend/cuda/driver.rs builds both from one place);

@@ -297,3 +297,63 @@ pub fn run_batch(
     progress((batch.horizon % 1024) * n as u64);
     Ok(results)
 }
+
+/// Threads per block of the cooperative kernels (a multiple of 32).
+pub const COOP_BLOCK: usize = 128;
+/// Threads per agent in `fb_score_coop`.
+pub const COOP_LANES: usize = 8;
+/// Dynamic shared memory a block may use without opting in.
+const SHARED_LIMIT: usize = 48 * 1024;
+
+/// Scores `n` agents' column-major decision sets (`x`: n x d x kp) with
+/// their V^{-1} (`a`: n x d x d) and theta_hat (`theta`: n x d) on the
+/// cooperative kernel `fb_score_coop`, returning each agent's (arm, x^T A x)
+/// -- bit for bit the CPU scorer's ([`crate::backend::cpu::score_argmax`]).
+/// V^{-1} is staged in shared memory when a block's agents fit in 48 KiB.
+#[allow(clippy::too_many_arguments)]
+pub fn score_batch(
+    l: &mut dyn Launcher,
+    d: usize,
+    k: usize,
+    kp: usize,
+    beta: f64,
+    x: &[f64],
+    a: &[f64],
+    theta: &[f64],
+) -> Result<Vec<(usize, f64)>, CudaError> {
+    let n = theta.len() / d.max(1);
+    if x.len() != n * d * kp || a.len() != n * d * d || k > kp || !kp.is_multiple_of(8) {
+        return Err(CudaError::Unsupported("score_batch: inconsistent shapes".into()));
+    }
+    let per_block = COOP_BLOCK / COOP_LANES;
+    let shared = per_block * (d * d + d) * 8;
+    let stage = shared <= SHARED_LIMIT;
+    let (xp, ap, tp) = (upload_slice(l, x)?, upload_slice(l, a)?, upload_slice(l, theta)?);
+    let arms = upload_slice(l, &vec![0i32; n])?;
+    let quads = upload_slice(l, &vec![0.0f64; n])?;
+    let int = |v: usize| i32::try_from(v).map_err(|_| CudaError::Unsupported(format!("size {v} exceeds i32")));
+    l.launch_grid(
+        "fb_score_coop",
+        n.div_ceil(per_block).max(1),
+        COOP_BLOCK,
+        if stage { shared } else { 0 },
+        &[
+            Arg::I32(int(n)?),
+            Arg::I32(int(d)?),
+            Arg::I32(int(k)?),
+            Arg::I32(int(kp)?),
+            Arg::I32(i32::from(stage)),
+            Arg::F64(beta),
+            Arg::Ptr(xp),
+            Arg::Ptr(ap),
+            Arg::Ptr(tp),
+            Arg::Ptr(arms),
+            Arg::Ptr(quads),
+        ],
+    )?;
+    let mut arm = vec![0i32; n];
+    let mut quad = vec![0.0f64; n];
+    download_slice(l, arms, &mut arm)?;
+    download_slice(l, quads, &mut quad)?;
+    Ok(arm.into_iter().map(|v| v.max(0) as usize).zip(quad).collect())
+}

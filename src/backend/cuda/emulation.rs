@@ -1,17 +1,19 @@
 //! Host emulation of the CUDA kernels: `kernels/emulation.cpp` (the `.cu`
 //! sources compiled as C++ with `kernels/emulation.hpp`) built by g++ into a
-//! shared library and called through its `fb_emu_launch`, which runs every
-//! (block, thread) of a grid in order. Memory is host memory; pointers are
+//! shared library and called through its `fb_emu_launch`, which runs the
+//! blocks of a grid in order and the threads of a block as fibers, phase by
+//! phase between barriers (shared memory, warp shuffles; see
+//! kernels/emulation.hpp). Memory is host memory; pointers are
 //! host addresses. Used by the parity tests, so that every kernel's logic is
 //! executed and checked against the CPU backend on machines without a GPU.
 
 use super::CudaError;
-use super::launcher::{Arg, BLOCK, DevPtr, Launcher};
+use super::launcher::{Arg, DevPtr, Launcher};
 use std::ffi::{CString, c_char, c_int, c_uint, c_void};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-type LaunchFn = unsafe extern "C" fn(*const c_char, c_uint, c_uint, *mut *mut c_void) -> c_int;
+type LaunchFn = unsafe extern "C" fn(*const c_char, c_uint, c_uint, c_uint, *mut *mut c_void) -> c_int;
 
 /// The emulated device.
 pub struct Emulator {
@@ -110,7 +112,14 @@ impl Launcher for Emulator {
         Ok(())
     }
 
-    fn launch(&mut self, kernel: &str, threads: usize, args: &[Arg]) -> Result<(), CudaError> {
+    fn launch_grid(
+        &mut self,
+        kernel: &str,
+        grid: usize,
+        block: usize,
+        shared_bytes: usize,
+        args: &[Arg],
+    ) -> Result<(), CudaError> {
         let mut vals: Vec<u64> = args
             .iter()
             .map(|a| match *a {
@@ -124,13 +133,20 @@ impl Launcher for Emulator {
         // slot's first 4 bytes (little-endian), as cuLaunchKernel would.
         let mut params: Vec<*mut c_void> = vals.iter_mut().map(|v| (v as *mut u64).cast::<c_void>()).collect();
         let name = CString::new(kernel).map_err(|_| CudaError::Emulation("kernel name has a NUL".into()))?;
-        let grid = threads.div_ceil(BLOCK).max(1) as c_uint;
+        let dims = |v: usize| c_uint::try_from(v).map_err(|_| CudaError::Emulation(format!("launch size {v}")));
+        let (g, b, sh) = (dims(grid.max(1))?, dims(block.max(1))?, dims(shared_bytes)?);
         // SAFETY: `params` points at live values laid out as the kernel's
         // parameters; pointer arguments are addresses of our allocations.
-        let rc = unsafe { (self.launch_fn)(name.as_ptr(), grid, BLOCK as c_uint, params.as_mut_ptr()) };
-        if rc != 0 {
-            return Err(CudaError::Emulation(format!("unknown kernel {kernel}")));
+        let rc = unsafe { (self.launch_fn)(name.as_ptr(), g, b, sh, params.as_mut_ptr()) };
+        match rc {
+            0 => Ok(()),
+            2 => Err(CudaError::Emulation(format!(
+                "{kernel}: the threads of a block diverged at a barrier (some returned while others waited)"
+            ))),
+            3 => Err(CudaError::Emulation(format!(
+                "{kernel} reached a barrier or shuffle but is registered as sequential (FB_KERNEL) in kernels/emulation.cpp"
+            ))),
+            _ => Err(CudaError::Emulation(format!("unknown kernel {kernel}"))),
         }
-        Ok(())
     }
 }

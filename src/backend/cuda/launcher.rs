@@ -32,8 +32,21 @@ pub trait Launcher {
     fn upload(&mut self, dst: DevPtr, bytes: &[u8]) -> Result<(), CudaError>;
     /// Copies the start of an allocation to host bytes (waits for prior work).
     fn download(&mut self, src: DevPtr, out: &mut [u8]) -> Result<(), CudaError>;
-    /// Runs `kernel` with at least `threads` threads (1-D grid).
-    fn launch(&mut self, kernel: &str, threads: usize, args: &[Arg]) -> Result<(), CudaError>;
+    /// Runs `kernel` on `grid` blocks of `block` threads with `shared_bytes`
+    /// of dynamic shared memory per block.
+    fn launch_grid(
+        &mut self,
+        kernel: &str,
+        grid: usize,
+        block: usize,
+        shared_bytes: usize,
+        args: &[Arg],
+    ) -> Result<(), CudaError>;
+    /// Runs `kernel` with at least `threads` threads (1-D grid of [`BLOCK`]-
+    /// thread blocks, no shared memory).
+    fn launch(&mut self, kernel: &str, threads: usize, args: &[Arg]) -> Result<(), CudaError> {
+        self.launch_grid(kernel, threads.div_ceil(BLOCK).max(1), BLOCK, 0, args)
+    }
     /// Frees every allocation (after a batch).
     fn free_all(&mut self);
     /// Approximate device peaks (FP64 GFLOP/s, memory GB/s), where known.

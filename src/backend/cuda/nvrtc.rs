@@ -24,6 +24,7 @@ pub const KERNELS: &[&str] = &[
     "fb_sync_reduce",
     "fb_sync_factor",
     "fb_sync_broadcast",
+    "fb_score_coop",
 ];
 
 /// The single translation unit NVRTC compiles.
