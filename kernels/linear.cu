@@ -266,6 +266,45 @@ FB_DEV void fb_argmax_combine(double* s, int* i, double* q, double os, int oi, d
     }
 }
 
+// One lane's share of the UCB argmax: actions lane, lane + 8, ... < k, each
+// scored <theta, x> + beta sqrt(x^T A x) with exactly the CPU scorer's
+// operation order (backend/cpu.rs score_group: symmetric quadratic form, fma
+// where it uses mul_add); `x(j, c)` gives coordinate j of action c. Keeps
+// the lane's best (strictly greater score wins, so the lowest index among
+// equals); combine lanes with fb_argmax_combine.
+template <typename X>
+FB_DEV void fb_lane_argmax(const double* A, const double* th, int d, int k, int lane, double beta, X x, double* bs,
+                           int* bi, double* bq) {
+    for (int c = lane; c < k; c += FB_COOP_LANES) {
+        double mu = 0.0, quad = 0.0;
+        for (int i = 0; i < d; ++i) {
+            double t = 0.0;
+            for (int j = i + 1; j < d; ++j) t = fma(A[i * d + j], x(j, c), t);
+            double xi = x(i, c);
+            double inner = fma(A[i * d + i], xi, 2.0 * t);
+            quad = fma(xi, inner, quad);
+            mu = fma(th[i], xi, mu);
+        }
+        double s = fma(beta, sqrt(fmax(quad, 0.0)), mu);
+        if (s > *bs) {
+            *bs = s;
+            *bi = c;
+            *bq = quad;
+        }
+    }
+}
+
+// Combines the candidates of an agent's FB_COOP_LANES lanes through warp
+// shuffles; afterwards every lane holds the agent's argmax.
+FB_DEV void fb_lanes_combine(double* bs, int* bi, double* bq) {
+    for (int msk = 1; msk < FB_COOP_LANES; msk <<= 1) {
+        double os = FB_SHFL_XOR_F64(*bs, msk);
+        int oi = FB_SHFL_XOR_I32(*bi, msk);
+        double oq = FB_SHFL_XOR_F64(*bq, msk);
+        fb_argmax_combine(bs, bi, bq, os, oi, oq);
+    }
+}
+
 // UCB scoring with FB_COOP_LANES threads per agent: lane l scores actions
 // l, l + 8, l + 16, ... with exactly the CPU scorer's operation order per
 // action (backend/cpu.rs score_argmax, whose lane l holds the same actions),
@@ -302,32 +341,194 @@ extern "C" __global__ void fb_score_coop(int n, int d, int k, int kp, int stage,
     int bi = 0;
     if (live) {
         const double* xs = x + g * d * kp;
-        for (int c = lane; c < k; c += FB_COOP_LANES) {
-            double mean = 0.0, quad = 0.0;
-            for (int i = 0; i < d; ++i) {
-                double t = 0.0;
-                for (int j = i + 1; j < d; ++j) t = fma(A[i * d + j], xs[j * kp + c], t);
-                double xi = xs[i * kp + c];
-                double inner = fma(A[i * d + i], xi, 2.0 * t);
-                quad = fma(xi, inner, quad);
-                mean = fma(th[i], xi, mean);
-            }
-            double sc = fma(beta, sqrt(fmax(quad, 0.0)), mean);
-            if (sc > bs) {
-                bs = sc;
-                bi = c;
-                bq = quad;
-            }
-        }
+        fb_lane_argmax(A, th, d, k, lane, beta, [=](int j, int c) { return xs[j * kp + c]; }, &bs, &bi, &bq);
     }
-    for (int m = 1; m < FB_COOP_LANES; m <<= 1) {
-        double os = FB_SHFL_XOR_F64(bs, m);
-        int oi = FB_SHFL_XOR_I32(bi, m);
-        double oq = FB_SHFL_XOR_F64(bq, m);
-        fb_argmax_combine(&bs, &bi, &bq, os, oi, oq);
-    }
+    fb_lanes_combine(&bs, &bi, &bq);
     if (live && lane == 0) {
         arm_out[g] = bi;
         quad_out[g] = bq;
+    }
+}
+
+// ------------------------------------------- cooperative fused step
+
+// Coordinate j of action c of an agent's linear_sphere decision set,
+// computed from the round's normals `g` ([coordinate][random action], f32)
+// and inverse norms `inv` exactly as fb_draw_sphere / linear_sphere::draw
+// write it, so the set is never stored.
+FB_DEV double fb_sphere_x(int j, int c, int d, int fixed, int nr, const float* g, const double* inv) {
+    const double inv_sqrt2 = 0.7071067811865476;
+    int last = d - 1;
+    if (c < fixed) {
+        double norm = c < last ? 1.4142135623730951 : 1.0;
+        if ((c < last && j == c) || j == last) return 1.0 / norm;
+        return 0.0;
+    }
+    int a = c - fixed;
+    if (j == last) return inv_sqrt2;
+    double z = (double)g[j * nr + a] * inv[a];
+    return z * inv_sqrt2;
+}
+
+// Bytes of dynamic shared memory one agent of fb_linear_step_coop uses.
+// Layout: V^{-1} (d*d), mean (kp), inv (kp), theta_hat (d), w (d), x_chosen
+// (d), 4 scalars, then the f32 normals (nr * (d-1)).
+FB_DEV long long fb_coop_agent_doubles(int d, int kp) { return (long long)d * d + 2LL * kp + 3LL * d + 4; }
+
+// One round of every agent with FB_COOP_LANES threads per agent (the
+// cooperative form of fb_linear_step, same results bit for bit): lane l
+// draws the normals of xoshiro lane l (the 8 lanes of a decision set's
+// stream are independent), the lanes then split the inverse norms and means
+// over actions, theta_hat and the Sherman-Morrison update over rows, and the
+// UCB scores over actions (lane l: actions l, l+8, ...; combined by warp
+// shuffles, lowest index on ties). V^{-1} lives in shared memory for the
+// round; the decision set is never written to global memory (its
+// coordinates are recomputed from the normals when scored). Every thread
+// reaches every barrier and shuffle.
+extern "C" __global__ void fb_linear_step_coop(int n, int m, int d, int k, int kp, int reward_raw, double noise_std,
+                                               double beta, const double* theta_star, fb_u64* lanes, fb_u64* rstate,
+                                               double* rspare, int* rhas, double* vinv, double* logdet, double* b,
+                                               double* gram, double* bias, double* regret, double* round_regret) {
+    int lane = threadIdx.x % FB_COOP_LANES;
+    int local = threadIdx.x / FB_COOP_LANES;
+    int per_block = blockDim.x / FB_COOP_LANES;
+    long long g = (long long)blockIdx.x * per_block + local;
+    bool live = g < n;
+    long long gg = live ? g : 0;
+    int dd = d * d, last = d - 1;
+    int fixed = d < k ? d : k;
+    int nr = k - fixed;
+    long long per = fb_coop_agent_doubles(d, kp) + ((long long)nr * last + 1) / 2;
+    FB_DYN_SHARED(double, smem);
+    double* A = smem + local * per;
+    double* mean = A + dd;
+    double* inv = mean + kp;
+    double* that = inv + kp;
+    double* w = that + d;
+    double* xs = w + d;
+    double* sc = xs + d;  // [0] y, [1] mu
+    float* gn = (float*)(sc + 4);
+    const double* th = theta_star + (gg / m) * d;
+    const double* bb = b + gg * d;
+
+    // Stage V^{-1}; draw this lane's share of the normals.
+    if (live) {
+        for (int e = lane; e < dd; e += FB_COOP_LANES) A[e] = vinv[gg * dd + e];
+        if (nr > 0) {
+            fb_u64* st = lanes + gg * 32;
+            fb_u64 s0 = st[lane], s1 = st[8 + lane], s2 = st[16 + lane], s3 = st[24 + lane];
+            int total = nr * last;
+            for (int base = 0; base < total; base += FB_NORMALS_PER_BLOCK) {
+                fb_u64 out2[2];
+                for (int step = 0; step < 2; ++step) {
+                    out2[step] = fb_rotl(s0 + s3, 23) + s0;
+                    fb_u64 t = s1 << 17;
+                    s2 ^= s0;
+                    s3 ^= s1;
+                    s1 ^= s2;
+                    s0 ^= s3;
+                    s2 ^= t;
+                    s3 = fb_rotl(s3, 45);
+                }
+                for (int h = 0; h < 2; ++h) {
+                    int p = h * FB_LANES + lane;
+                    float c, s;
+                    fb_box_muller((fb_u32)(out2[h] >> 32), (fb_u32)out2[h], &c, &s);
+                    if (base + p < total) gn[base + p] = c;
+                    if (base + 2 * FB_LANES + p < total) gn[base + 2 * FB_LANES + p] = s;
+                }
+            }
+            st[lane] = s0;
+            st[8 + lane] = s1;
+            st[16 + lane] = s2;
+            st[24 + lane] = s3;
+        }
+    }
+    __syncthreads();
+    // Inverse norms and true means by action; theta_hat by row.
+    double best = FB_NEG_INF;
+    if (live) {
+        for (int c = lane; c < k; c += FB_COOP_LANES) {
+            double mv;
+            if (c < fixed) {
+                double raw_mean = c < last ? th[c] + th[last] : th[last];
+                double norm = c < last ? 1.4142135623730951 : 1.0;
+                mv = reward_raw ? raw_mean : raw_mean / norm;
+            } else {
+                int a = c - fixed;
+                double n2 = 0.0;
+                for (int j = 0; j < last; ++j) {
+                    double v = (double)gn[j * nr + a];
+                    n2 += v * v;
+                }
+                double y0 = (double)(1.0f / sqrtf((float)n2));
+                double iv = y0 * (1.5 - 0.5 * n2 * y0 * y0);
+                inv[a] = iv;
+                double mm = th[last];
+                for (int j = 0; j < last; ++j) {
+                    double z = (double)gn[j * nr + a] * iv;
+                    mm += th[j] * z;
+                }
+                mv = reward_raw ? mm : mm * 0.7071067811865476;
+            }
+            mean[c] = mv;
+            best = fmax(best, mv);
+        }
+        for (int i = lane; i < d; i += FB_COOP_LANES) {
+            double s = 0.0;
+            for (int j = 0; j < d; ++j) s += A[i * d + j] * bb[j];
+            that[i] = s;
+        }
+    }
+    for (int msk = 1; msk < FB_COOP_LANES; msk <<= 1) best = fmax(best, FB_SHFL_XOR_F64(best, msk));
+    __syncthreads();
+    // UCB scores by action, argmax across lanes.
+    double bs = FB_NEG_INF, bq = 0.0;
+    int bi = 0;
+    if (live) {
+        fb_lane_argmax(A, that, d, k, lane, beta,
+                       [=](int j, int c) { return fb_sphere_x(j, c, d, fixed, nr, gn, inv); }, &bs, &bi, &bq);
+    }
+    fb_lanes_combine(&bs, &bi, &bq);
+    // The chosen action; the reward (lane 0).
+    if (live) {
+        for (int j = lane; j < d; j += FB_COOP_LANES) xs[j] = fb_sphere_x(j, bi, d, fixed, nr, gn, inv);
+        if (lane == 0) {
+            double mu = mean[bi];
+            sc[1] = mu;
+            sc[0] = mu + noise_std * fb_normal(rstate + gg * 4, rspare + gg, rhas + gg);
+        }
+    }
+    __syncthreads();
+    // Sherman-Morrison: w = A x by row, q (every lane, same order), A update by row.
+    if (live) {
+        for (int i = lane; i < d; i += FB_COOP_LANES) {
+            double s = 0.0;
+            for (int j = 0; j < d; ++j) s += A[i * d + j] * xs[j];
+            w[i] = s;
+        }
+    }
+    __syncthreads();
+    if (live) {
+        double q = 0.0;
+        for (int i = 0; i < d; ++i) q += w[i] * xs[i];
+        double c = -1.0 / (1.0 + q);
+        double y = sc[0];
+        for (int i = lane; i < d; i += FB_COOP_LANES) {
+            double cwi = c * w[i];
+            for (int j = 0; j < d; ++j) {
+                double v = A[i * d + j] + cwi * w[j];
+                vinv[gg * dd + i * d + j] = v;
+                gram[gg * dd + i * d + j] += xs[i] * xs[j];
+            }
+            b[gg * d + i] += y * xs[i];
+            bias[gg * d + i] += y * xs[i];
+        }
+        if (lane == 0) {
+            logdet[gg] += fb_ln_1p(q);
+            double r = best - sc[1];
+            regret[gg] += r;
+            round_regret[gg] = r;
+        }
     }
 }

@@ -127,6 +127,19 @@ fn emulated_kernels_match_cpu_backend_for_oful() {
     );
 }
 
+/// Large d: four agents' shared memory exceeds 48 KiB, so the driver falls
+/// back to the one-thread-per-agent step kernel; it must match too. (No
+/// refactorization within the horizon: from d = 32 the CPU inverts with
+/// faer, whose last bits the kernels' Cholesky does not reproduce.)
+#[test]
+fn emulated_fallback_step_kernel_matches_cpu_at_large_d() {
+    use fedbandits::backend::cuda::driver::coop_step_shape;
+    assert!(coop_step_shape(6, 30).is_some() && coop_step_shape(40, 60).is_none());
+    assert_parity(
+        "seed: 3\nrepetitions: 2\nhorizon: 40\ncheckpoints: {every: 20}\nalgorithm: [independent, linucb]\nenvironment: linear_sphere\nparams: {m: 2, d: 40, k: 60, refactor_every: 64}\n",
+    );
+}
+
 /// Every algorithm with a batched form, private and not, both calibrations
 /// and every tree protocol, with refactorizations between syncs.
 const EVERY_BATCHED: &str = "seed: 5\nrepetitions: 4\nhorizon: 240\ncheckpoints: {every: 20}\nalgorithm: [linucb, independent, fedlinucb, private_fedlinucb]\nenvironment: linear_sphere\nparams: {m: 5, d: 6, k: 30, delta: 0.1, epsilon: 1, batch_size: 12, refactor_every: 9}\ngrid: {protocol: [ldp, sdp_amp, alt], calibration: [code, theorem]}\n";

@@ -120,6 +120,7 @@ pub fn run_batch(
             base0[f * dd + i * d + i] = lambda;
         }
     }
+    let coop = coop_step_shape(d, k);
     let gstride = ((k - d.min(k)) * (d - 1)).max(1);
     let wstride = d * kp + 2 * kp + 3 * d;
     let z = |len: usize| vec![0.0f64; len];
@@ -138,8 +139,10 @@ pub fn run_batch(
         round_regret: upload_slice(l, &z(n))?,
         group: upload_slice(l, &z(nf))?,
         failures: upload_slice(l, &vec![0i32; nf])?,
-        gbuf: l.alloc_zeroed(n * gstride * 4)?,
-        work: l.alloc_zeroed(n * wstride * 8)?,
+        // Per-agent decision-set scratch only for the one-thread-per-agent
+        // kernel; the cooperative one keeps the set in shared memory.
+        gbuf: l.alloc_zeroed(if coop.is_some() { 8 } else { n * gstride * 4 })?,
+        work: l.alloc_zeroed(if coop.is_some() { 8 } else { n * wstride * 8 })?,
         base: upload_slice(l, &base0)?,
         usyn: upload_slice(l, &z(nf * d))?,
         scratch: l.alloc_zeroed(n.max(nf) * 3 * dd * 8)?,
@@ -160,36 +163,47 @@ pub fn run_batch(
     let mut failures = vec![0i32; nf];
     for t in 1..=batch.horizon {
         let beta = (batch.beta)(t);
-        l.launch(
-            "fb_linear_step",
-            n,
-            &[
-                Arg::I32(ni),
-                Arg::I32(mi),
-                Arg::I32(di),
-                Arg::I32(ki),
-                Arg::I32(kpi),
-                Arg::I32(i32::from(reward_raw)),
-                Arg::F64(noise_std),
-                Arg::F64(beta),
-                p(bufs.theta),
-                p(bufs.lanes),
-                p(bufs.rstate),
-                p(bufs.rspare),
-                p(bufs.rhas),
-                p(bufs.vinv),
-                p(bufs.logdet),
-                p(bufs.b),
-                p(bufs.gram),
-                p(bufs.bias),
-                p(bufs.regret),
-                p(bufs.round_regret),
-                p(bufs.gbuf),
-                Arg::I32(gstride as i32),
-                p(bufs.work),
-                Arg::I32(wstride as i32),
-            ],
-        )?;
+        let common = [
+            Arg::I32(ni),
+            Arg::I32(mi),
+            Arg::I32(di),
+            Arg::I32(ki),
+            Arg::I32(kpi),
+            Arg::I32(i32::from(reward_raw)),
+            Arg::F64(noise_std),
+            Arg::F64(beta),
+            p(bufs.theta),
+            p(bufs.lanes),
+            p(bufs.rstate),
+            p(bufs.rspare),
+            p(bufs.rhas),
+            p(bufs.vinv),
+            p(bufs.logdet),
+            p(bufs.b),
+            p(bufs.gram),
+            p(bufs.bias),
+            p(bufs.regret),
+            p(bufs.round_regret),
+        ];
+        match coop {
+            Some((agents, shared)) => l.launch_grid(
+                "fb_linear_step_coop",
+                n.div_ceil(agents),
+                agents * COOP_LANES,
+                shared,
+                &common,
+            )?,
+            None => {
+                let mut args = common.to_vec();
+                args.extend([
+                    p(bufs.gbuf),
+                    Arg::I32(gstride as i32),
+                    p(bufs.work),
+                    Arg::I32(wstride as i32),
+                ]);
+                l.launch("fb_linear_step", n, &args)?;
+            }
+        }
         l.launch(
             "fb_round_reduce",
             nf,
@@ -296,6 +310,20 @@ pub fn run_batch(
     }
     progress((batch.horizon % 1024) * n as u64);
     Ok(results)
+}
+
+/// Agents per block and dynamic shared memory of `fb_linear_step_coop` for
+/// (d, K): as many agents as fit 48 KiB, a multiple of 4 (whole warps) up to
+/// 16; `None` when not even 4 fit (large d), and the one-thread-per-agent
+/// `fb_linear_step` runs instead.
+pub fn coop_step_shape(d: usize, k: usize) -> Option<(usize, usize)> {
+    let kp = k.div_ceil(8) * 8;
+    let fixed = d.min(k);
+    let nr = k - fixed;
+    let doubles = d * d + 2 * kp + 3 * d + 4 + (nr * d.saturating_sub(1)).div_ceil(2);
+    let bytes = doubles * 8;
+    let agents = (SHARED_LIMIT / bytes.max(1)).min(16) / 4 * 4;
+    (agents >= 4).then_some((agents, agents * bytes))
 }
 
 /// Threads per block of the cooperative kernels (a multiple of 32).

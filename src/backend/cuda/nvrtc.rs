@@ -25,6 +25,7 @@ pub const KERNELS: &[&str] = &[
     "fb_sync_factor",
     "fb_sync_broadcast",
     "fb_score_coop",
+    "fb_linear_step_coop",
 ];
 
 /// The single translation unit NVRTC compiles.
