@@ -78,7 +78,8 @@ extern "C" int fb_emu_launch(const char* kernel, unsigned grid, unsigned block, 
     FB_KERNEL(fb_sync_factor)
     FB_KERNEL(fb_sync_broadcast)
     FB_COOP_KERNEL(fb_score_coop)
-    FB_COOP_KERNEL(fb_linear_step_coop)
+    FB_COOP_KERNEL(fb_linear_rounds_coop)
+    FB_KERNEL(fb_rounds_reduce)
     FB_COOP_KERNEL(fb_emu_selftest_barrier_divergence)
     return 1;
 }

@@ -372,23 +372,28 @@ FB_DEV double fb_sphere_x(int j, int c, int d, int fixed, int nr, const float* g
 
 // Bytes of dynamic shared memory one agent of fb_linear_step_coop uses.
 // Layout: V^{-1} (d*d), mean (kp), inv (kp), theta_hat (d), w (d), x_chosen
-// (d), 4 scalars, then the f32 normals (nr * (d-1)).
-FB_DEV long long fb_coop_agent_doubles(int d, int kp) { return (long long)d * d + 2LL * kp + 3LL * d + 4; }
+// (d), b (d), 4 scalars, then the f32 normals (nr * (d-1)).
+FB_DEV long long fb_coop_agent_doubles(int d, int kp) { return (long long)d * d + 2LL * kp + 4LL * d + 4; }
 
-// One round of every agent with FB_COOP_LANES threads per agent (the
-// cooperative form of fb_linear_step, same results bit for bit): lane l
-// draws the normals of xoshiro lane l (the 8 lanes of a decision set's
-// stream are independent), the lanes then split the inverse norms and means
-// over actions, theta_hat and the Sherman-Morrison update over rows, and the
-// UCB scores over actions (lane l: actions l, l+8, ...; combined by warp
-// shuffles, lowest index on ties). V^{-1} lives in shared memory for the
-// round; the decision set is never written to global memory (its
-// coordinates are recomputed from the normals when scored). Every thread
-// reaches every barrier and shuffle.
-extern "C" __global__ void fb_linear_step_coop(int n, int m, int d, int k, int kp, int reward_raw, double noise_std,
-                                               double beta, const double* theta_star, fb_u64* lanes, fb_u64* rstate,
-                                               double* rspare, int* rhas, double* vinv, double* logdet, double* b,
-                                               double* gram, double* bias, double* regret, double* round_regret) {
+// `rounds` consecutive rounds of every agent with FB_COOP_LANES threads per
+// agent (the cooperative, multi-round form of fb_linear_step; the same
+// results bit for bit). The driver ends a launch at every event that needs
+// other kernels (refactorization, sync, checkpoint), so the rounds of one
+// launch touch only the agent's own state: V^{-1} and b stay in shared
+// memory for all of them, and log det and the regret in registers. Per
+// round: lane l draws the normals of xoshiro lane l (the 8 lanes of a
+// decision set's stream are independent); the lanes split the inverse norms
+// and means over actions, theta_hat and the Sherman-Morrison update over
+// rows, and the UCB scores over actions (lane l: actions l, l+8, ...;
+// combined by warp shuffles, lowest index on ties). The decision set is never
+// written to global memory (its coordinates are recomputed from the normals
+// when scored). Round r's regret of agent g goes to rr[r * n + g] for
+// fb_rounds_reduce. Every thread reaches every barrier and shuffle.
+extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int kp, int reward_raw,
+                                                 double noise_std, int rounds, const double* betas,
+                                                 const double* theta_star, fb_u64* lanes, fb_u64* rstate,
+                                                 double* rspare, int* rhas, double* vinv, double* logdet, double* b,
+                                                 double* gram, double* bias, double* regret, double* rr) {
     int lane = threadIdx.x % FB_COOP_LANES;
     int local = threadIdx.x / FB_COOP_LANES;
     int per_block = blockDim.x / FB_COOP_LANES;
@@ -406,17 +411,28 @@ extern "C" __global__ void fb_linear_step_coop(int n, int m, int d, int k, int k
     double* that = inv + kp;
     double* w = that + d;
     double* xs = w + d;
-    double* sc = xs + d;  // [0] y, [1] mu
+    double* bs_ = xs + d;
+    double* sc = bs_ + d;  // [0] y, [1] mu
     float* gn = (float*)(sc + 4);
     const double* th = theta_star + (gg / m) * d;
-    const double* bb = b + gg * d;
-
-    // Stage V^{-1}; draw this lane's share of the normals.
+    fb_u64* st = lanes + gg * 32;
+    fb_u64 s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    double ld = 0.0, reg = 0.0;
     if (live) {
         for (int e = lane; e < dd; e += FB_COOP_LANES) A[e] = vinv[gg * dd + e];
-        if (nr > 0) {
-            fb_u64* st = lanes + gg * 32;
-            fb_u64 s0 = st[lane], s1 = st[8 + lane], s2 = st[16 + lane], s3 = st[24 + lane];
+        for (int e = lane; e < d; e += FB_COOP_LANES) bs_[e] = b[gg * d + e];
+        s0 = st[lane];
+        s1 = st[8 + lane];
+        s2 = st[16 + lane];
+        s3 = st[24 + lane];
+        ld = logdet[gg];
+        reg = regret[gg];
+    }
+    for (int r = 0; r < rounds; ++r) {
+        double beta = betas[r];
+        __syncthreads();
+        // This lane's share of the round's normals.
+        if (live && nr > 0) {
             int total = nr * last;
             for (int base = 0; base < total; base += FB_NORMALS_PER_BLOCK) {
                 fb_u64 out2[2];
@@ -438,97 +454,118 @@ extern "C" __global__ void fb_linear_step_coop(int n, int m, int d, int k, int k
                     if (base + 2 * FB_LANES + p < total) gn[base + 2 * FB_LANES + p] = s;
                 }
             }
-            st[lane] = s0;
-            st[8 + lane] = s1;
-            st[16 + lane] = s2;
-            st[24 + lane] = s3;
         }
-    }
-    __syncthreads();
-    // Inverse norms and true means by action; theta_hat by row.
-    double best = FB_NEG_INF;
-    if (live) {
-        for (int c = lane; c < k; c += FB_COOP_LANES) {
-            double mv;
-            if (c < fixed) {
-                double raw_mean = c < last ? th[c] + th[last] : th[last];
-                double norm = c < last ? 1.4142135623730951 : 1.0;
-                mv = reward_raw ? raw_mean : raw_mean / norm;
-            } else {
-                int a = c - fixed;
-                double n2 = 0.0;
-                for (int j = 0; j < last; ++j) {
-                    double v = (double)gn[j * nr + a];
-                    n2 += v * v;
+        __syncthreads();
+        // Inverse norms and true means by action; theta_hat by row.
+        double best = FB_NEG_INF;
+        if (live) {
+            for (int c = lane; c < k; c += FB_COOP_LANES) {
+                double mv;
+                if (c < fixed) {
+                    double raw_mean = c < last ? th[c] + th[last] : th[last];
+                    double norm = c < last ? 1.4142135623730951 : 1.0;
+                    mv = reward_raw ? raw_mean : raw_mean / norm;
+                } else {
+                    int a = c - fixed;
+                    double n2 = 0.0;
+                    for (int j = 0; j < last; ++j) {
+                        double v = (double)gn[j * nr + a];
+                        n2 += v * v;
+                    }
+                    double y0 = (double)(1.0f / sqrtf((float)n2));
+                    double iv = y0 * (1.5 - 0.5 * n2 * y0 * y0);
+                    inv[a] = iv;
+                    double mm = th[last];
+                    for (int j = 0; j < last; ++j) {
+                        double z = (double)gn[j * nr + a] * iv;
+                        mm += th[j] * z;
+                    }
+                    mv = reward_raw ? mm : mm * 0.7071067811865476;
                 }
-                double y0 = (double)(1.0f / sqrtf((float)n2));
-                double iv = y0 * (1.5 - 0.5 * n2 * y0 * y0);
-                inv[a] = iv;
-                double mm = th[last];
-                for (int j = 0; j < last; ++j) {
-                    double z = (double)gn[j * nr + a] * iv;
-                    mm += th[j] * z;
+                mean[c] = mv;
+                best = fmax(best, mv);
+            }
+            for (int i = lane; i < d; i += FB_COOP_LANES) {
+                double s = 0.0;
+                for (int j = 0; j < d; ++j) s += A[i * d + j] * bs_[j];
+                that[i] = s;
+            }
+        }
+        for (int msk = 1; msk < FB_COOP_LANES; msk <<= 1) best = fmax(best, FB_SHFL_XOR_F64(best, msk));
+        __syncthreads();
+        // UCB scores by action, argmax across lanes.
+        double bsc = FB_NEG_INF, bq = 0.0;
+        int bi = 0;
+        if (live) {
+            fb_lane_argmax(A, that, d, k, lane, beta,
+                           [=](int j, int c) { return fb_sphere_x(j, c, d, fixed, nr, gn, inv); }, &bsc, &bi, &bq);
+        }
+        fb_lanes_combine(&bsc, &bi, &bq);
+        // The chosen action; the reward (lane 0).
+        if (live) {
+            for (int j = lane; j < d; j += FB_COOP_LANES) xs[j] = fb_sphere_x(j, bi, d, fixed, nr, gn, inv);
+            if (lane == 0) {
+                double mu = mean[bi];
+                sc[1] = mu;
+                sc[0] = mu + noise_std * fb_normal(rstate + gg * 4, rspare + gg, rhas + gg);
+            }
+        }
+        __syncthreads();
+        // Sherman-Morrison: w = A x by row; q (every lane, same order); A by row.
+        if (live) {
+            for (int i = lane; i < d; i += FB_COOP_LANES) {
+                double s = 0.0;
+                for (int j = 0; j < d; ++j) s += A[i * d + j] * xs[j];
+                w[i] = s;
+            }
+        }
+        __syncthreads();
+        if (live) {
+            double q = 0.0;
+            for (int i = 0; i < d; ++i) q += w[i] * xs[i];
+            double c = -1.0 / (1.0 + q);
+            double y = sc[0];
+            for (int i = lane; i < d; i += FB_COOP_LANES) {
+                double cwi = c * w[i];
+                for (int j = 0; j < d; ++j) {
+                    A[i * d + j] += cwi * w[j];
+                    gram[gg * dd + i * d + j] += xs[i] * xs[j];
                 }
-                mv = reward_raw ? mm : mm * 0.7071067811865476;
+                bs_[i] += y * xs[i];
+                bias[gg * d + i] += y * xs[i];
             }
-            mean[c] = mv;
-            best = fmax(best, mv);
-        }
-        for (int i = lane; i < d; i += FB_COOP_LANES) {
-            double s = 0.0;
-            for (int j = 0; j < d; ++j) s += A[i * d + j] * bb[j];
-            that[i] = s;
+            ld += fb_ln_1p(q);
+            double rg = best - sc[1];
+            reg += rg;
+            if (lane == 0) rr[(long long)r * n + gg] = rg;
         }
     }
-    for (int msk = 1; msk < FB_COOP_LANES; msk <<= 1) best = fmax(best, FB_SHFL_XOR_F64(best, msk));
     __syncthreads();
-    // UCB scores by action, argmax across lanes.
-    double bs = FB_NEG_INF, bq = 0.0;
-    int bi = 0;
     if (live) {
-        fb_lane_argmax(A, that, d, k, lane, beta,
-                       [=](int j, int c) { return fb_sphere_x(j, c, d, fixed, nr, gn, inv); }, &bs, &bi, &bq);
-    }
-    fb_lanes_combine(&bs, &bi, &bq);
-    // The chosen action; the reward (lane 0).
-    if (live) {
-        for (int j = lane; j < d; j += FB_COOP_LANES) xs[j] = fb_sphere_x(j, bi, d, fixed, nr, gn, inv);
+        for (int e = lane; e < dd; e += FB_COOP_LANES) vinv[gg * dd + e] = A[e];
+        for (int e = lane; e < d; e += FB_COOP_LANES) b[gg * d + e] = bs_[e];
+        st[lane] = s0;
+        st[8 + lane] = s1;
+        st[16 + lane] = s2;
+        st[24 + lane] = s3;
         if (lane == 0) {
-            double mu = mean[bi];
-            sc[1] = mu;
-            sc[0] = mu + noise_std * fb_normal(rstate + gg * 4, rspare + gg, rhas + gg);
+            logdet[gg] = ld;
+            regret[gg] = reg;
         }
     }
-    __syncthreads();
-    // Sherman-Morrison: w = A x by row, q (every lane, same order), A update by row.
-    if (live) {
-        for (int i = lane; i < d; i += FB_COOP_LANES) {
-            double s = 0.0;
-            for (int j = 0; j < d; ++j) s += A[i * d + j] * xs[j];
-            w[i] = s;
-        }
+}
+
+// Per federation: group += the agents' regret (summed in agent order) of
+// each of `rounds` rounds in turn (fb_round_reduce over a chunk of rounds).
+extern "C" __global__ void fb_rounds_reduce(int nfed, int m, int rounds, const double* rr, double* group) {
+    int f = blockIdx.x * blockDim.x + threadIdx.x;
+    if (f >= nfed) return;
+    long long n = (long long)nfed * m;
+    double gsum = group[f];
+    for (int r = 0; r < rounds; ++r) {
+        double s = 0.0;
+        for (int i = 0; i < m; ++i) s += rr[(long long)r * n + (long long)f * m + i];
+        gsum += s;
     }
-    __syncthreads();
-    if (live) {
-        double q = 0.0;
-        for (int i = 0; i < d; ++i) q += w[i] * xs[i];
-        double c = -1.0 / (1.0 + q);
-        double y = sc[0];
-        for (int i = lane; i < d; i += FB_COOP_LANES) {
-            double cwi = c * w[i];
-            for (int j = 0; j < d; ++j) {
-                double v = A[i * d + j] + cwi * w[j];
-                vinv[gg * dd + i * d + j] = v;
-                gram[gg * dd + i * d + j] += xs[i] * xs[j];
-            }
-            b[gg * d + i] += y * xs[i];
-            bias[gg * d + i] += y * xs[i];
-        }
-        if (lane == 0) {
-            logdet[gg] += fb_ln_1p(q);
-            double r = best - sc[1];
-            regret[gg] += r;
-            round_regret[gg] = r;
-        }
-    }
+    group[f] = gsum;
 }

@@ -12,7 +12,7 @@
 //! tree mechanism); anything else is [`CudaError::Unsupported`].
 
 use super::CudaError;
-use super::launcher::{Arg, DevPtr, Launcher, download_slice, upload_slice};
+use super::launcher::{Arg, DevPtr, Launcher, bytemuck_like, download_slice, upload_slice};
 use crate::backend::{BatchPoint, LinearBatch};
 use crate::env::{LinearEnv, LinearEnvKind};
 use crate::rng::state_words;
@@ -161,54 +161,113 @@ pub fn run_batch(
     let mut group = vec![0.0f64; nf];
     let mut regret = vec![0.0f64; n];
     let mut failures = vec![0i32; nf];
-    for t in 1..=batch.horizon {
-        let beta = (batch.beta)(t);
-        let common = [
-            Arg::I32(ni),
-            Arg::I32(mi),
-            Arg::I32(di),
-            Arg::I32(ki),
-            Arg::I32(kpi),
-            Arg::I32(i32::from(reward_raw)),
-            Arg::F64(noise_std),
-            Arg::F64(beta),
-            p(bufs.theta),
-            p(bufs.lanes),
-            p(bufs.rstate),
-            p(bufs.rspare),
-            p(bufs.rhas),
-            p(bufs.vinv),
-            p(bufs.logdet),
-            p(bufs.b),
-            p(bufs.gram),
-            p(bufs.bias),
-            p(bufs.regret),
-            p(bufs.round_regret),
-        ];
+    // Rounds run in chunks that end at every event needing other kernels
+    // (refactorization, sync, checkpoint, progress report), so a chunk's
+    // rounds touch only each agent's own state: one launch of the
+    // cooperative kernel runs them all. The fallback kernel runs one round
+    // per launch.
+    let chunk_max = if coop.is_some() {
+        (RR_BUDGET / (n * 8).max(1)).clamp(1, CHUNK_MAX)
+    } else {
+        1
+    };
+    let rr = l.alloc_zeroed(if coop.is_some() { chunk_max * n * 8 } else { 8 })?;
+    let betas_dev = l.alloc_zeroed(chunk_max * 8)?;
+    let mut betas = vec![0.0f64; chunk_max];
+    let mut t = 1u64;
+    while t <= batch.horizon {
+        let mut end = batch.horizon.min(t + chunk_max as u64 - 1);
+        end = end.min(t + u64::from(refactor_every - since_factor.min(refactor_every - 1)) - 1);
+        if let Some(b) = sync_every {
+            end = end.min(t.div_ceil(b).max(1) * b);
+        }
+        if let Some(&c) = next.peek() {
+            end = end.min(c.max(t));
+        }
+        end = end.min(t.div_ceil(1024).max(1) * 1024);
+        let rounds = (end - t + 1) as usize;
         match coop {
-            Some((agents, shared)) => l.launch_grid(
-                "fb_linear_step_coop",
-                n.div_ceil(agents),
-                agents * COOP_LANES,
-                shared,
-                &common,
-            )?,
+            Some((agents, shared)) => {
+                for (r, bv) in betas.iter_mut().take(rounds).enumerate() {
+                    *bv = (batch.beta)(t + r as u64);
+                }
+                l.upload(betas_dev, bytemuck_like::as_bytes(&betas[..rounds]))?;
+                let ri = i32::try_from(rounds).map_err(|_| CudaError::Unsupported("chunk too long".into()))?;
+                l.launch_grid(
+                    "fb_linear_rounds_coop",
+                    n.div_ceil(agents),
+                    agents * COOP_LANES,
+                    shared,
+                    &[
+                        Arg::I32(ni),
+                        Arg::I32(mi),
+                        Arg::I32(di),
+                        Arg::I32(ki),
+                        Arg::I32(kpi),
+                        Arg::I32(i32::from(reward_raw)),
+                        Arg::F64(noise_std),
+                        Arg::I32(ri),
+                        p(betas_dev),
+                        p(bufs.theta),
+                        p(bufs.lanes),
+                        p(bufs.rstate),
+                        p(bufs.rspare),
+                        p(bufs.rhas),
+                        p(bufs.vinv),
+                        p(bufs.logdet),
+                        p(bufs.b),
+                        p(bufs.gram),
+                        p(bufs.bias),
+                        p(bufs.regret),
+                        p(rr),
+                    ],
+                )?;
+                l.launch(
+                    "fb_rounds_reduce",
+                    nf,
+                    &[Arg::I32(nf as i32), Arg::I32(mi), Arg::I32(ri), p(rr), p(bufs.group)],
+                )?;
+            }
             None => {
-                let mut args = common.to_vec();
-                args.extend([
-                    p(bufs.gbuf),
-                    Arg::I32(gstride as i32),
-                    p(bufs.work),
-                    Arg::I32(wstride as i32),
-                ]);
-                l.launch("fb_linear_step", n, &args)?;
+                l.launch(
+                    "fb_linear_step",
+                    n,
+                    &[
+                        Arg::I32(ni),
+                        Arg::I32(mi),
+                        Arg::I32(di),
+                        Arg::I32(ki),
+                        Arg::I32(kpi),
+                        Arg::I32(i32::from(reward_raw)),
+                        Arg::F64(noise_std),
+                        Arg::F64((batch.beta)(t)),
+                        p(bufs.theta),
+                        p(bufs.lanes),
+                        p(bufs.rstate),
+                        p(bufs.rspare),
+                        p(bufs.rhas),
+                        p(bufs.vinv),
+                        p(bufs.logdet),
+                        p(bufs.b),
+                        p(bufs.gram),
+                        p(bufs.bias),
+                        p(bufs.regret),
+                        p(bufs.round_regret),
+                        p(bufs.gbuf),
+                        Arg::I32(gstride as i32),
+                        p(bufs.work),
+                        Arg::I32(wstride as i32),
+                    ],
+                )?;
+                l.launch(
+                    "fb_round_reduce",
+                    nf,
+                    &[Arg::I32(nf as i32), Arg::I32(mi), p(bufs.round_regret), p(bufs.group)],
+                )?;
             }
         }
-        l.launch(
-            "fb_round_reduce",
-            nf,
-            &[Arg::I32(nf as i32), Arg::I32(mi), p(bufs.round_regret), p(bufs.group)],
-        )?;
+        t = end;
+        since_factor += rounds as u32 - 1;
         since_factor += 1;
         if since_factor >= refactor_every {
             l.launch(
@@ -287,7 +346,7 @@ pub fn run_batch(
             )?;
             since_factor = 0;
         }
-        if t % 1024 == 0 {
+        if t.is_multiple_of(1024) {
             progress(1024 * n as u64);
         }
         if next.peek() == Some(&t) {
@@ -307,12 +366,13 @@ pub fn run_batch(
                 });
             }
         }
+        t += 1;
     }
     progress((batch.horizon % 1024) * n as u64);
     Ok(results)
 }
 
-/// Agents per block and dynamic shared memory of `fb_linear_step_coop` for
+/// Agents per block and dynamic shared memory of `fb_linear_rounds_coop` for
 /// (d, K): as many agents as fit 48 KiB, a multiple of 4 (whole warps) up to
 /// 16; `None` when not even 4 fit (large d), and the one-thread-per-agent
 /// `fb_linear_step` runs instead.
@@ -320,11 +380,17 @@ pub fn coop_step_shape(d: usize, k: usize) -> Option<(usize, usize)> {
     let kp = k.div_ceil(8) * 8;
     let fixed = d.min(k);
     let nr = k - fixed;
-    let doubles = d * d + 2 * kp + 3 * d + 4 + (nr * d.saturating_sub(1)).div_ceil(2);
+    let doubles = d * d + 2 * kp + 4 * d + 4 + (nr * d.saturating_sub(1)).div_ceil(2);
     let bytes = doubles * 8;
     let agents = (SHARED_LIMIT / bytes.max(1)).min(16) / 4 * 4;
     (agents >= 4).then_some((agents, agents * bytes))
 }
+
+/// Most rounds one launch of `fb_linear_rounds_coop` runs.
+const CHUNK_MAX: usize = 64;
+/// Bytes for the per-(round, agent) regrets of a chunk (caps the chunk for
+/// very large batches).
+const RR_BUDGET: usize = 256 << 20;
 
 /// Threads per block of the cooperative kernels (a multiple of 32).
 pub const COOP_BLOCK: usize = 128;

@@ -25,7 +25,8 @@ pub const KERNELS: &[&str] = &[
     "fb_sync_factor",
     "fb_sync_broadcast",
     "fb_score_coop",
-    "fb_linear_step_coop",
+    "fb_linear_rounds_coop",
+    "fb_rounds_reduce",
 ];
 
 /// The single translation unit NVRTC compiles.
