@@ -51,20 +51,22 @@ FB_DEV fb_u64 fb_xoshiro_next(fb_u64* s) {
     return result;
 }
 
+// One xoshiro256++ step of one lane held in four words.
+FB_DEV fb_u64 fb_lane_step(fb_u64* s0, fb_u64* s1, fb_u64* s2, fb_u64* s3) {
+    fb_u64 out = fb_rotl(*s0 + *s3, 23) + *s0;
+    fb_u64 t = *s1 << 17;
+    *s2 ^= *s0;
+    *s3 ^= *s1;
+    *s1 ^= *s2;
+    *s0 ^= *s3;
+    *s2 ^= t;
+    *s3 = fb_rotl(*s3, 45);
+    return out;
+}
+
 // One step of the 8 lanes; state layout [word][lane] (32 words).
 FB_DEV void fb_lanes_next(fb_u64* s, fb_u64* out) {
-    for (int l = 0; l < FB_LANES; ++l) {
-        fb_u64 s0 = s[l], s1 = s[8 + l], s2 = s[16 + l], s3 = s[24 + l];
-        out[l] = fb_rotl(s0 + s3, 23) + s0;
-        fb_u64 t = s1 << 17;
-        s2 ^= s0;
-        s3 ^= s1;
-        s1 ^= s2;
-        s0 ^= s3;
-        s2 ^= t;
-        s3 = fb_rotl(s3, 45);
-        s[l] = s0; s[8 + l] = s1; s[16 + l] = s2; s[24 + l] = s3;
-    }
+    for (int l = 0; l < FB_LANES; ++l) out[l] = fb_lane_step(&s[l], &s[8 + l], &s[16 + l], &s[24 + l]);
 }
 
 // ------------------------------------------------------------- f32 normals

@@ -436,16 +436,7 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
             int total = nr * last;
             for (int base = 0; base < total; base += FB_NORMALS_PER_BLOCK) {
                 fb_u64 out2[2];
-                for (int step = 0; step < 2; ++step) {
-                    out2[step] = fb_rotl(s0 + s3, 23) + s0;
-                    fb_u64 t = s1 << 17;
-                    s2 ^= s0;
-                    s3 ^= s1;
-                    s1 ^= s2;
-                    s0 ^= s3;
-                    s2 ^= t;
-                    s3 = fb_rotl(s3, 45);
-                }
+                for (int step = 0; step < 2; ++step) out2[step] = fb_lane_step(&s0, &s1, &s2, &s3);
                 for (int h = 0; h < 2; ++h) {
                     int p = h * FB_LANES + lane;
                     float c, s;

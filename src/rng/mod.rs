@@ -219,18 +219,22 @@ pub(crate) mod stats {
         // P(|z| > 3) = 2.6998e-3, sd of the estimate 5.2e-5.
         let p3 = v.iter().filter(|x| x.abs() > 3.0).count() as f64 / nf;
         assert!((p3 - 2.6998e-3).abs() < 2.6e-4, "{what}: P(|z|>3) = {p3}");
-        let mut s: Vec<f64> = v[..200_000].to_vec();
+        let d = ks_statistic(&v[..200_000]);
+        assert!(d < 4.4e-3, "{what}: KS statistic {d}");
+    }
+
+    /// Kolmogorov-Smirnov distance between a sample and N(0, 1).
+    pub fn ks_statistic(sample: &[f64]) -> f64 {
+        let mut s = sample.to_vec();
         s.sort_by(f64::total_cmp);
         let m = s.len() as f64;
-        let d = s
-            .iter()
+        s.iter()
             .enumerate()
             .map(|(i, &x)| {
                 let f = phi(x);
                 (f - i as f64 / m).abs().max((f - (i + 1) as f64 / m).abs())
             })
-            .fold(0.0, f64::max);
-        assert!(d < 4.4e-3, "{what}: KS statistic {d}");
+            .fold(0.0, f64::max)
     }
 }
 

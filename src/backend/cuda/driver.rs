@@ -174,6 +174,30 @@ pub fn run_batch(
     let rr = l.alloc_zeroed(if coop.is_some() { chunk_max * n * 8 } else { 8 })?;
     let betas_dev = l.alloc_zeroed(chunk_max * 8)?;
     let mut betas = vec![0.0f64; chunk_max];
+    // The step kernels' arguments: shape, then (per kernel) the width, then
+    // the agents' state, then (per kernel) the outputs.
+    let shape = [
+        Arg::I32(ni),
+        Arg::I32(mi),
+        Arg::I32(di),
+        Arg::I32(ki),
+        Arg::I32(kpi),
+        Arg::I32(i32::from(reward_raw)),
+        Arg::F64(noise_std),
+    ];
+    let agent_state = [
+        p(bufs.theta),
+        p(bufs.lanes),
+        p(bufs.rstate),
+        p(bufs.rspare),
+        p(bufs.rhas),
+        p(bufs.vinv),
+        p(bufs.logdet),
+        p(bufs.b),
+        p(bufs.gram),
+        p(bufs.bias),
+        p(bufs.regret),
+    ];
     let mut t = 1u64;
     while t <= batch.horizon {
         let mut end = batch.horizon.min(t + chunk_max as u64 - 1);
@@ -198,29 +222,7 @@ pub fn run_batch(
                     n.div_ceil(agents),
                     agents * COOP_LANES,
                     shared,
-                    &[
-                        Arg::I32(ni),
-                        Arg::I32(mi),
-                        Arg::I32(di),
-                        Arg::I32(ki),
-                        Arg::I32(kpi),
-                        Arg::I32(i32::from(reward_raw)),
-                        Arg::F64(noise_std),
-                        Arg::I32(ri),
-                        p(betas_dev),
-                        p(bufs.theta),
-                        p(bufs.lanes),
-                        p(bufs.rstate),
-                        p(bufs.rspare),
-                        p(bufs.rhas),
-                        p(bufs.vinv),
-                        p(bufs.logdet),
-                        p(bufs.b),
-                        p(bufs.gram),
-                        p(bufs.bias),
-                        p(bufs.regret),
-                        p(rr),
-                    ],
+                    &[&shape[..], &[Arg::I32(ri), p(betas_dev)], &agent_state[..], &[p(rr)]].concat(),
                 )?;
                 l.launch(
                     "fb_rounds_reduce",
@@ -233,31 +235,18 @@ pub fn run_batch(
                     "fb_linear_step",
                     n,
                     &[
-                        Arg::I32(ni),
-                        Arg::I32(mi),
-                        Arg::I32(di),
-                        Arg::I32(ki),
-                        Arg::I32(kpi),
-                        Arg::I32(i32::from(reward_raw)),
-                        Arg::F64(noise_std),
-                        Arg::F64((batch.beta)(t)),
-                        p(bufs.theta),
-                        p(bufs.lanes),
-                        p(bufs.rstate),
-                        p(bufs.rspare),
-                        p(bufs.rhas),
-                        p(bufs.vinv),
-                        p(bufs.logdet),
-                        p(bufs.b),
-                        p(bufs.gram),
-                        p(bufs.bias),
-                        p(bufs.regret),
-                        p(bufs.round_regret),
-                        p(bufs.gbuf),
-                        Arg::I32(gstride as i32),
-                        p(bufs.work),
-                        Arg::I32(wstride as i32),
-                    ],
+                        &shape[..],
+                        &[Arg::F64((batch.beta)(t))],
+                        &agent_state[..],
+                        &[
+                            p(bufs.round_regret),
+                            p(bufs.gbuf),
+                            Arg::I32(gstride as i32),
+                            p(bufs.work),
+                            Arg::I32(wstride as i32),
+                        ],
+                    ]
+                    .concat(),
                 )?;
                 l.launch(
                     "fb_round_reduce",
