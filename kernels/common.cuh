@@ -24,7 +24,9 @@
 #define FB_SHFL_XOR_I32(v, m) __shfl_xor_sync(0xffffffffu, (v), (m))
 extern __shared__ __align__(16) unsigned char fb_dyn_smem[];
 #define FB_DYN_SHARED(type, name) type* name = reinterpret_cast<type*>(fb_dyn_smem)
+#define FB_MULHI(a, b) __umul64hi((a), (b))
 #else
+#define FB_MULHI(a, b) ((unsigned long long)(((unsigned __int128)(a) * (unsigned __int128)(b)) >> 64))
 #define FB_DEV static inline
 #endif
 

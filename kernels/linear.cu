@@ -370,10 +370,27 @@ FB_DEV double fb_sphere_x(int j, int c, int d, int fixed, int nr, const float* g
     return z * inv_sqrt2;
 }
 
-// Bytes of dynamic shared memory one agent of fb_linear_step_coop uses.
-// Layout: V^{-1} (d*d), mean (kp), inv (kp), theta_hat (d), w (d), x_chosen
-// (d), b (d), 4 scalars, then the f32 normals (nr * (d-1)).
-FB_DEV long long fb_coop_agent_doubles(int d, int kp) { return (long long)d * d + 2LL * kp + 4LL * d + 4; }
+// Coordinate j of action c of an agent's linear_gap decision set
+// (env/linear_gap.rs): x = v theta_j + c (g_j - proj theta_j), from the
+// round's f32 normals `g` ([coordinate][action]), v (`mean`), `proj` and the
+// scale `cs`, with the CPU's operations, so the set is never stored.
+FB_DEV double fb_gap_x(int j, int c, int k, const double* th, const float* g, const double* mean, const double* proj,
+                       const double* cs) {
+    double gv = (double)g[j * k + c] - proj[c] * th[j];
+    return mean[c] * th[j] + cs[c] * gv;
+}
+
+// Doubles of dynamic shared memory one agent of fb_linear_rounds_coop uses
+// (src/backend/cuda/driver.rs coop_step_shape repeats this): V^{-1} (d*d),
+// mean (kp), aux (kp: inverse norms or projections), theta_hat, w,
+// x_chosen, b (d each), 4 scalars; linear_gap adds the scales (kp) and the
+// round's uniforms (2 kp); then the f32 normals (sphere (K - d)(d - 1),
+// gap K d), rounded up to whole doubles.
+FB_DEV long long fb_coop_agent_doubles(int gap, int d, int k, int kp) {
+    int fixed = d < k ? d : k;
+    long long normals = gap ? (long long)k * d : (long long)(k - fixed) * (d - 1);
+    return (long long)d * d + 2LL * kp + 4LL * d + 4 + (gap ? 3LL * kp : 0) + (normals + 1) / 2;
+}
 
 // `rounds` consecutive rounds of every agent with FB_COOP_LANES threads per
 // agent (the cooperative, multi-round form of fb_linear_step; the same
@@ -390,10 +407,11 @@ FB_DEV long long fb_coop_agent_doubles(int d, int kp) { return (long long)d * d 
 // when scored). Round r's regret of agent g goes to rr[r * n + g] for
 // fb_rounds_reduce. Every thread reaches every barrier and shuffle.
 extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int kp, int reward_raw,
-                                                 double noise_std, int rounds, const double* betas,
-                                                 const double* theta_star, fb_u64* lanes, fb_u64* rstate,
-                                                 double* rspare, int* rhas, double* vinv, double* logdet, double* b,
-                                                 double* gram, double* bias, double* regret, double* rr) {
+                                                 double noise_std, int gap, fb_u64* ustate, int rounds,
+                                                 const double* betas, const double* theta_star, fb_u64* lanes,
+                                                 fb_u64* rstate, double* rspare, int* rhas, double* vinv,
+                                                 double* logdet, double* b, double* gram, double* bias,
+                                                 double* regret, double* rr) {
     int lane = threadIdx.x % FB_COOP_LANES;
     int local = threadIdx.x / FB_COOP_LANES;
     int per_block = blockDim.x / FB_COOP_LANES;
@@ -403,17 +421,20 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
     int dd = d * d, last = d - 1;
     int fixed = d < k ? d : k;
     int nr = k - fixed;
-    long long per = fb_coop_agent_doubles(d, kp) + ((long long)nr * last + 1) / 2;
+    long long per = fb_coop_agent_doubles(gap, d, k, kp);
     FB_DYN_SHARED(double, smem);
     double* A = smem + local * per;
     double* mean = A + dd;
-    double* inv = mean + kp;
+    double* inv = mean + kp;  // sphere: inverse norms; gap: projections
     double* that = inv + kp;
     double* w = that + d;
     double* xs = w + d;
     double* bs_ = xs + d;
     double* sc = bs_ + d;  // [0] y, [1] mu
-    float* gn = (float*)(sc + 4);
+    double* cs = sc + 4;   // gap: scales (kp), then uniforms (2 kp)
+    double* un = cs + kp;
+    float* gn = (float*)(gap ? un + 2 * kp : cs);
+    int total = gap ? k * d : nr * last;  // normals per round
     const double* th = theta_star + (gg / m) * d;
     fb_u64* st = lanes + gg * 32;
     fb_u64 s0 = 0, s1 = 0, s2 = 0, s3 = 0;
@@ -431,9 +452,9 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
     for (int r = 0; r < rounds; ++r) {
         double beta = betas[r];
         __syncthreads();
-        // This lane's share of the round's normals.
-        if (live && nr > 0) {
-            int total = nr * last;
+        // This lane's share of the round's normals (then, for linear_gap, the
+        // optimal index from the scalar stream and this lane's uniforms).
+        if (live && total > 0) {
             for (int base = 0; base < total; base += FB_NORMALS_PER_BLOCK) {
                 fb_u64 out2[2];
                 for (int step = 0; step < 2; ++step) out2[step] = fb_lane_step(&s0, &s1, &s2, &s3);
@@ -446,10 +467,37 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
                 }
             }
         }
+        if (live && gap) {
+            if (lane == 0) {
+                fb_u64 word = fb_xoshiro_next(ustate + gg * 4);
+                sc[2] = (double)FB_MULHI(word, (fb_u64)k);
+            }
+            for (int c0 = 0; c0 < 2 * k; c0 += FB_LANES) {
+                fb_u64 word = fb_lane_step(&s0, &s1, &s2, &s3);
+                if (c0 + lane < 2 * k) un[c0 + lane] = (double)(word >> 11) * 1.1102230246251565e-16;
+            }
+        }
         __syncthreads();
-        // Inverse norms and true means by action; theta_hat by row.
+        // Per action: the decision set's scalars and true means; theta_hat by row.
         double best = FB_NEG_INF;
-        if (live) {
+        if (live && gap) {
+            int opt = (int)sc[2];
+            for (int c = lane; c < k; c += FB_COOP_LANES) {
+                double v = (c == opt ? 0.7 : 0.5) + 0.1 * un[c];
+                double pj = 0.0;
+                for (int j = 0; j < d; ++j) pj += (double)gn[j * k + c] * th[j];
+                double q = 0.0;
+                for (int j = 0; j < d; ++j) {
+                    double gv = (double)gn[j * k + c] - pj * th[j];
+                    q += gv * gv;
+                }
+                mean[c] = v;
+                inv[c] = pj;
+                cs[c] = q > 1e-24 ? sqrt(1.0 - v * v) * un[k + c] / sqrt(q) : 0.0;
+                best = fmax(best, v);
+            }
+        }
+        if (live && !gap) {
             for (int c = lane; c < k; c += FB_COOP_LANES) {
                 double mv;
                 if (c < fixed) {
@@ -476,6 +524,8 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
                 mean[c] = mv;
                 best = fmax(best, mv);
             }
+        }
+        if (live) {
             for (int i = lane; i < d; i += FB_COOP_LANES) {
                 double s = 0.0;
                 for (int j = 0; j < d; ++j) s += A[i * d + j] * bs_[j];
@@ -489,16 +539,23 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
         int bi = 0;
         if (live) {
             fb_lane_argmax(A, that, d, k, lane, beta,
-                           [=](int j, int c) { return fb_sphere_x(j, c, d, fixed, nr, gn, inv); }, &bsc, &bi, &bq);
+                           [=](int j, int c) {
+                               return gap ? fb_gap_x(j, c, k, th, gn, mean, inv, cs)
+                                          : fb_sphere_x(j, c, d, fixed, nr, gn, inv);
+                           },
+                           &bsc, &bi, &bq);
         }
         fb_lanes_combine(&bsc, &bi, &bq);
         // The chosen action; the reward (lane 0).
         if (live) {
-            for (int j = lane; j < d; j += FB_COOP_LANES) xs[j] = fb_sphere_x(j, bi, d, fixed, nr, gn, inv);
+            for (int j = lane; j < d; j += FB_COOP_LANES)
+                xs[j] = gap ? fb_gap_x(j, bi, k, th, gn, mean, inv, cs) : fb_sphere_x(j, bi, d, fixed, nr, gn, inv);
             if (lane == 0) {
                 double mu = mean[bi];
                 sc[1] = mu;
-                sc[0] = mu + noise_std * fb_normal(rstate + gg * 4, rspare + gg, rhas + gg);
+                // linear_gap: Bernoulli(mu) (Stream::bernoulli); sphere: Gaussian noise.
+                sc[0] = gap ? (fb_uniform(rstate + gg * 4) < mu ? 1.0 : 0.0)
+                            : mu + noise_std * fb_normal(rstate + gg * 4, rspare + gg, rhas + gg);
             }
         }
         __syncthreads();

@@ -134,7 +134,7 @@ fn emulated_kernels_match_cpu_backend_for_oful() {
 #[test]
 fn emulated_fallback_step_kernel_matches_cpu_at_large_d() {
     use fedbandits::backend::cuda::driver::coop_step_shape;
-    assert!(coop_step_shape(6, 30).is_some() && coop_step_shape(40, 60).is_none());
+    assert!(coop_step_shape(false, 6, 30).is_some() && coop_step_shape(false, 40, 60).is_none());
     assert_parity(
         "seed: 3\nrepetitions: 2\nhorizon: 40\ncheckpoints: {every: 20}\nalgorithm: [independent, linucb]\nenvironment: linear_sphere\nparams: {m: 2, d: 40, k: 60, refactor_every: 64}\n",
     );
@@ -147,6 +147,15 @@ const EVERY_BATCHED: &str = "seed: 5\nrepetitions: 4\nhorizon: 240\ncheckpoints:
 #[test]
 fn emulated_kernels_match_cpu_backend_for_every_batched_algorithm() {
     assert_parity(EVERY_BATCHED);
+}
+
+/// linear_gap (Bernoulli rewards, lane uniforms and the scalar stream's
+/// optimal index) through the cooperative kernel.
+#[test]
+fn emulated_kernels_match_cpu_backend_on_linear_gap() {
+    assert_parity(
+        "seed: 6\nrepetitions: 3\nhorizon: 200\ncheckpoints: {every: 25}\nalgorithm: [linucb, independent, fedlinucb, private_fedlinucb]\nenvironment: linear_gap\nparams: {m: 4, d: 5, k: 21, epsilon: 1, delta: 0.1, batch_size: 10, refactor_every: 13}\n",
+    );
 }
 
 /// On a machine with a CUDA device: the real device against the CPU, bit
@@ -174,13 +183,14 @@ fn device_matches_cpu_when_present() {
 fn unsupported_cells_are_refused_not_miscomputed() {
     let job = Job::parse(
         Path::new("u.yaml"),
-        "horizon: 10\nalgorithm: [feducb_centralized, random, independent]\nenvironment: linear_gap\nparams: {epsilon: 1, delta: 0.1}\n",
+        "horizon: 10\nalgorithm: [feducb_centralized, random, independent]\nenvironment: linear_gap\nparams: {epsilon: 1, delta: 0.1, d: 40, k: 100}\n",
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let dev = emulated();
     for cell in &job.cells {
         // FedUCB and random have no batched form; independent has one, but
-        // linear_gap has no decision-set kernel: both are refused.
+        // linear_gap at d = 40, K = 100 does not fit the cooperative kernel's
+        // shared memory: both are refused.
         let e = run_batch(cell, 1, &[0], &[10], &dev, &|_| {}).unwrap_err();
         assert!(matches!(e, BatchError::Unsupported(_)), "{}: {e}", cell.label());
     }

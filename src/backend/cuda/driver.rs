@@ -19,10 +19,12 @@ use crate::rng::state_words;
 
 /// Whether the driver can run this batch.
 pub fn supports(batch: &LinearBatch) -> Result<(), CudaError> {
-    if !matches!(batch.env.kind, LinearEnvKind::Sphere { .. }) {
-        return Err(CudaError::Unsupported(
-            "only linear_sphere has a CUDA decision-set kernel yet".into(),
-        ));
+    let gap = matches!(batch.env.kind, LinearEnvKind::Gap);
+    if gap && coop_step_shape(true, batch.env.d, batch.env.k).is_none() {
+        return Err(CudaError::Unsupported(format!(
+            "linear_gap at d = {}, K = {}: four agents' decision sets exceed 48 KiB of shared memory",
+            batch.env.d, batch.env.k
+        )));
     }
     if batch.env.d < 2 {
         return Err(CudaError::Unsupported("d < 2".into()));
@@ -57,6 +59,7 @@ struct Bufs {
     scratch: DevPtr,
     tsum: DevPtr,
     akey: DevPtr,
+    ustate: DevPtr,
 }
 
 /// Runs every federation of `batch` and returns their curves at
@@ -88,11 +91,13 @@ pub fn run_batch(
     let mut theta = Vec::with_capacity(nf * d);
     let mut lanes = Vec::with_capacity(n * 32);
     let mut rstate = Vec::with_capacity(n * 4);
+    let mut ustate: Vec<u64> = Vec::with_capacity(n * 4);
     for key in &batch.env_keys {
         let env = LinearEnv::new(&batch.env, key);
         theta.extend_from_slice(&env.theta);
         for i in 0..m {
-            let (ctx, _uni, rew) = env.agent_stream_keys(i);
+            let (ctx, uni, rew) = env.agent_stream_keys(i);
+            ustate.extend_from_slice(&state_words(&uni));
             let mut words = [0u64; 32];
             let mut key = ctx.clone();
             key.push(0);
@@ -120,7 +125,8 @@ pub fn run_batch(
             base0[f * dd + i * d + i] = lambda;
         }
     }
-    let coop = coop_step_shape(d, k);
+    let gap = matches!(batch.env.kind, LinearEnvKind::Gap);
+    let coop = coop_step_shape(gap, d, k);
     let gstride = ((k - d.min(k)) * (d - 1)).max(1);
     let wstride = d * kp + 2 * kp + 3 * d;
     let z = |len: usize| vec![0.0f64; len];
@@ -148,6 +154,7 @@ pub fn run_batch(
         scratch: l.alloc_zeroed(n.max(nf) * 3 * dd * 8)?,
         tsum: l.alloc_zeroed(if private { n * width * 8 } else { 8 })?,
         akey: upload_slice(l, &akey)?,
+        ustate: upload_slice(l, &ustate)?,
     };
     let (ni, mi, di, ki, kpi) = (n as i32, m as i32, d as i32, k as i32, kp as i32);
     let p = Arg::Ptr;
@@ -222,7 +229,13 @@ pub fn run_batch(
                     n.div_ceil(agents),
                     agents * COOP_LANES,
                     shared,
-                    &[&shape[..], &[Arg::I32(ri), p(betas_dev)], &agent_state[..], &[p(rr)]].concat(),
+                    &[
+                        &shape[..],
+                        &[Arg::I32(i32::from(gap)), p(bufs.ustate), Arg::I32(ri), p(betas_dev)],
+                        &agent_state[..],
+                        &[p(rr)],
+                    ]
+                    .concat(),
                 )?;
                 l.launch(
                     "fb_rounds_reduce",
@@ -362,14 +375,16 @@ pub fn run_batch(
 }
 
 /// Agents per block and dynamic shared memory of `fb_linear_rounds_coop` for
-/// (d, K): as many agents as fit 48 KiB, a multiple of 4 (whole warps) up to
-/// 16; `None` when not even 4 fit (large d), and the one-thread-per-agent
-/// `fb_linear_step` runs instead.
-pub fn coop_step_shape(d: usize, k: usize) -> Option<(usize, usize)> {
+/// the environment (`gap`: linear_gap, else linear_sphere) and (d, K): as
+/// many agents as fit 48 KiB, a multiple of 4 (whole warps) up to 16 (the
+/// layout is kernels/linear.cu's fb_coop_agent_doubles); `None` when not
+/// even 4 fit (large d): then linear_sphere runs on the one-thread-per-agent
+/// `fb_linear_step` and linear_gap is unsupported.
+pub fn coop_step_shape(gap: bool, d: usize, k: usize) -> Option<(usize, usize)> {
     let kp = k.div_ceil(8) * 8;
     let fixed = d.min(k);
-    let nr = k - fixed;
-    let doubles = d * d + 2 * kp + 4 * d + 4 + (nr * d.saturating_sub(1)).div_ceil(2);
+    let normals = if gap { k * d } else { (k - fixed) * d.saturating_sub(1) };
+    let doubles = d * d + 2 * kp + 4 * d + 4 + if gap { 3 * kp } else { 0 } + normals.div_ceil(2);
     let bytes = doubles * 8;
     let agents = (SHARED_LIMIT / bytes.max(1)).min(16) / 4 * 4;
     (agents >= 4).then_some((agents, agents * bytes))
