@@ -407,7 +407,8 @@ FB_DEV long long fb_coop_agent_doubles(int gap, int d, int k, int kp) {
 // when scored). Round r's regret of agent g goes to rr[r * n + g] for
 // fb_rounds_reduce. Every thread reaches every barrier and shuffle.
 extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int kp, int reward_raw,
-                                                 double noise_std, int gap, fb_u64* ustate, int rounds,
+                                                 double noise_std, int gap, fb_u64* ustate, int random_policy,
+                                                 fb_u64* pstate, int rounds,
                                                  const double* betas, const double* theta_star, fb_u64* lanes,
                                                  fb_u64* rstate, double* rspare, int* rhas, double* vinv,
                                                  double* logdet, double* b, double* gram, double* bias,
@@ -537,7 +538,7 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
         // UCB scores by action, argmax across lanes.
         double bsc = FB_NEG_INF, bq = 0.0;
         int bi = 0;
-        if (live) {
+        if (live && !random_policy) {
             fb_lane_argmax(A, that, d, k, lane, beta,
                            [=](int j, int c) {
                                return gap ? fb_gap_x(j, c, k, th, gn, mean, inv, cs)
@@ -546,6 +547,12 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
                            &bsc, &bi, &bq);
         }
         fb_lanes_combine(&bsc, &bi, &bq);
+        if (random_policy) {
+            // `random`: a uniform action from the agent's policy stream.
+            if (live && lane == 0) sc[3] = (double)FB_MULHI(fb_xoshiro_next(pstate + gg * 4), (fb_u64)k);
+            __syncthreads();
+            bi = (int)sc[3];
+        }
         // The chosen action; the reward (lane 0).
         if (live) {
             for (int j = lane; j < d; j += FB_COOP_LANES)
@@ -559,8 +566,9 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
             }
         }
         __syncthreads();
-        // Sherman-Morrison: w = A x by row; q (every lane, same order); A by row.
-        if (live) {
+        // Sherman-Morrison: w = A x by row; q (every lane, same order); A by
+        // row (`random` does not learn).
+        if (live && !random_policy) {
             for (int i = lane; i < d; i += FB_COOP_LANES) {
                 double s = 0.0;
                 for (int j = 0; j < d; ++j) s += A[i * d + j] * xs[j];
@@ -568,7 +576,7 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
             }
         }
         __syncthreads();
-        if (live) {
+        if (live && !random_policy) {
             double q = 0.0;
             for (int i = 0; i < d; ++i) q += w[i] * xs[i];
             double c = -1.0 / (1.0 + q);
@@ -583,6 +591,8 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
                 bias[gg * d + i] += y * xs[i];
             }
             ld += fb_ln_1p(q);
+        }
+        if (live) {
             double rg = best - sc[1];
             reg += rg;
             if (lane == 0) rr[(long long)r * n + gg] = rg;

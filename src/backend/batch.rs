@@ -51,6 +51,10 @@ pub struct LinearBatch {
     pub sync: Option<SyncRule>,
     /// Refactorize V^{-1} after this many rank-1 updates.
     pub refactor_every: u32,
+    /// `Some(keys)`: the agents play uniformly random actions drawn from the
+    /// streams of these keys (one per agent, federation-major) and learn
+    /// nothing (the `random` baseline); `None`: UCB.
+    pub random_policy: Option<Vec<Vec<u64>>>,
 }
 
 impl LinearBatch {

@@ -140,9 +140,9 @@ fn emulated_fallback_step_kernel_matches_cpu_at_large_d() {
     );
 }
 
-/// Every algorithm with a batched form, private and not, both calibrations
+/// Every algorithm with a batched form (`random` too), private and not, both calibrations
 /// and every tree protocol, with refactorizations between syncs.
-const EVERY_BATCHED: &str = "seed: 5\nrepetitions: 4\nhorizon: 240\ncheckpoints: {every: 20}\nalgorithm: [linucb, independent, fedlinucb, private_fedlinucb]\nenvironment: linear_sphere\nparams: {m: 5, d: 6, k: 30, delta: 0.1, epsilon: 1, batch_size: 12, refactor_every: 9}\ngrid: {protocol: [ldp, sdp_amp, alt], calibration: [code, theorem]}\n";
+const EVERY_BATCHED: &str = "seed: 5\nrepetitions: 4\nhorizon: 240\ncheckpoints: {every: 20}\nalgorithm: [random, linucb, independent, fedlinucb, private_fedlinucb]\nenvironment: linear_sphere\nparams: {m: 5, d: 6, k: 30, delta: 0.1, epsilon: 1, batch_size: 12, refactor_every: 9}\ngrid: {protocol: [ldp, sdp_amp, alt], calibration: [code, theorem]}\n";
 
 #[test]
 fn emulated_kernels_match_cpu_backend_for_every_batched_algorithm() {
@@ -154,7 +154,7 @@ fn emulated_kernels_match_cpu_backend_for_every_batched_algorithm() {
 #[test]
 fn emulated_kernels_match_cpu_backend_on_linear_gap() {
     assert_parity(
-        "seed: 6\nrepetitions: 3\nhorizon: 200\ncheckpoints: {every: 25}\nalgorithm: [linucb, independent, fedlinucb, private_fedlinucb]\nenvironment: linear_gap\nparams: {m: 4, d: 5, k: 21, epsilon: 1, delta: 0.1, batch_size: 10, refactor_every: 13}\n",
+        "seed: 6\nrepetitions: 3\nhorizon: 200\ncheckpoints: {every: 25}\nalgorithm: [random, linucb, independent, fedlinucb, private_fedlinucb]\nenvironment: linear_gap\nparams: {m: 4, d: 5, k: 21, epsilon: 1, delta: 0.1, batch_size: 10, refactor_every: 13}\n",
     );
 }
 
@@ -188,9 +188,9 @@ fn unsupported_cells_are_refused_not_miscomputed() {
     .unwrap_or_else(|e| panic!("{e}"));
     let dev = emulated();
     for cell in &job.cells {
-        // FedUCB and random have no batched form; independent has one, but
+        // FedUCB has no batched form; random and independent have one, but
         // linear_gap at d = 40, K = 100 does not fit the cooperative kernel's
-        // shared memory: both are refused.
+        // shared memory: all are refused.
         let e = run_batch(cell, 1, &[0], &[10], &dev, &|_| {}).unwrap_err();
         assert!(matches!(e, BatchError::Unsupported(_)), "{}: {e}", cell.label());
     }

@@ -217,9 +217,9 @@ pub fn accounting(cfg: &LinearConfig) -> Option<crate::privacy::accountant::Acco
 }
 
 /// The configuration as a lockstep batch for a backend's batched path
-/// ([`crate::backend::LinearBatch`]): `linucb`, `independent` (no sync) and
+/// ([`crate::backend::LinearBatch`]): `linucb`, `independent` (no sync),
 /// `fedlinucb`, `private_fedlinucb` with a tree protocol (sync every B, node
-/// noise sigma). `env_keys` and `algo_keys` are the federations' keys (one
+/// noise sigma) and `random`. `env_keys` and `algo_keys` are the federations' keys (one
 /// pair per repetition). Other algorithms: `Err(why)`.
 pub fn linear_batch(
     cfg: &LinearConfig,
@@ -245,6 +245,24 @@ pub fn linear_batch(
                 Box::new(move |t| fedlinucb::zhou_beta(&c, &consts, t)),
                 Some(sync),
             )
+        }
+        LinearAlgorithm::Random => {
+            let keys = algo_keys
+                .iter()
+                .flat_map(|k| (0..cfg.m).map(move |i| random::RandomPolicy::pick_key(k, i)))
+                .collect();
+            return Ok(LinearBatch {
+                env: cfg.env.clone(),
+                env_keys,
+                noise_keys: Vec::new(),
+                m: cfg.m,
+                horizon: cfg.horizon,
+                lambda: 1.0,
+                beta: Box::new(|_| 0.0),
+                sync: None,
+                refactor_every: u32::MAX,
+                random_policy: Some(keys),
+            });
         }
         a => {
             return Err(format!(
@@ -276,6 +294,7 @@ pub fn linear_batch(
         beta,
         sync,
         refactor_every: cfg.refactor_every,
+        random_policy: None,
     })
 }
 

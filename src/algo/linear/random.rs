@@ -20,13 +20,7 @@ pub struct RandomPolicy {
 impl RandomPolicy {
     /// New federation.
     pub fn new(cfg: &LinearConfig, env: LinearEnv, algo_key: &[u64]) -> Self {
-        let picks = (0..cfg.m)
-            .map(|i| {
-                let mut k = algo_key.to_vec();
-                k.extend_from_slice(&[i as u64, Purpose::Policy as u64]);
-                Stream::new(&k)
-            })
-            .collect();
+        let picks = (0..cfg.m).map(|i| Stream::new(&Self::pick_key(algo_key, i))).collect();
         Self {
             streams: (0..cfg.m).map(|i| env.agent_streams(i)).collect(),
             ws: Workspace::new(cfg.env.d, cfg.env.k),
@@ -34,6 +28,15 @@ impl RandomPolicy {
             picks,
             env,
         }
+    }
+}
+
+impl RandomPolicy {
+    /// The key of agent `i`'s action picks.
+    pub fn pick_key(algo_key: &[u64], i: usize) -> Vec<u64> {
+        let mut k = algo_key.to_vec();
+        k.extend_from_slice(&[i as u64, Purpose::Policy as u64]);
+        k
     }
 }
 

@@ -93,6 +93,7 @@ mod tests {
             beta: Box::new(|_| 1.0),
             sync: None,
             refactor_every: 8,
+            random_policy: None,
         }
     }
 

@@ -29,6 +29,21 @@ pub fn supports(batch: &LinearBatch) -> Result<(), CudaError> {
     if batch.env.d < 2 {
         return Err(CudaError::Unsupported("d < 2".into()));
     }
+    if batch.random_policy.is_some() && coop_step_shape(gap, batch.env.d, batch.env.k).is_none() {
+        return Err(CudaError::Unsupported(format!(
+            "random at d = {}, K = {}: four agents' decision sets exceed 48 KiB of shared memory",
+            batch.env.d, batch.env.k
+        )));
+    }
+    if batch
+        .random_policy
+        .as_ref()
+        .is_some_and(|k| k.len() != batch.federations() * batch.m)
+    {
+        return Err(CudaError::Unsupported(
+            "a random batch needs one policy key per agent".into(),
+        ));
+    }
     if batch.sync.is_some_and(|s| s.sigma > 0.0) && batch.noise_keys.len() != batch.federations() * batch.m {
         return Err(CudaError::Unsupported(
             "a private batch needs one noise key per agent".into(),
@@ -60,6 +75,7 @@ struct Bufs {
     tsum: DevPtr,
     akey: DevPtr,
     ustate: DevPtr,
+    pstate: DevPtr,
 }
 
 /// Runs every federation of `batch` and returns their curves at
@@ -155,6 +171,10 @@ pub fn run_batch(
         tsum: l.alloc_zeroed(if private { n * width * 8 } else { 8 })?,
         akey: upload_slice(l, &akey)?,
         ustate: upload_slice(l, &ustate)?,
+        pstate: match &batch.random_policy {
+            Some(keys) => upload_slice(l, &keys.iter().flat_map(|k| state_words(k)).collect::<Vec<u64>>())?,
+            None => l.alloc_zeroed(8)?,
+        },
     };
     let (ni, mi, di, ki, kpi) = (n as i32, m as i32, d as i32, k as i32, kp as i32);
     let p = Arg::Ptr;
@@ -231,7 +251,14 @@ pub fn run_batch(
                     shared,
                     &[
                         &shape[..],
-                        &[Arg::I32(i32::from(gap)), p(bufs.ustate), Arg::I32(ri), p(betas_dev)],
+                        &[
+                            Arg::I32(i32::from(gap)),
+                            p(bufs.ustate),
+                            Arg::I32(i32::from(batch.random_policy.is_some())),
+                            p(bufs.pstate),
+                            Arg::I32(ri),
+                            p(betas_dev),
+                        ],
                         &agent_state[..],
                         &[p(rr)],
                     ]
