@@ -8,6 +8,12 @@
 //! of V^{-1}, the determinant-lemma update of log det V and b += y x. Fusing
 //! keeps the decision set in L1 on a CPU and in registers/shared memory on a
 //! GPU. Refactorizations ([`Backend::spd_inverse`]) are the other operation.
+//!
+//! A backend with a batched path ([`cuda`]) also runs whole
+//! [`LinearBatch`]es: many federations of one cell in lockstep, described by
+//! the algorithm layer ([`batch`]). Which backend runs a cell is decided per
+//! cell by [`Selection::place`]. This layer imports no algorithm, job or
+//! simulation code (checked by src/tests/layers.rs).
 
 pub mod batch;
 pub mod cpu;
