@@ -1,11 +1,16 @@
 //! fedbandits: a batched engine for differentially private federated bandits.
 //!
-//! The layers, bottom up: [`math`] (portable elementary functions), [`rng`] (seeded xoshiro streams), [`linalg`] (tiny
-//! dense algebra), [`env`] (environments), [`backend`] (the fused per-step
-//! operations, CPU now), [`privacy`] (tree mechanism), [`algo`] (one file per
-//! algorithm), [`job`] (YAML job files: schema, validation, grid expansion,
-//! sharding), [`sim`] (running federations, regret curves), [`output`]
-//! (Parquet), [`cli`] (the `fedbandits` command).
+//! The layers, bottom up (src/tests/layers.rs checks that no lower one names
+//! a higher one and that there is no cycle):
+//! - lower: [`math`] (portable elementary functions), [`rng`] (seeded
+//!   streams, counter-based normals), [`linalg`] (small dense algebra),
+//!   [`env`] (environments), [`graph`] (communication graphs), [`privacy`]
+//!   (tree mechanism, vector summation, accountant), [`backend`] (per-step
+//!   operations on the CPU, faer for large d, the batched CUDA path);
+//! - higher: [`algo`] (one file per algorithm), [`job`] (YAML job files:
+//!   schema, validation, grid expansion, sharding), [`output`] (result types,
+//!   Parquet), [`sim`] (running federations, the job runner), [`cli`] (the
+//!   `fedbandits` command).
 
 pub mod algo;
 pub mod backend;
