@@ -69,6 +69,15 @@ fn emulated() -> CudaBackend {
     CudaBackend::with_launcher(Box::new(emu), "host emulation")
 }
 
+/// The emulation of a device with an H100's opt-in shared memory (227 KiB
+/// per block), where larger d runs on the cooperative kernel.
+fn emulated_h100() -> CudaBackend {
+    let emu = Emulator::load(emulator_lib())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .with_shared_limit(227 << 10);
+    CudaBackend::with_launcher(Box::new(emu), "host emulation, 227 KiB shared")
+}
+
 /// Runs a job's cells through the driver under emulation and through the
 /// CPU backend, and compares the curves bit for bit.
 fn assert_parity(yaml: &str) {
@@ -131,10 +140,29 @@ fn emulated_kernels_match_cpu_backend_for_oful() {
 /// back to the one-thread-per-agent step kernel; it must match too. (No
 /// refactorization within the horizon: from d = 32 the CPU inverts with
 /// faer, whose last bits the kernels' Cholesky does not reproduce.)
+/// With opt-in shared memory read from the device (here emulated: 227 KiB),
+/// d = 40 on linear_sphere and d = 20 on linear_gap run on the cooperative
+/// kernel, and match the CPU.
+#[test]
+fn emulated_cooperative_kernel_with_opt_in_shared_memory_matches_cpu() {
+    use fedbandits::backend::cuda::driver::coop_step_shape;
+    assert!(coop_step_shape(false, 40, 60, 227 << 10).is_some() && coop_step_shape(true, 20, 100, 227 << 10).is_some());
+    assert!(coop_step_shape(true, 20, 100, 48 << 10).is_none());
+    let dev = emulated_h100();
+    assert_parity_on(
+        &dev,
+        "seed: 3\nrepetitions: 2\nhorizon: 40\ncheckpoints: {every: 20}\nalgorithm: [independent, random]\nenvironment: linear_sphere\nparams: {m: 2, d: 40, k: 60, refactor_every: 64}\n",
+    );
+    assert_parity_on(
+        &dev,
+        "seed: 4\nrepetitions: 2\nhorizon: 40\ncheckpoints: {every: 20}\nalgorithm: [independent, fedlinucb]\nenvironment: linear_gap\nparams: {m: 3, d: 20, k: 100, batch_size: 10, refactor_every: 64}\n",
+    );
+}
+
 #[test]
 fn emulated_fallback_step_kernel_matches_cpu_at_large_d() {
     use fedbandits::backend::cuda::driver::coop_step_shape;
-    assert!(coop_step_shape(false, 6, 30).is_some() && coop_step_shape(false, 40, 60).is_none());
+    assert!(coop_step_shape(false, 6, 30, 48 << 10).is_some() && coop_step_shape(false, 40, 60, 48 << 10).is_none());
     assert_parity(
         "seed: 3\nrepetitions: 2\nhorizon: 40\ncheckpoints: {every: 20}\nalgorithm: [independent, linucb]\nenvironment: linear_sphere\nparams: {m: 2, d: 40, k: 60, refactor_every: 64}\n",
     );

@@ -24,6 +24,8 @@ pub struct CudaDevice {
     buffers: Vec<CudaSlice<u8>>,
     /// Device name and compute capability, for messages.
     pub description: String,
+    /// Dynamic shared memory per block with opt-in (read from the device).
+    shared_optin: usize,
 }
 
 fn drv(e: impl std::fmt::Debug) -> CudaError {
@@ -58,6 +60,14 @@ impl CudaDevice {
         let stream = ctx.default_stream();
         Ok(Self {
             description: format!("{name} (sm_{major}{minor})"),
+            shared_optin: ctx
+                .attribute(
+                    cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                )
+                .ok()
+                .and_then(|v| usize::try_from(v).ok())
+                .filter(|&v| v > 0)
+                .unwrap_or(super::launcher::DEFAULT_SHARED_PER_BLOCK),
             ctx,
             stream,
             _module: module,
@@ -109,6 +119,10 @@ impl Launcher for CudaDevice {
 
     fn peaks(&self) -> Option<(f64, f64)> {
         self.device_peaks()
+    }
+
+    fn max_shared_per_block(&self) -> usize {
+        self.shared_optin
     }
 
     fn alloc_zeroed(&mut self, bytes: usize) -> Result<DevPtr, CudaError> {
@@ -181,6 +195,14 @@ impl Launcher for CudaDevice {
             }
         }
         let dim = |v: usize| u32::try_from(v).map_err(|_| CudaError::Driver(format!("launch size {v}")));
+        if shared_bytes > super::launcher::DEFAULT_SHARED_PER_BLOCK {
+            // Beyond 48 KiB a kernel must opt in to its dynamic shared memory.
+            f.set_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                i32::try_from(shared_bytes).map_err(|_| CudaError::Driver(format!("shared memory {shared_bytes}")))?,
+            )
+            .map_err(drv)?;
+        }
         let cfg = LaunchConfig {
             grid_dim: (dim(grid.max(1))?, 1, 1),
             block_dim: (dim(block.max(1))?, 1, 1),

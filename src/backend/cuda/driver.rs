@@ -18,21 +18,21 @@ use crate::env::{LinearEnv, LinearEnvKind};
 use crate::rng::state_words;
 
 /// Whether the driver can run this batch.
-pub fn supports(batch: &LinearBatch) -> Result<(), CudaError> {
+pub fn supports(batch: &LinearBatch, shared_limit: usize) -> Result<(), CudaError> {
     let gap = matches!(batch.env.kind, LinearEnvKind::Gap);
-    if gap && coop_step_shape(true, batch.env.d, batch.env.k).is_none() {
+    if gap && coop_step_shape(true, batch.env.d, batch.env.k, shared_limit).is_none() {
         return Err(CudaError::Unsupported(format!(
-            "linear_gap at d = {}, K = {}: four agents' decision sets exceed 48 KiB of shared memory",
-            batch.env.d, batch.env.k
+            "linear_gap at d = {}, K = {}: four agents' decision sets exceed the device's {} bytes of shared memory per block",
+            batch.env.d, batch.env.k, shared_limit
         )));
     }
     if batch.env.d < 2 {
         return Err(CudaError::Unsupported("d < 2".into()));
     }
-    if batch.random_policy.is_some() && coop_step_shape(gap, batch.env.d, batch.env.k).is_none() {
+    if batch.random_policy.is_some() && coop_step_shape(gap, batch.env.d, batch.env.k, shared_limit).is_none() {
         return Err(CudaError::Unsupported(format!(
-            "random at d = {}, K = {}: four agents' decision sets exceed 48 KiB of shared memory",
-            batch.env.d, batch.env.k
+            "random at d = {}, K = {}: four agents' decision sets exceed the device's {} bytes of shared memory per block",
+            batch.env.d, batch.env.k, shared_limit
         )));
     }
     if batch
@@ -87,7 +87,8 @@ pub fn run_batch(
     checkpoints: &[u64],
     progress: &dyn Fn(u64),
 ) -> Result<Vec<Vec<BatchPoint>>, CudaError> {
-    supports(batch)?;
+    let shared_limit = l.max_shared_per_block();
+    supports(batch, shared_limit)?;
     let (nf, m, d, k) = (batch.federations(), batch.m, batch.env.d, batch.env.k);
     let n = nf * m;
     let (dd, kp) = (d * d, k.div_ceil(8) * 8);
@@ -142,7 +143,7 @@ pub fn run_batch(
         }
     }
     let gap = matches!(batch.env.kind, LinearEnvKind::Gap);
-    let coop = coop_step_shape(gap, d, k);
+    let coop = coop_step_shape(gap, d, k, shared_limit);
     let gstride = ((k - d.min(k)) * (d - 1)).max(1);
     let wstride = d * kp + 2 * kp + 3 * d;
     let z = |len: usize| vec![0.0f64; len];
@@ -403,17 +404,18 @@ pub fn run_batch(
 
 /// Agents per block and dynamic shared memory of `fb_linear_rounds_coop` for
 /// the environment (`gap`: linear_gap, else linear_sphere) and (d, K): as
-/// many agents as fit 48 KiB, a multiple of 4 (whole warps) up to 16 (the
+/// many agents as fit the device's shared memory per block (its opt-in
+/// limit, read when it opens), a multiple of 4 (whole warps) up to 16 (the
 /// layout is kernels/linear.cu's fb_coop_agent_doubles); `None` when not
 /// even 4 fit (large d): then linear_sphere runs on the one-thread-per-agent
 /// `fb_linear_step` and linear_gap is unsupported.
-pub fn coop_step_shape(gap: bool, d: usize, k: usize) -> Option<(usize, usize)> {
+pub fn coop_step_shape(gap: bool, d: usize, k: usize, shared_limit: usize) -> Option<(usize, usize)> {
     let kp = k.div_ceil(8) * 8;
     let fixed = d.min(k);
     let normals = if gap { k * d } else { (k - fixed) * d.saturating_sub(1) };
     let doubles = d * d + 2 * kp + 4 * d + 4 + if gap { 3 * kp } else { 0 } + normals.div_ceil(2);
     let bytes = doubles * 8;
-    let agents = (SHARED_LIMIT / bytes.max(1)).min(16) / 4 * 4;
+    let agents = (shared_limit / bytes.max(1)).min(16) / 4 * 4;
     (agents >= 4).then_some((agents, agents * bytes))
 }
 
@@ -427,8 +429,6 @@ const RR_BUDGET: usize = 256 << 20;
 pub const COOP_BLOCK: usize = 128;
 /// Threads per agent in `fb_score_coop`.
 pub const COOP_LANES: usize = 8;
-/// Dynamic shared memory a block may use without opting in.
-const SHARED_LIMIT: usize = 48 * 1024;
 
 /// Scores `n` agents' column-major decision sets (`x`: n x d x kp) with
 /// their V^{-1} (`a`: n x d x d) and theta_hat (`theta`: n x d) on the
@@ -452,7 +452,7 @@ pub fn score_batch(
     }
     let per_block = COOP_BLOCK / COOP_LANES;
     let shared = per_block * (d * d + d) * 8;
-    let stage = shared <= SHARED_LIMIT;
+    let stage = shared <= l.max_shared_per_block();
     let (xp, ap, tp) = (upload_slice(l, x)?, upload_slice(l, a)?, upload_slice(l, theta)?);
     let arms = upload_slice(l, &vec![0i32; n])?;
     let quads = upload_slice(l, &vec![0.0f64; n])?;

@@ -20,6 +20,7 @@ pub struct Emulator {
     _lib: libloading::Library,
     launch_fn: LaunchFn,
     buffers: Vec<Vec<u64>>,
+    shared_limit: usize,
 }
 
 /// Compiles the emulation library from `kernels_dir` into `out_dir` with g++.
@@ -65,7 +66,16 @@ impl Emulator {
             _lib: lib,
             launch_fn,
             buffers: Vec::new(),
+            shared_limit: super::launcher::DEFAULT_SHARED_PER_BLOCK,
         })
+    }
+
+    /// Emulates a device whose blocks may use `bytes` of dynamic shared
+    /// memory (e.g. an H100's 227 KiB opt-in), so tests can run the shapes
+    /// such a device gets.
+    pub fn with_shared_limit(mut self, bytes: usize) -> Self {
+        self.shared_limit = bytes;
+        self
     }
 
     fn find(&self, p: DevPtr, bytes: usize) -> Result<*mut u8, CudaError> {
@@ -89,6 +99,10 @@ impl Launcher for Emulator {
 
     fn free_all(&mut self) {
         self.buffers.clear();
+    }
+
+    fn max_shared_per_block(&self) -> usize {
+        self.shared_limit
     }
 
     fn alloc_zeroed(&mut self, bytes: usize) -> Result<DevPtr, CudaError> {
@@ -134,6 +148,12 @@ impl Launcher for Emulator {
         let mut params: Vec<*mut c_void> = vals.iter_mut().map(|v| (v as *mut u64).cast::<c_void>()).collect();
         let name = CString::new(kernel).map_err(|_| CudaError::Emulation("kernel name has a NUL".into()))?;
         let dims = |v: usize| c_uint::try_from(v).map_err(|_| CudaError::Emulation(format!("launch size {v}")));
+        if shared_bytes > self.shared_limit {
+            return Err(CudaError::Emulation(format!(
+                "{kernel}: {shared_bytes} bytes of shared memory exceed the emulated device's {}",
+                self.shared_limit
+            )));
+        }
         let (g, b, sh) = (dims(grid.max(1))?, dims(block.max(1))?, dims(shared_bytes)?);
         // SAFETY: `params` points at live values laid out as the kernel's
         // parameters; pointer arguments are addresses of our allocations.

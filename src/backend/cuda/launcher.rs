@@ -53,7 +53,15 @@ pub trait Launcher {
     fn peaks(&self) -> Option<(f64, f64)> {
         None
     }
+    /// Dynamic shared memory one block may use (the device's opt-in limit;
+    /// 48 KiB, the limit without opting in, where unknown).
+    fn max_shared_per_block(&self) -> usize {
+        DEFAULT_SHARED_PER_BLOCK
+    }
 }
+
+/// Dynamic shared memory a block may use on any CUDA device without opting in.
+pub const DEFAULT_SHARED_PER_BLOCK: usize = 48 * 1024;
 
 /// Threads per block for every launch.
 pub const BLOCK: usize = 128;

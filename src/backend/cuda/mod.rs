@@ -98,7 +98,12 @@ impl super::Backend for CudaBackend {
     }
 
     fn supports_linear_batch(&self, batch: &super::LinearBatch) -> Result<(), String> {
-        driver::supports(batch).map_err(|e| e.to_string())
+        let limit = self
+            .launcher
+            .lock()
+            .map(|l| l.max_shared_per_block())
+            .map_err(|_| "the CUDA device lock was poisoned by an earlier failure".to_string())?;
+        driver::supports(batch, limit).map_err(|e| e.to_string())
     }
 
     fn run_linear_batch(
@@ -107,13 +112,14 @@ impl super::Backend for CudaBackend {
         checkpoints: &[u64],
         progress: &dyn Fn(u64),
     ) -> Result<Vec<Vec<super::BatchPoint>>, super::BatchError> {
-        driver::supports(batch).map_err(|e| super::BatchError::Unsupported(e.to_string()))?;
         let mut l = self
             .launcher
             .lock()
             .map_err(|_| super::BatchError::Failed("the CUDA device lock was poisoned by an earlier failure".into()))?;
-        let out = driver::run_batch(&mut **l, batch, checkpoints, progress)
-            .map_err(|e| super::BatchError::Failed(e.to_string()));
+        let out = driver::run_batch(&mut **l, batch, checkpoints, progress).map_err(|e| match e {
+            CudaError::Unsupported(why) => super::BatchError::Unsupported(why),
+            e => super::BatchError::Failed(e.to_string()),
+        });
         l.free_all();
         out
     }
