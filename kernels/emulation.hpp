@@ -55,7 +55,6 @@ struct fb_block_state {
     std::vector<ucontext_t> fibers;
     std::vector<std::vector<char>> stacks;
     std::vector<int> state;  // 0 running, 1 at barrier, 2 returned
-    std::vector<double> exchange_f64;
     std::vector<long long> exchange_i64;
     std::vector<unsigned char> dyn_shared;
     std::function<void()> body;
@@ -87,37 +86,30 @@ static inline void __syncthreads() { fb_barrier(); }
 static inline void __syncwarp(unsigned = 0xffffffffu) { fb_barrier(); }
 
 // Shuffles through the block's exchange buffer: publish, barrier, read,
-// barrier (so the buffer can be reused by the next shuffle).
-static inline double fb_shfl_xor_f64(double v, int lane_mask) {
+// barrier (so the buffer can be reused by the next shuffle). Values travel
+// as their bits.
+template <typename T>
+static inline T fb_shfl_xor(T v, int lane_mask) {
+    static_assert(sizeof(T) <= sizeof(long long), "shuffle of a wide type");
     fb_block_state* b = fb_blk;
     if (b == nullptr) {
         fb_seq_barrier = 1;
         return v;
     }
     unsigned me = threadIdx.x;
-    b->exchange_f64[me] = v;
+    long long bits = 0;
+    std::memcpy(&bits, &v, sizeof(T));
+    b->exchange_i64[me] = bits;
     fb_barrier();
     unsigned lane = me & 31u, base = me - lane;
-    double got = b->exchange_f64[base + (lane ^ (unsigned)lane_mask)];
+    bits = b->exchange_i64[base + (lane ^ (unsigned)lane_mask)];
     fb_barrier();
+    T got;
+    std::memcpy(&got, &bits, sizeof(T));
     return got;
 }
-static inline int fb_shfl_xor_i32(int v, int lane_mask) {
-    fb_block_state* b = fb_blk;
-    if (b == nullptr) {
-        fb_seq_barrier = 1;
-        return v;
-    }
-    unsigned me = threadIdx.x;
-    b->exchange_i64[me] = v;
-    fb_barrier();
-    unsigned lane = me & 31u, base = me - lane;
-    int got = (int)b->exchange_i64[base + (lane ^ (unsigned)lane_mask)];
-    fb_barrier();
-    return got;
-}
-#define FB_SHFL_XOR_F64(v, m) fb_shfl_xor_f64((v), (m))
-#define FB_SHFL_XOR_I32(v, m) fb_shfl_xor_i32((v), (m))
+#define FB_SHFL_XOR_F64(v, m) fb_shfl_xor<double>((v), (m))
+#define FB_SHFL_XOR_I32(v, m) fb_shfl_xor<int>((v), (m))
 #define FB_DYN_SHARED(type, name) type* name = reinterpret_cast<type*>(fb_blk->dyn_shared.data())
 
 // Runs one block of `body` with blockDim.x fibers; returns 0, or 1 when a
@@ -128,7 +120,6 @@ static inline int fb_run_block(fb_block_state& b, const std::function<void()>& b
     b.fibers.resize(n);
     b.stacks.resize(n);
     b.state.assign(n, 0);
-    b.exchange_f64.assign(n, 0.0);
     b.exchange_i64.assign(n, 0);
     b.body = body;
     fb_blk = &b;

@@ -269,18 +269,21 @@ FB_DEV void fb_argmax_combine(double* s, int* i, double* q, double os, int oi, d
 // One lane's share of the UCB argmax: actions lane, lane + 8, ... < k, each
 // scored <theta, x> + beta sqrt(x^T A x) with exactly the CPU scorer's
 // operation order (backend/cpu.rs score_group: symmetric quadratic form, fma
-// where it uses mul_add); `x(j, c)` gives coordinate j of action c. Keeps
+// where it uses mul_add); `x(j, c)` gives coordinate j of action c, read
+// once per coordinate into the lane's scratch `xc` (d doubles) so that a
+// recomputed decision set costs d evaluations per action, not d^2 / 2. Keeps
 // the lane's best (strictly greater score wins, so the lowest index among
 // equals); combine lanes with fb_argmax_combine.
 template <typename X>
-FB_DEV void fb_lane_argmax(const double* A, const double* th, int d, int k, int lane, double beta, X x, double* bs,
-                           int* bi, double* bq) {
+FB_DEV void fb_lane_argmax(const double* A, const double* th, int d, int k, int lane, double beta, X x, double* xc,
+                           double* bs, int* bi, double* bq) {
     for (int c = lane; c < k; c += FB_COOP_LANES) {
+        for (int j = 0; j < d; ++j) xc[j] = x(j, c);
         double mu = 0.0, quad = 0.0;
         for (int i = 0; i < d; ++i) {
             double t = 0.0;
-            for (int j = i + 1; j < d; ++j) t = fma(A[i * d + j], x(j, c), t);
-            double xi = x(i, c);
+            for (int j = i + 1; j < d; ++j) t = fma(A[i * d + j], xc[j], t);
+            double xi = xc[i];
             double inner = fma(A[i * d + i], xi, 2.0 * t);
             quad = fma(xi, inner, quad);
             mu = fma(th[i], xi, mu);
@@ -327,8 +330,11 @@ extern "C" __global__ void fb_score_coop(int n, int d, int k, int kp, int stage,
     FB_DYN_SHARED(double, smem);
     const double* A = a + (live ? g : 0) * dd;
     const double* th = theta + (live ? g : 0) * d;
+    // Per agent: [V^{-1}, theta] when staged, then each lane's x scratch.
+    long long per = (stage ? dd + d : 0) + (long long)FB_COOP_LANES * d;
+    double* xc = smem + local * per + (stage ? dd + d : 0) + lane * d;
     if (stage) {
-        double* As = smem + (long long)local * (dd + d);
+        double* As = smem + (long long)local * per;
         if (live) {
             for (int e = lane; e < dd; e += FB_COOP_LANES) As[e] = A[e];
             for (int e = lane; e < d; e += FB_COOP_LANES) As[dd + e] = th[e];
@@ -341,7 +347,7 @@ extern "C" __global__ void fb_score_coop(int n, int d, int k, int kp, int stage,
     int bi = 0;
     if (live) {
         const double* xs = x + g * d * kp;
-        fb_lane_argmax(A, th, d, k, lane, beta, [=](int j, int c) { return xs[j * kp + c]; }, &bs, &bi, &bq);
+        fb_lane_argmax(A, th, d, k, lane, beta, [=](int j, int c) { return xs[j * kp + c]; }, xc, &bs, &bi, &bq);
     }
     fb_lanes_combine(&bs, &bi, &bq);
     if (live && lane == 0) {
@@ -383,13 +389,14 @@ FB_DEV double fb_gap_x(int j, int c, int k, const double* th, const float* g, co
 // Doubles of dynamic shared memory one agent of fb_linear_rounds_coop uses
 // (src/backend/cuda/driver.rs coop_step_shape repeats this): V^{-1} (d*d),
 // mean (kp), aux (kp: inverse norms or projections), theta_hat, w,
-// x_chosen, b (d each), 4 scalars; linear_gap adds the scales (kp) and the
+// x_chosen, b (d each), 4 scalars, the lanes' x scratch (8 d); linear_gap
+// adds the scales (kp) and the
 // round's uniforms (2 kp); then the f32 normals (sphere (K - d)(d - 1),
 // gap K d), rounded up to whole doubles.
 FB_DEV long long fb_coop_agent_doubles(int gap, int d, int k, int kp) {
     int fixed = d < k ? d : k;
     long long normals = gap ? (long long)k * d : (long long)(k - fixed) * (d - 1);
-    return (long long)d * d + 2LL * kp + 4LL * d + 4 + (gap ? 3LL * kp : 0) + (normals + 1) / 2;
+    return (long long)d * d + 2LL * kp + (4LL + FB_COOP_LANES) * d + 4 + (gap ? 3LL * kp : 0) + (normals + 1) / 2;
 }
 
 // `rounds` consecutive rounds of every agent with FB_COOP_LANES threads per
@@ -431,8 +438,9 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
     double* w = that + d;
     double* xs = w + d;
     double* bs_ = xs + d;
-    double* sc = bs_ + d;  // [0] y, [1] mu
-    double* cs = sc + 4;   // gap: scales (kp), then uniforms (2 kp)
+    double* sc = bs_ + d;                 // [0] y, [1] mu, [2] optimal index, [3] random pick
+    double* xc = sc + 4 + lane * d;       // this lane's x scratch (FB_COOP_LANES x d)
+    double* cs = sc + 4 + FB_COOP_LANES * d;  // gap: scales (kp), then uniforms (2 kp)
     double* un = cs + kp;
     float* gn = (float*)(gap ? un + 2 * kp : cs);
     int total = gap ? k * d : nr * last;  // normals per round
@@ -544,7 +552,7 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
                                return gap ? fb_gap_x(j, c, k, th, gn, mean, inv, cs)
                                           : fb_sphere_x(j, c, d, fixed, nr, gn, inv);
                            },
-                           &bsc, &bi, &bq);
+                           xc, &bsc, &bi, &bq);
         }
         fb_lanes_combine(&bsc, &bi, &bq);
         if (random_policy) {

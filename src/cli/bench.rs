@@ -12,7 +12,7 @@
 use crate::backend::{Backend, Placement, Selection};
 use crate::job::Job;
 use crate::sim::runner::RunError;
-use crate::sim::{run_batch, run_rep};
+use crate::sim::{run_built_batch, run_rep};
 use rayon::prelude::*;
 use std::path::Path;
 use std::time::Instant;
@@ -104,9 +104,9 @@ pub fn run(sel: &Selection, opts: &BenchOptions) -> Result<(), RunError> {
             }
         };
         let start = Instant::now();
-        let (label, backend): (&str, &dyn Backend) = match (&placement, sel.cuda_backend()) {
-            (Placement::Cuda(_), Some(dev)) => {
-                if let Err(e) = run_batch(cell, 1, &reps, &ck, dev, &|_| {}) {
+        let (label, backend): (&str, &dyn Backend) = match (&placement, sel.cuda_backend(), &batch) {
+            (Placement::Cuda(_), Some(dev), Ok(batch)) => {
+                if let Err(e) = run_built_batch(cell, &reps, batch, &ck, dev, &|_| {}) {
                     eprintln!("bench {name}: backend cuda failed: {e}");
                     continue;
                 }

@@ -223,9 +223,22 @@ pub fn run_batch(
     backend: &dyn Backend,
     progress: &dyn Fn(u64),
 ) -> Result<Vec<RepResult>, BatchError> {
-    let start = Instant::now();
     let batch = cell_batch(cell, seed, reps).map_err(BatchError::Unsupported)?;
-    let curves = backend.run_linear_batch(&batch, checkpoints, progress)?;
+    run_built_batch(cell, reps, &batch, checkpoints, backend, progress)
+}
+
+/// [`run_batch`] with the batch already built by [`cell_batch`] for the same
+/// repetitions (the runner builds it once to place the cell).
+pub fn run_built_batch(
+    cell: &Cell,
+    reps: &[u32],
+    batch: &LinearBatch,
+    checkpoints: &[u64],
+    backend: &dyn Backend,
+    progress: &dyn Fn(u64),
+) -> Result<Vec<RepResult>, BatchError> {
+    let start = Instant::now();
+    let curves = backend.run_linear_batch(batch, checkpoints, progress)?;
     let m = cell.config.m as f64;
     let wall = start.elapsed().as_secs_f64() / reps.len().max(1) as f64;
     Ok(reps

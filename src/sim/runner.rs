@@ -235,6 +235,7 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
         }
     }
     let mut placements = Vec::with_capacity(by_cell.len());
+    let mut batches = Vec::with_capacity(by_cell.len());
     for (c, reps) in &by_cell {
         let cell = &job.cells[*c];
         let batch = super::cell_batch(cell, job.seed, reps);
@@ -245,6 +246,7 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
                     reason,
                 })?;
         placements.push((*c, placement));
+        batches.push(batch.ok());
     }
     if !opts.quiet {
         for line in placement_lines(&placements, &sel.note) {
@@ -252,12 +254,12 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
         }
     }
     let mut cpu_units = Vec::new();
-    for ((c, reps), (_, placement)) in by_cell.into_iter().zip(&placements) {
+    for (((c, reps), (_, placement)), batch) in by_cell.into_iter().zip(&placements).zip(&batches) {
         let cell = &job.cells[c];
-        match (placement, sel.cuda_backend()) {
-            (Placement::Cuda(_), Some(dev)) => {
+        match (placement, sel.cuda_backend(), batch) {
+            (Placement::Cuda(_), Some(dev), Some(batch)) => {
                 let results =
-                    super::run_batch(cell, job.seed, &reps, &checkpoints, dev, &|n| bar.inc(n)).map_err(|e| {
+                    super::run_built_batch(cell, &reps, batch, &checkpoints, dev, &|n| bar.inc(n)).map_err(|e| {
                         RunError::Backend {
                             backend: dev.name(),
                             cell: cell.id.clone(),

@@ -1,15 +1,16 @@
 //! The batched driver of the linear family on a [`Launcher`]: all
-//! repetitions of a cell step in lockstep, one device thread per
-//! (federation, agent); the host only sequences kernels and reads the curve
-//! at checkpoints.
+//! repetitions of a cell step in lockstep, eight device threads per agent in
+//! the cooperative kernel (one per agent in the fallback); the host only
+//! sequences kernels and reads the curve at checkpoints.
 //!
 //! It runs a [`LinearBatch`] (the algorithm layer's description of a cell:
 //! width schedule, lambda, sync rule, noise keys) and reproduces the CPU
 //! federations exactly (same streams, same operation order, portable
 //! transcendental functions), so under the host emulation its output equals
-//! the CPU backend's bit for bit. Supported: every batch on `linear_sphere`
-//! (today `linucb`, `independent`, `fedlinucb`, `private_fedlinucb` with the
-//! tree mechanism); anything else is [`CudaError::Unsupported`].
+//! the CPU backend's bit for bit. Supported: every batch the algorithm layer
+//! builds (`random`, `linucb`, `independent`, `fedlinucb`,
+//! `private_fedlinucb` with the tree mechanism) on `linear_sphere`, and on
+//! `linear_gap` where the cooperative kernel fits ([`supports`]).
 
 use super::CudaError;
 use super::launcher::{Arg, DevPtr, Launcher, bytemuck_like, download_slice, upload_slice};
@@ -17,22 +18,21 @@ use crate::backend::{BatchPoint, LinearBatch};
 use crate::env::{LinearEnv, LinearEnvKind};
 use crate::rng::state_words;
 
-/// Whether the driver can run this batch.
+/// Whether the driver can run this batch: linear_gap and `random` exist only
+/// on the cooperative kernel, so they need its shape to fit the device's
+/// shared memory; d >= 2; one key per agent where keys are needed.
 pub fn supports(batch: &LinearBatch, shared_limit: usize) -> Result<(), CudaError> {
     let gap = matches!(batch.env.kind, LinearEnvKind::Gap);
-    if gap && coop_step_shape(true, batch.env.d, batch.env.k, shared_limit).is_none() {
-        return Err(CudaError::Unsupported(format!(
-            "linear_gap at d = {}, K = {}: four agents' decision sets exceed the device's {} bytes of shared memory per block",
-            batch.env.d, batch.env.k, shared_limit
-        )));
-    }
     if batch.env.d < 2 {
         return Err(CudaError::Unsupported("d < 2".into()));
     }
-    if batch.random_policy.is_some() && coop_step_shape(gap, batch.env.d, batch.env.k, shared_limit).is_none() {
+    if (gap || batch.random_policy.is_some()) && coop_step_shape(gap, batch.env.d, batch.env.k, shared_limit).is_none()
+    {
         return Err(CudaError::Unsupported(format!(
-            "random at d = {}, K = {}: four agents' decision sets exceed the device's {} bytes of shared memory per block",
-            batch.env.d, batch.env.k, shared_limit
+            "{} at d = {}, K = {}: four agents' state exceeds the device's {shared_limit} bytes of shared memory per block",
+            if gap { "linear_gap" } else { "random" },
+            batch.env.d,
+            batch.env.k
         )));
     }
     if batch
@@ -413,7 +413,7 @@ pub fn coop_step_shape(gap: bool, d: usize, k: usize, shared_limit: usize) -> Op
     let kp = k.div_ceil(8) * 8;
     let fixed = d.min(k);
     let normals = if gap { k * d } else { (k - fixed) * d.saturating_sub(1) };
-    let doubles = d * d + 2 * kp + 4 * d + 4 + if gap { 3 * kp } else { 0 } + normals.div_ceil(2);
+    let doubles = d * d + 2 * kp + (4 + COOP_LANES) * d + 4 + if gap { 3 * kp } else { 0 } + normals.div_ceil(2);
     let bytes = doubles * 8;
     let agents = (shared_limit / bytes.max(1)).min(16) / 4 * 4;
     (agents >= 4).then_some((agents, agents * bytes))
@@ -451,8 +451,16 @@ pub fn score_batch(
         return Err(CudaError::Unsupported("score_batch: inconsistent shapes".into()));
     }
     let per_block = COOP_BLOCK / COOP_LANES;
-    let shared = per_block * (d * d + d) * 8;
-    let stage = shared <= l.max_shared_per_block();
+    // Per agent: V^{-1} and theta when staged, then each lane's x scratch.
+    let scratch = COOP_LANES * d;
+    let limit = l.max_shared_per_block();
+    let stage = per_block * (d * d + d + scratch) * 8 <= limit;
+    let shared = per_block * (if stage { d * d + d } else { 0 } + scratch) * 8;
+    if shared > limit {
+        return Err(CudaError::Unsupported(format!(
+            "score_batch: d = {d} needs {shared} bytes of shared memory"
+        )));
+    }
     let (xp, ap, tp) = (upload_slice(l, x)?, upload_slice(l, a)?, upload_slice(l, theta)?);
     let arms = upload_slice(l, &vec![0i32; n])?;
     let quads = upload_slice(l, &vec![0.0f64; n])?;
@@ -461,7 +469,7 @@ pub fn score_batch(
         "fb_score_coop",
         n.div_ceil(per_block).max(1),
         COOP_BLOCK,
-        if stage { shared } else { 0 },
+        shared,
         &[
             Arg::I32(int(n)?),
             Arg::I32(int(d)?),
