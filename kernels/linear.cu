@@ -166,7 +166,7 @@ extern "C" __global__ void fb_tree_insert(int n, int d, const double* gram, cons
 }
 
 // Entry e of the Zhou & Chowdhury node noise of the node with key `key`
-// (fedlinucb::zhou_noise): sigma N(0,1) per entry, Gram part (Z + Z^T)/2.
+// (privacy::tree::symmetric_gaussian): sigma N(0,1) per entry, Gram part (Z + Z^T)/2.
 FB_DEV double fb_zhou_noise_entry(fb_u64 key, int d, int e, double sigma) {
     int dd = d * d;
     if (e >= dd) return sigma * fb_normal_at(key, (fb_u64)e);

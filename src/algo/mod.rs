@@ -1,6 +1,9 @@
-//! Bandit algorithms. Each algorithm is one file, named as in its paper;
-//! they share the agent state of [`linear::AgentBank`] and reach the linear
-//! algebra only through a [`crate::backend::Backend`].
+//! Bandit algorithms. Each algorithm is one file, named as in its paper.
+//! An algorithm with a fixed schedule is a description (a
+//! [`crate::backend::LinearBatch`]) run by the one round loop of
+//! [`linear::lockstep`] over a backend's batched operations; FedUCB is still
+//! a [`Federation`] object over the CPU's agent state
+//! ([`crate::backend::cpu::bank::AgentBank`]).
 
 pub mod linear;
 

@@ -6,27 +6,74 @@
 //! (`algo::linear::linear_batch`: the confidence-width schedule, lambda, the
 //! sync rule and the noise keys); the simulation layer gives it the
 //! repetitions' keys and turns the [`BatchPoint`]s back into regret curves.
-//! What a batch means, round t = 1..T, for every agent of every federation
-//! in lockstep: draw the decision set from the agent's environment streams,
-//! play the UCB argmax with width `beta(t)`, observe, Sherman-Morrison update
-//! of V^{-1} and log det, add to the local sums; every `refactor_every` rounds
-//! since the last factorization rebuild V^{-1} from base + local Gram; and,
-//! when a [`SyncRule`] is given, every `every` rounds the server's release
-//! (exact sum, or each agent's tree release with its node noise regenerated
-//! from its key) becomes every agent's base and bias, and local sums reset.
+//!
+//! The round loop (which operation runs when) is written once, in
+//! `algo::linear::lockstep`; a backend implements the operations of
+//! [`LinearOps`] over all federations and agents of the batch at once:
+//! * [`LinearOps::rounds`]: rounds t0, t0 + 1, ... with the given widths,
+//!   every agent of every federation: draw the decision set from the agent's
+//!   environment streams, play the UCB argmax (or, for a random policy, a
+//!   uniformly random action), observe, Sherman-Morrison update of V^{-1}
+//!   and log det, add to the local sums and the regret. No agent reads
+//!   another's state, so a backend may run a chunk of rounds in one go.
+//! * [`LinearOps::refactor`]: rebuild every V^{-1} from base + local Gram.
+//! * [`LinearOps::sync`]: the server's [`Release`] (exact sum, each agent's
+//!   tree release with its node noise regenerated from its key, or the
+//!   vector-summation protocol) becomes every agent's base and bias, and the
+//!   local sums reset.
+//! * [`LinearOps::observe`]: each federation's regret and failure counts.
 
 use crate::env::LinearEnvSpec;
+use crate::privacy::vecsum::VecSum;
 
 /// The synchronization of a federated batch.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct SyncRule {
     /// Sync after every `every`-th round.
     pub every: u64,
-    /// Standard deviation of each tree node's entries (Zhou & Chowdhury's
-    /// node noise, `fedlinucb::zhou_noise`); 0: exact sums, no tree.
-    pub sigma: f64,
+    /// What the server releases.
+    pub release: Release,
     /// Messages one sync sends (for the `messages` counter).
     pub messages_per_sync: u64,
+}
+
+impl SyncRule {
+    /// The tree node noise's standard deviation (0 when the release has no
+    /// Gaussian tree).
+    pub fn tree_sigma(&self) -> f64 {
+        match self.release {
+            Release::Tree { sigma, .. } => sigma,
+            _ => 0.0,
+        }
+    }
+}
+
+/// What the server releases at a sync; it becomes every agent's
+/// lambda I + W_syn and U_syn.
+#[derive(Clone, Debug)]
+pub enum Release {
+    /// The exact sums: W_syn and U_syn accumulate every agent's local sums.
+    Exact,
+    /// The sum of the agents' binary-counter tree releases
+    /// ([`crate::privacy::tree`]) with symmetric Gaussian node noise
+    /// ([`crate::privacy::tree::symmetric_gaussian`]) of standard deviation
+    /// `sigma`, keyed by [`LinearBatch::noise_keys`].
+    Tree {
+        /// Node noise standard deviation.
+        sigma: f64,
+        /// Levels of each agent's tree.
+        levels: usize,
+    },
+    /// The shuffle vector-summation protocol ([`crate::privacy::vecsum`]):
+    /// `proto` is a federation's initial protocol state; `keys` hold, per
+    /// federation, the M agents' randomizer stream keys then the shuffler's
+    /// (M + 1 each, federation-major).
+    VecSum {
+        /// Initial protocol state.
+        proto: Box<VecSum>,
+        /// Stream keys.
+        keys: Vec<Vec<u64>>,
+    },
 }
 
 /// A batch of federations running one linear-family configuration.
@@ -64,8 +111,37 @@ impl LinearBatch {
     }
 }
 
+/// One federation's state as [`LinearOps::observe`] reports it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Observation {
+    /// Cumulative group pseudo-regret (each round's agents summed in agent
+    /// order, then added to the total).
+    pub group_regret: f64,
+    /// Max over agents of cumulative regret.
+    pub agent_regret_max: f64,
+    /// Factorizations that needed jitter or failed.
+    pub cholesky_failures: u64,
+}
+
+/// The batched operations of the linear family on one backend, over every
+/// federation and agent of a [`LinearBatch`] (see the module docs). The
+/// algorithm layer's lockstep loop decides when each runs.
+pub trait LinearOps {
+    /// Most rounds one [`LinearOps::rounds`] call may run.
+    fn max_rounds(&self) -> usize;
+    /// Runs rounds `t0 .. t0 + betas.len()` (round `t0 + r` with width
+    /// `betas[r]`).
+    fn rounds(&mut self, t0: u64, betas: &[f64]) -> Result<(), BatchError>;
+    /// Rebuilds every agent's V^{-1} and log det from base + local Gram.
+    fn refactor(&mut self) -> Result<(), BatchError>;
+    /// The `index`-th (1-based) synchronization of every federation.
+    fn sync(&mut self, index: u64) -> Result<(), BatchError>;
+    /// Each federation's state, in batch order, into `out` (cleared first).
+    fn observe(&mut self, out: &mut Vec<Observation>) -> Result<(), BatchError>;
+}
+
 /// One federation's curve at one checkpoint.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BatchPoint {
     /// Round.
     pub t: u64,

@@ -9,9 +9,10 @@
 //! keeps the decision set in L1 on a CPU and in registers/shared memory on a
 //! GPU. Refactorizations ([`Backend::spd_inverse`]) are the other operation.
 //!
-//! A backend with a batched path ([`cuda`]) also runs whole
-//! [`LinearBatch`]es: many federations of one cell in lockstep, described by
-//! the algorithm layer ([`batch`]). Which backend runs a cell is decided per
+//! Every backend also runs whole [`LinearBatch`]es: many federations of one
+//! cell in lockstep, described by the algorithm layer, through the batched
+//! operations of [`LinearOps`] ([`batch`]; the CPU's in [`cpu::lockstep`],
+//! the GPU's in [`cuda::driver`]). Which backend runs a cell is decided per
 //! cell by [`Selection::place`]. This layer imports no algorithm, job or
 //! simulation code (checked by src/tests/layers.rs).
 
@@ -20,7 +21,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod dense;
 
-pub use batch::{BatchError, BatchPoint, LinearBatch, SyncRule};
+pub use batch::{BatchError, BatchPoint, LinearBatch, LinearOps, Observation, Release, SyncRule};
 
 use crate::env::{AgentStreams, DecisionSet, LinearEnv};
 use crate::linalg::LltError;
@@ -122,25 +123,13 @@ pub trait Backend: Send + Sync {
         None
     }
 
-    /// Whether [`Backend::run_linear_batch`] can run `batch` (the reason
-    /// when not).
-    fn supports_linear_batch(&self, _batch: &LinearBatch) -> Result<(), String> {
-        Err(format!("backend {} steps federations one by one", self.name()))
-    }
+    /// Whether [`Backend::linear_ops`] can run `batch` (the reason when
+    /// not).
+    fn supports_linear_batch(&self, batch: &LinearBatch) -> Result<(), String>;
 
-    /// Runs every federation of `batch` in lockstep and returns each one's
-    /// curve at `checkpoints`; `progress` receives agent-steps done since
-    /// its previous call.
-    fn run_linear_batch(
-        &self,
-        batch: &LinearBatch,
-        _checkpoints: &[u64],
-        _progress: &dyn Fn(u64),
-    ) -> Result<Vec<Vec<BatchPoint>>, BatchError> {
-        Err(BatchError::Unsupported(
-            self.supports_linear_batch(batch).err().unwrap_or_default(),
-        ))
-    }
+    /// The batched operations of `batch` on this backend, at round 0; the
+    /// algorithm layer's lockstep loop drives them.
+    fn linear_ops<'a>(&'a self, batch: &LinearBatch) -> Result<Box<dyn LinearOps + 'a>, BatchError>;
 }
 
 /// Which backend the user asked for.

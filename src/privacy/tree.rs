@@ -129,6 +129,15 @@ impl AgentTrees {
         }
     }
 
+    /// Trees for agents whose folded noise keys are `keys` (one per agent).
+    pub fn with_keys(keys: Vec<u64>, width: usize, levels: usize) -> Self {
+        Self {
+            trees: (0..keys.len()).map(|_| Tree::new(width, levels)).collect(),
+            keys,
+            z: vec![0.0; width],
+        }
+    }
+
     /// Inserts agent `i`'s next leaf and adds the agent's release (exact
     /// prefix sum plus the noise of its live nodes, each filled by
     /// `draw(node_noise, node_key)`) to `out`.
@@ -149,6 +158,25 @@ impl AgentTrees {
             }
         }
         Ok(())
+    }
+}
+
+/// Fills one tree node's noise for a flat (d x d Gram, d bias) leaf, entry
+/// by entry a pure function of the node's key (so a GPU thread per entry
+/// computes the same bits): Z_e = sigma normal_at(key, e) for every entry,
+/// then the Gram part is symmetrized, (Z + Z^T)/2 (Zhou & Chowdhury's node
+/// noise, as in the authors' code).
+pub fn symmetric_gaussian(z: &mut [f64], d: usize, sigma: f64, key: u64) {
+    debug_assert_eq!(z.len(), d * d + d);
+    for (e, v) in z.iter_mut().enumerate() {
+        *v = sigma * crate::rng::normal_at(key, e as u64);
+    }
+    for i in 0..d {
+        for j in i + 1..d {
+            let s = 0.5 * (z[i * d + j] + z[j * d + i]);
+            z[i * d + j] = s;
+            z[j * d + i] = s;
+        }
     }
 }
 

@@ -8,8 +8,10 @@ pub mod runner;
 
 use crate::algo::Counters;
 use crate::algo::Federation;
+use crate::algo::linear::lockstep::Lockstep;
 use crate::algo::linear::{AnyFederation, build};
-use crate::backend::{Backend, BatchError, LinearBatch};
+use crate::backend::cpu::lockstep::CpuLinear;
+use crate::backend::{Backend, BatchError, BatchPoint, LinearBatch};
 use crate::job::Cell;
 use std::time::Instant;
 
@@ -19,8 +21,12 @@ pub use crate::output::{CurvePoint, RepResult};
 /// a stop request and considers a snapshot.
 const CHECK_EVERY: u64 = 256;
 
+/// How often (in rounds) a batch reports progress.
+const PROGRESS_EVERY: u64 = 1024;
+
 /// Version of the snapshot format (with the engine's semantics version).
-const SNAPSHOT_VERSION: u32 = 1;
+/// 2: lockstep repetitions snapshot the loop and the CPU batch state.
+const SNAPSHOT_VERSION: u32 = 2;
 
 /// Periodic snapshots of a running repetition.
 pub struct Snapshots<'a> {
@@ -32,18 +38,125 @@ pub struct Snapshots<'a> {
     pub stop: &'a std::sync::atomic::AtomicBool,
 }
 
-/// The complete state of a repetition in flight.
+/// A repetition in flight, with everything needed to continue it.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct RepSnapshot {
+struct RepSnapshot<S> {
     version: u32,
     semantics: u32,
     cell_key: String,
     rep: u32,
-    t: u64,
-    group: f64,
     wall_before: f64,
-    points: Vec<CurvePoint>,
-    fed: AnyFederation,
+    state: S,
+}
+
+/// The state of a repetition in flight: a lockstep batch of one federation
+/// on the CPU, or a federation object (FedUCB).
+#[derive(serde::Serialize, serde::Deserialize)]
+enum RepState {
+    Lockstep {
+        step: Lockstep,
+        ops: CpuLinear,
+        points: Vec<Vec<BatchPoint>>,
+    },
+    Federation {
+        fed: AnyFederation,
+        t: u64,
+        group: f64,
+        points: Vec<CurvePoint>,
+    },
+}
+
+impl RepState {
+    fn start(cell: &Cell, seed: u64, rep: u32, batch: Option<&LinearBatch>) -> Result<Self, BatchError> {
+        Ok(match batch {
+            Some(b) => RepState::Lockstep {
+                step: Lockstep::new(),
+                ops: CpuLinear::new(b)?,
+                points: vec![Vec::new()],
+            },
+            None => {
+                let env_key = [seed, cell.env_scope, u64::from(rep)];
+                let algo_key = [seed, cell.cell_scope, u64::from(rep)];
+                RepState::Federation {
+                    fed: build(&cell.config, &env_key, &algo_key).map_err(BatchError::Unsupported)?,
+                    t: 0,
+                    group: 0.0,
+                    points: Vec::new(),
+                }
+            }
+        })
+    }
+
+    fn t(&self) -> u64 {
+        match self {
+            RepState::Lockstep { step, .. } => step.t,
+            RepState::Federation { t, .. } => *t,
+        }
+    }
+
+    /// Runs rounds up to `until` (at most the horizon).
+    fn advance(
+        &mut self,
+        cell: &Cell,
+        batch: Option<&LinearBatch>,
+        until: u64,
+        checkpoints: &[u64],
+        backend: &dyn Backend,
+    ) -> Result<(), BatchError> {
+        let until = until.min(cell.config.horizon);
+        match (self, batch) {
+            (RepState::Lockstep { step, ops, points }, Some(b)) => step.advance(b, ops, until, checkpoints, points),
+            (RepState::Lockstep { .. }, None) => Err(BatchError::Failed("a lockstep repetition without its batch".into())),
+            (RepState::Federation { fed, t, group, points }, _) => {
+                let mut next = checkpoints[checkpoints.partition_point(|&c| c <= *t)..].iter().peekable();
+                let m = cell.config.m as f64;
+                for r in *t + 1..=until {
+                    *group += fed.round(r, backend);
+                    if next.peek() == Some(&&r) {
+                        next.next();
+                        points.push(CurvePoint {
+                            t: r,
+                            group_regret: *group,
+                            agent_regret_mean: *group / m,
+                            agent_regret_max: fed.agent_regret().iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                            counters: fed.counters(),
+                        });
+                    }
+                }
+                *t = until.max(*t);
+                Ok(())
+            }
+        }
+    }
+
+    fn into_points(self, m: usize) -> Vec<CurvePoint> {
+        match self {
+            RepState::Lockstep { points, .. } => points
+                .into_iter()
+                .next()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|p| curve_point(p, m))
+                .collect(),
+            RepState::Federation { points, .. } => points,
+        }
+    }
+}
+
+/// A batch's checkpoint as an output curve point.
+fn curve_point(p: BatchPoint, m: usize) -> CurvePoint {
+    CurvePoint {
+        t: p.t,
+        group_regret: p.group_regret,
+        agent_regret_mean: p.group_regret / m as f64,
+        agent_regret_max: p.agent_regret_max,
+        counters: Counters {
+            sync_rounds: p.sync_rounds,
+            messages: p.messages,
+            cholesky_failures: p.cholesky_failures,
+            beta_clamps: 0,
+        },
+    }
 }
 
 /// Result of a resumable repetition.
@@ -54,7 +167,7 @@ pub enum RepOutcome {
     Stopped,
 }
 
-/// Snapshot failures.
+/// Failures of a repetition.
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
     /// Writing or reading the file failed.
@@ -68,6 +181,9 @@ pub enum SnapshotError {
         /// Why.
         message: String,
     },
+    /// The repetition could not be built or run.
+    #[error(transparent)]
+    Batch(#[from] BatchError),
 }
 
 /// Runs repetition `rep` of `cell`. `progress` receives agent-steps done
@@ -82,7 +198,7 @@ pub fn run_rep(
 ) -> RepResult {
     match run_rep_resumable(cell, seed, rep, checkpoints, backend, progress, None) {
         Ok(RepOutcome::Done(r)) => r,
-        // Without snapshots nothing can stop or fail.
+        // Without snapshots nothing can stop; a loaded job's cells build.
         _ => RepResult {
             rep,
             points: Vec::new(),
@@ -92,8 +208,10 @@ pub fn run_rep(
 }
 
 /// Like [`run_rep`], resuming from and writing snapshots when `snap` is
-/// given. The snapshot holds the whole federation (every random stream
-/// included), so a resumed repetition is bit-identical to an uninterrupted one.
+/// given. The snapshot holds the whole repetition (every random stream
+/// included), so a resumed repetition is bit-identical to an uninterrupted
+/// one. Algorithms with a batched form run through the lockstep loop as a
+/// batch of one federation on the CPU; FedUCB as its federation object.
 pub fn run_rep_resumable(
     cell: &Cell,
     seed: u64,
@@ -105,99 +223,60 @@ pub fn run_rep_resumable(
 ) -> Result<RepOutcome, SnapshotError> {
     let start = Instant::now();
     let m = cell.config.m as u64;
-    let (mut fed, t0, mut group, mut points, wall_before) = match snap.filter(|s| s.path.exists()) {
+    let batch = cell_batch(cell, seed, &[rep]).ok();
+    let (mut state, wall_before) = match snap.filter(|s| s.path.exists()) {
         Some(s) => {
-            let bytes = std::fs::read(&s.path).map_err(|e| SnapshotError::Invalid {
+            let invalid = |message: String| SnapshotError::Invalid {
                 path: s.path.clone(),
-                message: e.to_string(),
-            })?;
-            let snapshot: RepSnapshot = bincode::deserialize(&bytes).map_err(|e| SnapshotError::Invalid {
-                path: s.path.clone(),
-                message: e.to_string(),
-            })?;
+                message,
+            };
+            let bytes = std::fs::read(&s.path).map_err(|e| invalid(e.to_string()))?;
+            let snapshot: RepSnapshot<RepState> = bincode::deserialize(&bytes).map_err(|e| invalid(e.to_string()))?;
             if snapshot.version != SNAPSHOT_VERSION
                 || snapshot.semantics != crate::job::SEMANTICS_VERSION
                 || snapshot.cell_key != cell.key
                 || snapshot.rep != rep
+                || matches!(snapshot.state, RepState::Lockstep { .. }) != batch.is_some()
             {
-                return Err(SnapshotError::Invalid {
-                    path: s.path.clone(),
-                    message: "written for another cell, repetition or engine version".into(),
-                });
+                return Err(invalid("written for another cell, repetition or engine version".into()));
             }
-            progress(snapshot.t * m);
-            (
-                snapshot.fed,
-                snapshot.t,
-                snapshot.group,
-                snapshot.points,
-                snapshot.wall_before,
-            )
+            progress(snapshot.state.t() * m);
+            (snapshot.state, snapshot.wall_before)
         }
-        None => {
-            let env_key = [seed, cell.env_scope, u64::from(rep)];
-            let algo_key = [seed, cell.cell_scope, u64::from(rep)];
-            (
-                build(&cell.config, &env_key, &algo_key),
-                0,
-                0.0,
-                Vec::with_capacity(checkpoints.len()),
-                0.0,
-            )
-        }
+        None => (RepState::start(cell, seed, rep, batch.as_ref())?, 0.0),
     };
-    let mut next = checkpoints.iter().copied().skip_while(|&c| c <= t0).peekable();
-    let mut pending = 0u64;
+    let horizon = cell.config.horizon;
     let mut last_snapshot = Instant::now();
-    for t in t0 + 1..=cell.config.horizon {
-        group += fed.round(t, backend);
-        pending += m;
-        if next.peek() == Some(&t) {
-            next.next();
-            let per = fed.agent_regret();
-            points.push(CurvePoint {
-                t,
-                group_regret: group,
-                agent_regret_mean: group / m as f64,
-                agent_regret_max: per.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-                counters: fed.counters(),
-            });
-        }
-        if t % CHECK_EVERY == 0 {
-            progress(pending);
-            pending = 0;
-            if let Some(s) = snap {
-                let stop = s.stop.load(std::sync::atomic::Ordering::Relaxed);
-                if (stop || last_snapshot.elapsed() >= s.every) && t < cell.config.horizon {
-                    let state = RepSnapshot {
-                        version: SNAPSHOT_VERSION,
-                        semantics: crate::job::SEMANTICS_VERSION,
-                        cell_key: cell.key.clone(),
-                        rep,
-                        t,
-                        group,
-                        wall_before: wall_before + start.elapsed().as_secs_f64(),
-                        points,
-                        fed,
-                    };
-                    let bytes = bincode::serialize(&state).map_err(|e| SnapshotError::Invalid {
-                        path: s.path.clone(),
-                        message: e.to_string(),
-                    })?;
-                    crate::output::write_bytes_atomic(&s.path, &bytes)?;
-                    if stop {
-                        return Ok(RepOutcome::Stopped);
-                    }
-                    (fed, points) = (state.fed, state.points);
-                    last_snapshot = Instant::now();
-                }
+    while state.t() < horizon {
+        let t0 = state.t();
+        state.advance(cell, batch.as_ref(), (t0 / CHECK_EVERY + 1) * CHECK_EVERY, checkpoints, backend)?;
+        let t = state.t();
+        progress((t - t0) * m);
+        let Some(s) = snap else { continue };
+        let stop = s.stop.load(std::sync::atomic::Ordering::Relaxed);
+        if t.is_multiple_of(CHECK_EVERY) && (stop || last_snapshot.elapsed() >= s.every) && t < horizon {
+            let snapshot = RepSnapshot {
+                version: SNAPSHOT_VERSION,
+                semantics: crate::job::SEMANTICS_VERSION,
+                cell_key: cell.key.clone(),
+                rep,
+                wall_before: wall_before + start.elapsed().as_secs_f64(),
+                state: &state,
+            };
+            let bytes = bincode::serialize(&snapshot).map_err(|e| SnapshotError::Invalid {
+                path: s.path.clone(),
+                message: e.to_string(),
+            })?;
+            crate::output::write_bytes_atomic(&s.path, &bytes)?;
+            if stop {
+                return Ok(RepOutcome::Stopped);
             }
+            last_snapshot = Instant::now();
         }
     }
-    progress(pending);
     Ok(RepOutcome::Done(RepResult {
         rep,
-        points,
+        points: state.into_points(cell.config.m),
         wall_seconds: wall_before + start.elapsed().as_secs_f64(),
     }))
 }
@@ -228,7 +307,8 @@ pub fn run_batch(
 }
 
 /// [`run_batch`] with the batch already built by [`cell_batch`] for the same
-/// repetitions (the runner builds it once to place the cell).
+/// repetitions (the runner builds it once to place the cell): the lockstep
+/// loop over `backend`'s batched operations.
 pub fn run_built_batch(
     cell: &Cell,
     reps: &[u32],
@@ -238,29 +318,23 @@ pub fn run_built_batch(
     progress: &dyn Fn(u64),
 ) -> Result<Vec<RepResult>, BatchError> {
     let start = Instant::now();
-    let curves = backend.run_linear_batch(batch, checkpoints, progress)?;
-    let m = cell.config.m as f64;
+    let mut ops = backend.linear_ops(batch)?;
+    let mut step = Lockstep::new();
+    let mut curves = vec![Vec::with_capacity(checkpoints.len()); batch.federations()];
+    let n = (batch.federations() * batch.m) as u64;
+    while step.t < batch.horizon {
+        let t0 = step.t;
+        step.advance(batch, ops.as_mut(), (t0 / PROGRESS_EVERY + 1) * PROGRESS_EVERY, checkpoints, &mut curves)?;
+        progress((step.t - t0) * n);
+    }
+    drop(ops);
     let wall = start.elapsed().as_secs_f64() / reps.len().max(1) as f64;
     Ok(reps
         .iter()
         .zip(curves)
         .map(|(&rep, pts)| RepResult {
             rep,
-            points: pts
-                .into_iter()
-                .map(|p| CurvePoint {
-                    t: p.t,
-                    group_regret: p.group_regret,
-                    agent_regret_mean: p.group_regret / m,
-                    agent_regret_max: p.agent_regret_max,
-                    counters: Counters {
-                        sync_rounds: p.sync_rounds,
-                        messages: p.messages,
-                        cholesky_failures: p.cholesky_failures,
-                        beta_clamps: 0,
-                    },
-                })
-                .collect(),
+            points: pts.into_iter().map(|p| curve_point(p, cell.config.m)).collect(),
             wall_seconds: wall,
         })
         .collect())

@@ -2,7 +2,8 @@
 //! seeds and stated tolerances (run in release mode: `cargo test --release`).
 
 use fedbandits::algo::linear::feducb::DubeyConstants;
-use fedbandits::algo::linear::{AgentBank, LinearAlgorithm};
+use fedbandits::algo::linear::LinearAlgorithm;
+use fedbandits::backend::cpu::bank::AgentBank;
 use fedbandits::backend::cpu::CpuBackend;
 use fedbandits::env::{LinearEnv, LinearEnvKind, LinearEnvSpec};
 use fedbandits::job::{Cell, Job};

@@ -9,7 +9,8 @@
 //!
 //! Protocols implemented here: `none` (exact sums; lambda = sqrt(M), as in the
 //! authors' code) and `ldp` (each agent's contributions enter its own
-//! binary-counter tree, [`crate::privacy::tree`], with Gaussian node noise: the
+//! binary-counter tree, [`crate::privacy::tree`], with Gaussian node noise
+//! ([`crate::privacy::tree::symmetric_gaussian`]): the
 //! matrix part (Z + Z^T)/2 with Z_ij ~ N(0, sigma^2), the vector part
 //! N(0, sigma^2) per entry, as in the authors' code; the server's output is the
 //! sum of the agents' noisy prefix sums, which equals the slides' per-level
@@ -20,16 +21,12 @@
 //! A noisy lambda I + W_syn that is not positive definite is inverted with
 //! jitter and counted in `cholesky_failures`.
 
-use super::{AgentBank, Calibration, LinearAlgorithm, LinearConfig, Protocol};
-use crate::algo::{Counters, Federation};
-use crate::backend::Backend;
-use crate::env::LinearEnv;
-use crate::linalg;
+use super::{Calibration, LinearAlgorithm, LinearConfig, Protocol};
+use crate::backend::{LinearBatch, Release, SyncRule};
 use crate::privacy::accountant::{Mechanism, NoiseModel};
 use crate::privacy::tree::AgentTrees;
 use crate::privacy::tree_levels;
 use crate::privacy::vecsum::VecSum;
-use crate::rng::{Stream, normal_at};
 
 /// Noise and regularization constants of Private-FedLinUCB.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -130,134 +127,62 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
     })
 }
 
-/// A (Private-)FedLinUCB federation.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub struct FedLinUcb {
-    cfg: LinearConfig,
-    env: LinearEnv,
-    bank: AgentBank,
-    consts: ZhouConstants,
-    /// lambda I + W_syn.
-    base: Vec<f64>,
-    /// U_syn.
-    u_syn: Vec<f64>,
-    /// The privacy protocol's state.
-    privatizer: Privatizer,
-    leaf: Vec<f64>,
-    release: Vec<f64>,
-}
-
-impl FedLinUcb {
-    /// New federation.
-    pub fn new(cfg: &LinearConfig, env: LinearEnv, algo_key: &[u64]) -> Self {
-        let d = cfg.env.d;
-        let consts = ZhouConstants::new(cfg);
-        let private = consts.sigma > 0.0;
-        let width = d * d + d;
-        let mut base = vec![0.0; d * d];
-        linalg::set_scaled_identity(&mut base, d, consts.lambda);
-        let privatizer = match (private, cfg.protocol, cfg.privacy) {
-            (true, Protocol::SdpVecsum, Some((eps, delta))) => Privatizer::VecSum {
-                vs: VecSum::new(
-                    d,
-                    consts.levels,
-                    cfg.batch_size,
-                    cfg.m,
-                    cfg.l_bound,
-                    eps,
-                    delta,
-                    cfg.vecsum_scale,
-                ),
-                agents: (0..cfg.m)
-                    .map(|i| Stream::new(&AgentTrees::noise_key(algo_key, i)))
-                    .collect(),
-                shuffler: Stream::new(&AgentTrees::noise_key(algo_key, cfg.m)),
-            },
-            (true, ..) => Privatizer::Trees(AgentTrees::new(cfg.m, width, consts.levels, algo_key)),
-            (false, ..) => Privatizer::None,
-        };
-        Self {
-            bank: AgentBank::new(&env, cfg.m, consts.lambda),
-            cfg: cfg.clone(),
-            env,
-            consts,
-            base,
-            u_syn: vec![0.0; d],
-            privatizer,
-            leaf: vec![0.0; width],
-            release: vec![0.0; width],
-        }
+/// (Private-)FedLinUCB as a lockstep batch: sync every B rounds (2M
+/// messages each), releasing the exact sums (`fedlinucb`, or no privacy
+/// target), each agent's tree with node noise sigma (`ldp`, `sdp_amp`,
+/// `alt`), or the vector-summation protocol (`sdp_vecsum`, its randomizer
+/// streams keyed per agent and the shuffler's after them).
+pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]) -> LinearBatch {
+    let consts = ZhouConstants::new(cfg);
+    let m = cfg.m;
+    let release = match (consts.sigma > 0.0, cfg.protocol, cfg.privacy) {
+        (true, Protocol::SdpVecsum, Some((eps, delta))) => Release::VecSum {
+            proto: Box::new(VecSum::new(
+                cfg.env.d,
+                consts.levels,
+                cfg.batch_size,
+                m,
+                cfg.l_bound,
+                eps,
+                delta,
+                cfg.vecsum_scale,
+            )),
+            keys: algo_keys
+                .iter()
+                .flat_map(|k| (0..=m).map(move |i| AgentTrees::noise_key(k, i)))
+                .collect(),
+        },
+        (true, ..) => Release::Tree {
+            sigma: consts.sigma,
+            levels: consts.levels,
+        },
+        (false, ..) => Release::Exact,
+    };
+    let noise_keys = if matches!(release, Release::Tree { .. }) {
+        algo_keys
+            .iter()
+            .flat_map(|k| (0..m).map(move |i| crate::rng::fold_key(&AgentTrees::noise_key(k, i))))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let c = cfg.clone();
+    LinearBatch {
+        env: cfg.env.clone(),
+        env_keys,
+        noise_keys,
+        m,
+        horizon: cfg.horizon,
+        lambda: consts.lambda,
+        beta: Box::new(move |t| zhou_beta(&c, &consts, t)),
+        sync: Some(SyncRule {
+            every: cfg.batch_size,
+            release,
+            messages_per_sync: 2 * m as u64,
+        }),
+        refactor_every: cfg.refactor_every,
+        random_policy: None,
     }
-
-    /// The constants in use.
-    pub fn constants(&self) -> ZhouConstants {
-        self.consts
-    }
-
-    fn beta(&self, t: u64) -> f64 {
-        zhou_beta(&self.cfg, &self.consts, t)
-    }
-
-    fn sync(&mut self, backend: &dyn Backend) {
-        let (d, dd, m) = (self.cfg.env.d, self.cfg.env.d * self.cfg.env.d, self.cfg.m);
-        let private = match &mut self.privatizer {
-            Privatizer::Trees(trees) => {
-                // Server output: sum over agents of their noisy prefix sums.
-                self.release.fill(0.0);
-                let sigma = self.consts.sigma;
-                for i in 0..m {
-                    self.bank.local_leaf(i, &mut self.leaf);
-                    // The tree is sized for floor(T/B) leaves, so it cannot be full.
-                    let _ = trees.contribute(i, &self.leaf, &mut self.release, |z, key| zhou_noise(z, d, sigma, key));
-                }
-                true
-            }
-            Privatizer::VecSum { vs, shuffler, .. } => {
-                vs.close_batch(shuffler, &mut self.release);
-                true
-            }
-            Privatizer::None => false,
-        };
-        if private {
-            linalg::set_scaled_identity(&mut self.base, d, self.consts.lambda);
-            for (b, r) in self.base.iter_mut().zip(&self.release[..dd]) {
-                *b += r;
-            }
-            self.u_syn.copy_from_slice(&self.release[dd..]);
-        } else {
-            for i in 0..m {
-                for (b, g) in self.base.iter_mut().zip(&self.bank.gram[i * dd..(i + 1) * dd]) {
-                    *b += g;
-                }
-                for (u, g) in self.u_syn.iter_mut().zip(&self.bank.bias[i * d..(i + 1) * d]) {
-                    *u += g;
-                }
-            }
-        }
-        let base = std::mem::take(&mut self.base);
-        let u = std::mem::take(&mut self.u_syn);
-        self.bank.reset_all(&base, &u, backend);
-        self.base = base;
-        self.u_syn = u;
-        self.bank.counters.sync_rounds += 1;
-        self.bank.counters.messages += 2 * m as u64;
-    }
-}
-
-/// What a FedLinUCB federation privatizes with.
-#[derive(serde::Serialize, serde::Deserialize)]
-enum Privatizer {
-    /// No privacy: exact sums.
-    None,
-    /// Per-agent binary-counter trees with Gaussian node noise (ldp, sdp_amp, alt).
-    Trees(AgentTrees),
-    /// The shuffle vector-summation protocol: per-agent randomizer streams and
-    /// the shuffler's stream for the Binomial parts.
-    VecSum {
-        vs: VecSum,
-        agents: Vec<Stream>,
-        shuffler: Stream,
-    },
 }
 
 /// beta_t of (Private-)FedLinUCB.
@@ -266,54 +191,6 @@ pub fn zhou_beta(c: &LinearConfig, consts: &ZhouConstants, t: u64) -> f64 {
     let lam = consts.lambda;
     let inner = d * (1.0 + t as f64 * c.m as f64 * c.l_bound * c.l_bound / (d * lam)).ln() + (1.0 / c.alpha).ln();
     c.confidence_scale * (lam.sqrt() * c.s_bound + c.subgaussian * inner.sqrt())
-}
-
-/// Fills one tree node's noise, entry by entry a pure function of the node's
-/// key (so a GPU thread per entry computes the same bits): Z_e = sigma
-/// normal_at(key, e) for every entry of the flat (Gram, bias) layout; the
-/// Gram part is then symmetrized, (Z + Z^T)/2.
-pub fn zhou_noise(z: &mut [f64], d: usize, sigma: f64, key: u64) {
-    let dd = d * d;
-    for (e, v) in z.iter_mut().enumerate() {
-        *v = sigma * normal_at(key, e as u64);
-    }
-    for i in 0..d {
-        for j in i + 1..d {
-            let s = 0.5 * (z[i * d + j] + z[j * d + i]);
-            z[i * d + j] = s;
-            z[j * d + i] = s;
-        }
-    }
-    debug_assert_eq!(z.len(), dd + d);
-}
-
-impl Federation for FedLinUcb {
-    fn round(&mut self, t: u64, backend: &dyn Backend) -> f64 {
-        let beta = self.beta(t);
-        let mut regret = 0.0;
-        for i in 0..self.cfg.m {
-            let st = self.bank.step(i, &self.env, backend, beta);
-            regret += st.regret();
-            if let Privatizer::VecSum { vs, agents, .. } = &mut self.privatizer {
-                vs.add_point(&self.bank.ws.x, st.y, &mut agents[i]);
-            }
-            if self.bank.since_factor[i] >= self.cfg.refactor_every {
-                self.bank.refactor(i, &self.base, backend);
-            }
-        }
-        if t.is_multiple_of(self.cfg.batch_size) {
-            self.sync(backend);
-        }
-        regret
-    }
-
-    fn counters(&self) -> Counters {
-        self.bank.counters
-    }
-
-    fn agent_regret(&self) -> &[f64] {
-        &self.bank.regret
-    }
 }
 
 #[cfg(test)]

@@ -28,9 +28,10 @@
 //! Zhou & Chowdhury's critique); it is reported as a property of the
 //! algorithm, not fixed here.
 
-use super::{AgentBank, LinearAlgorithm, LinearConfig, SyncRegime};
+use super::{LinearAlgorithm, LinearConfig, SyncRegime};
 use crate::algo::{Counters, Federation};
 use crate::backend::Backend;
+use crate::backend::cpu::bank::AgentBank;
 use crate::env::LinearEnv;
 use crate::linalg;
 use crate::privacy::accountant::{Mechanism, NoiseModel};
@@ -144,6 +145,9 @@ pub struct FedUcb {
     cfg: LinearConfig,
     env: LinearEnv,
     bank: AgentBank,
+    /// Syncs, messages and clamps (the bank counts its own factorization
+    /// failures).
+    counters: Counters,
     consts: DubeyConstants,
     /// M (rho_max - rho_min).
     c_shift: f64,
@@ -182,6 +186,7 @@ impl FedUcb {
         let trees = private.then(|| AgentTrees::new(cfg.m, width, consts.levels, algo_key));
         Self {
             bank: AgentBank::new(&env, m, s0),
+            counters: Counters::default(),
             cfg: cfg.clone(),
             env,
             consts,
@@ -246,10 +251,10 @@ impl FedUcb {
                 Ok((ld, jitter)) => {
                     self.logdet_c.fill(ld);
                     if jitter > 0.0 {
-                        self.bank.counters.cholesky_failures += 1;
+                        self.counters.cholesky_failures += 1;
                     }
                 }
-                Err(_) => self.bank.counters.cholesky_failures += 1,
+                Err(_) => self.counters.cholesky_failures += 1,
             }
             for chunk in rest.chunks_exact_mut(dd) {
                 chunk.copy_from_slice(first);
@@ -258,8 +263,8 @@ impl FedUcb {
         self.s_mat = s_mat;
         self.s_vec = s_vec;
         self.dt.fill(0);
-        self.bank.counters.sync_rounds += 1;
-        self.bank.counters.messages += 2 * m as u64;
+        self.counters.sync_rounds += 1;
+        self.counters.messages += 2 * m as u64;
     }
 }
 
@@ -304,7 +309,7 @@ impl Federation for FedUcb {
         for i in 0..m {
             let arg = two_log + self.bank.logdet[i];
             if arg < 0.0 {
-                self.bank.counters.beta_clamps += 1;
+                self.counters.beta_clamps += 1;
             }
             let beta = scale * (sigma * arg.max(0.0).sqrt() + tail);
             let st = self.bank.step(i, &self.env, backend, beta);
@@ -341,7 +346,7 @@ impl Federation for FedUcb {
                     match backend.spd_inverse(&self.mtmp, d, &mut self.vinv_c[i * dd..(i + 1) * dd], &mut self.bank.ws)
                     {
                         Ok((ld, _)) => self.logdet_c[i] = ld,
-                        Err(_) => self.bank.counters.cholesky_failures += 1,
+                        Err(_) => self.counters.cholesky_failures += 1,
                     }
                 }
             }
@@ -353,7 +358,10 @@ impl Federation for FedUcb {
     }
 
     fn counters(&self) -> Counters {
-        self.bank.counters
+        Counters {
+            cholesky_failures: self.counters.cholesky_failures + self.bank.cholesky_failures,
+            ..self.counters
+        }
     }
 
     fn agent_regret(&self) -> &[f64] {

@@ -1,65 +1,36 @@
 //! `random`: every agent plays a uniformly random action. Not from a paper:
 //! the floor every learning algorithm must beat (used by the sanity tests).
+//! Agent i's picks come from its own stream ([`pick_key`]); its environment
+//! streams advance as a learner's do (the reward is drawn and discarded), so
+//! it sees the same decision sets as every algorithm it is compared with.
 
 use super::LinearConfig;
-use crate::algo::{Counters, Federation};
-use crate::backend::{Backend, Workspace};
-use crate::env::{AgentStreams, LinearEnv};
-use crate::rng::{Purpose, Stream};
+use crate::backend::LinearBatch;
+use crate::rng::Purpose;
 
-/// M agents playing uniformly at random.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub struct RandomPolicy {
-    env: LinearEnv,
-    streams: Vec<AgentStreams>,
-    picks: Vec<Stream>,
-    ws: Workspace,
-    regret: Vec<f64>,
+/// The key of agent `i`'s action picks.
+pub fn pick_key(algo_key: &[u64], i: usize) -> Vec<u64> {
+    let mut k = algo_key.to_vec();
+    k.extend_from_slice(&[i as u64, Purpose::Policy as u64]);
+    k
 }
 
-impl RandomPolicy {
-    /// New federation.
-    pub fn new(cfg: &LinearConfig, env: LinearEnv, algo_key: &[u64]) -> Self {
-        let picks = (0..cfg.m).map(|i| Stream::new(&Self::pick_key(algo_key, i))).collect();
-        Self {
-            streams: (0..cfg.m).map(|i| env.agent_streams(i)).collect(),
-            ws: Workspace::new(cfg.env.d, cfg.env.k),
-            regret: vec![0.0; cfg.m],
-            picks,
-            env,
-        }
-    }
-}
-
-impl RandomPolicy {
-    /// The key of agent `i`'s action picks.
-    pub fn pick_key(algo_key: &[u64], i: usize) -> Vec<u64> {
-        let mut k = algo_key.to_vec();
-        k.extend_from_slice(&[i as u64, Purpose::Policy as u64]);
-        k
-    }
-}
-
-impl Federation for RandomPolicy {
-    fn round(&mut self, _t: u64, _backend: &dyn Backend) -> f64 {
-        let mut total = 0.0;
-        for (i, s) in self.streams.iter_mut().enumerate() {
-            self.env.draw(s, &mut self.ws.ds);
-            let arm = self.picks[i].below(self.ws.ds.k as u64) as usize;
-            let mean = self.ws.ds.mean[arm];
-            let _ = self.env.reward(s, mean); // keeps reward streams aligned with learners
-            let r = self.ws.ds.best - mean;
-            self.regret[i] += r;
-            total += r;
-        }
-        total
-    }
-
-    fn counters(&self) -> Counters {
-        Counters::default()
-    }
-
-    fn agent_regret(&self) -> &[f64] {
-        &self.regret
+/// M agents playing uniformly at random, as a lockstep batch.
+pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]) -> LinearBatch {
+    let keys = algo_keys
+        .iter()
+        .flat_map(|k| (0..cfg.m).map(move |i| pick_key(k, i)))
+        .collect();
+    LinearBatch {
+        env: cfg.env.clone(),
+        env_keys,
+        noise_keys: Vec::new(),
+        m: cfg.m,
+        horizon: cfg.horizon,
+        lambda: 1.0,
+        beta: Box::new(|_| 0.0),
+        sync: None,
+        refactor_every: u32::MAX,
+        random_policy: Some(keys),
     }
 }

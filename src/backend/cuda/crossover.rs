@@ -129,7 +129,7 @@ mod tests {
         let mut fed = batch(200, 100, 10);
         fed.sync = Some(crate::backend::SyncRule {
             every: 5,
-            sigma: 0.0,
+            release: crate::backend::Release::Exact,
             messages_per_sync: 200,
         });
         assert!(find(&table, "NVIDIA H100 80GB", &fed).is_err(), "federated not covered");

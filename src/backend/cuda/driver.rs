@@ -1,20 +1,21 @@
-//! The batched driver of the linear family on a [`Launcher`]: all
-//! repetitions of a cell step in lockstep, eight device threads per agent in
-//! the cooperative kernel (one per agent in the fallback); the host only
-//! sequences kernels and reads the curve at checkpoints.
+//! The linear family's batched operations ([`LinearOps`]) on a
+//! [`Launcher`]: all repetitions of a cell step in lockstep, eight device
+//! threads per agent in the cooperative kernel (one per agent in the
+//! fallback); the algorithm layer's lockstep loop sequences the operations,
+//! and each is one or a few kernel launches.
 //!
-//! It runs a [`LinearBatch`] (the algorithm layer's description of a cell:
-//! width schedule, lambda, sync rule, noise keys) and reproduces the CPU
-//! federations exactly (same streams, same operation order, portable
-//! transcendental functions), so under the host emulation its output equals
-//! the CPU backend's bit for bit. Supported: every batch the algorithm layer
+//! [`CudaLinear`] holds a [`LinearBatch`]'s state on the device and
+//! reproduces the CPU's operations ([`crate::backend::cpu::lockstep`])
+//! exactly (same streams, same operation order, portable transcendental
+//! functions), so under the host emulation its output equals the CPU
+//! backend's bit for bit. Supported: every batch the algorithm layer
 //! builds (`random`, `linucb`, `independent`, `fedlinucb`,
 //! `private_fedlinucb` with the tree mechanism) on `linear_sphere`, and on
 //! `linear_gap` where the cooperative kernel fits ([`supports`]).
 
 use super::CudaError;
 use super::launcher::{Arg, DevPtr, Launcher, bytemuck_like, download_slice, upload_slice};
-use crate::backend::{BatchPoint, LinearBatch};
+use crate::backend::{BatchError, LinearBatch, LinearOps, Observation};
 use crate::env::{LinearEnv, LinearEnvKind};
 use crate::rng::state_words;
 
@@ -44,7 +45,14 @@ pub fn supports(batch: &LinearBatch, shared_limit: usize) -> Result<(), CudaErro
             "a random batch needs one policy key per agent".into(),
         ));
     }
-    if batch.sync.is_some_and(|s| s.sigma > 0.0) && batch.noise_keys.len() != batch.federations() * batch.m {
+    if let Some(crate::backend::Release::VecSum { .. }) = batch.sync.as_ref().map(|s| &s.release) {
+        return Err(CudaError::Unsupported(
+            "the sdp_vecsum protocol has no kernels yet".into(),
+        ));
+    }
+    if batch.sync.as_ref().is_some_and(|s| s.tree_sigma() > 0.0)
+        && batch.noise_keys.len() != batch.federations() * batch.m
+    {
         return Err(CudaError::Unsupported(
             "a private batch needs one noise key per agent".into(),
         ));
@@ -78,328 +86,384 @@ struct Bufs {
     pstate: DevPtr,
 }
 
-/// Runs every federation of `batch` and returns their curves at
-/// `checkpoints`; `progress` receives agent-steps done since its previous
-/// call.
-pub fn run_batch(
-    l: &mut dyn Launcher,
-    batch: &LinearBatch,
-    checkpoints: &[u64],
-    progress: &dyn Fn(u64),
-) -> Result<Vec<Vec<BatchPoint>>, CudaError> {
-    let shared_limit = l.max_shared_per_block();
-    supports(batch, shared_limit)?;
-    let (nf, m, d, k) = (batch.federations(), batch.m, batch.env.d, batch.env.k);
-    let n = nf * m;
-    let (dd, kp) = (d * d, k.div_ceil(8) * 8);
-    let (reward_raw, noise_std) = match batch.env.kind {
-        LinearEnvKind::Sphere {
-            reward_on_raw,
-            noise_std,
-        } => (reward_on_raw, noise_std),
-        LinearEnvKind::Gap => (true, 0.0),
-    };
-    let lambda = batch.lambda;
-    let sigma = batch.sync.map_or(0.0, |s| s.sigma);
-    let private = sigma > 0.0;
-    let width = dd + d;
+/// The device state of every federation of a batch and the kernels that
+/// implement the batched operations on it ([`LinearOps`]). Holds the
+/// launcher for its lifetime and frees the device memory when dropped.
+pub struct CudaLinear<'a> {
+    l: std::sync::MutexGuard<'a, Box<dyn Launcher + Send>>,
+    bufs: Bufs,
+    nf: usize,
+    m: usize,
+    d: usize,
+    /// Agents per block and shared bytes of the cooperative kernel; `None`:
+    /// the one-thread-per-agent fallback.
+    coop: Option<(usize, usize)>,
+    gap: bool,
+    random: bool,
+    sigma: f64,
+    lambda: f64,
+    gstride: usize,
+    wstride: usize,
+    chunk_max: usize,
+    rr: DevPtr,
+    betas_dev: DevPtr,
+    shape: [Arg; 7],
+    group: Vec<f64>,
+    regret: Vec<f64>,
+    failures: Vec<i32>,
+}
 
-    // Host-side initial state, exactly as the CPU federations build it.
-    let mut theta = Vec::with_capacity(nf * d);
-    let mut lanes = Vec::with_capacity(n * 32);
-    let mut rstate = Vec::with_capacity(n * 4);
-    let mut ustate: Vec<u64> = Vec::with_capacity(n * 4);
-    for key in &batch.env_keys {
-        let env = LinearEnv::new(&batch.env, key);
-        theta.extend_from_slice(&env.theta);
-        for i in 0..m {
-            let (ctx, uni, rew) = env.agent_stream_keys(i);
-            ustate.extend_from_slice(&state_words(&uni));
-            let mut words = [0u64; 32];
-            let mut key = ctx.clone();
-            key.push(0);
-            for lane in 0..8 {
-                *key.last_mut().unwrap_or(&mut 0) = lane as u64;
-                let w = state_words(&key);
-                for (wi, v) in w.iter().enumerate() {
-                    words[wi * 8 + lane] = *v;
+impl<'a> CudaLinear<'a> {
+    /// Uploads the initial state of every federation of `batch` (exactly as
+    /// the CPU builds it: same streams, V = lambda I, b = 0).
+    pub fn new(
+        mut l: std::sync::MutexGuard<'a, Box<dyn Launcher + Send>>,
+        batch: &LinearBatch,
+    ) -> Result<Self, CudaError> {
+        let shared_limit = l.max_shared_per_block();
+        supports(batch, shared_limit)?;
+        let (nf, m, d, k) = (batch.federations(), batch.m, batch.env.d, batch.env.k);
+        let n = nf * m;
+        let (dd, kp) = (d * d, k.div_ceil(8) * 8);
+        let (reward_raw, noise_std) = match batch.env.kind {
+            LinearEnvKind::Sphere {
+                reward_on_raw,
+                noise_std,
+            } => (reward_on_raw, noise_std),
+            LinearEnvKind::Gap => (true, 0.0),
+        };
+        let lambda = batch.lambda;
+        let sigma = batch.sync.as_ref().map_or(0.0, |s| s.tree_sigma());
+        let private = sigma > 0.0;
+        let width = dd + d;
+
+        // Host-side initial state, exactly as the CPU federations build it.
+        let mut theta = Vec::with_capacity(nf * d);
+        let mut lanes = Vec::with_capacity(n * 32);
+        let mut rstate = Vec::with_capacity(n * 4);
+        let mut ustate: Vec<u64> = Vec::with_capacity(n * 4);
+        for key in &batch.env_keys {
+            let env = LinearEnv::new(&batch.env, key);
+            theta.extend_from_slice(&env.theta);
+            for i in 0..m {
+                let (ctx, uni, rew) = env.agent_stream_keys(i);
+                ustate.extend_from_slice(&state_words(&uni));
+                let mut words = [0u64; 32];
+                let mut key = ctx.clone();
+                key.push(0);
+                for lane in 0..8 {
+                    *key.last_mut().unwrap_or(&mut 0) = lane as u64;
+                    let w = state_words(&key);
+                    for (wi, v) in w.iter().enumerate() {
+                        words[wi * 8 + lane] = *v;
+                    }
                 }
+                lanes.extend_from_slice(&words);
+                rstate.extend_from_slice(&state_words(&rew));
             }
-            lanes.extend_from_slice(&words);
-            rstate.extend_from_slice(&state_words(&rew));
         }
-    }
-    let akey: Vec<u64> = if private { batch.noise_keys.clone() } else { vec![0; n] };
-    let mut vinv0 = vec![0.0f64; dd];
-    for i in 0..d {
-        vinv0[i * d + i] = 1.0 / lambda;
-    }
-    let vinv_all: Vec<f64> = vinv0.repeat(n);
-    let logdet_all = vec![d as f64 * lambda.ln(); n];
-    let mut base0 = vec![0.0f64; nf * dd];
-    for f in 0..nf {
+        let akey: Vec<u64> = if private { batch.noise_keys.clone() } else { vec![0; n] };
+        let mut vinv0 = vec![0.0f64; dd];
         for i in 0..d {
-            base0[f * dd + i * d + i] = lambda;
+            vinv0[i * d + i] = 1.0 / lambda;
         }
+        let vinv_all: Vec<f64> = vinv0.repeat(n);
+        let logdet_all = vec![d as f64 * lambda.ln(); n];
+        let mut base0 = vec![0.0f64; nf * dd];
+        for f in 0..nf {
+            for i in 0..d {
+                base0[f * dd + i * d + i] = lambda;
+            }
+        }
+        let gap = matches!(batch.env.kind, LinearEnvKind::Gap);
+        let coop = coop_step_shape(gap, d, k, shared_limit);
+        let gstride = ((k - d.min(k)) * (d - 1)).max(1);
+        let wstride = d * kp + 2 * kp + 3 * d;
+        let z = |len: usize| vec![0.0f64; len];
+        let lr: &mut dyn Launcher = &mut **l;
+        let bufs = Bufs {
+            theta: upload_slice(lr, &theta)?,
+            lanes: upload_slice(lr, &lanes)?,
+            rstate: upload_slice(lr, &rstate)?,
+            rspare: upload_slice(lr, &z(n))?,
+            rhas: upload_slice(lr, &vec![0i32; n])?,
+            vinv: upload_slice(lr, &vinv_all)?,
+            logdet: upload_slice(lr, &logdet_all)?,
+            b: upload_slice(lr, &z(n * d))?,
+            gram: upload_slice(lr, &z(n * dd))?,
+            bias: upload_slice(lr, &z(n * d))?,
+            regret: upload_slice(lr, &z(n))?,
+            round_regret: upload_slice(lr, &z(n))?,
+            group: upload_slice(lr, &z(nf))?,
+            failures: upload_slice(lr, &vec![0i32; nf])?,
+            // Per-agent decision-set scratch only for the one-thread-per-agent
+            // kernel; the cooperative one keeps the set in shared memory.
+            gbuf: lr.alloc_zeroed(if coop.is_some() { 8 } else { n * gstride * 4 })?,
+            work: lr.alloc_zeroed(if coop.is_some() { 8 } else { n * wstride * 8 })?,
+            base: upload_slice(lr, &base0)?,
+            usyn: upload_slice(lr, &z(nf * d))?,
+            scratch: lr.alloc_zeroed(n.max(nf) * 3 * dd * 8)?,
+            tsum: lr.alloc_zeroed(if private { n * width * 8 } else { 8 })?,
+            akey: upload_slice(lr, &akey)?,
+            ustate: upload_slice(lr, &ustate)?,
+            pstate: match &batch.random_policy {
+                Some(keys) => upload_slice(lr, &keys.iter().flat_map(|k| state_words(k)).collect::<Vec<u64>>())?,
+                None => lr.alloc_zeroed(8)?,
+            },
+        };
+        // A launch of the cooperative kernel runs a chunk of rounds (the
+        // lockstep loop ends chunks at every event needing other kernels);
+        // the fallback kernel runs one round per launch.
+        let chunk_max = if coop.is_some() {
+            (RR_BUDGET / (n * 8).max(1)).clamp(1, CHUNK_MAX)
+        } else {
+            1
+        };
+        let rr = lr.alloc_zeroed(if coop.is_some() { chunk_max * n * 8 } else { 8 })?;
+        let betas_dev = lr.alloc_zeroed(chunk_max * 8)?;
+        let int = |v: usize| i32::try_from(v).map_err(|_| CudaError::Unsupported(format!("size {v} exceeds i32")));
+        let shape = [
+            Arg::I32(int(n)?),
+            Arg::I32(int(m)?),
+            Arg::I32(int(d)?),
+            Arg::I32(int(k)?),
+            Arg::I32(int(kp)?),
+            Arg::I32(i32::from(reward_raw)),
+            Arg::F64(noise_std),
+        ];
+        Ok(Self {
+            l,
+            bufs,
+            nf,
+            m,
+            d,
+            coop,
+            gap,
+            random: batch.random_policy.is_some(),
+            sigma,
+            lambda,
+            gstride,
+            wstride,
+            chunk_max,
+            rr,
+            betas_dev,
+            shape,
+            group: vec![0.0; nf],
+            regret: vec![0.0; n],
+            failures: vec![0; nf],
+        })
     }
-    let gap = matches!(batch.env.kind, LinearEnvKind::Gap);
-    let coop = coop_step_shape(gap, d, k, shared_limit);
-    let gstride = ((k - d.min(k)) * (d - 1)).max(1);
-    let wstride = d * kp + 2 * kp + 3 * d;
-    let z = |len: usize| vec![0.0f64; len];
-    let bufs = Bufs {
-        theta: upload_slice(l, &theta)?,
-        lanes: upload_slice(l, &lanes)?,
-        rstate: upload_slice(l, &rstate)?,
-        rspare: upload_slice(l, &z(n))?,
-        rhas: upload_slice(l, &vec![0i32; n])?,
-        vinv: upload_slice(l, &vinv_all)?,
-        logdet: upload_slice(l, &logdet_all)?,
-        b: upload_slice(l, &z(n * d))?,
-        gram: upload_slice(l, &z(n * dd))?,
-        bias: upload_slice(l, &z(n * d))?,
-        regret: upload_slice(l, &z(n))?,
-        round_regret: upload_slice(l, &z(n))?,
-        group: upload_slice(l, &z(nf))?,
-        failures: upload_slice(l, &vec![0i32; nf])?,
-        // Per-agent decision-set scratch only for the one-thread-per-agent
-        // kernel; the cooperative one keeps the set in shared memory.
-        gbuf: l.alloc_zeroed(if coop.is_some() { 8 } else { n * gstride * 4 })?,
-        work: l.alloc_zeroed(if coop.is_some() { 8 } else { n * wstride * 8 })?,
-        base: upload_slice(l, &base0)?,
-        usyn: upload_slice(l, &z(nf * d))?,
-        scratch: l.alloc_zeroed(n.max(nf) * 3 * dd * 8)?,
-        tsum: l.alloc_zeroed(if private { n * width * 8 } else { 8 })?,
-        akey: upload_slice(l, &akey)?,
-        ustate: upload_slice(l, &ustate)?,
-        pstate: match &batch.random_policy {
-            Some(keys) => upload_slice(l, &keys.iter().flat_map(|k| state_words(k)).collect::<Vec<u64>>())?,
-            None => l.alloc_zeroed(8)?,
-        },
-    };
-    let (ni, mi, di, ki, kpi) = (n as i32, m as i32, d as i32, k as i32, kp as i32);
-    let p = Arg::Ptr;
-    let mut results: Vec<Vec<BatchPoint>> = vec![Vec::with_capacity(checkpoints.len()); nf];
-    let refactor_every = batch.refactor_every.max(1);
-    let sync_every = batch.sync.map(|s| s.every);
-    let messages_per_sync = batch.sync.map_or(0, |s| s.messages_per_sync);
-    let mut next = checkpoints.iter().copied().peekable();
-    let mut since_factor = 0u32;
-    let mut syncs = 0u64;
-    let mut group = vec![0.0f64; nf];
-    let mut regret = vec![0.0f64; n];
-    let mut failures = vec![0i32; nf];
-    // Rounds run in chunks that end at every event needing other kernels
-    // (refactorization, sync, checkpoint, progress report), so a chunk's
-    // rounds touch only each agent's own state: one launch of the
-    // cooperative kernel runs them all. The fallback kernel runs one round
-    // per launch.
-    let chunk_max = if coop.is_some() {
-        (RR_BUDGET / (n * 8).max(1)).clamp(1, CHUNK_MAX)
-    } else {
-        1
-    };
-    let rr = l.alloc_zeroed(if coop.is_some() { chunk_max * n * 8 } else { 8 })?;
-    let betas_dev = l.alloc_zeroed(chunk_max * 8)?;
-    let mut betas = vec![0.0f64; chunk_max];
-    // The step kernels' arguments: shape, then (per kernel) the width, then
-    // the agents' state, then (per kernel) the outputs.
-    let shape = [
-        Arg::I32(ni),
-        Arg::I32(mi),
-        Arg::I32(di),
-        Arg::I32(ki),
-        Arg::I32(kpi),
-        Arg::I32(i32::from(reward_raw)),
-        Arg::F64(noise_std),
-    ];
-    let agent_state = [
-        p(bufs.theta),
-        p(bufs.lanes),
-        p(bufs.rstate),
-        p(bufs.rspare),
-        p(bufs.rhas),
-        p(bufs.vinv),
-        p(bufs.logdet),
-        p(bufs.b),
-        p(bufs.gram),
-        p(bufs.bias),
-        p(bufs.regret),
-    ];
-    let mut t = 1u64;
-    while t <= batch.horizon {
-        let mut end = batch.horizon.min(t + chunk_max as u64 - 1);
-        end = end.min(t + u64::from(refactor_every - since_factor.min(refactor_every - 1)) - 1);
-        if let Some(b) = sync_every {
-            end = end.min(t.div_ceil(b).max(1) * b);
-        }
-        if let Some(&c) = next.peek() {
-            end = end.min(c.max(t));
-        }
-        end = end.min(t.div_ceil(1024).max(1) * 1024);
-        let rounds = (end - t + 1) as usize;
-        match coop {
-            Some((agents, shared)) => {
-                for (r, bv) in betas.iter_mut().take(rounds).enumerate() {
-                    *bv = (batch.beta)(t + r as u64);
-                }
-                l.upload(betas_dev, bytemuck_like::as_bytes(&betas[..rounds]))?;
-                let ri = i32::try_from(rounds).map_err(|_| CudaError::Unsupported("chunk too long".into()))?;
-                l.launch_grid(
-                    "fb_linear_rounds_coop",
-                    n.div_ceil(agents),
-                    agents * COOP_LANES,
-                    shared,
-                    &[
-                        &shape[..],
+
+    /// The step kernels' per-agent state arguments.
+    fn agent_state(&self) -> [Arg; 11] {
+        let (b, p) = (&self.bufs, Arg::Ptr);
+        [
+            p(b.theta),
+            p(b.lanes),
+            p(b.rstate),
+            p(b.rspare),
+            p(b.rhas),
+            p(b.vinv),
+            p(b.logdet),
+            p(b.b),
+            p(b.gram),
+            p(b.bias),
+            p(b.regret),
+        ]
+    }
+
+    fn ops(&mut self, f: impl FnOnce(&mut Self) -> Result<(), CudaError>) -> Result<(), BatchError> {
+        f(self).map_err(|e| match e {
+            CudaError::Unsupported(why) => BatchError::Unsupported(why),
+            e => BatchError::Failed(e.to_string()),
+        })
+    }
+}
+
+impl Drop for CudaLinear<'_> {
+    fn drop(&mut self) {
+        self.l.free_all();
+    }
+}
+
+impl LinearOps for CudaLinear<'_> {
+    fn max_rounds(&self) -> usize {
+        self.chunk_max
+    }
+
+    fn rounds(&mut self, _t0: u64, betas: &[f64]) -> Result<(), BatchError> {
+        self.ops(|s| {
+            let (n, nf, p) = (s.nf * s.m, s.nf as i32, Arg::Ptr);
+            let mi = s.m as i32;
+            let state = s.agent_state();
+            let rounds = betas.len();
+            if rounds > s.chunk_max {
+                return Err(CudaError::Unsupported(format!("{rounds} rounds in one launch")));
+            }
+            match s.coop {
+                Some((agents, shared)) => {
+                    s.l.upload(s.betas_dev, bytemuck_like::as_bytes(betas))?;
+                    let ri = i32::try_from(rounds).map_err(|_| CudaError::Unsupported("chunk too long".into()))?;
+                    let args = [
+                        &s.shape[..],
                         &[
-                            Arg::I32(i32::from(gap)),
-                            p(bufs.ustate),
-                            Arg::I32(i32::from(batch.random_policy.is_some())),
-                            p(bufs.pstate),
+                            Arg::I32(i32::from(s.gap)),
+                            p(s.bufs.ustate),
+                            Arg::I32(i32::from(s.random)),
+                            p(s.bufs.pstate),
                             Arg::I32(ri),
-                            p(betas_dev),
+                            p(s.betas_dev),
                         ],
-                        &agent_state[..],
-                        &[p(rr)],
+                        &state[..],
+                        &[p(s.rr)],
                     ]
-                    .concat(),
-                )?;
-                l.launch(
-                    "fb_rounds_reduce",
-                    nf,
-                    &[Arg::I32(nf as i32), Arg::I32(mi), Arg::I32(ri), p(rr), p(bufs.group)],
-                )?;
+                    .concat();
+                    s.l.launch_grid(
+                        "fb_linear_rounds_coop",
+                        n.div_ceil(agents),
+                        agents * COOP_LANES,
+                        shared,
+                        &args,
+                    )?;
+                    s.l.launch(
+                        "fb_rounds_reduce",
+                        s.nf,
+                        &[Arg::I32(nf), Arg::I32(mi), Arg::I32(ri), p(s.rr), p(s.bufs.group)],
+                    )?;
+                }
+                None => {
+                    for &beta in betas {
+                        let args = [
+                            &s.shape[..],
+                            &[Arg::F64(beta)],
+                            &state[..],
+                            &[
+                                p(s.bufs.round_regret),
+                                p(s.bufs.gbuf),
+                                Arg::I32(s.gstride as i32),
+                                p(s.bufs.work),
+                                Arg::I32(s.wstride as i32),
+                            ],
+                        ]
+                        .concat();
+                        s.l.launch("fb_linear_step", n, &args)?;
+                        s.l.launch(
+                            "fb_round_reduce",
+                            s.nf,
+                            &[Arg::I32(nf), Arg::I32(mi), p(s.bufs.round_regret), p(s.bufs.group)],
+                        )?;
+                    }
+                }
             }
-            None => {
-                l.launch(
-                    "fb_linear_step",
-                    n,
-                    &[
-                        &shape[..],
-                        &[Arg::F64((batch.beta)(t))],
-                        &agent_state[..],
-                        &[
-                            p(bufs.round_regret),
-                            p(bufs.gbuf),
-                            Arg::I32(gstride as i32),
-                            p(bufs.work),
-                            Arg::I32(wstride as i32),
-                        ],
-                    ]
-                    .concat(),
-                )?;
-                l.launch(
-                    "fb_round_reduce",
-                    nf,
-                    &[Arg::I32(nf as i32), Arg::I32(mi), p(bufs.round_regret), p(bufs.group)],
-                )?;
-            }
-        }
-        t = end;
-        since_factor += rounds as u32 - 1;
-        since_factor += 1;
-        if since_factor >= refactor_every {
-            l.launch(
+            Ok(())
+        })
+    }
+
+    fn refactor(&mut self) -> Result<(), BatchError> {
+        self.ops(|s| {
+            let p = Arg::Ptr;
+            s.l.launch(
                 "fb_refactor",
-                n,
+                s.nf * s.m,
                 &[
-                    Arg::I32(ni),
-                    Arg::I32(mi),
-                    Arg::I32(di),
-                    p(bufs.base),
-                    p(bufs.gram),
-                    p(bufs.vinv),
-                    p(bufs.logdet),
-                    p(bufs.scratch),
-                    p(bufs.failures),
+                    Arg::I32((s.nf * s.m) as i32),
+                    Arg::I32(s.m as i32),
+                    Arg::I32(s.d as i32),
+                    p(s.bufs.base),
+                    p(s.bufs.gram),
+                    p(s.bufs.vinv),
+                    p(s.bufs.logdet),
+                    p(s.bufs.scratch),
+                    p(s.bufs.failures),
                 ],
-            )?;
-            since_factor = 0;
-        }
-        if sync_every.is_some_and(|b| t.is_multiple_of(b)) {
-            syncs += 1;
+            )
+        })
+    }
+
+    fn sync(&mut self, index: u64) -> Result<(), BatchError> {
+        self.ops(|s| {
+            let p = Arg::Ptr;
+            let (n, nf, m, d) = (s.nf * s.m, s.nf, s.m, s.d);
+            let (ni, nfi, mi, di) = (n as i32, nf as i32, m as i32, d as i32);
+            let width = d * d + d;
+            let private = s.sigma > 0.0;
             if private {
-                l.launch(
+                s.l.launch(
                     "fb_tree_insert",
                     n * width,
-                    &[Arg::I32(ni), Arg::I32(di), p(bufs.gram), p(bufs.bias), p(bufs.tsum)],
+                    &[Arg::I32(ni), Arg::I32(di), p(s.bufs.gram), p(s.bufs.bias), p(s.bufs.tsum)],
                 )?;
             }
-            l.launch(
+            s.l.launch(
                 "fb_sync_reduce",
                 nf * width,
                 &[
-                    Arg::I32(nf as i32),
+                    Arg::I32(nfi),
                     Arg::I32(mi),
                     Arg::I32(di),
-                    Arg::U64(syncs),
+                    Arg::U64(index),
                     Arg::I32(i32::from(private)),
-                    Arg::F64(sigma),
-                    Arg::F64(lambda),
-                    p(bufs.tsum),
-                    p(bufs.akey),
-                    p(bufs.gram),
-                    p(bufs.bias),
-                    p(bufs.base),
-                    p(bufs.usyn),
+                    Arg::F64(s.sigma),
+                    Arg::F64(s.lambda),
+                    p(s.bufs.tsum),
+                    p(s.bufs.akey),
+                    p(s.bufs.gram),
+                    p(s.bufs.bias),
+                    p(s.bufs.base),
+                    p(s.bufs.usyn),
                 ],
             )?;
-            l.launch(
+            s.l.launch(
                 "fb_sync_factor",
                 nf,
                 &[
-                    Arg::I32(nf as i32),
+                    Arg::I32(nfi),
                     Arg::I32(mi),
                     Arg::I32(di),
-                    p(bufs.base),
-                    p(bufs.vinv),
-                    p(bufs.logdet),
-                    p(bufs.scratch),
-                    p(bufs.failures),
+                    p(s.bufs.base),
+                    p(s.bufs.vinv),
+                    p(s.bufs.logdet),
+                    p(s.bufs.scratch),
+                    p(s.bufs.failures),
                 ],
             )?;
-            l.launch(
+            s.l.launch(
                 "fb_sync_broadcast",
                 n,
                 &[
                     Arg::I32(ni),
                     Arg::I32(mi),
                     Arg::I32(di),
-                    p(bufs.usyn),
-                    p(bufs.vinv),
-                    p(bufs.logdet),
-                    p(bufs.b),
-                    p(bufs.gram),
-                    p(bufs.bias),
+                    p(s.bufs.usyn),
+                    p(s.bufs.vinv),
+                    p(s.bufs.logdet),
+                    p(s.bufs.b),
+                    p(s.bufs.gram),
+                    p(s.bufs.bias),
                 ],
-            )?;
-            since_factor = 0;
-        }
-        if t.is_multiple_of(1024) {
-            progress(1024 * n as u64);
-        }
-        if next.peek() == Some(&t) {
-            next.next();
-            download_slice(l, bufs.group, &mut group)?;
-            download_slice(l, bufs.regret, &mut regret)?;
-            download_slice(l, bufs.failures, &mut failures)?;
-            for f in 0..nf {
-                let per = &regret[f * m..(f + 1) * m];
-                results[f].push(BatchPoint {
-                    t,
-                    group_regret: group[f],
-                    agent_regret_max: per.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-                    sync_rounds: syncs,
-                    messages: messages_per_sync * syncs,
-                    cholesky_failures: failures[f] as u64,
-                });
-            }
-        }
-        t += 1;
+            )
+        })
     }
-    progress((batch.horizon % 1024) * n as u64);
-    Ok(results)
+
+    fn observe(&mut self, out: &mut Vec<Observation>) -> Result<(), BatchError> {
+        self.ops(|s| {
+            let lr: &mut dyn Launcher = &mut **s.l;
+            download_slice(lr, s.bufs.group, &mut s.group)?;
+            download_slice(lr, s.bufs.regret, &mut s.regret)?;
+            download_slice(lr, s.bufs.failures, &mut s.failures)?;
+            Ok(())
+        })?;
+        out.clear();
+        out.extend((0..self.nf).map(|f| Observation {
+            group_regret: self.group[f],
+            agent_regret_max: self.regret[f * self.m..(f + 1) * self.m]
+                .iter()
+                .copied()
+                .fold(f64::NEG_INFINITY, f64::max),
+            cholesky_failures: self.failures[f].max(0) as u64,
+        }));
+        Ok(())
+    }
 }
 
 /// Agents per block and dynamic shared memory of `fb_linear_rounds_coop` for

@@ -106,21 +106,18 @@ impl super::Backend for CudaBackend {
         driver::supports(batch, limit).map_err(|e| e.to_string())
     }
 
-    fn run_linear_batch(
-        &self,
+    fn linear_ops<'a>(
+        &'a self,
         batch: &super::LinearBatch,
-        checkpoints: &[u64],
-        progress: &dyn Fn(u64),
-    ) -> Result<Vec<Vec<super::BatchPoint>>, super::BatchError> {
-        let mut l = self
+    ) -> Result<Box<dyn super::LinearOps + 'a>, super::BatchError> {
+        let l = self
             .launcher
             .lock()
             .map_err(|_| super::BatchError::Failed("the CUDA device lock was poisoned by an earlier failure".into()))?;
-        let out = driver::run_batch(&mut **l, batch, checkpoints, progress).map_err(|e| match e {
-            CudaError::Unsupported(why) => super::BatchError::Unsupported(why),
-            e => super::BatchError::Failed(e.to_string()),
-        });
-        l.free_all();
-        out
+        match driver::CudaLinear::new(l, batch) {
+            Ok(ops) => Ok(Box::new(ops)),
+            Err(CudaError::Unsupported(why)) => Err(super::BatchError::Unsupported(why)),
+            Err(e) => Err(super::BatchError::Failed(e.to_string())),
+        }
     }
 }

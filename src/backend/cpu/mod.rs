@@ -9,9 +9,13 @@
 //! path), hence bit-identical output on any x86-64 CPU.
 //!
 //! Parallelism lives above this level: the simulation runs federations on
-//! rayon's pool; each backend call is sequential.
+//! rayon's pool (as per-repetition tasks, or inside a batch's
+//! [`lockstep::CpuLinear`]); each step is sequential.
 
-use super::{AgentState, Backend, StepResult, Workspace};
+pub mod bank;
+pub mod lockstep;
+
+use super::{AgentState, Backend, BatchError, LinearBatch, LinearOps, StepResult, Workspace};
 use crate::env::{AgentStreams, LinearEnv};
 use crate::linalg::{self, LltError};
 use crate::rng::lanes::LANES;
@@ -185,6 +189,14 @@ impl Backend for CpuBackend {
             });
         }
         linalg::spd_inverse_with_jitter(v, d, inv, &mut ws.m1, &mut ws.m2)
+    }
+
+    fn supports_linear_batch(&self, _batch: &LinearBatch) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn linear_ops<'a>(&'a self, batch: &LinearBatch) -> Result<Box<dyn LinearOps + 'a>, BatchError> {
+        Ok(Box::new(lockstep::CpuLinear::new(batch)?))
     }
 }
 
