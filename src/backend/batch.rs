@@ -105,6 +105,33 @@ pub struct LinearBatch {
 }
 
 impl LinearBatch {
+    /// A batch whose agents never communicate: UCB with width `beta(t)`
+    /// and V_0 = lambda I, or, with `random_policy`, random actions.
+    #[allow(clippy::too_many_arguments)]
+    pub fn unsynced(
+        env: LinearEnvSpec,
+        env_keys: Vec<Vec<u64>>,
+        m: usize,
+        horizon: u64,
+        lambda: f64,
+        beta: Box<dyn Fn(u64) -> f64 + Send + Sync>,
+        refactor_every: u32,
+        random_policy: Option<Vec<Vec<u64>>>,
+    ) -> Self {
+        Self {
+            env,
+            env_keys,
+            noise_keys: Vec::new(),
+            m,
+            horizon,
+            lambda,
+            beta,
+            sync: None,
+            refactor_every,
+            random_policy,
+        }
+    }
+
     /// Federations in the batch.
     pub fn federations(&self) -> usize {
         self.env_keys.len()

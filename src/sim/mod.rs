@@ -106,9 +106,13 @@ impl RepState {
         let until = until.min(cell.config.horizon);
         match (self, batch) {
             (RepState::Lockstep { step, ops, points }, Some(b)) => step.advance(b, ops, until, checkpoints, points),
-            (RepState::Lockstep { .. }, None) => Err(BatchError::Failed("a lockstep repetition without its batch".into())),
+            (RepState::Lockstep { .. }, None) => {
+                Err(BatchError::Failed("a lockstep repetition without its batch".into()))
+            }
             (RepState::Federation { fed, t, group, points }, _) => {
-                let mut next = checkpoints[checkpoints.partition_point(|&c| c <= *t)..].iter().peekable();
+                let mut next = checkpoints[checkpoints.partition_point(|&c| c <= *t)..]
+                    .iter()
+                    .peekable();
                 let m = cell.config.m as f64;
                 for r in *t + 1..=until {
                     *group += fed.round(r, backend);
@@ -249,7 +253,13 @@ pub fn run_rep_resumable(
     let mut last_snapshot = Instant::now();
     while state.t() < horizon {
         let t0 = state.t();
-        state.advance(cell, batch.as_ref(), (t0 / CHECK_EVERY + 1) * CHECK_EVERY, checkpoints, backend)?;
+        state.advance(
+            cell,
+            batch.as_ref(),
+            (t0 / CHECK_EVERY + 1) * CHECK_EVERY,
+            checkpoints,
+            backend,
+        )?;
         let t = state.t();
         progress((t - t0) * m);
         let Some(s) = snap else { continue };
@@ -324,7 +334,13 @@ pub fn run_built_batch(
     let n = (batch.federations() * batch.m) as u64;
     while step.t < batch.horizon {
         let t0 = step.t;
-        step.advance(batch, ops.as_mut(), (t0 / PROGRESS_EVERY + 1) * PROGRESS_EVERY, checkpoints, &mut curves)?;
+        step.advance(
+            batch,
+            ops.as_mut(),
+            (t0 / PROGRESS_EVERY + 1) * PROGRESS_EVERY,
+            checkpoints,
+            &mut curves,
+        )?;
         progress((step.t - t0) * n);
     }
     drop(ops);

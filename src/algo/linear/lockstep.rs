@@ -95,3 +95,123 @@ impl Lockstep {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::cpu::lockstep::CpuLinear;
+    use crate::backend::{Release, SyncRule};
+    use crate::env::{LinearEnvKind, LinearEnvSpec};
+
+    /// Operations that record what the loop asked for.
+    struct Recorder {
+        max: usize,
+        log: Vec<String>,
+    }
+
+    impl LinearOps for Recorder {
+        fn max_rounds(&self) -> usize {
+            self.max
+        }
+        fn rounds(&mut self, t0: u64, betas: &[f64]) -> Result<(), BatchError> {
+            for (r, b) in betas.iter().enumerate() {
+                assert_eq!(*b, (t0 + r as u64) as f64, "width of round t is beta(t)");
+            }
+            self.log.push(format!("r{t0}+{}", betas.len()));
+            Ok(())
+        }
+        fn refactor(&mut self) -> Result<(), BatchError> {
+            self.log.push("f".into());
+            Ok(())
+        }
+        fn sync(&mut self, index: u64) -> Result<(), BatchError> {
+            self.log.push(format!("s{index}"));
+            Ok(())
+        }
+        fn observe(&mut self, out: &mut Vec<Observation>) -> Result<(), BatchError> {
+            self.log.push("o".into());
+            out.clear();
+            out.push(Observation::default());
+            Ok(())
+        }
+    }
+
+    fn batch(federations: usize, sync: Option<SyncRule>) -> LinearBatch {
+        LinearBatch {
+            env: LinearEnvSpec {
+                kind: LinearEnvKind::Sphere {
+                    reward_on_raw: false,
+                    noise_std: 0.5,
+                },
+                d: 4,
+                k: 12,
+            },
+            env_keys: (0..federations as u64).map(|f| vec![3, f]).collect(),
+            noise_keys: (0..federations as u64 * 3).collect(),
+            m: 3,
+            horizon: 20,
+            lambda: 1.5,
+            beta: Box::new(|t| t as f64),
+            sync,
+            refactor_every: 7,
+            random_policy: None,
+        }
+    }
+
+    #[test]
+    fn events_fall_where_the_schedule_says() {
+        let sync = SyncRule {
+            every: 5,
+            release: Release::Exact,
+            messages_per_sync: 6,
+        };
+        let b = batch(1, Some(sync));
+        let mut ops = Recorder {
+            max: 64,
+            log: Vec::new(),
+        };
+        let mut points = vec![Vec::new()];
+        let mut step = Lockstep::new();
+        // Stop early once, as a snapshot would, then run to the end.
+        step.advance(&b, &mut ops, 12, &[3, 10, 20], &mut points).unwrap();
+        step.advance(&b, &mut ops, 99, &[3, 10, 20], &mut points).unwrap();
+        assert_eq!(ops.log.join(" "), "r1+3 o r4+2 s1 r6+5 s2 o r11+2 r13+3 s3 r16+5 s4 o");
+        let p: Vec<(u64, u64, u64)> = points[0].iter().map(|p| (p.t, p.sync_rounds, p.messages)).collect();
+        assert_eq!(p, vec![(3, 0, 0), (10, 2, 12), (20, 4, 24)]);
+        // Without syncs the refactorization comes every 7 rounds, and a
+        // backend's chunk limit splits runs without moving events.
+        let mut ops = Recorder {
+            max: 4,
+            log: Vec::new(),
+        };
+        Lockstep::new()
+            .advance(&batch(1, None), &mut ops, 20, &[], &mut [Vec::new()])
+            .unwrap();
+        assert_eq!(ops.log.join(" "), "r1+4 r5+3 f r8+4 r12+3 f r15+4 r19+2");
+    }
+
+    #[test]
+    fn a_batch_of_federations_equals_each_run_alone() {
+        for release in [Release::Exact, Release::Tree { sigma: 0.3, levels: 3 }] {
+            let sync = SyncRule {
+                every: 5,
+                release,
+                messages_per_sync: 6,
+            };
+            let run = |b: &LinearBatch| {
+                let mut ops = CpuLinear::new(b).unwrap();
+                let mut points = vec![Vec::new(); b.federations()];
+                Lockstep::new().advance(b, &mut ops, 20, &[7, 20], &mut points).unwrap();
+                points
+            };
+            let all = run(&batch(4, Some(sync.clone())));
+            for (f, curve) in all.iter().enumerate() {
+                let mut one = batch(4, Some(sync.clone()));
+                one.env_keys = vec![one.env_keys[f].clone()];
+                one.noise_keys = one.noise_keys[f * 3..(f + 1) * 3].to_vec();
+                assert_eq!(&run(&one)[0], curve, "federation {f}");
+            }
+            assert_ne!(all[0], all[1], "federations have their own streams");
+        }
+    }
+}

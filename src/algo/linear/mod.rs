@@ -171,9 +171,9 @@ impl Federation for AnyFederation {
 pub fn build(cfg: &LinearConfig, env_key: &[u64], algo_key: &[u64]) -> Result<AnyFederation, String> {
     let env = LinearEnv::new(&cfg.env, env_key);
     match cfg.algorithm {
-        LinearAlgorithm::FeducbCentralized => Ok(AnyFederation::FedUcb(Box::new(feducb::FedUcb::new(
-            cfg, env, algo_key,
-        )))),
+        LinearAlgorithm::FeducbCentralized => {
+            Ok(AnyFederation::FedUcb(Box::new(feducb::FedUcb::new(cfg, env, algo_key))))
+        }
         LinearAlgorithm::FeducbDecentralized => {
             let mut key = algo_key.to_vec();
             key.push(crate::rng::Purpose::Graph as u64);
@@ -218,7 +218,9 @@ pub fn linear_batch(
     match cfg.algorithm {
         LinearAlgorithm::Linucb | LinearAlgorithm::Independent => Ok(oful::batch(cfg, env_keys)),
         LinearAlgorithm::Random => Ok(random::batch(cfg, env_keys, algo_keys)),
-        LinearAlgorithm::Fedlinucb | LinearAlgorithm::PrivateFedlinucb => Ok(fedlinucb::batch(cfg, env_keys, algo_keys)),
+        LinearAlgorithm::Fedlinucb | LinearAlgorithm::PrivateFedlinucb => {
+            Ok(fedlinucb::batch(cfg, env_keys, algo_keys))
+        }
         a => Err(format!(
             "{a:?} has no batched form yet (its sync schedule depends on each federation's data)"
         )),

@@ -21,16 +21,14 @@ pub fn beta(cfg: &LinearConfig, n: u64) -> f64 {
 /// M independent OFUL agents (M = 1 for `linucb`) as a lockstep batch.
 pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>) -> LinearBatch {
     let c = cfg.clone();
-    LinearBatch {
-        env: cfg.env.clone(),
+    LinearBatch::unsynced(
+        cfg.env.clone(),
         env_keys,
-        noise_keys: Vec::new(),
-        m: cfg.m,
-        horizon: cfg.horizon,
-        lambda: cfg.lambda,
-        beta: Box::new(move |t| beta(&c, t - 1)),
-        sync: None,
-        refactor_every: cfg.refactor_every,
-        random_policy: None,
-    }
+        cfg.m,
+        cfg.horizon,
+        cfg.lambda,
+        Box::new(move |t| beta(&c, t - 1)),
+        cfg.refactor_every,
+        None,
+    )
 }

@@ -21,16 +21,14 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]
         .iter()
         .flat_map(|k| (0..cfg.m).map(move |i| pick_key(k, i)))
         .collect();
-    LinearBatch {
-        env: cfg.env.clone(),
+    LinearBatch::unsynced(
+        cfg.env.clone(),
         env_keys,
-        noise_keys: Vec::new(),
-        m: cfg.m,
-        horizon: cfg.horizon,
-        lambda: 1.0,
-        beta: Box::new(|_| 0.0),
-        sync: None,
-        refactor_every: u32::MAX,
-        random_policy: Some(keys),
-    }
+        cfg.m,
+        cfg.horizon,
+        1.0,
+        Box::new(|_| 0.0),
+        u32::MAX,
+        Some(keys),
+    )
 }

@@ -221,13 +221,12 @@ impl<'a> CudaLinear<'a> {
         };
         let rr = lr.alloc_zeroed(if coop.is_some() { chunk_max * n * 8 } else { 8 })?;
         let betas_dev = lr.alloc_zeroed(chunk_max * 8)?;
-        let int = |v: usize| i32::try_from(v).map_err(|_| CudaError::Unsupported(format!("size {v} exceeds i32")));
         let shape = [
-            Arg::I32(int(n)?),
-            Arg::I32(int(m)?),
-            Arg::I32(int(d)?),
-            Arg::I32(int(k)?),
-            Arg::I32(int(kp)?),
+            int_arg(n)?,
+            int_arg(m)?,
+            int_arg(d)?,
+            int_arg(k)?,
+            int_arg(kp)?,
             Arg::I32(i32::from(reward_raw)),
             Arg::F64(noise_std),
         ];
@@ -391,7 +390,13 @@ impl LinearOps for CudaLinear<'_> {
                 s.l.launch(
                     "fb_tree_insert",
                     n * width,
-                    &[Arg::I32(ni), Arg::I32(di), p(s.bufs.gram), p(s.bufs.bias), p(s.bufs.tsum)],
+                    &[
+                        Arg::I32(ni),
+                        Arg::I32(di),
+                        p(s.bufs.gram),
+                        p(s.bufs.bias),
+                        p(s.bufs.tsum),
+                    ],
                 )?;
             }
             s.l.launch(
@@ -454,16 +459,25 @@ impl LinearOps for CudaLinear<'_> {
             Ok(())
         })?;
         out.clear();
-        out.extend((0..self.nf).map(|f| Observation {
-            group_regret: self.group[f],
-            agent_regret_max: self.regret[f * self.m..(f + 1) * self.m]
-                .iter()
-                .copied()
-                .fold(f64::NEG_INFINITY, f64::max),
-            cholesky_failures: self.failures[f].max(0) as u64,
+        out.extend((0..self.nf).map(|f| {
+            Observation {
+                group_regret: self.group[f],
+                agent_regret_max: self.regret[f * self.m..(f + 1) * self.m]
+                    .iter()
+                    .copied()
+                    .fold(f64::NEG_INFINITY, f64::max),
+                cholesky_failures: self.failures[f].max(0) as u64,
+            }
         }));
         Ok(())
     }
+}
+
+/// A size as a kernel's `int` argument.
+fn int_arg(v: usize) -> Result<Arg, CudaError> {
+    i32::try_from(v)
+        .map(Arg::I32)
+        .map_err(|_| CudaError::Unsupported(format!("size {v} exceeds i32")))
 }
 
 /// Agents per block and dynamic shared memory of `fb_linear_rounds_coop` for
@@ -528,17 +542,16 @@ pub fn score_batch(
     let (xp, ap, tp) = (upload_slice(l, x)?, upload_slice(l, a)?, upload_slice(l, theta)?);
     let arms = upload_slice(l, &vec![0i32; n])?;
     let quads = upload_slice(l, &vec![0.0f64; n])?;
-    let int = |v: usize| i32::try_from(v).map_err(|_| CudaError::Unsupported(format!("size {v} exceeds i32")));
     l.launch_grid(
         "fb_score_coop",
         n.div_ceil(per_block).max(1),
         COOP_BLOCK,
         shared,
         &[
-            Arg::I32(int(n)?),
-            Arg::I32(int(d)?),
-            Arg::I32(int(k)?),
-            Arg::I32(int(kp)?),
+            int_arg(n)?,
+            int_arg(d)?,
+            int_arg(k)?,
+            int_arg(kp)?,
             Arg::I32(i32::from(stage)),
             Arg::F64(beta),
             Arg::Ptr(xp),
