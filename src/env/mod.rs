@@ -1,4 +1,5 @@
-//! Environments of the linear contextual family (ALGORITHMS.md section 4).
+//! Environments (ALGORITHMS.md section 4): the linear contextual family here,
+//! the decentralized multi-armed family in [`mab`].
 //!
 //! An environment owns the federation's hidden parameter theta* and knows the
 //! mean reward of every action it offers, so regret is exact pseudo-regret.
@@ -10,6 +11,7 @@
 
 pub mod linear_gap;
 pub mod linear_sphere;
+pub mod mab;
 
 use crate::rng::lanes::{LANES, Lanes};
 use crate::rng::{Purpose, Stream};

@@ -246,6 +246,44 @@ impl Graph {
     pub fn edge_count(&self) -> usize {
         self.adj.iter().map(Vec::len).sum::<usize>() / 2
     }
+
+    /// The edges (i, j) with i < j, in order of i, then of j's position in
+    /// i's neighbour list: the list a uniform random edge is drawn from.
+    pub fn edges(&self) -> Vec<(usize, usize)> {
+        (0..self.n)
+            .flat_map(|i| self.adj[i].iter().filter(move |&&j| j > i).map(move |&j| (i, j)))
+            .collect()
+    }
+
+    /// The second largest eigenvalue lambda_2 of the expected gossip matrix
+    /// of one uniformly random edge per round (Zhu et al.):
+    /// W_bar = I - (1 / (2|E|)) sum_{(i,j) in E} (e_i - e_j)(e_i - e_j)^T,
+    /// i.e. I - L / (2|E|) with L the graph Laplacian. W_bar is symmetric
+    /// and doubly stochastic, its largest eigenvalue is 1 (eigenvector 1),
+    /// and lambda_2 < 1 exactly when the graph is connected. 0 for a single
+    /// agent or no edge.
+    pub fn gossip_lambda2(&self) -> f64 {
+        let (n, e) = (self.n, self.edge_count());
+        if n < 2 || e == 0 {
+            return 0.0;
+        }
+        let c = 1.0 / (2.0 * e as f64);
+        let w = faer::Mat::<f64>::from_fn(n, n, |i, j| {
+            let l = if i == j {
+                self.adj[i].len() as f64
+            } else if self.adj[i].contains(&j) {
+                -1.0
+            } else {
+                0.0
+            };
+            f64::from(u8::from(i == j)) - c * l
+        });
+        // Ascending order; a symmetric matrix of finite entries always
+        // converges, so the fallback is unreachable.
+        w.self_adjoint_eigenvalues(faer::Side::Lower)
+            .map(|ev| ev[n - 2])
+            .unwrap_or(f64::NAN)
+    }
 }
 
 /// Parses an edge-list file's text.
@@ -287,6 +325,10 @@ mod tests {
     #[test]
     fn shapes_and_diameters() {
         assert_eq!(build(GraphSpec::Complete, 6).diameter(), 1);
+        assert_eq!(
+            build(GraphSpec::Ring, 5).edges(),
+            vec![(0, 1), (0, 4), (1, 2), (2, 3), (3, 4)]
+        );
         assert_eq!(build(GraphSpec::Complete, 6).edge_count(), 15);
         assert_eq!(build(GraphSpec::Ring, 8).diameter(), 4);
         assert_eq!(build(GraphSpec::Line, 8).diameter(), 7);
@@ -318,5 +360,27 @@ mod tests {
             vec![(0, 1), (1, 2), (2, 0)]
         );
         assert!(parse_edges("0 1 2\n").is_err());
+    }
+
+    #[test]
+    fn gossip_lambda2_closed_forms() {
+        // Complete graph K_n: L has eigenvalues 0 and n (n - 1 times), |E| =
+        // n(n-1)/2, so lambda_2 = 1 - n / (n (n - 1)) = 1 - 1/(n - 1).
+        for n in [2usize, 3, 6, 10] {
+            let l2 = build(GraphSpec::Complete, n).gossip_lambda2();
+            assert!((l2 - (1.0 - 1.0 / (n as f64 - 1.0))).abs() < 1e-12, "K_{n}: {l2}");
+        }
+        // Ring C_n: Laplacian eigenvalues 2 - 2 cos(2 pi k / n); the smallest
+        // non-zero is 2 - 2 cos(2 pi / n), |E| = n.
+        for n in [5usize, 8, 12] {
+            let want = 1.0 - (2.0 - 2.0 * (2.0 * std::f64::consts::PI / n as f64).cos()) / (2.0 * n as f64);
+            let l2 = build(GraphSpec::Ring, n).gossip_lambda2();
+            assert!((l2 - want).abs() < 1e-12, "C_{n}: {l2} vs {want}");
+        }
+        // Star S_n: Laplacian eigenvalues 0, 1 (n - 2 times), n; |E| = n - 1.
+        let l2 = build(GraphSpec::Star, 7).gossip_lambda2();
+        assert!((l2 - (1.0 - 1.0 / 12.0)).abs() < 1e-12, "{l2}");
+        // Sparser graphs mix more slowly.
+        assert!(build(GraphSpec::Line, 8).gossip_lambda2() > build(GraphSpec::Ring, 8).gossip_lambda2());
     }
 }

@@ -1,7 +1,9 @@
 //! Privacy mechanisms: the tree-based (binary counter) aggregation and the
-//! Gaussian noise calibrations of the linear family.
+//! Gaussian noise calibrations of the linear family; the binary partial-sum
+//! mechanism (Laplace) of the gossip family.
 
 pub mod accountant;
+pub mod partial_sum;
 pub mod tree;
 pub mod vecsum;
 

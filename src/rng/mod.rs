@@ -90,6 +90,14 @@ pub fn normal_at(key: u64, index: u64) -> f64 {
     crate::math::box_muller(a, b).0
 }
 
+/// A uniform on (0, 1) as a pure function of (`key`, `index`), like
+/// [`normal_at`]: 53 random bits, centred in their cell, so never 0 or 1.
+#[inline]
+pub fn uniform_at(key: u64, index: u64) -> f64 {
+    let mut h = key ^ index.wrapping_mul(0xD2B7_4407_B1CE_6E93);
+    ((splitmix64(&mut h) >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64)
+}
+
 /// FNV-1a hash of a string, used to turn parameter descriptions into scopes.
 pub fn hash_str(s: &str) -> u64 {
     let mut h = 0xcbf2_9ce4_8422_2325u64;
