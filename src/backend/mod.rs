@@ -20,6 +20,7 @@ pub mod batch;
 pub mod cpu;
 pub mod cuda;
 pub mod dense;
+pub mod gossip;
 
 pub use batch::{BatchError, BatchPoint, LinearBatch, LinearOps, Observation, Release, SyncRule};
 

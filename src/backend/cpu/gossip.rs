@@ -1,0 +1,312 @@
+//! The CPU's [`GossipOps`]: struct-of-arrays state per federation (agent x
+//! arm), one round of every agent at a time, federations on rayon's pool
+//! when the batch has several.
+
+use crate::backend::BatchError;
+use crate::backend::gossip::{GossipBatch, GossipObservation, GossipOps, GossipPolicy, GossipPrivacy};
+use crate::env::mab::MabEnv;
+use crate::privacy::partial_sum::PartialSum;
+use crate::rng::{Stream, fold_more};
+use rayon::prelude::*;
+
+/// The CPU state of every federation of a gossip batch.
+pub struct CpuGossip {
+    feds: Vec<Fed>,
+    policy: GossipPolicy,
+    c: f64,
+    privacy: Option<GossipPrivacy>,
+}
+
+/// One federation: counts, estimates and streams of its N agents x M arms
+/// (agent-major).
+pub struct Fed {
+    env: MabEnv,
+    /// Neighbours of each agent.
+    adj: Vec<Vec<usize>>,
+    edges: Vec<(usize, usize)>,
+    edge_stream: Stream,
+    noise: Vec<Stream>,
+    /// n_{i,k}.
+    pub n: Vec<u64>,
+    /// n~_{i,k} (this round's) and the previous round's.
+    pub nt: Vec<u64>,
+    nt_prev: Vec<u64>,
+    /// Exact sums of own observations (non-private).
+    sum: Vec<f64>,
+    /// Private partial sums.
+    ps: Vec<PartialSum>,
+    /// Folded noise key of each agent (private).
+    keys: Vec<u64>,
+    /// X_bar_{i,k} (private: the noisy sum over n).
+    xbar: Vec<f64>,
+    /// X_bar before this round's update.
+    xbar_old: Vec<f64>,
+    /// theta_{i,k}.
+    theta: Vec<f64>,
+    /// The pulled arm of each agent this round.
+    arm: Vec<usize>,
+    regret: Vec<f64>,
+    group: f64,
+    forced: u64,
+    clipped: u64,
+    /// Oracle index (per arm, workspace).
+    pooled: Vec<f64>,
+}
+
+impl CpuGossip {
+    /// Every federation of `batch` at round 0.
+    pub fn new(batch: &GossipBatch) -> Result<Self, BatchError> {
+        let nf = batch.federations();
+        if batch.graphs.len() != nf || batch.edge_keys.len() != nf {
+            return Err(BatchError::Unsupported(
+                "one graph and one edge key per federation".into(),
+            ));
+        }
+        let feds = batch
+            .envs
+            .iter()
+            .zip(&batch.graphs)
+            .zip(&batch.edge_keys)
+            .enumerate()
+            .map(|(f, ((env, g), ek))| {
+                let (n, m) = (env.spec.agents, env.spec.arms);
+                if g.len() != n {
+                    return Err(BatchError::Unsupported(format!(
+                        "a graph on {} agents for {n} agents",
+                        g.len()
+                    )));
+                }
+                let keys = match &batch.privacy {
+                    Some(p) if p.noise_keys.len() == nf * n => p.noise_keys[f * n..(f + 1) * n].to_vec(),
+                    Some(_) => return Err(BatchError::Unsupported("one noise key per agent".into())),
+                    None => Vec::new(),
+                };
+                let z = vec![0.0; n * m];
+                Ok(Fed {
+                    adj: (0..n).map(|i| g.neighbors(i).to_vec()).collect(),
+                    edges: g.edges(),
+                    edge_stream: Stream::new(ek),
+                    noise: (0..n).map(|i| Stream::new(&env.noise_key(i))).collect(),
+                    n: vec![0; n * m],
+                    nt: vec![0; n * m],
+                    nt_prev: vec![0; n * m],
+                    sum: z.clone(),
+                    ps: vec![PartialSum::default(); if keys.is_empty() { 0 } else { n * m }],
+                    keys,
+                    xbar: z.clone(),
+                    xbar_old: z.clone(),
+                    theta: z,
+                    arm: vec![0; n],
+                    regret: vec![0.0; n],
+                    group: 0.0,
+                    forced: 0,
+                    clipped: 0,
+                    pooled: vec![0.0; m],
+                    env: env.clone(),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            feds,
+            policy: batch.policy,
+            c: batch.confidence_scale,
+            privacy: batch.privacy.clone(),
+        })
+    }
+
+    /// The federations' state (for tests of invariants).
+    pub fn federations(&self) -> &[Fed] {
+        &self.feds
+    }
+}
+
+/// Index of the largest value, lowest index on ties (NaN never wins).
+#[inline]
+fn argmax(it: impl Iterator<Item = f64>) -> usize {
+    let mut best = (f64::NEG_INFINITY, 0);
+    for (k, v) in it.enumerate() {
+        if v > best.0 {
+            best = (v, k);
+        }
+    }
+    best.1
+}
+
+impl Fed {
+    fn round(&mut self, t: u64, policy: GossipPolicy, c: f64, privacy: Option<&GossipPrivacy>) {
+        let (n, m) = (self.env.spec.agents, self.env.spec.arms);
+        let lt = (t as f64).ln();
+        let width = |cnt: u64| {
+            let nn = cnt as f64;
+            let base = (2.0 * c * lt / nn).sqrt();
+            match privacy {
+                Some(p) => base + p.c_priv * p.log2_horizon * (t as f64).log2() * nn.ln() / (p.epsilon * nn),
+                None => base,
+            }
+        };
+        // 1. Choose (every agent from the previous round's state).
+        if policy == GossipPolicy::Oracle && t > m as u64 {
+            for k in 0..m {
+                let (mut s, mut cnt) = (0.0, 0u64);
+                for i in 0..n {
+                    s += self.xbar[i * m + k];
+                    cnt += self.n[i * m + k];
+                }
+                self.pooled[k] = s / n as f64 + (2.0 * c * lt / cnt as f64).sqrt();
+            }
+        }
+        for i in 0..n {
+            let row = i * m..(i + 1) * m;
+            self.arm[i] = if t <= m as u64 {
+                (t - 1) as usize
+            } else {
+                match policy {
+                    GossipPolicy::Gossip => {
+                        let lag = (0..m)
+                            .filter(|&k| self.n[i * m + k] + (n as u64) < self.nt[i * m + k])
+                            .min_by_key(|&k| (self.n[i * m + k], k));
+                        match lag {
+                            Some(k) => {
+                                self.forced += 1;
+                                k
+                            }
+                            None => argmax(
+                                self.theta[row.clone()]
+                                    .iter()
+                                    .zip(&self.n[row])
+                                    .map(|(th, &cnt)| th + width(cnt)),
+                            ),
+                        }
+                    }
+                    GossipPolicy::Local => argmax(
+                        self.xbar[row.clone()]
+                            .iter()
+                            .zip(&self.n[row])
+                            .map(|(x, &cnt)| x + width(cnt)),
+                    ),
+                    GossipPolicy::Oracle => argmax(self.pooled.iter().copied()),
+                }
+            };
+        }
+        // 2. Observe and update own counts and estimates.
+        self.xbar_old.copy_from_slice(&self.xbar);
+        let mut total = 0.0;
+        for i in 0..n {
+            let a = self.arm[i];
+            let x = self.env.observe(i, a, &mut self.noise[i]);
+            let r = self.env.regret(a);
+            self.regret[i] += r;
+            total += r;
+            self.n[i * m + a] += 1;
+            match privacy {
+                Some(p) => {
+                    let xc = x.clamp(p.lo, p.hi);
+                    if xc != x {
+                        self.clipped += 1;
+                    }
+                    for k in 0..m {
+                        let e = i * m + k;
+                        self.ps[e].push(t, (k == a).then_some(xc));
+                        let cnt = self.n[e];
+                        self.xbar[e] = if cnt == 0 {
+                            0.0
+                        } else {
+                            self.ps[e].release(t, fold_more(self.keys[i], k as u64), p.scale) / cnt as f64
+                        };
+                    }
+                }
+                None => {
+                    let e = i * m + a;
+                    self.sum[e] += x;
+                    self.xbar[e] = self.sum[e] / self.n[e] as f64;
+                }
+            }
+        }
+        self.group += total;
+        if policy != GossipPolicy::Gossip {
+            return;
+        }
+        // 3. Network-count estimates from the neighbours' previous values.
+        if t <= m as u64 {
+            self.nt.copy_from_slice(&self.n);
+        } else {
+            for i in 0..n {
+                for k in 0..m {
+                    let e = i * m + k;
+                    self.nt[e] = self.adj[i]
+                        .iter()
+                        .map(|&j| self.nt_prev[j * m + k])
+                        .fold(self.n[e], u64::max);
+                }
+            }
+        }
+        self.nt_prev.copy_from_slice(&self.nt);
+        // 4. Gossip: the initial pulls set theta = X_bar; afterwards one
+        // uniformly random edge averages its endpoints' previous values and
+        // every agent adds its own mean's change.
+        if t <= m as u64 {
+            self.theta.copy_from_slice(&self.xbar);
+            return;
+        }
+        let (u, v) = self.edges[self.edge_stream.below(self.edges.len() as u64) as usize];
+        for k in 0..m {
+            let (tu, tv) = (self.theta[u * m + k], self.theta[v * m + k]);
+            let avg = 0.5 * (tu + tv);
+            self.theta[u * m + k] = avg;
+            self.theta[v * m + k] = avg;
+        }
+        for ((th, x), x0) in self.theta.iter_mut().zip(&self.xbar).zip(&self.xbar_old) {
+            *th += x - x0;
+        }
+    }
+
+    fn observation(&self, policy: GossipPolicy) -> GossipObservation {
+        let (n, m) = (self.env.spec.agents, self.env.spec.arms);
+        let est: &[f64] = match policy {
+            GossipPolicy::Gossip => &self.theta,
+            _ => &self.xbar,
+        };
+        let mut consensus = 0.0f64;
+        for k in 0..m {
+            let pooled = (0..n).map(|i| self.xbar[i * m + k]).sum::<f64>() / n as f64;
+            for i in 0..n {
+                let e = if policy == GossipPolicy::Oracle {
+                    pooled
+                } else {
+                    est[i * m + k]
+                };
+                consensus = consensus.max((e - self.env.means[k]).abs());
+            }
+        }
+        GossipObservation {
+            group_regret: self.group,
+            agent_regret_max: self.regret.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            consensus_error: consensus,
+            forced_pulls: self.forced,
+            clipped: self.clipped,
+        }
+    }
+}
+
+impl GossipOps for CpuGossip {
+    fn rounds(&mut self, t0: u64, count: u64) -> Result<(), BatchError> {
+        let (policy, c, privacy) = (self.policy, self.c, self.privacy.as_ref());
+        let run = |f: &mut Fed| {
+            for t in t0..t0 + count {
+                f.round(t, policy, c, privacy);
+            }
+        };
+        if self.feds.len() == 1 {
+            run(&mut self.feds[0]);
+        } else {
+            self.feds.par_iter_mut().for_each(run);
+        }
+        Ok(())
+    }
+
+    fn observe(&mut self, out: &mut Vec<GossipObservation>) -> Result<(), BatchError> {
+        out.clear();
+        out.extend(self.feds.iter().map(|f| f.observation(self.policy)));
+        Ok(())
+    }
+}

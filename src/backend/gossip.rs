@@ -1,0 +1,100 @@
+//! The gossip family's batched contract (ALGORITHMS.md 2): a batch of
+//! federations of one multi-armed configuration, described in the backend's
+//! terms, and the batched operations a backend implements over all of them.
+//!
+//! Round t of every agent of every federation, in lockstep: pull (the
+//! initial pulls of rounds 1..M, the forced pull of an arm whose count lags
+//! the network estimate by more than N, or the index argmax); observe
+//! mu_{i,k} + noise; update the count and the (private) mean estimate; then
+//! the network-count estimates n~ from the neighbours' previous values and
+//! the gossip of one uniformly random edge. The policy decides which index
+//! and which communication ([`GossipPolicy`]).
+
+use crate::backend::BatchError;
+use crate::env::mab::MabEnv;
+use crate::graph::Graph;
+
+/// How agents choose and communicate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum GossipPolicy {
+    /// Zhu et al.'s Gossip_UCB (and, with [`GossipPrivacy`], Fed_UCB):
+    /// forced pulls, index theta_{i,k} + C_{i,k}(t), one random edge per
+    /// round.
+    Gossip,
+    /// UCB1 on the agent's own observations; no communication.
+    Local,
+    /// Full communication without delay: index (1/N) sum_j X_bar_{j,k} +
+    /// sqrt(2 c log t / sum_j n_{j,k}), the same for every agent.
+    Oracle,
+}
+
+/// The binary partial-sum privatizer of every agent's per-arm streams
+/// ([`crate::privacy::partial_sum`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GossipPrivacy {
+    /// Target epsilon (for the confidence term).
+    pub epsilon: f64,
+    /// Laplace scale of each block: (hi - lo) / epsilon'.
+    pub scale: f64,
+    /// Observations are clipped to [lo, hi] before entering the sums.
+    pub lo: f64,
+    /// Upper clip.
+    pub hi: f64,
+    /// c_priv of the confidence term.
+    pub c_priv: f64,
+    /// log2 T.
+    pub log2_horizon: f64,
+    /// Folded noise key of every agent, federation-major (arm k's key is
+    /// `fold_more(key, k)`).
+    pub noise_keys: Vec<u64>,
+}
+
+/// A batch of federations of one gossip-family configuration.
+pub struct GossipBatch {
+    /// Each federation's environment instance (N agents, M arms).
+    pub envs: Vec<MabEnv>,
+    /// Each federation's graph.
+    pub graphs: Vec<Graph>,
+    /// Each federation's key of its random-edge stream.
+    pub edge_keys: Vec<Vec<u64>>,
+    /// Rounds T.
+    pub horizon: u64,
+    /// The policy.
+    pub policy: GossipPolicy,
+    /// c of C_{i,k}(t) = sqrt(2 c log t / n_{i,k}).
+    pub confidence_scale: f64,
+    /// The privatizer (Fed_UCB), if any.
+    pub privacy: Option<GossipPrivacy>,
+}
+
+impl GossipBatch {
+    /// Federations in the batch.
+    pub fn federations(&self) -> usize {
+        self.envs.len()
+    }
+}
+
+/// One federation's state as [`GossipOps::observe`] reports it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct GossipObservation {
+    /// Cumulative group pseudo-regret (agents summed in order each round).
+    pub group_regret: f64,
+    /// Max over agents of cumulative regret.
+    pub agent_regret_max: f64,
+    /// Max over agents and arms of |estimate_{i,k} - mu_k|, the estimate
+    /// being what the agent plays on (theta for gossip, its own mean for
+    /// local, the pooled mean for the oracle).
+    pub consensus_error: f64,
+    /// Forced pulls so far (all agents).
+    pub forced_pulls: u64,
+    /// Observations the privatizer's clipping changed.
+    pub clipped: u64,
+}
+
+/// The batched operations of the gossip family on one backend.
+pub trait GossipOps {
+    /// Runs rounds `t0 .. t0 + count` of every federation.
+    fn rounds(&mut self, t0: u64, count: u64) -> Result<(), BatchError>;
+    /// Each federation's state, in batch order, into `out` (cleared first).
+    fn observe(&mut self, out: &mut Vec<GossipObservation>) -> Result<(), BatchError>;
+}

@@ -1,0 +1,205 @@
+//! The gossip family's algorithms against what the paper and the spec say
+//! must hold (ALGORITHMS.md 2): Lemma 2's local consistency at every step,
+//! the ordering oracle <= gossip <= local on a complete graph, linear
+//! against sub-linear regret on a biased instance, exact clipping counts,
+//! and a batch of federations equal to each federation alone.
+
+use fedbandits::algo::gossip::fed_ucb_gossip::PrivacyConfig;
+use fedbandits::algo::gossip::{GossipAlgorithm, GossipConfig, GossipPoint, gossip_batch, run};
+use fedbandits::backend::cpu::gossip::CpuGossip;
+use fedbandits::backend::gossip::GossipBatch;
+use fedbandits::env::mab::{MabEnv, MabEnvSpec};
+use fedbandits::graph::GraphSpec;
+
+fn config(algorithm: GossipAlgorithm, agents: usize, arms: usize, horizon: u64, graph: GraphSpec) -> GossipConfig {
+    GossipConfig {
+        algorithm,
+        env: MabEnvSpec {
+            agents,
+            arms,
+            noise_std: 1.0,
+        },
+        horizon,
+        graph,
+        confidence_scale: 1.0,
+        privacy: PrivacyConfig::default(),
+    }
+}
+
+fn keys(reps: u64, scope: u64) -> Vec<Vec<u64>> {
+    (0..reps).map(|r| vec![2026, scope, r]).collect()
+}
+
+/// Runs a batch to its horizon on the CPU; curves at `checkpoints`.
+fn run_all(batch: &GossipBatch, checkpoints: &[u64]) -> Vec<Vec<GossipPoint>> {
+    let mut ops = CpuGossip::new(batch).unwrap();
+    let mut points = vec![Vec::new(); batch.federations()];
+    run(batch, &mut ops, 0, batch.horizon, checkpoints, &mut points).unwrap();
+    points
+}
+
+fn final_regret(batch: &GossipBatch) -> Vec<f64> {
+    run_all(batch, &[batch.horizon])
+        .iter()
+        .map(|c| c[0].obs.group_regret)
+        .collect()
+}
+
+#[test]
+fn local_consistency_lemma_2_holds_at_every_step() {
+    // n_{i,k} >= n~_{i,k} - 3N for every agent and arm after every round,
+    // on sparse graphs (slow mixing) with and without privacy.
+    for (graph, eps) in [
+        (GraphSpec::Line, f64::INFINITY),
+        (GraphSpec::Ring, 1.0),
+        (GraphSpec::Star, f64::INFINITY),
+    ] {
+        let mut cfg = config(GossipAlgorithm::FedUcbGossip, 8, 5, 3000, graph.clone());
+        cfg.privacy.epsilon = eps;
+        let b = gossip_batch(&cfg, &keys(3, 1), &keys(3, 2)).unwrap();
+        let mut ops = CpuGossip::new(&b).unwrap();
+        let n = 8u64;
+        let mut forced = 0;
+        for t in 1..=b.horizon {
+            fedbandits::backend::gossip::GossipOps::rounds(&mut ops, t, 1).unwrap();
+            for f in ops.federations() {
+                for (cnt, est) in f.n.iter().zip(&f.nt) {
+                    assert!(cnt + 3 * n >= *est, "{graph:?} t = {t}: n = {cnt}, n~ = {est}");
+                    assert!(est >= cnt, "n~ is at least the own count");
+                }
+            }
+        }
+        let mut obs = Vec::new();
+        fedbandits::backend::gossip::GossipOps::observe(&mut ops, &mut obs).unwrap();
+        forced += obs.iter().map(|o| o.forced_pulls).sum::<u64>();
+        // The forced pulls are what keeps the lemma true: they happen.
+        assert!(forced > 0, "{graph:?}: no forced pull");
+    }
+}
+
+#[test]
+fn on_a_complete_graph_gossip_lies_between_oracle_and_local() {
+    // Paired over 60 repetitions (same instances and noise for all three).
+    let (reps, t) = (60, 4000);
+    let regret = |a| {
+        let b = gossip_batch(
+            &config(a, 10, 5, t, GraphSpec::Complete),
+            &keys(reps, 1),
+            &keys(reps, 7),
+        )
+        .unwrap();
+        final_regret(&b)
+    };
+    let (oracle, gossip, local) = (
+        regret(GossipAlgorithm::OracleUcb),
+        regret(GossipAlgorithm::GossipUcb),
+        regret(GossipAlgorithm::LocalUcb),
+    );
+    let mean_diff = |a: &[f64], b: &[f64]| {
+        let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| x - y).collect();
+        let m = d.iter().sum::<f64>() / d.len() as f64;
+        let sd = (d.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (d.len() - 1) as f64).sqrt();
+        (m, sd / (d.len() as f64).sqrt())
+    };
+    let (d1, se1) = mean_diff(&gossip, &oracle);
+    let (d2, se2) = mean_diff(&local, &gossip);
+    // Each difference positive by more than 3 standard errors.
+    assert!(d1 > 3.0 * se1, "gossip - oracle = {d1} (se {se1})");
+    assert!(d2 > 3.0 * se2, "local - gossip = {d2} (se {se2})");
+}
+
+/// Least-squares slope of log(regret) against log(t).
+fn loglog_slope(curve: &[GossipPoint]) -> f64 {
+    let pts: Vec<(f64, f64)> = curve
+        .iter()
+        .map(|p| ((p.t as f64).ln(), p.obs.group_regret.ln()))
+        .collect();
+    let n = pts.len() as f64;
+    let (mx, my) = (
+        pts.iter().map(|p| p.0).sum::<f64>() / n,
+        pts.iter().map(|p| p.1).sum::<f64>() / n,
+    );
+    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx) * (p.0 - mx)).sum();
+    sxy / sxx
+}
+
+#[test]
+fn on_a_biased_instance_local_regret_is_linear_and_gossip_sublinear() {
+    // Two agents, three arms: agent 0 sees arm 0 best locally, agent 1 arm
+    // 2; the true means (0.5, 0.6, 0.5) make arm 1 best, so no agent's
+    // local best is the global best.
+    let spec = MabEnvSpec {
+        agents: 2,
+        arms: 3,
+        noise_std: 0.3,
+    };
+    let checkpoints: Vec<u64> = (1..=20).map(|i| i * 2500).collect();
+    let mut slopes = Vec::new();
+    for algorithm in [GossipAlgorithm::LocalUcb, GossipAlgorithm::GossipUcb] {
+        let cfg = GossipConfig {
+            env: spec.clone(),
+            ..config(algorithm, 2, 3, 50_000, GraphSpec::Complete)
+        };
+        let mut b = gossip_batch(&cfg, &keys(4, 1), &keys(4, 3)).unwrap();
+        for (f, env) in b.envs.iter_mut().enumerate() {
+            *env = MabEnv::with_means(&spec, vec![1.0, 0.6, 0.0, 0.0, 0.6, 1.0], &[9, f as u64]);
+        }
+        let curves = run_all(&b, &checkpoints);
+        let mean_slope = curves.iter().map(|c| loglog_slope(&c[1..])).sum::<f64>() / curves.len() as f64;
+        slopes.push(mean_slope);
+    }
+    assert!(slopes[0] > 0.95, "local_ucb slope {}", slopes[0]);
+    assert!(slopes[1] < 0.6, "gossip_ucb slope {}", slopes[1]);
+}
+
+#[test]
+fn clipping_counts_are_exact() {
+    // Noise-free observations: agent 0's arm 0 has mean 1.5 (above the
+    // [0, 1] range), agent 1's arm 1 has mean -0.5; every pull of those
+    // (agent, arm) pairs is clipped and nothing else is.
+    let spec = MabEnvSpec {
+        agents: 2,
+        arms: 2,
+        noise_std: 0.0,
+    };
+    let mut cfg = GossipConfig {
+        env: spec.clone(),
+        ..config(GossipAlgorithm::FedUcbGossip, 2, 2, 500, GraphSpec::Complete)
+    };
+    cfg.privacy.epsilon = 2.0;
+    let mut b = gossip_batch(&cfg, &keys(1, 1), &keys(1, 2)).unwrap();
+    b.envs[0] = MabEnv::with_means(&spec, vec![1.5, 0.5, 0.2, -0.5], &[1]);
+    let mut ops = CpuGossip::new(&b).unwrap();
+    let mut points = vec![Vec::new()];
+    run(&b, &mut ops, 0, 500, &[500], &mut points).unwrap();
+    let f = &ops.federations()[0];
+    let want = f.n[0] + f.n[3];
+    assert!(want > 0 && f.n[1] + f.n[2] > 0);
+    assert_eq!(points[0][0].obs.clipped, want);
+}
+
+#[test]
+fn a_batch_equals_each_federation_alone_and_privacy_changes_play() {
+    let mut cfg = config(
+        GossipAlgorithm::FedUcbGossip,
+        6,
+        4,
+        600,
+        GraphSpec::ErdosRenyi { p: 0.5 },
+    );
+    cfg.privacy.epsilon = 1.0;
+    let (ek, ak) = (keys(5, 1), keys(5, 2));
+    let all = run_all(&gossip_batch(&cfg, &ek, &ak).unwrap(), &[100, 600]);
+    for f in 0..5 {
+        let one = run_all(&gossip_batch(&cfg, &ek[f..=f], &ak[f..=f]).unwrap(), &[100, 600]);
+        assert_eq!(one[0], all[f], "federation {f}");
+    }
+    cfg.privacy.epsilon = f64::INFINITY;
+    let exact = run_all(&gossip_batch(&cfg, &ek, &ak).unwrap(), &[100, 600]);
+    assert_ne!(exact[0], all[0]);
+    assert!(
+        exact.iter().all(|c| c[1].obs.clipped == 0),
+        "no privatizer, no clipping"
+    );
+}
