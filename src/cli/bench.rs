@@ -146,7 +146,58 @@ pub fn run(sel: &Selection, opts: &BenchOptions) -> Result<(), RunError> {
             job.horizon
         ));
     }
+    if opts.only.as_deref().is_none_or(|o| "gossip_n10_m5".contains(o)) {
+        pool.install(|| gossip(sel, opts, nthreads));
+    }
     Ok(())
+}
+
+/// `gossip_n10_m5`: `fed_ucb_gossip` (epsilon 1, exact split) with N = 10
+/// agents, M = 5 arms on a ring, 1024 federations by default, as one batch
+/// on the CPU's gossip operations (rayon across federations). The gossip
+/// family has no job files and no kernels yet, so it runs on the CPU under
+/// every backend choice and says so.
+fn gossip(sel: &Selection, opts: &BenchOptions, nthreads: usize) {
+    use crate::algo::gossip::{GossipAlgorithm, GossipConfig, fed_ucb_gossip::PrivacyConfig, gossip_batch};
+    let name = "gossip_n10_m5";
+    if sel.cuda_backend().is_some() {
+        eprintln!("bench {name}: the gossip family has no CUDA kernels yet; running on the CPU");
+    }
+    let feds = u64::from(opts.federations.unwrap_or(1024).max(1));
+    let cfg = GossipConfig {
+        algorithm: GossipAlgorithm::FedUcbGossip,
+        env: crate::env::mab::MabEnvSpec {
+            agents: 10,
+            arms: 5,
+            noise_std: 1.0,
+        },
+        horizon: opts.rounds.max(1),
+        graph: crate::graph::GraphSpec::Ring,
+        confidence_scale: 1.0,
+        privacy: PrivacyConfig {
+            epsilon: 1.0,
+            ..PrivacyConfig::default()
+        },
+    };
+    let keys: Vec<Vec<u64>> = (0..feds).map(|r| vec![1, 2, r]).collect();
+    let start = Instant::now();
+    let run = gossip_batch(&cfg, &keys, &keys)
+        .map_err(|e| e.to_string())
+        .and_then(|b| {
+            let mut ops = crate::backend::cpu::gossip::CpuGossip::new(&b).map_err(|e| e.to_string())?;
+            let mut points = vec![Vec::new(); b.federations()];
+            crate::algo::gossip::run(&b, &mut ops, 0, b.horizon, &[b.horizon], &mut points).map_err(|e| e.to_string())
+        });
+    if let Err(e) = run {
+        eprintln!("bench {name}: failed: {e}");
+        return;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let rate = (feds * 10 * cfg.horizon) as f64 / secs;
+    super::emit(&format!(
+        "bench {name} backend=cpu agent_steps_per_s={rate:.0} threads={nthreads} federations={feds} rounds={} seconds={secs:.3}\n",
+        cfg.horizon
+    ));
 }
 
 /// Times the hot kernels of one linear-bandit agent-step (d = 10, K = 100,
