@@ -10,6 +10,66 @@ pub mod linear;
 
 use crate::backend::Backend;
 
+/// A cell's resolved configuration, whatever its family.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum CellConfig {
+    /// Linear contextual family.
+    Linear(linear::LinearConfig),
+    /// Decentralized multi-armed family.
+    Gossip(gossip::GossipConfig),
+}
+
+impl CellConfig {
+    /// Agents per federation.
+    pub fn agents(&self) -> usize {
+        match self {
+            CellConfig::Linear(c) => c.m,
+            CellConfig::Gossip(c) => c.env.agents,
+        }
+    }
+
+    /// Rounds T.
+    pub fn horizon(&self) -> u64 {
+        match self {
+            CellConfig::Linear(c) => c.horizon,
+            CellConfig::Gossip(c) => c.horizon,
+        }
+    }
+
+    /// The accountant's figures for the cell (None when not private).
+    pub fn accounting(&self) -> Option<crate::privacy::accountant::Accounting> {
+        match self {
+            CellConfig::Linear(c) => linear::accounting(c),
+            CellConfig::Gossip(c) if c.algorithm == gossip::GossipAlgorithm::FedUcbGossip => {
+                gossip::fed_ucb_gossip::accounting(&c.privacy, c.horizon)
+            }
+            CellConfig::Gossip(_) => None,
+        }
+    }
+
+    /// The privacy target (epsilon, delta) the user asked for, if private
+    /// (the gossip family's Laplace mechanism has no delta).
+    pub fn target(&self) -> (Option<f64>, Option<f64>) {
+        match self {
+            CellConfig::Linear(c) => c.privacy.map_or((None, None), |(e, d)| (Some(e), Some(d))),
+            CellConfig::Gossip(c)
+                if c.algorithm == gossip::GossipAlgorithm::FedUcbGossip && c.privacy.epsilon.is_finite() =>
+            {
+                (Some(c.privacy.epsilon), None)
+            }
+            CellConfig::Gossip(_) => (None, None),
+        }
+    }
+
+    /// The linear configuration, if the cell is of that family.
+    pub fn linear(&self) -> Option<&linear::LinearConfig> {
+        match self {
+            CellConfig::Linear(c) => Some(c),
+            CellConfig::Gossip(_) => None,
+        }
+    }
+}
+
 /// Counters a federation accumulates over a run (written to the output).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counters {

@@ -30,7 +30,7 @@ pub enum GossipPolicy {
 
 /// The binary partial-sum privatizer of every agent's per-arm streams
 /// ([`crate::privacy::partial_sum`]).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GossipPrivacy {
     /// Target epsilon (for the confidence term).
     pub epsilon: f64,

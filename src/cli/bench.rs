@@ -125,7 +125,10 @@ pub fn run(sel: &Selection, opts: &BenchOptions) -> Result<(), RunError> {
         let secs = start.elapsed().as_secs_f64();
         let steps = cell.agent_steps_per_rep() * u64::from(feds);
         let rate = steps as f64 / secs;
-        let (d, k) = (cell.config.env.d as f64, cell.config.env.k as f64);
+        let (d, k) = cell
+            .config
+            .linear()
+            .map_or((0.0, 0.0), |c| (c.env.d as f64, c.env.k as f64));
         let gflops = rate * 2.0 * k * (d * d + 2.0 * d) / 1e9;
         // Bytes an agent-step moves under the same model: V^{-1} read twice and
         // written once, the Gram sums read and written, the decision set written

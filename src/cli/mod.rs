@@ -9,7 +9,7 @@
 pub mod bench;
 
 use crate::backend::{self, BackendChoice};
-use crate::job::params::{ALGORITHMS, ENVIRONMENTS, PARAMS};
+use crate::job::params::{FAMILIES, PARAMS};
 use crate::job::shard::Shard;
 use crate::job::{Job, JobError};
 use crate::sim::runner::{RunError, RunOptions, RunReport, run_job};
@@ -271,14 +271,19 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             }
         }
         Command::List => {
-            let mut out = String::from("algorithms:\n");
-            for (n, d) in ALGORITHMS {
-                out += &format!("  {n:<20} {d}\n");
+            let mut out = String::new();
+            for f in FAMILIES {
+                out += &format!("family {}: {}\n  algorithms:\n", f.name, f.doc);
+                for (n, d) in f.algorithms {
+                    out += &format!("    {n:<20} {d}\n");
+                }
+                out += "  environments:\n";
+                for (n, d) in f.environments {
+                    out += &format!("    {n:<20} {d}\n");
+                }
+                out += &format!("  output columns of this family only: {}\n", f.columns.join(", "));
             }
-            out += "environments:\n";
-            for (n, d) in ENVIRONMENTS {
-                out += &format!("  {n:<20} {d}\n");
-            }
+            out += "a job may list algorithms and environments of several families: each algorithm runs on the listed environments of its own family\n";
             out += "parameters (in params: or grid:):\n";
             for p in PARAMS {
                 out += &format!(
@@ -417,12 +422,12 @@ fn print_report(r: &RunReport) {
         r.part.display()
     );
     let mut out = format!(
-        "{:>4}  {:>14} {:>10} {:>10}  cell\n",
-        "#", "agent regret", "sd", "syncs"
+        "{:>4}  {:>14} {:>10} {:>10} {:>10}  cell\n",
+        "#", "agent regret", "sd", "syncs", "epsilon"
     );
     for s in &r.summaries {
         let note = if s.skipped { " (skipped: complete)" } else { "" };
-        let eps = s.epsilon_zcdp.map_or_else(|| "-".to_string(), |e| format!("{e:.3}"));
+        let eps = s.epsilon.map_or_else(|| "-".to_string(), |e| format!("{e:.3}"));
         out += &format!(
             "{:>4}  {:>14.2} {:>10.2} {:>10.1} {:>10}  {}{note}\n",
             s.index, s.agent_regret_mean, s.agent_regret_sd, s.sync_rounds_mean, eps, s.label

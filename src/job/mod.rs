@@ -9,10 +9,15 @@
 pub mod params;
 pub mod shard;
 
+use crate::algo::CellConfig;
+use crate::algo::gossip::fed_ucb_gossip::{BudgetSplit, PrivacyConfig};
+use crate::algo::gossip::{GossipAlgorithm, GossipConfig};
 use crate::algo::linear::{Calibration, LinearAlgorithm, LinearConfig, Protocol, SyncRegime};
+use crate::env::mab::MabEnvSpec;
 use crate::env::{LinearEnvKind, LinearEnvSpec};
+use crate::graph::GraphSpec;
 use crate::rng::hash_str;
-use params::{ALGORITHMS, ENVIRONMENTS, Kind, PARAMS, Value, param};
+use params::{FamilyId, Kind, PARAMS, Value, family_of, param};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -26,7 +31,12 @@ use thiserror::Error;
 /// instead of libm's sin/cos; log det uses [`crate::math::ln`]; tree node
 /// noise is a pure function of (agent noise key, node), regenerated at each
 /// release ([`crate::privacy::tree`]). Every stream's values changed.
-pub const SEMANTICS_VERSION: u32 = 2;
+/// 3 -- the output schema gained the gossip family's columns
+/// (`consensus_error`, `forced_pulls`, `clipped_observations`,
+/// `gossip_lambda2`, `acct_epsilon_pure`); linear streams and values are
+/// those of 2, but units written by 2 lack the columns, so they are not
+/// mixed with new ones.
+pub const SEMANTICS_VERSION: u32 = 3;
 
 /// One problem in a job file.
 #[derive(Clone, Debug, PartialEq)]
@@ -127,8 +137,8 @@ pub struct Cell {
     pub environment: String,
     /// Resolved parameters that apply to this cell.
     pub params: BTreeMap<&'static str, Value>,
-    /// Typed configuration.
-    pub config: LinearConfig,
+    /// Typed configuration (of the cell's family).
+    pub config: CellConfig,
     /// Scope of the environment streams (shared across algorithms).
     pub env_scope: u64,
     /// Scope of the algorithm's own streams.
@@ -138,7 +148,7 @@ pub struct Cell {
 impl Cell {
     /// Agent-steps of one repetition.
     pub fn agent_steps_per_rep(&self) -> u64 {
-        self.config.m as u64 * self.config.horizon
+        self.config.agents() as u64 * self.config.horizon()
     }
 
     /// Short description of the parameters that distinguish the cell.
@@ -353,8 +363,11 @@ impl Parser<'_> {
                 None
             }),
         };
-        let algorithms = self.word_list(&top, "algorithm", ALGORITHMS);
-        let environments = self.word_list(&top, "environment", ENVIRONMENTS);
+        let algorithms = self.word_list(&top, "algorithm", &params::algorithms());
+        let environments = self.word_list(&top, "environment", &params::environments());
+        if let (Some(a), Some(e)) = (&algorithms, &environments) {
+            self.check_families(a, e);
+        }
         let fixed = self.fixed_params(top.get("params"));
         let axes = self.grid(top.get("grid"));
         let (name, seed, repetitions, horizon, checkpoints, output, algorithms, environments, fixed, axes) = (
@@ -423,6 +436,37 @@ impl Parser<'_> {
             _ => {
                 self.problem(&["checkpoints"], msg);
                 None
+            }
+        }
+    }
+
+    /// A job may list algorithms and environments of several families: each
+    /// algorithm runs on the listed environments of its own family. An
+    /// algorithm or environment with no partner of its family is an error.
+    fn check_families(&mut self, algorithms: &[String], environments: &[String]) {
+        for (key, names, partners) in [
+            ("algorithm", algorithms, environments),
+            ("environment", environments, algorithms),
+        ] {
+            for n in names {
+                let Some(f) = family_of(n) else { continue };
+                if partners.iter().any(|p| family_of(p).is_some_and(|g| g.id == f.id)) {
+                    continue;
+                }
+                let (other, allowed) = if key == "algorithm" {
+                    ("environment", f.environments)
+                } else {
+                    ("algorithm", f.algorithms)
+                };
+                let names: Vec<&str> = allowed.iter().map(|(n, _)| *n).collect();
+                self.problem(
+                    &[key],
+                    format!(
+                        "{n} belongs to the {} family, and the job lists no {other} of that family; add one of: {}",
+                        f.name,
+                        names.join(", ")
+                    ),
+                );
             }
         }
     }
@@ -685,6 +729,10 @@ impl Parser<'_> {
         let total: usize = axes.iter().map(|(_, v)| v.len()).product();
         for algo in algorithms {
             for envname in environments {
+                // Algorithms run on the environments of their own family.
+                if family_of(algo).map(|f| f.id) != family_of(envname).map(|f| f.id) {
+                    continue;
+                }
                 for combo in 0..total {
                     let mut raw = fixed.clone();
                     let mut rem = combo;
@@ -771,7 +819,7 @@ fn value_bits(v: &Value) -> String {
 }
 
 /// A cell's resolved parameters (only those that apply) and typed config.
-pub type Resolved = (BTreeMap<&'static str, Value>, LinearConfig);
+pub type Resolved = (BTreeMap<&'static str, Value>, CellConfig);
 
 /// Resolution problems: (parameter, message).
 pub type ResolveErrors = Vec<(&'static str, String)>;
@@ -779,6 +827,108 @@ pub type ResolveErrors = Vec<(&'static str, String)>;
 /// Resolves a cell's raw parameters: fills defaults, drops parameters the
 /// algorithm and environment do not use, checks cross-parameter rules.
 pub fn resolve(algo: &str, env: &str, raw: &BTreeMap<String, Value>, horizon: u64) -> Result<Resolved, ResolveErrors> {
+    if family_of(algo).is_some_and(|f| f.id == FamilyId::Gossip) {
+        return resolve_gossip(algo, raw, horizon);
+    }
+    resolve_linear(algo, env, raw, horizon).map(|(p, c)| (p, CellConfig::Linear(c)))
+}
+
+/// Resolves a gossip-family cell (ALGORITHMS.md 2): agents `m`, `arms`,
+/// `noise_std` (default 1), the graph (deterministic graphs are built now,
+/// so a disconnected one is a job error), `confidence_scale`, and for
+/// `fed_ucb_gossip` the privatizer (`epsilon` required, `.inf` for none;
+/// `budget_split`, `clip_lo` < `clip_hi`, `c_priv`).
+fn resolve_gossip(algo: &str, raw: &BTreeMap<String, Value>, horizon: u64) -> Result<Resolved, ResolveErrors> {
+    let mut errs: ResolveErrors = Vec::new();
+    let mut out: BTreeMap<&'static str, Value> = BTreeMap::new();
+    let f = |k: &str, default: f64| raw.get(k).and_then(Value::as_f64).unwrap_or(default);
+    let i = |k: &str, default: i64| raw.get(k).and_then(Value::as_i64).unwrap_or(default);
+    let algorithm = match algo {
+        "fed_ucb_gossip" => GossipAlgorithm::FedUcbGossip,
+        "local_ucb" => GossipAlgorithm::LocalUcb,
+        "oracle_ucb" => GossipAlgorithm::OracleUcb,
+        _ => GossipAlgorithm::GossipUcb,
+    };
+    let (agents, arms, noise_std) = (i("m", 10), i("arms", 5), f("noise_std", 1.0));
+    out.insert("m", Value::Int(agents));
+    out.insert("arms", Value::Int(arms));
+    out.insert("noise_std", Value::Float(noise_std));
+    if (horizon as i64) < arms {
+        errs.push((
+            "arms",
+            format!("{arms} arms need {arms} initial rounds, more than the horizon T = {horizon}"),
+        ));
+    }
+    let c = f("confidence_scale", 1.0);
+    out.insert("confidence_scale", Value::Float(c));
+    let graph = graph_spec(raw, &mut out, &mut errs).and_then(|spec| {
+        check_graph(&spec, agents as usize, &mut errs)?;
+        Some(spec)
+    });
+    let mut privacy = PrivacyConfig::default();
+    if algorithm == GossipAlgorithm::FedUcbGossip {
+        match raw.get("epsilon").and_then(Value::as_f64) {
+            Some(e) => {
+                out.insert("epsilon", Value::Float(e));
+                privacy.epsilon = e;
+            }
+            None => errs.push((
+                "epsilon",
+                "missing; fed_ucb_gossip needs epsilon (number > 0, or .inf for no privacy)".into(),
+            )),
+        }
+    }
+    // With epsilon = .inf there is no privatizer: its settings do not apply
+    // (and a grid over them yields one cell, not several equal ones).
+    if algorithm == GossipAlgorithm::FedUcbGossip && privacy.epsilon.is_finite() {
+        let split = raw
+            .get("budget_split")
+            .and_then(Value::as_str)
+            .unwrap_or("exact")
+            .to_owned();
+        privacy.budget_split = if split == "paper" {
+            BudgetSplit::Paper
+        } else {
+            BudgetSplit::Exact
+        };
+        out.insert("budget_split", Value::Str(split));
+        let (lo, hi) = (f("clip_lo", 0.0), f("clip_hi", 1.0));
+        if lo >= hi {
+            errs.push(("clip_hi", format!("clip_hi = {hi} must exceed clip_lo = {lo}")));
+        }
+        privacy.clip = (lo, hi);
+        privacy.c_priv = f("c_priv", 4.0);
+        out.insert("clip_lo", Value::Float(lo));
+        out.insert("clip_hi", Value::Float(hi));
+        out.insert("c_priv", Value::Float(privacy.c_priv));
+    }
+    match (errs.is_empty(), graph) {
+        (true, Some(graph)) => Ok((
+            out,
+            CellConfig::Gossip(GossipConfig {
+                algorithm,
+                env: MabEnvSpec {
+                    agents: agents as usize,
+                    arms: arms as usize,
+                    noise_std,
+                },
+                horizon,
+                graph,
+                confidence_scale: c,
+                privacy,
+            }),
+        )),
+        _ => Err(errs),
+    }
+}
+
+/// Resolves a linear-family cell.
+fn resolve_linear(
+    algo: &str,
+    env: &str,
+    raw: &BTreeMap<String, Value>,
+    horizon: u64,
+) -> Result<(BTreeMap<&'static str, Value>, LinearConfig), ResolveErrors> {
     let mut errs: Vec<(&'static str, String)> = Vec::new();
     let mut out: BTreeMap<&'static str, Value> = BTreeMap::new();
     let f = |k: &str, default: f64| raw.get(k).and_then(Value::as_f64).unwrap_or(default);
@@ -877,6 +1027,13 @@ pub fn resolve(algo: &str, env: &str, raw: &BTreeMap<String, Value>, horizon: u6
         raw.get("epsilon").and_then(Value::as_f64),
         raw.get("delta").and_then(Value::as_f64),
     ) {
+        (Some(e), _) if e.is_infinite() => {
+            errs.push((
+                "epsilon",
+                "= .inf means no privacy: use fedlinucb, protocol: none or private: false".into(),
+            ));
+            None
+        }
         (Some(e), Some(dl)) => {
             out.insert("epsilon", Value::Float(e));
             out.insert("delta", Value::Float(dl));
@@ -971,17 +1128,14 @@ pub fn resolve(algo: &str, env: &str, raw: &BTreeMap<String, Value>, horizon: u6
     if errs.is_empty() { Ok((out, cfg)) } else { Err(errs) }
 }
 
-/// Graph and gamma of decentralized FedUCB: builds deterministic graphs (and
-/// edge files) now, so that a disconnected graph or gamma > diameter is a job
-/// error naming the components or the diameter.
-fn resolve_graph(
+/// The graph a cell names (`graph` and its `graph_*` parameters; an
+/// edge file is read now), or None after recording why not.
+fn graph_spec(
     raw: &BTreeMap<String, Value>,
-    m: usize,
-    cfg: &mut LinearConfig,
     out: &mut BTreeMap<&'static str, Value>,
     errs: &mut ResolveErrors,
-) {
-    use crate::graph::{Graph, GraphSpec, parse_edges};
+) -> Option<GraphSpec> {
+    use crate::graph::parse_edges;
     let kind = raw
         .get("graph")
         .and_then(Value::as_str)
@@ -1003,7 +1157,7 @@ fn resolve_graph(
                     "graph_rows",
                     "missing; graph = grid needs graph_rows (integer dividing m)".into(),
                 ));
-                return;
+                return None;
             }
         },
         "erdos_renyi" => match raw.get("graph_p").and_then(Value::as_f64) {
@@ -1016,7 +1170,7 @@ fn resolve_graph(
                     "graph_p",
                     "missing; graph = erdos_renyi needs graph_p (number in (0, 1])".into(),
                 ));
-                return;
+                return None;
             }
         },
         "random_regular" => match int("graph_degree") {
@@ -1029,7 +1183,7 @@ fn resolve_graph(
                     "graph_degree",
                     "missing; graph = random_regular needs graph_degree".into(),
                 ));
-                return;
+                return None;
             }
         },
         "edges" => {
@@ -1038,7 +1192,7 @@ fn resolve_graph(
                     "graph_edges",
                     "missing; graph = edges needs graph_edges (an edge-list file)".into(),
                 ));
-                return;
+                return None;
             };
             out.insert("graph_edges", Value::Str(path.to_owned()));
             match std::fs::read_to_string(path)
@@ -1048,26 +1202,53 @@ fn resolve_graph(
                 Ok(e) => GraphSpec::Edges(e),
                 Err(e) => {
                     errs.push(("graph_edges", format!("{path}: {e}")));
-                    return;
+                    return None;
                 }
             }
         }
         _ => GraphSpec::Complete,
     };
-    let gamma = int("gamma").unwrap_or(1) as usize;
+    Some(spec)
+}
+
+/// Builds a graph on `m` agents to check it (a random one with a fixed
+/// stream: its shape, not its draw); its diameter, or None after recording
+/// why it cannot be built (disconnected, bad parameters).
+fn check_graph(spec: &GraphSpec, m: usize, errs: &mut ResolveErrors) -> Option<u32> {
+    match crate::graph::Graph::build(spec, m, &mut crate::rng::Stream::new(&[0])) {
+        Ok(g) => Some(g.diameter().max(1)),
+        Err(e) => {
+            errs.push(("graph", e.to_string()));
+            None
+        }
+    }
+}
+
+/// Graph and gamma of decentralized FedUCB: builds deterministic graphs (and
+/// edge files) now, so that a disconnected graph or gamma > diameter is a job
+/// error naming the components or the diameter.
+fn resolve_graph(
+    raw: &BTreeMap<String, Value>,
+    m: usize,
+    cfg: &mut LinearConfig,
+    out: &mut BTreeMap<&'static str, Value>,
+    errs: &mut ResolveErrors,
+) {
+    let Some(spec) = graph_spec(raw, out, errs) else {
+        return;
+    };
+    let gamma = raw.get("gamma").and_then(Value::as_i64).unwrap_or(1) as usize;
     out.insert("gamma", Value::Int(gamma as i64));
     cfg.gamma = gamma;
     let random = matches!(spec, GraphSpec::ErdosRenyi { .. } | GraphSpec::RandomRegular { .. });
-    match Graph::build(&spec, m, &mut crate::rng::Stream::new(&[0])) {
-        Ok(g) if !random && gamma as u32 > g.diameter().max(1) => errs.push((
+    if let Some(diameter) = check_graph(&spec, m, errs)
+        && !random
+        && gamma as u32 > diameter
+    {
+        errs.push((
             "gamma",
-            format!(
-                "gamma = {gamma} exceeds the graph's diameter {}; allowed: 1 <= gamma <= diameter",
-                g.diameter().max(1)
-            ),
-        )),
-        Ok(_) => {}
-        Err(e) => errs.push(("graph", e.to_string())),
+            format!("gamma = {gamma} exceeds the graph's diameter {diameter}; allowed: 1 <= gamma <= diameter"),
+        ));
     }
     cfg.graph = spec;
 }

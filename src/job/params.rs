@@ -121,7 +121,8 @@ impl Kind {
                 let x = v.as_f64().unwrap_or(f64::NAN);
                 let lo_ok = if min_inclusive { x >= min } else { x > min };
                 let hi_ok = if max_inclusive { x <= max } else { x < max };
-                if x.is_finite() && lo_ok && hi_ok {
+                // +inf only where the range includes it (epsilon = .inf).
+                if (x.is_finite() || (x == max && max_inclusive)) && lo_ok && hi_ok {
                     Ok(Value::Float(x))
                 } else {
                     Err(format!("{x} is out of range; allowed: {}", self.describe()))
@@ -162,8 +163,14 @@ impl Kind {
                 min_inclusive,
                 max_inclusive,
             } => {
-                if max.is_infinite() {
-                    format!("number {} {min}", if min_inclusive { ">=" } else { ">" })
+                if min.is_infinite() && max.is_infinite() {
+                    "a finite number".into()
+                } else if max.is_infinite() {
+                    format!(
+                        "number {} {min}{}",
+                        if min_inclusive { ">=" } else { ">" },
+                        if max_inclusive { ", or .inf" } else { "" }
+                    )
                 } else {
                     format!(
                         "number in {}{min}, {max}{}",
@@ -224,10 +231,17 @@ const LEARNERS: &[&str] = &[
     "feducb_decentralized",
 ];
 const FEDUCB: &[&str] = &["feducb_centralized", "feducb_decentralized"];
-const P2P: &[&str] = &["feducb_decentralized"];
+const P2P: &[&str] = &[
+    "feducb_decentralized",
+    "gossip_ucb",
+    "fed_ucb_gossip",
+    "local_ucb",
+    "oracle_ucb",
+];
+const FED_UCB_GOSSIP: &[&str] = &["fed_ucb_gossip"];
 
 /// Algorithms of the linear family.
-pub const ALGORITHMS: &[(&str, &str)] = &[
+const LINEAR_ALGORITHMS: &[(&str, &str)] = &[
     ("linucb", "OFUL, a single agent (Abbasi-Yadkori et al. 2011)"),
     (
         "independent",
@@ -252,8 +266,8 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Environments.
-pub const ENVIRONMENTS: &[(&str, &str)] = &[
+/// Environments of the linear family.
+const LINEAR_ENVIRONMENTS: &[(&str, &str)] = &[
     (
         "linear_gap",
         "Dubey & Pentland's synthetic: one optimal action in [0.7,0.8], others in [0.5,0.6]; Bernoulli rewards",
@@ -264,13 +278,113 @@ pub const ENVIRONMENTS: &[(&str, &str)] = &[
     ),
 ];
 
+/// Algorithms of the decentralized multi-armed family.
+const GOSSIP_ALGORITHMS: &[(&str, &str)] = &[
+    (
+        "gossip_ucb",
+        "Gossip_UCB: local UCB with gossip-averaged estimates, one random edge per round (Zhu et al.)",
+    ),
+    (
+        "fed_ucb_gossip",
+        "Fed_UCB: Gossip_UCB with epsilon-DP binary partial sums, Laplace noise (Zhu et al.)",
+    ),
+    (
+        "local_ucb",
+        "UCB1 on each agent's own biased observations, no communication",
+    ),
+    (
+        "oracle_ucb",
+        "full communication without delay: pooled means and counts",
+    ),
+];
+
+/// Environments of the decentralized multi-armed family.
+const GOSSIP_ENVIRONMENTS: &[(&str, &str)] = &[(
+    "mab_heterogeneous",
+    "Zhu et al.'s synthetic: mu_{i,k} ~ U[0,1] per federation, observations mu_{i,k} + N(0, noise_std^2)",
+)];
+
+/// Which family a cell belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FamilyId {
+    /// Linear contextual bandits (Zhou & Chowdhury; Dubey & Pentland).
+    Linear,
+    /// Decentralized multi-armed bandits with gossip (Zhu et al.).
+    Gossip,
+}
+
+/// A family: its algorithms, environments and the metric columns it adds to
+/// the output (beyond the regret columns every family writes). Parameters
+/// name the algorithms and environments they apply to ([`ParamDef::used_by`]),
+/// so a family's parameters are those used by its members. The job loader,
+/// `fedbandits list`, the Parquet schema and the analysis package read this
+/// registry.
+#[derive(Clone, Copy, Debug)]
+pub struct Family {
+    /// Which.
+    pub id: FamilyId,
+    /// Name in `fedbandits list`.
+    pub name: &'static str,
+    /// One line.
+    pub doc: &'static str,
+    /// (name, description).
+    pub algorithms: &'static [(&'static str, &'static str)],
+    /// (name, description).
+    pub environments: &'static [(&'static str, &'static str)],
+    /// Output columns only this family fills (null for the others).
+    pub columns: &'static [&'static str],
+}
+
+/// Every family.
+pub const FAMILIES: &[Family] = &[
+    Family {
+        id: FamilyId::Linear,
+        name: "linear",
+        doc: "linear contextual bandits: M agents, d-dimensional actions (ALGORITHMS.md 1)",
+        algorithms: LINEAR_ALGORITHMS,
+        environments: LINEAR_ENVIRONMENTS,
+        columns: &["cholesky_failures", "beta_clamps", "acct_rho_zcdp", "acct_epsilon_zcdp"],
+    },
+    Family {
+        id: FamilyId::Gossip,
+        name: "gossip",
+        doc: "decentralized multi-armed bandits: N agents on a graph, M arms, locally biased means (ALGORITHMS.md 2)",
+        algorithms: GOSSIP_ALGORITHMS,
+        environments: GOSSIP_ENVIRONMENTS,
+        columns: &[
+            "consensus_error",
+            "forced_pulls",
+            "clipped_observations",
+            "gossip_lambda2",
+            "acct_epsilon_pure",
+        ],
+    },
+];
+
+/// Every algorithm of every family.
+pub fn algorithms() -> Vec<(&'static str, &'static str)> {
+    FAMILIES.iter().flat_map(|f| f.algorithms.iter().copied()).collect()
+}
+
+/// Every environment of every family.
+pub fn environments() -> Vec<(&'static str, &'static str)> {
+    FAMILIES.iter().flat_map(|f| f.environments.iter().copied()).collect()
+}
+
+/// The family of an algorithm or environment name.
+pub fn family_of(name: &str) -> Option<&'static Family> {
+    FAMILIES
+        .iter()
+        .find(|f| f.algorithms.iter().chain(f.environments).any(|(n, _)| *n == name))
+}
+
 /// Every parameter, in output-column order.
 pub const PARAMS: &[ParamDef] = &[
     ParamDef {
         name: "m",
         kind: Kind::Int { min: 1, max: 1_000_000 },
         default: "10 (linucb: 1)",
-        doc: "number of agents M",
+        doc: "number of agents (M in the linear papers, N in Zhu et al.)",
         used_by: &[
             "independent",
             "random",
@@ -278,7 +392,18 @@ pub const PARAMS: &[ParamDef] = &[
             "private_fedlinucb",
             "feducb_centralized",
             "feducb_decentralized",
+            "gossip_ucb",
+            "fed_ucb_gossip",
+            "local_ucb",
+            "oracle_ucb",
         ],
+    },
+    ParamDef {
+        name: "arms",
+        kind: Kind::Int { min: 1, max: 100_000 },
+        default: "5",
+        doc: "number of arms (M in Zhu et al.)",
+        used_by: &["mab_heterogeneous"],
     },
     ParamDef {
         name: "d",
@@ -302,9 +427,9 @@ pub const PARAMS: &[ParamDef] = &[
             min_inclusive: true,
             max_inclusive: false,
         },
-        default: "0.5",
+        default: "linear_sphere: 0.5; mab_heterogeneous: 1",
         doc: "standard deviation of Gaussian reward noise",
-        used_by: &["linear_sphere"],
+        used_by: &["linear_sphere", "mab_heterogeneous"],
     },
     ParamDef {
         name: "reward_on",
@@ -331,8 +456,19 @@ pub const PARAMS: &[ParamDef] = &[
         name: "confidence_scale",
         kind: POS,
         default: "1",
-        doc: "multiplier of the confidence width beta",
-        used_by: LEARNERS,
+        doc: "multiplier of the confidence width beta (gossip family: c of sqrt(2 c log t / n))",
+        used_by: &[
+            "linucb",
+            "independent",
+            "fedlinucb",
+            "private_fedlinucb",
+            "feducb_centralized",
+            "feducb_decentralized",
+            "gossip_ucb",
+            "fed_ucb_gossip",
+            "local_ucb",
+            "oracle_ucb",
+        ],
     },
     ParamDef {
         name: "s_bound",
@@ -364,10 +500,20 @@ pub const PARAMS: &[ParamDef] = &[
     },
     ParamDef {
         name: "epsilon",
-        kind: POS,
+        kind: Kind::Float {
+            min: 0.0,
+            max: f64::INFINITY,
+            min_inclusive: false,
+            max_inclusive: true,
+        },
         default: "required when private",
-        doc: "privacy epsilon",
-        used_by: &["private_fedlinucb", "feducb_centralized", "feducb_decentralized"],
+        doc: "privacy epsilon (fed_ucb_gossip: .inf for no privacy, i.e. gossip_ucb)",
+        used_by: &[
+            "private_fedlinucb",
+            "feducb_centralized",
+            "feducb_decentralized",
+            "fed_ucb_gossip",
+        ],
     },
     ParamDef {
         name: "delta",
@@ -431,7 +577,7 @@ pub const PARAMS: &[ParamDef] = &[
             "edges",
         ]),
         default: "complete",
-        doc: "communication graph of the agents",
+        doc: "communication graph of the agents (gossip family: one graph per repetition when random)",
         used_by: P2P,
     },
     ParamDef {
@@ -472,7 +618,50 @@ pub const PARAMS: &[ParamDef] = &[
         kind: Kind::Int { min: 1, max: 1_000_000 },
         default: "1",
         doc: "hops a message travels before it is dropped (<= diameter)",
-        used_by: P2P,
+        used_by: &["feducb_decentralized"],
+    },
+    ParamDef {
+        name: "budget_split",
+        kind: Kind::Choice(&["exact", "paper"]),
+        default: "exact",
+        doc: "epsilon per dyadic block: epsilon / (floor(log2 T) + 1) (exactly epsilon-DP) or the paper's epsilon / log2 T",
+        used_by: FED_UCB_GOSSIP,
+    },
+    ParamDef {
+        name: "clip_lo",
+        kind: Kind::Float {
+            min: f64::NEG_INFINITY,
+            max: f64::INFINITY,
+            min_inclusive: false,
+            max_inclusive: false,
+        },
+        default: "0",
+        doc: "lower end of the privatizer's clipping range (Laplace sensitivity clip_hi - clip_lo)",
+        used_by: FED_UCB_GOSSIP,
+    },
+    ParamDef {
+        name: "clip_hi",
+        kind: Kind::Float {
+            min: f64::NEG_INFINITY,
+            max: f64::INFINITY,
+            min_inclusive: false,
+            max_inclusive: false,
+        },
+        default: "1",
+        doc: "upper end of the clipping range (> clip_lo)",
+        used_by: FED_UCB_GOSSIP,
+    },
+    ParamDef {
+        name: "c_priv",
+        kind: Kind::Float {
+            min: 0.0,
+            max: f64::INFINITY,
+            min_inclusive: true,
+            max_inclusive: false,
+        },
+        default: "4",
+        doc: "constant of the privacy term of the confidence width (Lemma 6: 4)",
+        used_by: FED_UCB_GOSSIP,
     },
     ParamDef {
         name: "refactor_every",

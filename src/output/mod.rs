@@ -37,6 +37,21 @@ pub struct CurvePoint {
     pub agent_regret_max: f64,
     /// Counters at this point.
     pub counters: crate::algo::Counters,
+    /// The gossip family's metrics (None for other families).
+    pub gossip: Option<GossipMetrics>,
+}
+
+/// What the gossip family records at a checkpoint.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct GossipMetrics {
+    /// Max over agents and arms of |estimate - mu_k|.
+    pub consensus_error: f64,
+    /// Forced pulls so far.
+    pub forced_pulls: u64,
+    /// Observations the privatizer's clipping changed so far.
+    pub clipped: u64,
+    /// lambda_2 of the repetition's expected gossip matrix.
+    pub lambda2: f64,
 }
 
 /// One repetition's result.
@@ -120,7 +135,12 @@ pub fn schema() -> SchemaRef {
         Field::new("acct_epsilon_paper", DataType::Float64, true),
         Field::new("acct_rho_zcdp", DataType::Float64, true),
         Field::new("acct_epsilon_zcdp", DataType::Float64, true),
+        Field::new("acct_epsilon_pure", DataType::Float64, true),
         Field::new("schedule_private", DataType::Boolean, false),
+        Field::new("consensus_error", DataType::Float64, true),
+        Field::new("forced_pulls", DataType::UInt64, true),
+        Field::new("clipped_observations", DataType::UInt64, true),
+        Field::new("gossip_lambda2", DataType::Float64, true),
         Field::new("backend", DataType::Utf8, false),
         Field::new("wall_seconds", DataType::Float64, false),
     ]);
@@ -220,10 +240,7 @@ pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> 
     cols.push(per_point_u64(&|_, p| p.counters.messages));
     cols.push(per_point_u64(&|_, p| p.counters.cholesky_failures));
     cols.push(per_point_u64(&|_, p| p.counters.beta_clamps));
-    let (te, td) = match cell.config.privacy {
-        Some((e, d)) => (Some(e), Some(d)),
-        None => (None, None),
-    };
+    let (te, td) = cell.config.target();
     let mut b = Float64Builder::new();
     for _ in 0..n {
         b.append_option(te);
@@ -234,7 +251,7 @@ pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> 
         b.append_option(td);
     }
     cols.push(Arc::new(b.finish()));
-    let acct = crate::algo::linear::accounting(&cell.config);
+    let acct = cell.config.accounting();
     let mut b = UInt64Builder::new();
     for _ in 0..n {
         b.append_option(acct.map(|a| a.releases_per_observation));
@@ -251,12 +268,35 @@ pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> 
     cols.push(opt_f64(&|a| Some(a.epsilon_paper)));
     cols.push(opt_f64(&|a| a.rho));
     cols.push(opt_f64(&|a| a.epsilon_zcdp));
+    cols.push(opt_f64(&|a| a.epsilon_pure));
     let schedule_private = !cell.algorithm.starts_with("feducb");
     let mut b = BooleanBuilder::new();
     for _ in 0..n {
         b.append_value(schedule_private);
     }
     cols.push(Arc::new(b.finish()));
+    let gossip = |f: &dyn Fn(&GossipMetrics) -> f64| {
+        let mut b = Float64Builder::new();
+        for r in reps {
+            for p in &r.points {
+                b.append_option(p.gossip.as_ref().map(f));
+            }
+        }
+        Arc::new(b.finish()) as ArrayRef
+    };
+    let gossip_u64 = |f: &dyn Fn(&GossipMetrics) -> u64| {
+        let mut b = UInt64Builder::new();
+        for r in reps {
+            for p in &r.points {
+                b.append_option(p.gossip.as_ref().map(f));
+            }
+        }
+        Arc::new(b.finish()) as ArrayRef
+    };
+    cols.push(gossip(&|g| g.consensus_error));
+    cols.push(gossip_u64(&|g| g.forced_pulls));
+    cols.push(gossip_u64(&|g| g.clipped));
+    cols.push(gossip(&|g| g.lambda2));
     cols.push(repeat_str(backend));
     cols.push(per_point(&|r, _| r.wall_seconds));
     Ok(RecordBatch::try_new(schema(), cols)?)

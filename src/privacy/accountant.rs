@@ -54,6 +54,9 @@ pub struct Accounting {
     pub rho: Option<f64>,
     /// epsilon at the target delta from rho.
     pub epsilon_zcdp: Option<f64>,
+    /// Pure (delta = 0) epsilon by basic composition, for Laplace
+    /// mechanisms (the gossip family's partial sums).
+    pub epsilon_pure: Option<f64>,
 }
 
 /// How an algorithm's noise enters the releases, as the algorithm states it.
@@ -108,6 +111,7 @@ pub fn account(m: &Mechanism) -> Accounting {
         epsilon_paper: eps,
         rho,
         epsilon_zcdp: rho.map(|r| zcdp_epsilon(r, delta)),
+        epsilon_pure: None,
     }
 }
 

@@ -6,16 +6,18 @@
 pub mod merge;
 pub mod runner;
 
-use crate::algo::Counters;
-use crate::algo::Federation;
+use crate::algo::gossip::{GossipPoint, gossip_batch};
 use crate::algo::linear::lockstep::Lockstep;
 use crate::algo::linear::{AnyFederation, build};
+use crate::algo::{CellConfig, Counters, Federation};
+use crate::backend::cpu::gossip::CpuGossip;
 use crate::backend::cpu::lockstep::CpuLinear;
+use crate::backend::gossip::GossipBatch;
 use crate::backend::{Backend, BatchError, BatchPoint, LinearBatch};
 use crate::job::Cell;
 use std::time::Instant;
 
-pub use crate::output::{CurvePoint, RepResult};
+pub use crate::output::{CurvePoint, GossipMetrics, RepResult};
 
 /// How often (in rounds) a running repetition reports progress, checks for
 /// a stop request and considers a snapshot.
@@ -49,14 +51,41 @@ struct RepSnapshot<S> {
     state: S,
 }
 
-/// The state of a repetition in flight: a lockstep batch of one federation
-/// on the CPU, or a federation object (FedUCB).
+/// How a repetition runs: the linear lockstep loop over a batch of one
+/// federation, the gossip family's loop, or a federation object (FedUCB).
+enum RepPlan {
+    Linear(LinearBatch),
+    Gossip(GossipBatch),
+    Federation,
+}
+
+impl RepPlan {
+    fn of(cell: &Cell, seed: u64, rep: u32) -> Result<Self, BatchError> {
+        Ok(match &cell.config {
+            CellConfig::Gossip(cfg) => {
+                let (env_keys, algo_keys) = rep_keys(cell, seed, &[rep]);
+                RepPlan::Gossip(gossip_batch(cfg, &env_keys, &algo_keys).map_err(BatchError::Unsupported)?)
+            }
+            CellConfig::Linear(_) => match cell_batch(cell, seed, &[rep]) {
+                Ok(b) => RepPlan::Linear(b),
+                Err(_) => RepPlan::Federation,
+            },
+        })
+    }
+}
+
+/// The state of a repetition in flight.
 #[derive(serde::Serialize, serde::Deserialize)]
 enum RepState {
     Lockstep {
         step: Lockstep,
         ops: CpuLinear,
         points: Vec<Vec<BatchPoint>>,
+    },
+    Gossip {
+        ops: CpuGossip,
+        t: u64,
+        points: Vec<Vec<GossipPoint>>,
     },
     Federation {
         fed: AnyFederation,
@@ -67,30 +96,48 @@ enum RepState {
 }
 
 impl RepState {
-    fn start(cell: &Cell, seed: u64, rep: u32, batch: Option<&LinearBatch>) -> Result<Self, BatchError> {
-        Ok(match batch {
-            Some(b) => RepState::Lockstep {
+    fn start(cell: &Cell, seed: u64, rep: u32, plan: &RepPlan) -> Result<Self, BatchError> {
+        Ok(match (plan, &cell.config) {
+            (RepPlan::Linear(b), _) => RepState::Lockstep {
                 step: Lockstep::new(),
                 ops: CpuLinear::new(b)?,
                 points: vec![Vec::new()],
             },
-            None => {
+            (RepPlan::Gossip(b), _) => RepState::Gossip {
+                ops: CpuGossip::new(b)?,
+                t: 0,
+                points: vec![Vec::new()],
+            },
+            (RepPlan::Federation, CellConfig::Linear(cfg)) => {
                 let env_key = [seed, cell.env_scope, u64::from(rep)];
                 let algo_key = [seed, cell.cell_scope, u64::from(rep)];
                 RepState::Federation {
-                    fed: build(&cell.config, &env_key, &algo_key).map_err(BatchError::Unsupported)?,
+                    fed: build(cfg, &env_key, &algo_key).map_err(BatchError::Unsupported)?,
                     t: 0,
                     group: 0.0,
                     points: Vec::new(),
                 }
             }
+            (RepPlan::Federation, CellConfig::Gossip(_)) => {
+                return Err(BatchError::Failed("a gossip cell without its batch".into()));
+            }
         })
+    }
+
+    /// Whether a snapshot's state fits the plan of this engine.
+    fn fits(&self, plan: &RepPlan) -> bool {
+        matches!(
+            (self, plan),
+            (RepState::Lockstep { .. }, RepPlan::Linear(_))
+                | (RepState::Gossip { .. }, RepPlan::Gossip(_))
+                | (RepState::Federation { .. }, RepPlan::Federation)
+        )
     }
 
     fn t(&self) -> u64 {
         match self {
             RepState::Lockstep { step, .. } => step.t,
-            RepState::Federation { t, .. } => *t,
+            RepState::Gossip { t, .. } | RepState::Federation { t, .. } => *t,
         }
     }
 
@@ -98,22 +145,26 @@ impl RepState {
     fn advance(
         &mut self,
         cell: &Cell,
-        batch: Option<&LinearBatch>,
+        plan: &RepPlan,
         until: u64,
         checkpoints: &[u64],
         backend: &dyn Backend,
     ) -> Result<(), BatchError> {
-        let until = until.min(cell.config.horizon);
-        match (self, batch) {
-            (RepState::Lockstep { step, ops, points }, Some(b)) => step.advance(b, ops, until, checkpoints, points),
-            (RepState::Lockstep { .. }, None) => {
-                Err(BatchError::Failed("a lockstep repetition without its batch".into()))
+        let until = until.min(cell.config.horizon());
+        match (self, plan) {
+            (RepState::Lockstep { step, ops, points }, RepPlan::Linear(b)) => {
+                step.advance(b, ops, until, checkpoints, points)
             }
-            (RepState::Federation { fed, t, group, points }, _) => {
+            (RepState::Gossip { ops, t, points }, RepPlan::Gossip(b)) => {
+                crate::algo::gossip::run(b, ops, *t, until, checkpoints, points)?;
+                *t = until.max(*t);
+                Ok(())
+            }
+            (RepState::Federation { fed, t, group, points }, RepPlan::Federation) => {
                 let mut next = checkpoints[checkpoints.partition_point(|&c| c <= *t)..]
                     .iter()
                     .peekable();
-                let m = cell.config.m as f64;
+                let m = cell.config.agents() as f64;
                 for r in *t + 1..=until {
                     *group += fed.round(r, backend);
                     if next.peek() == Some(&&r) {
@@ -124,26 +175,78 @@ impl RepState {
                             agent_regret_mean: *group / m,
                             agent_regret_max: fed.agent_regret().iter().copied().fold(f64::NEG_INFINITY, f64::max),
                             counters: fed.counters(),
+                            gossip: None,
                         });
                     }
                 }
                 *t = until.max(*t);
                 Ok(())
             }
+            _ => Err(BatchError::Failed("a repetition's state does not fit its plan".into())),
         }
     }
 
-    fn into_points(self, m: usize) -> Vec<CurvePoint> {
-        match self {
-            RepState::Lockstep { points, .. } => points
+    fn into_points(self, cell: &Cell, plan: &RepPlan) -> Vec<CurvePoint> {
+        match (self, plan) {
+            (RepState::Lockstep { points, .. }, _) => points
                 .into_iter()
                 .next()
                 .unwrap_or_default()
                 .into_iter()
-                .map(|p| curve_point(p, m))
+                .map(|p| curve_point(p, cell.config.agents()))
                 .collect(),
-            RepState::Federation { points, .. } => points,
+            (RepState::Gossip { points, .. }, RepPlan::Gossip(b)) => {
+                let lambda2 = b.graphs.first().map_or(f64::NAN, crate::graph::Graph::gossip_lambda2);
+                points
+                    .into_iter()
+                    .next()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|p| gossip_point(&p, b, lambda2))
+                    .collect()
+            }
+            (RepState::Gossip { .. }, _) => Vec::new(),
+            (RepState::Federation { points, .. }, _) => points,
         }
+    }
+}
+
+/// A gossip checkpoint as an output curve point. Communication counters:
+/// `gossip_ucb`/`fed_ucb_gossip` exchange over one edge per round after the
+/// initial pulls (`sync_rounds` = those rounds, `messages` = 2 per round);
+/// `oracle_ucb` shares everything every round (N (N - 1) messages);
+/// `local_ucb` never communicates.
+fn gossip_point(p: &GossipPoint, b: &GossipBatch, lambda2: f64) -> CurvePoint {
+    use crate::backend::gossip::GossipPolicy;
+    let (n, m) = b
+        .envs
+        .first()
+        .map_or((1, 0), |e| (e.spec.agents as u64, e.spec.arms as u64));
+    let (sync_rounds, messages) = match b.policy {
+        GossipPolicy::Gossip => {
+            let r = p.t.saturating_sub(m);
+            (r, 2 * r)
+        }
+        GossipPolicy::Oracle => (p.t, p.t * n * n.saturating_sub(1)),
+        GossipPolicy::Local => (0, 0),
+    };
+    CurvePoint {
+        t: p.t,
+        group_regret: p.obs.group_regret,
+        agent_regret_mean: p.obs.group_regret / n as f64,
+        agent_regret_max: p.obs.agent_regret_max,
+        counters: Counters {
+            sync_rounds,
+            messages,
+            cholesky_failures: 0,
+            beta_clamps: 0,
+        },
+        gossip: Some(GossipMetrics {
+            consensus_error: p.obs.consensus_error,
+            forced_pulls: p.obs.forced_pulls,
+            clipped: p.obs.clipped,
+            lambda2,
+        }),
     }
 }
 
@@ -160,6 +263,7 @@ fn curve_point(p: BatchPoint, m: usize) -> CurvePoint {
             cholesky_failures: p.cholesky_failures,
             beta_clamps: 0,
         },
+        gossip: None,
     }
 }
 
@@ -226,8 +330,8 @@ pub fn run_rep_resumable(
     snap: Option<&Snapshots<'_>>,
 ) -> Result<RepOutcome, SnapshotError> {
     let start = Instant::now();
-    let m = cell.config.m as u64;
-    let batch = cell_batch(cell, seed, &[rep]).ok();
+    let m = cell.config.agents() as u64;
+    let plan = RepPlan::of(cell, seed, rep)?;
     let (mut state, wall_before) = match snap.filter(|s| s.path.exists()) {
         Some(s) => {
             let invalid = |message: String| SnapshotError::Invalid {
@@ -240,26 +344,20 @@ pub fn run_rep_resumable(
                 || snapshot.semantics != crate::job::SEMANTICS_VERSION
                 || snapshot.cell_key != cell.key
                 || snapshot.rep != rep
-                || matches!(snapshot.state, RepState::Lockstep { .. }) != batch.is_some()
+                || !snapshot.state.fits(&plan)
             {
                 return Err(invalid("written for another cell, repetition or engine version".into()));
             }
             progress(snapshot.state.t() * m);
             (snapshot.state, snapshot.wall_before)
         }
-        None => (RepState::start(cell, seed, rep, batch.as_ref())?, 0.0),
+        None => (RepState::start(cell, seed, rep, &plan)?, 0.0),
     };
-    let horizon = cell.config.horizon;
+    let horizon = cell.config.horizon();
     let mut last_snapshot = Instant::now();
     while state.t() < horizon {
         let t0 = state.t();
-        state.advance(
-            cell,
-            batch.as_ref(),
-            (t0 / CHECK_EVERY + 1) * CHECK_EVERY,
-            checkpoints,
-            backend,
-        )?;
+        state.advance(cell, &plan, (t0 / CHECK_EVERY + 1) * CHECK_EVERY, checkpoints, backend)?;
         let t = state.t();
         progress((t - t0) * m);
         let Some(s) = snap else { continue };
@@ -286,7 +384,7 @@ pub fn run_rep_resumable(
     }
     Ok(RepOutcome::Done(RepResult {
         rep,
-        points: state.into_points(cell.config.m),
+        points: state.into_points(cell, &plan),
         wall_seconds: wall_before + start.elapsed().as_secs_f64(),
     }))
 }
@@ -294,12 +392,23 @@ pub fn run_rep_resumable(
 /// Repetitions `reps` of `cell` as one batch for a backend's batched path,
 /// or why the cell's algorithm has no batched form.
 pub fn cell_batch(cell: &Cell, seed: u64, reps: &[u32]) -> Result<LinearBatch, String> {
-    let env_keys = reps.iter().map(|&r| vec![seed, cell.env_scope, u64::from(r)]).collect();
-    let algo_keys: Vec<Vec<u64>> = reps
-        .iter()
-        .map(|&r| vec![seed, cell.cell_scope, u64::from(r)])
-        .collect();
-    crate::algo::linear::linear_batch(&cell.config, env_keys, &algo_keys)
+    let CellConfig::Linear(cfg) = &cell.config else {
+        return Err("the gossip family has no batched GPU path yet (it runs on the CPU)".into());
+    };
+    let (env_keys, algo_keys) = rep_keys(cell, seed, reps);
+    crate::algo::linear::linear_batch(cfg, env_keys, &algo_keys)
+}
+
+/// The environment and algorithm keys of repetitions `reps` of a cell.
+fn rep_keys(cell: &Cell, seed: u64, reps: &[u32]) -> (Vec<Vec<u64>>, Vec<Vec<u64>>) {
+    reps.iter()
+        .map(|&r| {
+            (
+                vec![seed, cell.env_scope, u64::from(r)],
+                vec![seed, cell.cell_scope, u64::from(r)],
+            )
+        })
+        .unzip()
 }
 
 /// Runs repetitions `reps` of `cell` as one batch on `backend` (in `reps`
@@ -350,7 +459,7 @@ pub fn run_built_batch(
         .zip(curves)
         .map(|(&rep, pts)| RepResult {
             rep,
-            points: pts.into_iter().map(|p| curve_point(p, cell.config.m)).collect(),
+            points: pts.into_iter().map(|p| curve_point(p, cell.config.agents())).collect(),
             wall_seconds: wall,
         })
         .collect())
@@ -366,7 +475,19 @@ pub fn max_memory_per_federation(job: &crate::job::Job) -> u64 {
 }
 
 /// Approximate peak memory of one running federation, in bytes.
-pub fn memory_per_federation(cfg: &crate::algo::linear::LinearConfig) -> u64 {
+pub fn memory_per_federation(cfg: &CellConfig) -> u64 {
+    match cfg {
+        CellConfig::Linear(c) => linear_memory_per_federation(c),
+        CellConfig::Gossip(c) => {
+            // Per agent and arm: counts, estimates, sums, partial sums (about
+            // 12 words); the graph's hop-distance matrix and lists.
+            let (n, m) = (c.env.agents as u64, c.env.arms as u64);
+            n * m * 12 * 8 + n * n * 4 + n * (m + 64) * 8
+        }
+    }
+}
+
+fn linear_memory_per_federation(cfg: &crate::algo::linear::LinearConfig) -> u64 {
     use crate::algo::linear::LinearAlgorithm as A;
     let (m, d, k) = (cfg.m as u64, cfg.env.d as u64, cfg.env.k as u64);
     let kp = k.div_ceil(8) * 8;

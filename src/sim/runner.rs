@@ -110,8 +110,9 @@ pub struct CellSummary {
     pub agent_regret_sd: f64,
     /// Mean final sync rounds.
     pub sync_rounds_mean: f64,
-    /// The accountant's zCDP epsilon (private cells).
-    pub epsilon_zcdp: Option<f64>,
+    /// The accountant's epsilon (private cells): zCDP at the target delta
+    /// for Gaussian mechanisms, pure-DP for Laplace ones.
+    pub epsilon: Option<f64>,
     /// Whether it was already complete.
     pub skipped: bool,
 }
@@ -450,7 +451,7 @@ fn summarize(job: &Job, cell: &Cell, batches: &[RecordBatch], skipped: bool) -> 
         agent_regret_mean: mean,
         agent_regret_sd: var.sqrt(),
         sync_rounds_mean: syncs.iter().sum::<f64>() / n,
-        epsilon_zcdp: crate::algo::linear::accounting(&cell.config).and_then(|a| a.epsilon_zcdp),
+        epsilon: cell.config.accounting().and_then(|a| a.epsilon_zcdp.or(a.epsilon_pure)),
         skipped,
     }
 }

@@ -347,5 +347,5 @@ fn every_bundled_job_validates_and_small_paper_jobs_run() {
             ran += 1;
         }
     }
-    assert_eq!(ran, 6, "expected the six _small paper jobs");
+    assert_eq!(ran, 8, "expected the eight _small paper jobs");
 }

@@ -203,3 +203,117 @@ fn a_batch_equals_each_federation_alone_and_privacy_changes_play() {
         "no privatizer, no clipping"
     );
 }
+
+/// A gossip-family job through the engine: the family's columns are filled
+/// (and the linear family's are null), a stopped repetition resumes from its
+/// snapshot bit for bit, and epsilon = .inf makes the privatizer's settings
+/// irrelevant (one cell, not one per c_priv).
+#[test]
+fn gossip_jobs_run_resume_and_write_their_columns() {
+    use fedbandits::backend::cpu::CpuBackend;
+    use fedbandits::job::Job;
+    use fedbandits::sim::{RepOutcome, Snapshots, run_rep, run_rep_resumable};
+    let job = Job::parse(
+        std::path::Path::new("g.yaml"),
+        "seed: 3\nrepetitions: 2\nhorizon: 3000\nalgorithm: [fed_ucb_gossip, oracle_ucb]\nenvironment: mab_heterogeneous\n\
+         params: {m: 6, arms: 4, graph: ring}\ngrid: {epsilon: [2, .inf], c_priv: [4, 0.5]}\n",
+    )
+    .unwrap();
+    // fed_ucb_gossip: epsilon 2 x c_priv {4, 0.5}, epsilon inf once; oracle once.
+    assert_eq!(
+        job.cells.len(),
+        4,
+        "{:?}",
+        job.cells.iter().map(|c| c.label()).collect::<Vec<_>>()
+    );
+    let ck = job.checkpoint_rounds();
+    let dir = std::env::temp_dir().join(format!("fedbandits-gossip-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for cell in &job.cells {
+        let whole = run_rep(cell, job.seed, 1, &ck, &CpuBackend, &|_| {});
+        let last = whole.points.last().unwrap();
+        let g = last.gossip.expect("gossip metrics");
+        assert!(g.lambda2 > 0.0 && g.lambda2 < 1.0, "{}", g.lambda2);
+        assert!(g.consensus_error.is_finite());
+        assert_eq!(last.counters.cholesky_failures, 0);
+        let stop = std::sync::atomic::AtomicBool::new(true);
+        let snap = Snapshots {
+            path: dir.join(format!("{}.snap", cell.id)),
+            every: std::time::Duration::ZERO,
+            stop: &stop,
+        };
+        let first = run_rep_resumable(cell, job.seed, 1, &ck, &CpuBackend, &|_| {}, Some(&snap)).unwrap();
+        assert!(matches!(first, RepOutcome::Stopped), "stops at the first check");
+        stop.store(false, std::sync::atomic::Ordering::Relaxed);
+        let RepOutcome::Done(resumed) =
+            run_rep_resumable(cell, job.seed, 1, &ck, &CpuBackend, &|_| {}, Some(&snap)).unwrap()
+        else {
+            panic!("did not finish");
+        };
+        assert_eq!(resumed.points, whole.points, "{}", cell.label());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    // The output: gossip columns filled, linear-only columns null.
+    let cell = &job.cells[0];
+    let r = run_rep(cell, job.seed, 0, &ck, &CpuBackend, &|_| {});
+    let b = fedbandits::output::cell_batch(&job, cell, &[r], "cpu").unwrap();
+    for col in [
+        "consensus_error",
+        "forced_pulls",
+        "clipped_observations",
+        "gossip_lambda2",
+        "acct_epsilon_pure",
+    ] {
+        assert_eq!(b.column_by_name(col).unwrap().null_count(), 0, "{col}");
+    }
+    for col in ["acct_epsilon_zcdp", "acct_rho_zcdp", "d", "k", "target_delta"] {
+        assert_eq!(b.column_by_name(col).unwrap().null_count(), b.num_rows(), "{col}");
+    }
+}
+
+#[test]
+fn a_job_mixing_families_pairs_each_algorithm_with_its_environments() {
+    use fedbandits::job::Job;
+    let p = std::path::Path::new("mix.yaml");
+    let j = Job::parse(
+        p,
+        "horizon: 100\nalgorithm: [independent, gossip_ucb]\nenvironment: [linear_gap, mab_heterogeneous]\nparams: {m: 3}\n",
+    )
+    .unwrap();
+    let pairs: Vec<(String, String)> = j
+        .cells
+        .iter()
+        .map(|c| (c.algorithm.clone(), c.environment.clone()))
+        .collect();
+    assert_eq!(
+        pairs,
+        vec![
+            ("independent".into(), "linear_gap".into()),
+            ("gossip_ucb".into(), "mab_heterogeneous".into())
+        ]
+    );
+    let e = Job::parse(
+        p,
+        "horizon: 100\nalgorithm: [independent, gossip_ucb]\nenvironment: linear_gap\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("gossip_ucb belongs to the gossip family") && e.contains("mab_heterogeneous"),
+        "{e}"
+    );
+    let e = Job::parse(
+        p,
+        "horizon: 100\nalgorithm: fed_ucb_gossip\nenvironment: mab_heterogeneous\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("epsilon") && e.contains(".inf"), "{e}");
+    let e = Job::parse(
+        p,
+        "horizon: 100\nalgorithm: private_fedlinucb\nenvironment: linear_gap\nparams: {epsilon: .inf, delta: 0.1}\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("no privacy"), "{e}");
+}

@@ -2,7 +2,7 @@
 //! snapshots and stops (exit 3); SIGKILL at random points and aborts in the
 //! middle of Parquet and snapshot writes never leave a partial file under a
 //! final name; every rerun completes, and the final data are bit-identical
-//! to an uninterrupted run.
+//! to an uninterrupted run. The job mixes the linear and gossip families.
 
 use fedbandits::output::{NONDETERMINISTIC_COLUMNS, canonical_rows, read_parquet};
 use std::path::{Path, PathBuf};
@@ -15,8 +15,8 @@ seed: 9
 repetitions: 3
 horizon: 12000
 checkpoints: {every: 1000}
-algorithm: [private_fedlinucb, feducb_decentralized, independent]
-environment: linear_sphere
+algorithm: [private_fedlinucb, feducb_decentralized, independent, fed_ucb_gossip]
+environment: [linear_sphere, mab_heterogeneous]
 params: {m: 8, d: 5, k: 20, epsilon: 1, delta: 0.1, graph: ring, gamma: 2}
 ";
 

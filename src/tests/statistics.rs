@@ -123,7 +123,8 @@ fn feducb_sync_counts() {
             "seed: 5\nrepetitions: 3\nhorizon: {horizon}\nalgorithm: feducb_centralized\nenvironment: linear_gap\nparams: {{m: {m}, d: {d}, k: 10, private: false, sync: {sync}}}\n"
         ));
         let cell = &j.cells[0];
-        let bound = DubeyConstants::new(&cell.config).proposition1_bound(&cell.config);
+        let cfg = cell.config.linear().unwrap();
+        let bound = DubeyConstants::new(cfg).proposition1_bound(cfg);
         for r in run_cell(&j, cell) {
             let n = r.points.last().unwrap().counters.sync_rounds;
             println!("non-private {sync} M={m} d={d} T={horizon}: {n} syncs (Proposition 1 bound {bound:.1})");
@@ -137,13 +138,14 @@ fn feducb_sync_counts() {
             "seed: 5\nrepetitions: 1\nhorizon: 2000\nalgorithm: feducb_centralized\nenvironment: linear_gap\nparams: {{m: 10, d: 5, k: 10, epsilon: 1, delta: 0.1, sync: {sync}}}\n"
         ));
         let cell = &j.cells[0];
-        let c = DubeyConstants::new(&cell.config);
+        let cfg = cell.config.linear().unwrap();
+        let c = DubeyConstants::new(cfg);
         let r = &run_cell(&j, cell)[0];
         let n = r.points.last().unwrap().counters.sync_rounds;
         let clock = 2000.0 / (c.threshold / (5.0 * 2f64.ln()));
         println!(
             "private {sync}: {n} syncs at T=2000 (Proposition 1 bound {:.1}; clock-driven estimate T d log2 / D = {clock:.1})",
-            c.proposition1_bound(&cell.config)
+            c.proposition1_bound(cfg)
         );
         assert!(n >= 1);
     }
@@ -210,7 +212,7 @@ fn linucb_learns_and_threshold_regime_orders_sync_counts() {
     let j = job(
         "seed: 9\nrepetitions: 6\nhorizon: 2000\nalgorithm: [linucb, random]\nenvironment: linear_gap\nparams: {d: 5, k: 25, m: 1}\n",
     );
-    assert_eq!(j.cells[0].config.m, 1);
+    assert_eq!(j.cells[0].config.agents(), 1);
     let res: Vec<Vec<RepResult>> = j.cells.iter().map(|c| run_cell(&j, c)).collect();
     let (d, z) = paired_z(&res[0], &res[1]);
     println!("linucb vs random: random - linucb = {d:.1} (paired z {z:.1})");

@@ -13,6 +13,7 @@
 //! (Lemma 6: c_priv = 4). epsilon = infinity: no privatizer (Gossip_UCB).
 
 use crate::backend::gossip::GossipPrivacy;
+use crate::privacy::accountant::Accounting;
 use crate::privacy::partial_sum::blocks_per_observation;
 use crate::privacy::tree::AgentTrees;
 
@@ -62,6 +63,23 @@ pub fn block_epsilon(p: &PrivacyConfig, horizon: u64) -> f64 {
 /// the clipping range, which clipping enforces).
 pub fn provided_epsilon(p: &PrivacyConfig, horizon: u64) -> f64 {
     f64::from(blocks_per_observation(horizon)) * block_epsilon(p, horizon)
+}
+
+/// The accountant's figures (None without privacy): each observation enters
+/// floor(log2 T) + 1 Laplace releases of scale range / epsilon' (noise
+/// multiplier 1 / epsilon' per unit of sensitivity); the paper's claim is the
+/// target epsilon; the pure-DP epsilon provided is [`provided_epsilon`], an
+/// upper bound for observations inside the clipping range (clipping
+/// enforces it).
+pub fn accounting(p: &PrivacyConfig, horizon: u64) -> Option<Accounting> {
+    p.epsilon.is_finite().then(|| Accounting {
+        releases_per_observation: u64::from(blocks_per_observation(horizon)),
+        noise_multiplier: 1.0 / block_epsilon(p, horizon),
+        epsilon_paper: p.epsilon,
+        rho: None,
+        epsilon_zcdp: None,
+        epsilon_pure: Some(provided_epsilon(p, horizon)),
+    })
 }
 
 /// The batch's privatizer (None for epsilon = infinity): agent i's noise key

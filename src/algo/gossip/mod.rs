@@ -101,7 +101,7 @@ pub fn gossip_batch(cfg: &GossipConfig, env_keys: &[Vec<u64>], algo_keys: &[Vec<
 }
 
 /// One federation's curve at one checkpoint.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GossipPoint {
     /// Round.
     pub t: u64,

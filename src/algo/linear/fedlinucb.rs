@@ -205,10 +205,10 @@ mod tests {
             "horizon: 10000\nalgorithm: private_fedlinucb\nenvironment: linear_sphere\nparams: {m: 10, d: 5, epsilon: 1, delta: 0.1}\n",
         )
         .unwrap();
-        let a = crate::algo::linear::accounting(&j.cells[0].config).unwrap();
+        let a = j.cells[0].config.accounting().unwrap();
         // T/B = 400 batches: floor(log2 400) + 1 = 9 levels.
         assert_eq!(a.releases_per_observation, 9);
-        let sigma = super::ZhouConstants::new(&j.cells[0].config).sigma;
+        let sigma = super::ZhouConstants::new(j.cells[0].config.linear().unwrap()).sigma;
         let rho = 9.0 * 2.0 / (2.0 * sigma * sigma);
         assert!((a.rho.unwrap() - rho).abs() < 1e-12);
         assert!((a.epsilon_zcdp.unwrap() - zcdp_epsilon(rho, 0.1)).abs() < 1e-12);

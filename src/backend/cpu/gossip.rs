@@ -9,7 +9,9 @@ use crate::privacy::partial_sum::PartialSum;
 use crate::rng::{Stream, fold_more};
 use rayon::prelude::*;
 
-/// The CPU state of every federation of a gossip batch.
+/// The CPU state of every federation of a gossip batch (serializable
+/// whole, every stream included, for snapshots).
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct CpuGossip {
     feds: Vec<Fed>,
     policy: GossipPolicy,
@@ -19,6 +21,7 @@ pub struct CpuGossip {
 
 /// One federation: counts, estimates and streams of its N agents x M arms
 /// (agent-major).
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Fed {
     env: MabEnv,
     /// Neighbours of each agent.
