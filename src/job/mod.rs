@@ -897,6 +897,8 @@ fn resolve_gossip(algo: &str, raw: &BTreeMap<String, Value>, horizon: u64) -> Re
             errs.push(("clip_hi", format!("clip_hi = {hi} must exceed clip_lo = {lo}")));
         }
         privacy.clip = (lo, hi);
+        privacy.clipping = raw.get("clip").and_then(Value::as_bool).unwrap_or(true);
+        out.insert("clip", Value::Bool(privacy.clipping));
         privacy.c_priv = f("c_priv", 4.0);
         out.insert("clip_lo", Value::Float(lo));
         out.insert("clip_hi", Value::Float(hi));

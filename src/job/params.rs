@@ -628,6 +628,13 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: FED_UCB_GOSSIP,
     },
     ParamDef {
+        name: "clip",
+        kind: Kind::Bool,
+        default: "true",
+        doc: "clip observations to [clip_lo, clip_hi] before the partial sums (false: as the paper, a nominal guarantee; acct_epsilon_pure is then null)",
+        used_by: FED_UCB_GOSSIP,
+    },
+    ParamDef {
         name: "clip_lo",
         kind: Kind::Float {
             min: f64::NEG_INFINITY,

@@ -317,3 +317,38 @@ fn a_job_mixing_families_pairs_each_algorithm_with_its_environments() {
     .to_string();
     assert!(e.contains("no privacy"), "{e}");
 }
+
+#[test]
+fn without_clipping_nothing_is_clipped_and_no_epsilon_is_claimed() {
+    use fedbandits::backend::cpu::CpuBackend;
+    use fedbandits::job::Job;
+    use fedbandits::sim::run_rep;
+    let job = Job::parse(
+        std::path::Path::new("c.yaml"),
+        "horizon: 2000\nalgorithm: fed_ucb_gossip\nenvironment: mab_heterogeneous\nparams: {m: 4, arms: 3, epsilon: 1}\ngrid: {clip: [true, false]}\n",
+    )
+    .unwrap();
+    let ck = job.checkpoint_rounds();
+    let clipped: Vec<u64> = job
+        .cells
+        .iter()
+        .map(|c| {
+            run_rep(c, job.seed, 0, &ck, &CpuBackend, &|_| {})
+                .points
+                .last()
+                .unwrap()
+                .gossip
+                .unwrap()
+                .clipped
+        })
+        .collect();
+    // N(0,1) noise around means in [0,1]: most observations leave [0, 1].
+    assert!(clipped[0] > 2000 * 4 / 3, "{clipped:?}");
+    assert_eq!(clipped[1], 0);
+    let eps: Vec<Option<f64>> = job
+        .cells
+        .iter()
+        .map(|c| c.config.accounting().unwrap().epsilon_pure)
+        .collect();
+    assert_eq!(eps, vec![Some(1.0), None]);
+}

@@ -33,8 +33,13 @@ pub struct PrivacyConfig {
     pub epsilon: f64,
     /// The split over blocks.
     pub budget_split: BudgetSplit,
-    /// Clipping range [lo, hi].
+    /// Clipping range [lo, hi]: hi - lo is the sensitivity the Laplace scale
+    /// assumes.
     pub clip: (f64, f64),
+    /// Whether observations are clipped to the range (false: they enter
+    /// as they are, as in the paper, whose synthetic observations are
+    /// unbounded; the guarantee is then nominal and the accountant says so).
+    pub clipping: bool,
     /// c_priv of the confidence term.
     pub c_priv: f64,
 }
@@ -45,6 +50,7 @@ impl Default for PrivacyConfig {
             epsilon: f64::INFINITY,
             budget_split: BudgetSplit::Exact,
             clip: (0.0, 1.0),
+            clipping: true,
             c_priv: 4.0,
         }
     }
@@ -71,6 +77,10 @@ pub fn provided_epsilon(p: &PrivacyConfig, horizon: u64) -> f64 {
 /// target epsilon; the pure-DP epsilon provided is [`provided_epsilon`], an
 /// upper bound for observations inside the clipping range (clipping
 /// enforces it).
+///
+/// Without clipping an observation can move a block sum by any amount, so no
+/// epsilon holds: the pure-DP figure is null (the paper's claim stays, as
+/// the claim).
 pub fn accounting(p: &PrivacyConfig, horizon: u64) -> Option<Accounting> {
     p.epsilon.is_finite().then(|| Accounting {
         releases_per_observation: u64::from(blocks_per_observation(horizon)),
@@ -78,7 +88,7 @@ pub fn accounting(p: &PrivacyConfig, horizon: u64) -> Option<Accounting> {
         epsilon_paper: p.epsilon,
         rho: None,
         epsilon_zcdp: None,
-        epsilon_pure: Some(provided_epsilon(p, horizon)),
+        epsilon_pure: p.clipping.then(|| provided_epsilon(p, horizon)),
     })
 }
 
@@ -91,8 +101,8 @@ pub fn privatizer(p: &PrivacyConfig, horizon: u64, agents: usize, algo_keys: &[V
     Some(GossipPrivacy {
         epsilon: p.epsilon,
         scale: (p.clip.1 - p.clip.0) / block_epsilon(p, horizon),
-        lo: p.clip.0,
-        hi: p.clip.1,
+        lo: if p.clipping { p.clip.0 } else { f64::NEG_INFINITY },
+        hi: if p.clipping { p.clip.1 } else { f64::INFINITY },
         c_priv: p.c_priv,
         log2_horizon: (horizon.max(2) as f64).log2(),
         noise_keys: algo_keys
