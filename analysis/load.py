@@ -83,6 +83,33 @@ def scan(path: str | Path) -> pl.LazyFrame:
     return lf
 
 
+def families(path: str | Path) -> dict[str, dict[str, list[str]]]:
+    """The engine's family registry, as written into the results' metadata:
+    {family: {"algorithms": [...], "environments": [...], "columns": [...]}},
+    where "columns" are the output columns only that family fills."""
+    import json
+
+    merged: dict[str, dict[str, list[str]]] = {}
+    for f in parquet_files(path):
+        md = pq.read_metadata(f).metadata or {}
+        raw = md.get(b"fedbandits.families")
+        if raw is None:
+            raise ResultsError(f"{f}: no family registry in the metadata (written by an engine before semantics 3)")
+        merged.update(json.loads(raw.decode()))
+    return merged
+
+
+def scan_family(path: str | Path, family: str) -> pl.LazyFrame:
+    """The rows of one family's algorithms, without the columns only other
+    families fill."""
+    reg = families(path)
+    if family not in reg:
+        raise ResultsError(f"{path}: unknown family {family!r}; the results' engine knows {sorted(reg)}")
+    others = {c for name, f in reg.items() if name != family for c in f["columns"]} - set(reg[family]["columns"])
+    lf = scan(path).filter(pl.col("algorithm").is_in(reg[family]["algorithms"]))
+    return lf.drop([c for c in lf.collect_schema().names() if c in others])
+
+
 def to_pandas(path: str | Path):
     """The same data as a pandas DataFrame (needs pandas installed)."""
     return scan(path).collect().to_pandas()

@@ -129,3 +129,26 @@ def test_paper_job_names_select_paper_figures(tmp_path: Path) -> None:
     subprocess.run([str(engine()), "run", str(job), "--out", str(d), "--quiet"], check=True, capture_output=True)
     made = figures.figures_for_job(scan(d), "zhou_fig2c_small", tmp_path / "f")
     assert [p.name for p in made] == ["zhou_fig2c_small.png"]
+
+
+def test_families_come_from_the_engine_and_split_a_mixed_job(tmp_path: Path) -> None:
+    from analysis.load import families, scan_family
+
+    job = tmp_path / "mix.yaml"
+    job.write_text(
+        "name: mix\nseed: 1\nrepetitions: 2\nhorizon: 300\ncheckpoints: {every: 100}\n"
+        "algorithm: [independent, fed_ucb_gossip]\nenvironment: [linear_sphere, mab_heterogeneous]\n"
+        "params: {m: 3, d: 4, k: 9, epsilon: 1, arms: 3, graph: ring}\n"
+    )
+    subprocess.run([str(engine()), "run", str(job), "--out", str(tmp_path), "--quiet"], check=True, capture_output=True)
+    reg = families(tmp_path / "mix")
+    assert set(reg) == {"linear", "gossip"}
+    assert "fed_ucb_gossip" in reg["gossip"]["algorithms"] and "consensus_error" in reg["gossip"]["columns"]
+    g = scan_family(tmp_path / "mix", "gossip").collect()
+    assert g["algorithm"].unique().to_list() == ["fed_ucb_gossip"] and g.height == 2 * 3
+    assert g["consensus_error"].null_count() == 0 and g["acct_epsilon_pure"].to_list() == [1.0] * 6
+    assert "cholesky_failures" not in g.columns
+    lin = scan_family(tmp_path / "mix", "linear").collect()
+    assert lin["algorithm"].unique().to_list() == ["independent"] and "consensus_error" not in lin.columns
+    with pytest.raises(ResultsError, match="unknown family"):
+        scan_family(tmp_path / "mix", "combinatorial")

@@ -302,6 +302,31 @@ pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> 
     Ok(RecordBatch::try_new(schema(), cols)?)
 }
 
+/// The family registry ([`crate::job::params::FAMILIES`]) as JSON, written
+/// into every file so that the analysis package reads the families (their
+/// algorithms, environments and own columns) from the engine that wrote the
+/// data: `{"linear": {"algorithms": [...], "environments": [...],
+/// "columns": [...]}, ...}`.
+pub fn families_json() -> String {
+    let list = |names: &mut dyn Iterator<Item = &str>| {
+        let items: Vec<String> = names.map(|n| format!("\"{}\"", n.escape_default())).collect();
+        format!("[{}]", items.join(", "))
+    };
+    let fams: Vec<String> = crate::job::params::FAMILIES
+        .iter()
+        .map(|f| {
+            format!(
+                "\"{}\": {{\"algorithms\": {}, \"environments\": {}, \"columns\": {}}}",
+                f.name,
+                list(&mut f.algorithms.iter().map(|a| a.0)),
+                list(&mut f.environments.iter().map(|e| e.0)),
+                list(&mut f.columns.iter().copied())
+            )
+        })
+        .collect();
+    format!("{{{}}}", fams.join(", "))
+}
+
 /// Key-value metadata written into every file.
 pub fn metadata(job: &Job, extra: &[(&str, String)]) -> Vec<KeyValue> {
     let mut kv = vec![
@@ -311,6 +336,7 @@ pub fn metadata(job: &Job, extra: &[(&str, String)]) -> Vec<KeyValue> {
         KeyValue::new("fedbandits.version".into(), env!("CARGO_PKG_VERSION").to_string()),
         KeyValue::new("fedbandits.git_commit".into(), GIT_COMMIT.to_string()),
         KeyValue::new("fedbandits.semantics_version".into(), SEMANTICS_VERSION.to_string()),
+        KeyValue::new("fedbandits.families".into(), families_json()),
     ];
     for (k, v) in extra {
         kv.push(KeyValue::new(format!("fedbandits.{k}"), v.clone()));
