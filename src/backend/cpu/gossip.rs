@@ -138,12 +138,15 @@ fn argmax(it: impl Iterator<Item = f64>) -> usize {
 impl Fed {
     fn round(&mut self, t: u64, policy: GossipPolicy, c: f64, privacy: Option<&GossipPrivacy>) {
         let (n, m) = (self.env.spec.agents, self.env.spec.arms);
-        let lt = (t as f64).ln();
+        // The portable logarithm (crate::math), so a GPU computes the same
+        // widths bit for bit; log2 t = ln t / ln 2.
+        let lt = crate::math::ln(t as f64);
+        let log2_t = lt / std::f64::consts::LN_2;
         let width = |cnt: u64| {
             let nn = cnt as f64;
             let base = (2.0 * c * lt / nn).sqrt();
             match privacy {
-                Some(p) => base + p.c_priv * p.log2_horizon * (t as f64).log2() * nn.ln() / (p.epsilon * nn),
+                Some(p) => base + p.c_priv * p.log2_horizon * log2_t * crate::math::ln(nn) / (p.epsilon * nn),
                 None => base,
             }
         };
