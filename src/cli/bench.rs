@@ -173,6 +173,7 @@ fn gossip(sel: &Selection, opts: &BenchOptions, nthreads: usize) {
             agents: 10,
             arms: 5,
             noise_std: 1.0,
+            records: None,
         },
         horizon: opts.rounds.max(1),
         graph: crate::graph::GraphSpec::Ring,

@@ -19,8 +19,12 @@ pub struct MabEnvSpec {
     pub agents: usize,
     /// Arms M.
     pub arms: usize,
-    /// Standard deviation of the observation noise.
+    /// Standard deviation of the observation noise (`mab_heterogeneous`).
     pub noise_std: f64,
+    /// `uci_diabetes`: the records pulls resample from (then `arms` is
+    /// [`super::uci::ARMS`] and the local means are the records' shares of
+    /// reward 1).
+    pub records: Option<super::uci::RecordCounts>,
 }
 
 /// One federation's instance.
@@ -41,6 +45,15 @@ impl MabEnv {
     /// Draws the federation's means from its environment key (job seed,
     /// environment scope, repetition): mu_{i,k} in agent-major order.
     pub fn new(spec: &MabEnvSpec, key: &[u64]) -> Self {
+        if let Some(r) = &spec.records {
+            let means = r
+                .ones
+                .iter()
+                .zip(&r.total)
+                .map(|(&o, &n)| o as f64 / n.max(1) as f64)
+                .collect();
+            return Self::with_means(spec, means, key);
+        }
         let mut k = key.to_vec();
         k.push(Purpose::EnvParameter as u64);
         let mut s = Stream::new(&k);
@@ -72,11 +85,19 @@ impl MabEnv {
         k
     }
 
-    /// Agent `i`'s observation of arm `arm`, drawing one normal from its
-    /// noise stream.
+    /// Agent `i`'s observation of arm `arm`, drawing one number from its
+    /// stream: mu_{i,k} plus a normal, or (records) the reward of record
+    /// floor(u n) of the agent's n records of the arm, ones first.
     #[inline]
     pub fn observe(&self, i: usize, arm: usize, noise: &mut Stream) -> f64 {
-        self.local_means[i * self.spec.arms + arm] + self.spec.noise_std * noise.normal()
+        let e = i * self.spec.arms + arm;
+        match &self.spec.records {
+            Some(r) => {
+                let idx = (noise.uniform() * r.total[e] as f64) as u64;
+                if idx < r.ones[e] { 1.0 } else { 0.0 }
+            }
+            None => self.local_means[e] + self.spec.noise_std * noise.normal(),
+        }
     }
 
     /// Pseudo-regret of pulling `arm`: mu_best - mu_arm.
@@ -96,6 +117,7 @@ mod tests {
             agents: 10,
             arms: 5,
             noise_std: 1.0,
+            records: None,
         };
         let mut all = Vec::new();
         for rep in 0..200u64 {

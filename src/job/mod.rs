@@ -828,7 +828,7 @@ pub type ResolveErrors = Vec<(&'static str, String)>;
 /// algorithm and environment do not use, checks cross-parameter rules.
 pub fn resolve(algo: &str, env: &str, raw: &BTreeMap<String, Value>, horizon: u64) -> Result<Resolved, ResolveErrors> {
     if family_of(algo).is_some_and(|f| f.id == FamilyId::Gossip) {
-        return resolve_gossip(algo, raw, horizon);
+        return resolve_gossip(algo, env, raw, horizon);
     }
     resolve_linear(algo, env, raw, horizon).map(|(p, c)| (p, CellConfig::Linear(c)))
 }
@@ -838,7 +838,12 @@ pub fn resolve(algo: &str, env: &str, raw: &BTreeMap<String, Value>, horizon: u6
 /// so a disconnected one is a job error), `confidence_scale`, and for
 /// `fed_ucb_gossip` the privatizer (`epsilon` required, `.inf` for none;
 /// `budget_split`, `clip_lo` < `clip_hi`, `c_priv`).
-fn resolve_gossip(algo: &str, raw: &BTreeMap<String, Value>, horizon: u64) -> Result<Resolved, ResolveErrors> {
+fn resolve_gossip(
+    algo: &str,
+    env: &str,
+    raw: &BTreeMap<String, Value>,
+    horizon: u64,
+) -> Result<Resolved, ResolveErrors> {
     let mut errs: ResolveErrors = Vec::new();
     let mut out: BTreeMap<&'static str, Value> = BTreeMap::new();
     let f = |k: &str, default: f64| raw.get(k).and_then(Value::as_f64).unwrap_or(default);
@@ -849,10 +854,30 @@ fn resolve_gossip(algo: &str, raw: &BTreeMap<String, Value>, horizon: u64) -> Re
         "oracle_ucb" => GossipAlgorithm::OracleUcb,
         _ => GossipAlgorithm::GossipUcb,
     };
-    let (agents, arms, noise_std) = (i("m", 10), i("arms", 5), f("noise_std", 1.0));
+    let uci = env == "uci_diabetes";
+    let agents = i("m", if uci { 3 } else { 10 });
     out.insert("m", Value::Int(agents));
-    out.insert("arms", Value::Int(arms));
-    out.insert("noise_std", Value::Float(noise_std));
+    let (arms, noise_std, records) = if uci {
+        let path = raw
+            .get("data")
+            .and_then(Value::as_str)
+            .unwrap_or("diabetic_data.csv")
+            .to_owned();
+        out.insert("data", Value::Str(path.clone()));
+        let records = match crate::env::uci::load(std::path::Path::new(&path), agents.max(1) as usize) {
+            Ok(r) => Some((*r).clone()),
+            Err(e) => {
+                errs.push(("data", e.to_string()));
+                None
+            }
+        };
+        (crate::env::uci::ARMS as i64, 0.0, records)
+    } else {
+        let (arms, noise_std) = (i("arms", 5), f("noise_std", 1.0));
+        out.insert("arms", Value::Int(arms));
+        out.insert("noise_std", Value::Float(noise_std));
+        (arms, noise_std, None)
+    };
     if (horizon as i64) < arms {
         errs.push((
             "arms",
@@ -913,6 +938,7 @@ fn resolve_gossip(algo: &str, raw: &BTreeMap<String, Value>, horizon: u64) -> Re
                     agents: agents as usize,
                     arms: arms as usize,
                     noise_std,
+                    records,
                 },
                 horizon,
                 graph,

@@ -299,10 +299,16 @@ const GOSSIP_ALGORITHMS: &[(&str, &str)] = &[
 ];
 
 /// Environments of the decentralized multi-armed family.
-const GOSSIP_ENVIRONMENTS: &[(&str, &str)] = &[(
-    "mab_heterogeneous",
-    "Zhu et al.'s synthetic: mu_{i,k} ~ U[0,1] per federation, observations mu_{i,k} + N(0, noise_std^2)",
-)];
+const GOSSIP_ENVIRONMENTS: &[(&str, &str)] = &[
+    (
+        "mab_heterogeneous",
+        "Zhu et al.'s synthetic: mu_{i,k} ~ U[0,1] per federation, observations mu_{i,k} + N(0, noise_std^2)",
+    ),
+    (
+        "uci_diabetes",
+        "Zhu et al.'s real data: the UCI diabetes records (user-supplied CSV, `data`), hospitals = consecutive parts, 5 drug-class arms, reward 1 for readmission >30",
+    ),
+];
 
 /// Which family a cell belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -383,7 +389,7 @@ pub const PARAMS: &[ParamDef] = &[
     ParamDef {
         name: "m",
         kind: Kind::Int { min: 1, max: 1_000_000 },
-        default: "10 (linucb: 1)",
+        default: "10 (linucb: 1; uci_diabetes: 3)",
         doc: "number of agents (M in the linear papers, N in Zhu et al.)",
         used_by: &[
             "independent",
@@ -626,6 +632,13 @@ pub const PARAMS: &[ParamDef] = &[
         default: "exact",
         doc: "epsilon per dyadic block: epsilon / (floor(log2 T) + 1) (exactly epsilon-DP) or the paper's epsilon / log2 T",
         used_by: FED_UCB_GOSSIP,
+    },
+    ParamDef {
+        name: "data",
+        kind: Kind::Text,
+        default: "diabetic_data.csv",
+        doc: "path of the UCI diabetic_data.csv (relative to the working directory)",
+        used_by: &["uci_diabetes"],
     },
     ParamDef {
         name: "clip",

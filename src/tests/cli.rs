@@ -336,8 +336,43 @@ fn every_bundled_job_validates_and_small_paper_jobs_run() {
         .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
         .collect();
     names.sort();
+    // Jobs on the UCI diabetes data read the user's diabetic_data.csv from
+    // the working directory: validate them beside a generated one.
+    let data_dir = tempdir("uci");
+    let header = fedbandits::env::uci::HEADER;
+    let mut csv = format!("{header}\n");
+    for i in 0..30 {
+        let row: Vec<&str> = header
+            .split(',')
+            .map(|c| match c {
+                "readmitted" => [">30", "NO", "<30"][i % 3],
+                "metformin" | "glipizide" | "pioglitazone" | "insulin" | "examide" => "Steady",
+                c if fedbandits::env::uci::MEDICATIONS.iter().any(|(m, _)| *m == c) => "No",
+                _ => "?",
+            })
+            .collect();
+        csv += &row.join(",");
+        csv.push('\n');
+    }
+    std::fs::write(data_dir.join("diabetic_data.csv"), csv).unwrap();
     for job in &names {
-        let v = run(&["validate", job.to_str().unwrap()]);
+        let job = &job.canonicalize().unwrap();
+        let v = if job.to_string_lossy().contains("diabetes") {
+            let missing = Command::new(env!("CARGO_BIN_EXE_fedbandits"))
+                .args(["validate", job.to_str().unwrap()])
+                .current_dir(tempdir("uci-empty"))
+                .output()
+                .unwrap();
+            assert_eq!(missing.status.code(), Some(2), "without the data file");
+            assert!(stderr(&missing).contains("diabetic_data.csv"), "{}", stderr(&missing));
+            Command::new(env!("CARGO_BIN_EXE_fedbandits"))
+                .args(["validate", job.to_str().unwrap()])
+                .current_dir(&data_dir)
+                .output()
+                .unwrap()
+        } else {
+            run(&["validate", job.to_str().unwrap()])
+        };
         assert!(v.status.success(), "{}: {}", job.display(), stderr(&v));
         let stem = job.file_stem().unwrap().to_string_lossy().into_owned();
         if stem.ends_with("_small") {

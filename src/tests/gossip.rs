@@ -18,6 +18,7 @@ fn config(algorithm: GossipAlgorithm, agents: usize, arms: usize, horizon: u64, 
             agents,
             arms,
             noise_std: 1.0,
+            records: None,
         },
         horizon,
         graph,
@@ -133,6 +134,7 @@ fn on_a_biased_instance_local_regret_is_linear_and_gossip_sublinear() {
         agents: 2,
         arms: 3,
         noise_std: 0.3,
+        records: None,
     };
     let checkpoints: Vec<u64> = (1..=20).map(|i| i * 2500).collect();
     let mut slopes = Vec::new();
@@ -162,6 +164,7 @@ fn clipping_counts_are_exact() {
         agents: 2,
         arms: 2,
         noise_std: 0.0,
+        records: None,
     };
     let mut cfg = GossipConfig {
         env: spec.clone(),
@@ -351,4 +354,131 @@ fn without_clipping_nothing_is_clipped_and_no_epsilon_is_claimed() {
         .map(|c| c.config.accounting().unwrap().epsilon_pure)
         .collect();
     assert_eq!(eps, vec![Some(1.0), None]);
+}
+
+/// A small diabetic_data.csv with the UCI file's columns: `rows` of
+/// (medication values by column name, readmitted).
+fn diabetes_csv(
+    dir: &std::path::Path,
+    name: &str,
+    header: &str,
+    rows: &[(&[(&str, &str)], &str)],
+) -> std::path::PathBuf {
+    let cols: Vec<&str> = header.split(',').collect();
+    let mut text = format!("{header}\n");
+    for (i, (meds, readmitted)) in rows.iter().enumerate() {
+        let fields: Vec<String> = cols
+            .iter()
+            .map(|c| match *c {
+                "readmitted" => (*readmitted).to_string(),
+                "encounter_id" => i.to_string(),
+                c if fedbandits::env::uci::MEDICATIONS.iter().any(|(m, _)| *m == c) => {
+                    meds.iter().find(|(m, _)| *m == c).map_or("No", |(_, v)| v).to_string()
+                }
+                _ => "?".to_string(),
+            })
+            .collect();
+        text += &fields.join(",");
+        text.push('\n');
+    }
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn uci_diabetes_reads_the_csv_maps_arms_and_resamples_records() {
+    use fedbandits::env::uci::HEADER;
+    use fedbandits::job::Job;
+    let dir = std::env::temp_dir().join(format!("fedbandits-uci-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Two agents of 6 records each; every record gives one drug of every
+    // arm (metformin, glipizide, pioglitazone, insulin, examide). Agent 0:
+    // 2 of 6 readmitted ">30"; agent 1: 5 of 6, and one record also
+    // counts insulin "Up" (still arm 3).
+    let all: &[(&str, &str)] = &[
+        ("metformin", "Steady"),
+        ("glipizide", "Up"),
+        ("pioglitazone", "Down"),
+        ("insulin", "Steady"),
+        ("examide", "Steady"),
+    ];
+    let mut rows: Vec<(&[(&str, &str)], &str)> = Vec::new();
+    for r in [
+        ">30", ">30", "NO", "<30", "NO", "NO", ">30", ">30", ">30", ">30", ">30", "<30",
+    ] {
+        rows.push((all, r));
+    }
+    let csv = diabetes_csv(&dir, "diabetic_data.csv", HEADER, &rows);
+    let job_text = |path: &std::path::Path| {
+        format!(
+            "horizon: 400\nrepetitions: 2\nalgorithm: [gossip_ucb, local_ucb]\nenvironment: uci_diabetes\nparams: {{m: 2, data: {}}}\n",
+            path.display()
+        )
+    };
+    let job = Job::parse(std::path::Path::new("u.yaml"), &job_text(&csv)).unwrap();
+    let fedbandits::algo::CellConfig::Gossip(cfg) = &job.cells[0].config else {
+        panic!("not a gossip cell")
+    };
+    let env = MabEnv::new(&cfg.env, &[1]);
+    assert_eq!(cfg.env.arms, 5);
+    for k in 0..5 {
+        assert!((env.local_means[k] - 2.0 / 6.0).abs() < 1e-15);
+        assert!((env.local_means[5 + k] - 5.0 / 6.0).abs() < 1e-15);
+    }
+    // Resampling: the share of ones drawn for agent 1 is near 5/6.
+    let mut s = fedbandits::rng::Stream::new(&[4]);
+    let draws: f64 = (0..60_000).map(|_| env.observe(1, 3, &mut s)).sum::<f64>() / 60_000.0;
+    assert!((draws - 5.0 / 6.0).abs() < 0.01, "{draws}");
+    // The job runs end to end.
+    let out = dir.join("out");
+    let job_file = dir.join("u.yaml");
+    std::fs::write(&job_file, job_text(&csv)).unwrap();
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_fedbandits"))
+        .args([
+            "run",
+            job_file.to_str().unwrap(),
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+
+    // Bad inputs: exit 2, a line naming file, line and column, nothing written.
+    let fail = |path: &std::path::Path, want: &[&str]| {
+        std::fs::write(&job_file, job_text(path)).unwrap();
+        let bad_out = dir.join("bad_out");
+        let r = std::process::Command::new(env!("CARGO_BIN_EXE_fedbandits"))
+            .args([
+                "run",
+                job_file.to_str().unwrap(),
+                "--quiet",
+                "--out",
+                bad_out.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{err}");
+        for w in want {
+            assert!(err.contains(w), "{w:?} not in {err}");
+        }
+        assert!(!bad_out.exists(), "nothing may be written");
+    };
+    fail(&dir.join("nope.csv"), &["nope.csv", "cannot read", "diabetic_data.csv"]);
+    let no_insulin = HEADER.replace(",insulin,", ",insulin_x,");
+    let p = diabetes_csv(&dir, "noins.csv", &no_insulin, &rows);
+    fail(&p, &["noins.csv:1", "missing column 'insulin'"]);
+    let mut bad_rows = rows.clone();
+    bad_rows[4].1 = "maybe";
+    let p = diabetes_csv(&dir, "badval.csv", HEADER, &bad_rows);
+    fail(&p, &["badval.csv:6", "column 'readmitted'", "'maybe'", ">30"]);
+    let short = diabetes_csv(&dir, "short.csv", HEADER, &rows);
+    let mut text = std::fs::read_to_string(&short).unwrap();
+    text.push_str("1,2,3\n");
+    std::fs::write(&short, text).unwrap();
+    fail(&short, &["short.csv:14"]);
+    let _ = std::fs::remove_dir_all(&dir);
 }
