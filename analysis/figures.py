@@ -6,7 +6,9 @@ renders every figure whose data are present: for each job found under
 RESULTS_DIR, the figure its name calls for (dubey_fig1a: final regret
 against epsilon per M and against M per epsilon; dubey_fig1b: regret curves and communication rounds per
 sync regime; dubey_fig1c: final regret against d; zhou_fig2a/2b/2c:
-time-average regret curves per protocol or algorithm; anything else: regret
+time-average regret curves per protocol or algorithm; zhu_fig1a/1b (small, medium, full):
+regret curves and the private regret against epsilon with the paper's
+1/epsilon slope; zhu_diabetes: regret curves; anything else: regret
 curves per cell). Curves show the mean over repetitions with a 95% band.
 Every figure is 900 x 500 pixels with the legend outside the axes.
 """
@@ -23,7 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
-from .load import ResultsError, scan, summarize  # noqa: E402
+from .load import ResultsError, private_regret, scan, summarize  # noqa: E402
 
 WIDTH_PX, HEIGHT_PX, DPI = 900, 500, 100
 
@@ -142,6 +144,26 @@ def communication(lf: pl.LazyFrame, by: list[str], out: Path, title: str) -> Pat
     return _save(fig, out)
 
 
+def private_ratio(lf: pl.LazyFrame, out: Path, title: str) -> Path:
+    """Zhu et al.'s private regret, regret(eps) - regret(inf), against
+    epsilon (log-log) per (c_priv, clip), with the paper's 1/epsilon slope
+    through each line's first point."""
+    df = private_regret(lf)
+    fig, ax = _figure(title)
+    for g in df.select("c_priv", "clip").unique(maintain_order=True).to_dicts():
+        part = df.filter((pl.col("c_priv") == g["c_priv"]) & (pl.col("clip") == g["clip"]))
+        eps, val = part["epsilon"].to_numpy(), part["private"].to_numpy()
+        (line,) = ax.plot(eps, val, marker="o", label=_label(g, ["c_priv", "clip"]))
+        ax.plot(eps, val[0] * eps[0] / eps, ls=":", color=line.get_color(), lw=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("epsilon")
+    ax.set_ylabel("regret(eps) - regret(inf) per agent")
+    ax.plot([], [], ls=":", color="gray", label="1/epsilon (paper)")
+    _legend(ax)
+    return _save(fig, out)
+
+
 def figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
     """The figures a job's name calls for (see the module docs)."""
     base = job.removesuffix("_small")
@@ -162,6 +184,17 @@ def figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
         made.append(
             regret_curves(lf, ["algorithm", "epsilon"], out / f"{job}.png", f"Zhou & Chowdhury Fig. 2c{small} (synthetic data)", time_average=True)
         )
+    elif base.removesuffix("_medium") in ("zhu_fig1a", "zhu_fig1b"):
+        size = small or (" (medium)" if base.endswith("_medium") else "")
+        fig = base.removesuffix("_medium")[-2:]
+        made.append(
+            regret_curves(
+                lf, ["algorithm", "epsilon", "c_priv", "clip"], out / f"{job}.png", f"Zhu et al. Fig. {fig}{size}: regret", logx=False
+            )
+        )
+        made.append(private_ratio(lf, out / f"{job}_private.png", f"Zhu et al. Fig. {fig}{size}: private regret vs epsilon"))
+    elif base == "zhu_diabetes":
+        made.append(regret_curves(lf, ["algorithm", "epsilon"], out / f"{job}.png", "Zhu et al. Fig. 1c: UCI diabetes", logx=False))
     else:
         made.append(regret_curves(lf, varying(lf) or ["algorithm"], out / f"{job}.png", f"{job}: regret"))
     return made

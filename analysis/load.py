@@ -110,6 +110,25 @@ def scan_family(path: str | Path, family: str) -> pl.LazyFrame:
     return lf.drop([c for c in lf.collect_schema().names() if c in others])
 
 
+def private_regret(lf: pl.LazyFrame, by: tuple[str, ...] = ("c_priv", "clip")) -> pl.DataFrame:
+    """The private part of Fed_UCB's regret (Zhu et al.): for each setting of
+    `by` and finite epsilon, mean final per-agent regret of `fed_ucb_gossip`
+    minus that at epsilon = inf (Gossip_UCB, whose `by` columns are null),
+    and its ratio to the value at the smallest epsilon (the paper: close to
+    1 : 1/2 : 1/5 for epsilon 1, 2, 5). Columns: by..., epsilon, regret,
+    private, ratio."""
+    final = lf.filter((pl.col("algorithm") == "fed_ucb_gossip") & (pl.col("t") == pl.col("horizon")))
+    means = final.group_by([*by, "epsilon"]).agg(regret=pl.col("agent_regret").mean()).collect()
+    inf = means.filter(pl.col("epsilon").is_infinite())
+    if inf.height != 1:
+        raise ResultsError("private_regret needs exactly one fed_ucb_gossip cell with epsilon = .inf")
+    base = inf["regret"][0]
+    private = means.filter(pl.col("epsilon").is_finite()).with_columns(private=pl.col("regret") - base)
+    return private.sort([*by, "epsilon"]).with_columns(
+        ratio=pl.col("private") / pl.col("private").first().over(list(by))
+    )
+
+
 def to_pandas(path: str | Path):
     """The same data as a pandas DataFrame (needs pandas installed)."""
     return scan(path).collect().to_pandas()

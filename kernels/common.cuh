@@ -25,8 +25,10 @@
 extern __shared__ __align__(16) unsigned char fb_dyn_smem[];
 #define FB_DYN_SHARED(type, name) type* name = reinterpret_cast<type*>(fb_dyn_smem)
 #define FB_MULHI(a, b) __umul64hi((a), (b))
+#define FB_CTZ64(x) (__ffsll((long long)(x)) - 1)
 #else
 #define FB_MULHI(a, b) ((unsigned long long)(((unsigned __int128)(a) * (unsigned __int128)(b)) >> 64))
+#define FB_CTZ64(x) __builtin_ctzll(x)
 #define FB_DEV static inline
 #endif
 
@@ -250,9 +252,18 @@ FB_DEV double fb_normal_at(fb_u64 key, fb_u64 index) {
     return c;
 }
 
+// rng::uniform_at: a uniform on (0, 1) as a pure function of (key, index).
+FB_DEV double fb_uniform_at(fb_u64 key, fb_u64 index) {
+    fb_u64 h = key ^ (index * 0xD2B74407B1CE6E93ull);
+    return ((double)(fb_splitmix64(&h) >> 11) + 0.5) * 1.1102230246251565e-16;
+}
+
 // -------------------------------------------------------- scalar f64 stream
 
 FB_DEV double fb_uniform(fb_u64* s) { return (double)(fb_xoshiro_next(s) >> 11) * 1.1102230246251565e-16; }
+
+// Stream::below: Lemire's multiply-shift.
+FB_DEV fb_u64 fb_below(fb_u64* s, fb_u64 n) { return FB_MULHI(fb_xoshiro_next(s), n); }
 
 // Stream::normal: math::box_muller of the next two words, second value cached.
 FB_DEV double fb_normal(fb_u64* s, double* spare, int* has_spare) {

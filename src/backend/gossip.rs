@@ -91,6 +91,51 @@ pub struct GossipObservation {
     pub clipped: u64,
 }
 
+/// The state of one federation a backend reports (agent-major rows of M
+/// arms), from which [`observation`] computes what is recorded.
+pub struct FederationState<'a> {
+    /// theta_{i,k}.
+    pub theta: &'a [f64],
+    /// X_bar_{i,k}.
+    pub xbar: &'a [f64],
+    /// Cumulative regret per agent.
+    pub regret: &'a [f64],
+    /// Cumulative group regret.
+    pub group: f64,
+    /// Forced pulls (all agents).
+    pub forced: u64,
+    /// Clipped observations (all agents).
+    pub clipped: u64,
+}
+
+/// What is recorded of a federation (the same code for every backend).
+pub fn observation(policy: GossipPolicy, env: &MabEnv, s: &FederationState<'_>) -> GossipObservation {
+    let (n, m) = (env.spec.agents, env.spec.arms);
+    let est: &[f64] = match policy {
+        GossipPolicy::Gossip => s.theta,
+        _ => s.xbar,
+    };
+    let mut consensus = 0.0f64;
+    for k in 0..m {
+        let pooled = (0..n).map(|i| s.xbar[i * m + k]).sum::<f64>() / n as f64;
+        for i in 0..n {
+            let e = if policy == GossipPolicy::Oracle {
+                pooled
+            } else {
+                est[i * m + k]
+            };
+            consensus = consensus.max((e - env.means[k]).abs());
+        }
+    }
+    GossipObservation {
+        group_regret: s.group,
+        agent_regret_max: s.regret.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        consensus_error: consensus,
+        forced_pulls: s.forced,
+        clipped: s.clipped,
+    }
+}
+
 /// The batched operations of the gossip family on one backend.
 pub trait GossipOps {
     /// Runs rounds `t0 .. t0 + count` of every federation.

@@ -131,6 +131,10 @@ pub trait Backend: Send + Sync {
     /// The batched operations of `batch` on this backend, at round 0; the
     /// algorithm layer's lockstep loop drives them.
     fn linear_ops<'a>(&'a self, batch: &LinearBatch) -> Result<Box<dyn LinearOps + 'a>, BatchError>;
+
+    /// The gossip family's batched operations of `batch` on this backend,
+    /// at round 0; `algo::gossip::run` drives them.
+    fn gossip_ops<'a>(&'a self, batch: &gossip::GossipBatch) -> Result<Box<dyn gossip::GossipOps + 'a>, BatchError>;
 }
 
 /// Which backend the user asked for.

@@ -3,7 +3,9 @@
 //! when the batch has several.
 
 use crate::backend::BatchError;
-use crate::backend::gossip::{GossipBatch, GossipObservation, GossipOps, GossipPolicy, GossipPrivacy};
+use crate::backend::gossip::{
+    FederationState, GossipBatch, GossipObservation, GossipOps, GossipPolicy, GossipPrivacy, observation,
+};
 use crate::env::mab::MabEnv;
 use crate::privacy::partial_sum::PartialSum;
 use crate::rng::{Stream, fold_more};
@@ -267,30 +269,18 @@ impl Fed {
     }
 
     fn observation(&self, policy: GossipPolicy) -> GossipObservation {
-        let (n, m) = (self.env.spec.agents, self.env.spec.arms);
-        let est: &[f64] = match policy {
-            GossipPolicy::Gossip => &self.theta,
-            _ => &self.xbar,
-        };
-        let mut consensus = 0.0f64;
-        for k in 0..m {
-            let pooled = (0..n).map(|i| self.xbar[i * m + k]).sum::<f64>() / n as f64;
-            for i in 0..n {
-                let e = if policy == GossipPolicy::Oracle {
-                    pooled
-                } else {
-                    est[i * m + k]
-                };
-                consensus = consensus.max((e - self.env.means[k]).abs());
-            }
-        }
-        GossipObservation {
-            group_regret: self.group,
-            agent_regret_max: self.regret.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            consensus_error: consensus,
-            forced_pulls: self.forced,
-            clipped: self.clipped,
-        }
+        observation(
+            policy,
+            &self.env,
+            &FederationState {
+                theta: &self.theta,
+                xbar: &self.xbar,
+                regret: &self.regret,
+                group: self.group,
+                forced: self.forced,
+                clipped: self.clipped,
+            },
+        )
     }
 }
 

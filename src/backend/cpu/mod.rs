@@ -199,6 +199,13 @@ impl Backend for CpuBackend {
     fn linear_ops<'a>(&'a self, batch: &LinearBatch) -> Result<Box<dyn LinearOps + 'a>, BatchError> {
         Ok(Box::new(lockstep::CpuLinear::new(batch)?))
     }
+
+    fn gossip_ops<'a>(
+        &'a self,
+        batch: &super::gossip::GossipBatch,
+    ) -> Result<Box<dyn super::gossip::GossipOps + 'a>, BatchError> {
+        Ok(Box::new(gossip::CpuGossip::new(batch)?))
+    }
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ pub mod crossover;
 pub mod device;
 pub mod driver;
 pub mod emulation;
+pub mod gossip;
 pub mod launcher;
 pub mod nvrtc;
 
@@ -104,6 +105,21 @@ impl super::Backend for CudaBackend {
             .map(|l| l.max_shared_per_block())
             .map_err(|_| "the CUDA device lock was poisoned by an earlier failure".to_string())?;
         driver::supports(batch, limit).map_err(|e| e.to_string())
+    }
+
+    fn gossip_ops<'a>(
+        &'a self,
+        batch: &super::gossip::GossipBatch,
+    ) -> Result<Box<dyn super::gossip::GossipOps + 'a>, super::BatchError> {
+        let l = self
+            .launcher
+            .lock()
+            .map_err(|_| super::BatchError::Failed("the CUDA device lock was poisoned by an earlier failure".into()))?;
+        match gossip::CudaGossip::new(l, batch) {
+            Ok(ops) => Ok(Box::new(ops)),
+            Err(CudaError::Unsupported(why)) => Err(super::BatchError::Unsupported(why)),
+            Err(e) => Err(super::BatchError::Failed(e.to_string())),
+        }
     }
 
     fn linear_ops<'a>(

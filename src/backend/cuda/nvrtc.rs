@@ -14,6 +14,8 @@ use thiserror::Error;
 pub const COMMON: &str = include_str!("../../../kernels/common.cuh");
 /// `kernels/linear.cu`.
 pub const LINEAR: &str = include_str!("../../../kernels/linear.cu");
+/// `kernels/gossip.cu`.
+pub const GOSSIP: &str = include_str!("../../../kernels/gossip.cu");
 
 /// Names of every kernel, for loading and for the compile test.
 pub const KERNELS: &[&str] = &[
@@ -27,13 +29,14 @@ pub const KERNELS: &[&str] = &[
     "fb_score_coop",
     "fb_linear_rounds_coop",
     "fb_rounds_reduce",
+    "fb_gossip_rounds",
 ];
 
 /// The single translation unit NVRTC compiles.
 pub fn kernel_source() -> String {
     let mut s = String::from(COMMON);
     s.push('\n');
-    for line in LINEAR.lines() {
+    for line in LINEAR.lines().chain(GOSSIP.lines()) {
         if line.trim_start().starts_with("#include \"common.cuh\"") {
             continue;
         }

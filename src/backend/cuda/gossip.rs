@@ -1,0 +1,297 @@
+//! The gossip family's batched operations ([`GossipOps`]) on a [`Launcher`]:
+//! `fb_gossip_rounds` (kernels/gossip.cu) runs chunks of rounds with one
+//! block per federation and one thread per agent; the state stays on the
+//! device between launches and is read back only to observe. The initial
+//! state is built from the same keys as the CPU's
+//! ([`crate::backend::cpu::gossip::CpuGossip`]), and under the host emulation
+//! the output equals the CPU's bit for bit.
+
+use super::CudaError;
+use super::launcher::{Arg, DevPtr, Launcher, download_slice, upload_slice};
+use crate::backend::BatchError;
+use crate::backend::gossip::{FederationState, GossipBatch, GossipObservation, GossipOps, GossipPolicy, observation};
+use crate::env::mab::MabEnv;
+use crate::rng::state_words;
+
+/// Most rounds one launch runs (bounds a launch's duration).
+const CHUNK: u64 = 4096;
+
+/// Device buffers.
+struct Bufs {
+    local_means: DevPtr,
+    means: DevPtr,
+    best: DevPtr,
+    rec_total: DevPtr,
+    rec_ones: DevPtr,
+    adj_off: DevPtr,
+    adj: DevPtr,
+    edges: DevPtr,
+    edge_off: DevPtr,
+    nstate: DevPtr,
+    nspare: DevPtr,
+    nhas: DevPtr,
+    estate: DevPtr,
+    nkeys: DevPtr,
+    cnt: DevPtr,
+    nt: DevPtr,
+    ntp: DevPtr,
+    sum: DevPtr,
+    pssum: DevPtr,
+    psmask: DevPtr,
+    xbar: DevPtr,
+    xold: DevPtr,
+    theta: DevPtr,
+    regret: DevPtr,
+    group: DevPtr,
+    forced: DevPtr,
+    clipped: DevPtr,
+    rr: DevPtr,
+}
+
+/// The device state of every federation of a gossip batch.
+pub struct CudaGossip<'a> {
+    l: std::sync::MutexGuard<'a, Box<dyn Launcher + Send>>,
+    b: Bufs,
+    envs: Vec<MabEnv>,
+    policy: GossipPolicy,
+    scalars: [Arg; 11],
+    records: bool,
+    noise_std: f64,
+    block: usize,
+    // Host copies for observations.
+    theta: Vec<f64>,
+    xbar: Vec<f64>,
+    regret: Vec<f64>,
+    group: Vec<f64>,
+    forced: Vec<u64>,
+    clipped: Vec<u64>,
+}
+
+fn i32_of(v: usize) -> Result<i32, CudaError> {
+    i32::try_from(v).map_err(|_| CudaError::Unsupported(format!("size {v} exceeds i32")))
+}
+
+impl<'a> CudaGossip<'a> {
+    /// Uploads the initial state of every federation of `batch`.
+    pub fn new(
+        mut l: std::sync::MutexGuard<'a, Box<dyn Launcher + Send>>,
+        batch: &GossipBatch,
+    ) -> Result<Self, CudaError> {
+        let nf = batch.federations();
+        let Some(first) = batch.envs.first() else {
+            return Err(CudaError::Unsupported("an empty batch".into()));
+        };
+        let (n, m) = (first.spec.agents, first.spec.arms);
+        if batch.envs.iter().any(|e| e.spec.agents != n || e.spec.arms != m) || batch.graphs.len() != nf {
+            return Err(CudaError::Unsupported("federations of different shapes".into()));
+        }
+        if n > 1024 {
+            return Err(CudaError::Unsupported(format!(
+                "{n} agents exceed one block's 1024 threads"
+            )));
+        }
+        let records = first.spec.records.is_some();
+        let mut local_means = Vec::with_capacity(nf * n * m);
+        let mut means = Vec::with_capacity(nf * m);
+        let mut best = Vec::with_capacity(nf);
+        let (mut rec_total, mut rec_ones) = (Vec::new(), Vec::new());
+        let (mut adj_off, mut adj, mut edges, mut edge_off) = (Vec::new(), Vec::new(), Vec::new(), vec![0i32]);
+        let mut nstate = Vec::with_capacity(nf * n * 4);
+        let mut estate = Vec::with_capacity(nf * 4);
+        for (f, (env, g)) in batch.envs.iter().zip(&batch.graphs).enumerate() {
+            local_means.extend_from_slice(&env.local_means);
+            means.extend_from_slice(&env.means);
+            best.push(env.best);
+            if let Some(r) = &env.spec.records {
+                rec_total.extend_from_slice(&r.total);
+                rec_ones.extend_from_slice(&r.ones);
+            }
+            for i in 0..n {
+                adj_off.push(i32_of(adj.len())?);
+                for &j in g.neighbors(i) {
+                    adj.push(i32_of(j)?);
+                }
+                nstate.extend_from_slice(&state_words(&env.noise_key(i)));
+            }
+            adj_off.push(i32_of(adj.len())?);
+            for (u, v) in g.edges() {
+                edges.push(i32_of(u)?);
+                edges.push(i32_of(v)?);
+            }
+            edge_off.push(i32_of(edges.len() / 2)?);
+            estate.extend_from_slice(&state_words(&batch.edge_keys[f]));
+        }
+        let nkeys: Vec<u64> = match &batch.privacy {
+            Some(p) if p.noise_keys.len() == nf * n => p.noise_keys.clone(),
+            Some(_) => return Err(CudaError::Unsupported("one noise key per agent".into())),
+            None => vec![0; nf * n],
+        };
+        let lr: &mut dyn Launcher = &mut **l;
+        let (nnm, nn) = (nf * n * m, nf * n);
+        let zf = |len: usize| vec![0.0f64; len];
+        let zu = |len: usize| vec![0u64; len];
+        let b = Bufs {
+            local_means: upload_slice(lr, &local_means)?,
+            means: upload_slice(lr, &means)?,
+            best: upload_slice(lr, &best)?,
+            rec_total: upload_slice(lr, &rec_total)?,
+            rec_ones: upload_slice(lr, &rec_ones)?,
+            adj_off: upload_slice(lr, &adj_off)?,
+            adj: upload_slice(lr, &adj)?,
+            edges: upload_slice(lr, &edges)?,
+            edge_off: upload_slice(lr, &edge_off)?,
+            nstate: upload_slice(lr, &nstate)?,
+            nspare: upload_slice(lr, &zf(nn))?,
+            nhas: upload_slice(lr, &vec![0i32; nn])?,
+            estate: upload_slice(lr, &estate)?,
+            nkeys: upload_slice(lr, &nkeys)?,
+            cnt: upload_slice(lr, &zu(nnm))?,
+            nt: upload_slice(lr, &zu(nnm))?,
+            ntp: upload_slice(lr, &zu(nnm))?,
+            sum: upload_slice(lr, &zf(nnm))?,
+            pssum: upload_slice(lr, &zf(nnm))?,
+            psmask: upload_slice(lr, &zu(nnm))?,
+            xbar: upload_slice(lr, &zf(nnm))?,
+            xold: upload_slice(lr, &zf(nnm))?,
+            theta: upload_slice(lr, &zf(nnm))?,
+            regret: upload_slice(lr, &zf(nn))?,
+            group: upload_slice(lr, &zf(nf))?,
+            forced: upload_slice(lr, &zu(nn))?,
+            clipped: upload_slice(lr, &zu(nn))?,
+            rr: upload_slice(lr, &zf(nn))?,
+        };
+        let p = batch.privacy.as_ref();
+        let policy = match batch.policy {
+            GossipPolicy::Gossip => 0,
+            GossipPolicy::Local => 1,
+            GossipPolicy::Oracle => 2,
+        };
+        let scalars = [
+            Arg::I32(i32_of(n)?),
+            Arg::I32(i32_of(m)?),
+            Arg::I32(policy),
+            Arg::I32(i32::from(p.is_some())),
+            Arg::F64(batch.confidence_scale),
+            Arg::F64(p.map_or(0.0, |p| p.c_priv)),
+            Arg::F64(p.map_or(0.0, |p| p.log2_horizon)),
+            Arg::F64(p.map_or(1.0, |p| p.epsilon)),
+            Arg::F64(p.map_or(0.0, |p| p.scale)),
+            Arg::F64(p.map_or(0.0, |p| p.lo)),
+            Arg::F64(p.map_or(0.0, |p| p.hi)),
+        ];
+        Ok(Self {
+            l,
+            b,
+            envs: batch.envs.clone(),
+            policy: batch.policy,
+            scalars,
+            records,
+            noise_std: first.spec.noise_std,
+            block: n.div_ceil(32) * 32,
+            theta: zf(nnm),
+            xbar: zf(nnm),
+            regret: zf(nn),
+            group: zf(nf),
+            forced: zu(nn),
+            clipped: zu(nn),
+        })
+    }
+
+    fn launch(&mut self, t0: u64, count: u64) -> Result<(), CudaError> {
+        let (b, p) = (&self.b, Arg::Ptr);
+        let args = [
+            &self.scalars[..],
+            &[
+                Arg::U64(t0),
+                Arg::I32(i32::try_from(count).map_err(|_| CudaError::Unsupported("chunk too long".into()))?),
+                p(b.local_means),
+                p(b.means),
+                p(b.best),
+                Arg::I32(i32::from(self.records)),
+                p(b.rec_total),
+                p(b.rec_ones),
+                Arg::F64(self.noise_std),
+                p(b.adj_off),
+                p(b.adj),
+                p(b.edges),
+                p(b.edge_off),
+                p(b.nstate),
+                p(b.nspare),
+                p(b.nhas),
+                p(b.estate),
+                p(b.nkeys),
+                p(b.cnt),
+                p(b.nt),
+                p(b.ntp),
+                p(b.sum),
+                p(b.pssum),
+                p(b.psmask),
+                p(b.xbar),
+                p(b.xold),
+                p(b.theta),
+                p(b.regret),
+                p(b.group),
+                p(b.forced),
+                p(b.clipped),
+                p(b.rr),
+            ],
+        ]
+        .concat();
+        self.l
+            .launch_grid("fb_gossip_rounds", self.envs.len(), self.block, 0, &args)
+    }
+}
+
+fn batch_error(e: CudaError) -> BatchError {
+    match e {
+        CudaError::Unsupported(why) => BatchError::Unsupported(why),
+        e => BatchError::Failed(e.to_string()),
+    }
+}
+
+impl Drop for CudaGossip<'_> {
+    fn drop(&mut self) {
+        self.l.free_all();
+    }
+}
+
+impl GossipOps for CudaGossip<'_> {
+    fn rounds(&mut self, t0: u64, count: u64) -> Result<(), BatchError> {
+        let mut done = 0;
+        while done < count {
+            let c = (count - done).min(CHUNK);
+            self.launch(t0 + done, c).map_err(batch_error)?;
+            done += c;
+        }
+        Ok(())
+    }
+
+    fn observe(&mut self, out: &mut Vec<GossipObservation>) -> Result<(), BatchError> {
+        let lr: &mut dyn Launcher = &mut **self.l;
+        let b = &self.b;
+        download_slice(lr, b.theta, &mut self.theta).map_err(batch_error)?;
+        download_slice(lr, b.xbar, &mut self.xbar).map_err(batch_error)?;
+        download_slice(lr, b.regret, &mut self.regret).map_err(batch_error)?;
+        download_slice(lr, b.group, &mut self.group).map_err(batch_error)?;
+        download_slice(lr, b.forced, &mut self.forced).map_err(batch_error)?;
+        download_slice(lr, b.clipped, &mut self.clipped).map_err(batch_error)?;
+        out.clear();
+        for (f, env) in self.envs.iter().enumerate() {
+            let (n, m) = (env.spec.agents, env.spec.arms);
+            let (rows, agents) = (f * n * m..(f + 1) * n * m, f * n..(f + 1) * n);
+            out.push(observation(
+                self.policy,
+                env,
+                &FederationState {
+                    theta: &self.theta[rows.clone()],
+                    xbar: &self.xbar[rows],
+                    regret: &self.regret[agents.clone()],
+                    group: self.group[f],
+                    forced: self.forced[agents.clone()].iter().sum(),
+                    clipped: self.clipped[agents].iter().sum(),
+                },
+            ));
+        }
+        Ok(())
+    }
+}
