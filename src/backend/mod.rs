@@ -23,6 +23,7 @@ pub mod dense;
 pub mod gossip;
 
 pub use batch::{BatchError, BatchPoint, LinearBatch, LinearOps, Observation, Release, SyncRule};
+pub use gossip::{GossipBatch, GossipOps};
 
 use crate::env::{AgentStreams, DecisionSet, LinearEnv};
 use crate::linalg::LltError;
@@ -124,9 +125,9 @@ pub trait Backend: Send + Sync {
         None
     }
 
-    /// Whether [`Backend::linear_ops`] can run `batch` (the reason when
-    /// not).
-    fn supports_linear_batch(&self, batch: &LinearBatch) -> Result<(), String>;
+    /// Whether this backend's batched operations can run `batch` (the
+    /// reason when not).
+    fn supports(&self, batch: BatchRef<'_>) -> Result<(), String>;
 
     /// The batched operations of `batch` on this backend, at round 0; the
     /// algorithm layer's lockstep loop drives them.
@@ -135,6 +136,15 @@ pub trait Backend: Send + Sync {
     /// The gossip family's batched operations of `batch` on this backend,
     /// at round 0; `algo::gossip::run` drives them.
     fn gossip_ops<'a>(&'a self, batch: &gossip::GossipBatch) -> Result<Box<dyn gossip::GossipOps + 'a>, BatchError>;
+}
+
+/// A batch of either family, as placement sees it.
+#[derive(Clone, Copy)]
+pub enum BatchRef<'a> {
+    /// Linear contextual family.
+    Linear(&'a LinearBatch),
+    /// Decentralized multi-armed family.
+    Gossip(&'a gossip::GossipBatch),
 }
 
 /// Which backend the user asked for.
@@ -227,13 +237,13 @@ impl Selection {
     /// device is an error (the reason); under `auto` it runs on the CPU, as
     /// does every cell for which no measured crossover says the GPU is
     /// faster.
-    pub fn place(&self, batch: Result<&LinearBatch, &str>) -> Result<Placement, String> {
+    pub fn place(&self, batch: Result<BatchRef<'_>, &str>) -> Result<Placement, String> {
         match self.choice {
             BackendChoice::Cpu => Ok(Placement::Cpu("requested".into())),
             BackendChoice::Cuda => {
                 let b = batch.map_err(str::to_string)?;
                 let dev = self.cuda.as_ref().ok_or("no CUDA device was opened")?;
-                dev.supports_linear_batch(b)?;
+                dev.supports(b)?;
                 Ok(Placement::Cuda("requested".into()))
             }
             BackendChoice::Auto => {
@@ -244,9 +254,14 @@ impl Selection {
                     Ok(b) => b,
                     Err(why) => return Ok(Placement::Cpu(format!("auto: {why}"))),
                 };
-                if let Err(why) = dev.supports_linear_batch(b) {
+                if let Err(why) = dev.supports(b) {
                     return Ok(Placement::Cpu(format!("auto: {why}")));
                 }
+                let BatchRef::Linear(b) = b else {
+                    return Ok(Placement::Cpu(
+                        "auto: no gossip-family batch has been measured faster on a GPU".into(),
+                    ));
+                };
                 Ok(match cuda::crossover::gpu_measured_faster(dev.description(), b) {
                     Ok(why) => Placement::Cuda(format!("auto: {why}")),
                     Err(why) => Placement::Cpu(format!("auto: {why}")),

@@ -1,7 +1,7 @@
 //! `fedbandits bench`: canonical workloads, one machine-readable line each:
 //! `bench <name> backend=<b> agent_steps_per_s=<x> ...`.
 //!
-//! Workloads are job files (so they exercise the real engine path minus
+//! Workloads are job files of either family (so they exercise the real engine path minus
 //! Parquet) run for a fixed number of rounds, federations spread over the
 //! thread pool, or as one batch on the GPU where the backend has kernels for
 //! the workload. `model_gflop_s` applies DESIGN.md's cost model, 2 K (d^2 + 2d)
@@ -12,7 +12,7 @@
 use crate::backend::{Backend, Placement, Selection};
 use crate::job::Job;
 use crate::sim::runner::RunError;
-use crate::sim::{run_built_batch, run_rep};
+use crate::sim::{CellBatch, run_built_batch, run_rep};
 use rayon::prelude::*;
 use std::path::Path;
 use std::time::Instant;
@@ -45,6 +45,11 @@ const WORKLOADS: &[(&str, u32, &str)] = &[
         "independent_d10_k100_m100",
         64,
         "algorithm: independent\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 10, k: 100, m: 100}\n",
+    ),
+    (
+        "gossip_n10_m5",
+        1024,
+        "algorithm: fed_ucb_gossip\nenvironment: mab_heterogeneous\nhorizon: {T}\nparams: {m: 10, arms: 5, epsilon: 1, graph: ring}\n",
     ),
     (
         "feducb_d128",
@@ -96,7 +101,7 @@ pub fn run(sel: &Selection, opts: &BenchOptions) -> Result<(), RunError> {
         let ck = [job.horizon];
         let reps: Vec<u32> = (0..feds).collect();
         let batch = crate::sim::cell_batch(cell, 1, &reps);
-        let placement = match sel.place(batch.as_ref().map_err(String::as_str)) {
+        let placement = match sel.place(batch.as_ref().map(CellBatch::as_ref).map_err(String::as_str)) {
             Ok(p) => p,
             Err(why) => {
                 eprintln!("bench {name}: skipped: cannot run on CUDA: {why}");
@@ -125,83 +130,36 @@ pub fn run(sel: &Selection, opts: &BenchOptions) -> Result<(), RunError> {
         let secs = start.elapsed().as_secs_f64();
         let steps = cell.agent_steps_per_rep() * u64::from(feds);
         let rate = steps as f64 / secs;
-        let (d, k) = cell
-            .config
-            .linear()
-            .map_or((0.0, 0.0), |c| (c.env.d as f64, c.env.k as f64));
-        let gflops = rate * 2.0 * k * (d * d + 2.0 * d) / 1e9;
-        // Bytes an agent-step moves under the same model: V^{-1} read twice and
-        // written once, the Gram sums read and written, the decision set written
-        // and read back (f64), the normals written and read (f32).
-        let kp = (k / 8.0).ceil() * 8.0;
-        let bytes = 8.0 * (5.0 * d * d + 2.0 * d * kp + kp) + 8.0 * (k - d) * (d - 1.0);
-        let gbs = rate * bytes / 1e9;
-        let peaks = match (label == "cuda").then(|| backend.device_peaks()).flatten() {
-            Some((pf, pb)) => format!(
-                " model_gb_s={gbs:.1} device_peak_fp64_gflop_s={pf:.0} device_peak_gb_s={pb:.0} fp64_fraction={:.4} bandwidth_fraction={:.4}",
-                gflops / pf,
-                gbs / pb
-            ),
-            None => format!(" model_gb_s={gbs:.1}"),
+        // The cost model is the linear family's (DESIGN.md); other families
+        // report the rate only.
+        let model = match cell.config.linear() {
+            Some(c) => {
+                let (d, k) = (c.env.d as f64, c.env.k as f64);
+                let gflops = rate * 2.0 * k * (d * d + 2.0 * d) / 1e9;
+                // Bytes an agent-step moves under the same model: V^{-1} read
+                // twice and written once, the Gram sums read and written, the
+                // decision set written and read back (f64), the normals
+                // written and read (f32).
+                let kp = (k / 8.0).ceil() * 8.0;
+                let bytes = 8.0 * (5.0 * d * d + 2.0 * d * kp + kp) + 8.0 * (k - d) * (d - 1.0);
+                let gbs = rate * bytes / 1e9;
+                match (label == "cuda").then(|| backend.device_peaks()).flatten() {
+                    Some((pf, pb)) => format!(
+                        " model_gflop_s={gflops:.2} model_gb_s={gbs:.1} device_peak_fp64_gflop_s={pf:.0} device_peak_gb_s={pb:.0} fp64_fraction={:.4} bandwidth_fraction={:.4}",
+                        gflops / pf,
+                        gbs / pb
+                    ),
+                    None => format!(" model_gflop_s={gflops:.2} model_gb_s={gbs:.1}"),
+                }
+            }
+            None => String::new(),
         };
         super::emit(&format!(
-            "bench {name} backend={label} agent_steps_per_s={rate:.0} threads={nthreads} federations={feds} rounds={} seconds={secs:.3} model_gflop_s={gflops:.2}{peaks}\n",
+            "bench {name} backend={label} agent_steps_per_s={rate:.0} threads={nthreads} federations={feds} rounds={} seconds={secs:.3}{model}\n",
             job.horizon
         ));
     }
-    if opts.only.as_deref().is_none_or(|o| "gossip_n10_m5".contains(o)) {
-        pool.install(|| gossip(sel, opts, nthreads));
-    }
     Ok(())
-}
-
-/// `gossip_n10_m5`: `fed_ucb_gossip` (epsilon 1, exact split) with N = 10
-/// agents, M = 5 arms on a ring, 1024 federations by default, as one batch
-/// on the CPU's gossip operations (rayon across federations). The gossip
-/// family has no job files and no kernels yet, so it runs on the CPU under
-/// every backend choice and says so.
-fn gossip(sel: &Selection, opts: &BenchOptions, nthreads: usize) {
-    use crate::algo::gossip::{GossipAlgorithm, GossipConfig, fed_ucb_gossip::PrivacyConfig, gossip_batch};
-    let name = "gossip_n10_m5";
-    if sel.cuda_backend().is_some() {
-        eprintln!("bench {name}: the gossip family has no CUDA kernels yet; running on the CPU");
-    }
-    let feds = u64::from(opts.federations.unwrap_or(1024).max(1));
-    let cfg = GossipConfig {
-        algorithm: GossipAlgorithm::FedUcbGossip,
-        env: crate::env::mab::MabEnvSpec {
-            agents: 10,
-            arms: 5,
-            noise_std: 1.0,
-            records: None,
-        },
-        horizon: opts.rounds.max(1),
-        graph: crate::graph::GraphSpec::Ring,
-        confidence_scale: 1.0,
-        privacy: PrivacyConfig {
-            epsilon: 1.0,
-            ..PrivacyConfig::default()
-        },
-    };
-    let keys: Vec<Vec<u64>> = (0..feds).map(|r| vec![1, 2, r]).collect();
-    let start = Instant::now();
-    let run = gossip_batch(&cfg, &keys, &keys)
-        .map_err(|e| e.to_string())
-        .and_then(|b| {
-            let mut ops = crate::backend::cpu::gossip::CpuGossip::new(&b).map_err(|e| e.to_string())?;
-            let mut points = vec![Vec::new(); b.federations()];
-            crate::algo::gossip::run(&b, &mut ops, 0, b.horizon, &[b.horizon], &mut points).map_err(|e| e.to_string())
-        });
-    if let Err(e) = run {
-        eprintln!("bench {name}: failed: {e}");
-        return;
-    }
-    let secs = start.elapsed().as_secs_f64();
-    let rate = (feds * 10 * cfg.horizon) as f64 / secs;
-    super::emit(&format!(
-        "bench {name} backend=cpu agent_steps_per_s={rate:.0} threads={nthreads} federations={feds} rounds={} seconds={secs:.3}\n",
-        cfg.horizon
-    ));
 }
 
 /// Times the hot kernels of one linear-bandit agent-step (d = 10, K = 100,

@@ -67,8 +67,8 @@ impl RepPlan {
                 RepPlan::Gossip(gossip_batch(cfg, &env_keys, &algo_keys).map_err(BatchError::Unsupported)?)
             }
             CellConfig::Linear(_) => match cell_batch(cell, seed, &[rep]) {
-                Ok(b) => RepPlan::Linear(b),
-                Err(_) => RepPlan::Federation,
+                Ok(CellBatch::Linear(b)) => RepPlan::Linear(b),
+                _ => RepPlan::Federation,
             },
         })
     }
@@ -389,14 +389,32 @@ pub fn run_rep_resumable(
     }))
 }
 
+/// Repetitions of one cell as one batch, of the cell's family.
+pub enum CellBatch {
+    /// Linear contextual family.
+    Linear(LinearBatch),
+    /// Decentralized multi-armed family.
+    Gossip(GossipBatch),
+}
+
+impl CellBatch {
+    /// The batch as placement sees it.
+    pub fn as_ref(&self) -> crate::backend::BatchRef<'_> {
+        match self {
+            CellBatch::Linear(b) => crate::backend::BatchRef::Linear(b),
+            CellBatch::Gossip(b) => crate::backend::BatchRef::Gossip(b),
+        }
+    }
+}
+
 /// Repetitions `reps` of `cell` as one batch for a backend's batched path,
-/// or why the cell's algorithm has no batched form.
-pub fn cell_batch(cell: &Cell, seed: u64, reps: &[u32]) -> Result<LinearBatch, String> {
-    let CellConfig::Linear(cfg) = &cell.config else {
-        return Err("the gossip family has no batched GPU path yet (it runs on the CPU)".into());
-    };
+/// or why the cell's algorithm has no batched form (FedUCB).
+pub fn cell_batch(cell: &Cell, seed: u64, reps: &[u32]) -> Result<CellBatch, String> {
     let (env_keys, algo_keys) = rep_keys(cell, seed, reps);
-    crate::algo::linear::linear_batch(cfg, env_keys, &algo_keys)
+    match &cell.config {
+        CellConfig::Linear(cfg) => crate::algo::linear::linear_batch(cfg, env_keys, &algo_keys).map(CellBatch::Linear),
+        CellConfig::Gossip(cfg) => gossip_batch(cfg, &env_keys, &algo_keys).map(CellBatch::Gossip),
+    }
 }
 
 /// The environment and algorithm keys of repetitions `reps` of a cell.
@@ -426,40 +444,62 @@ pub fn run_batch(
 }
 
 /// [`run_batch`] with the batch already built by [`cell_batch`] for the same
-/// repetitions (the runner builds it once to place the cell): the lockstep
-/// loop over `backend`'s batched operations.
+/// repetitions (the runner builds it once to place the cell): the family's
+/// round loop over `backend`'s batched operations.
 pub fn run_built_batch(
     cell: &Cell,
     reps: &[u32],
-    batch: &LinearBatch,
+    batch: &CellBatch,
     checkpoints: &[u64],
     backend: &dyn Backend,
     progress: &dyn Fn(u64),
 ) -> Result<Vec<RepResult>, BatchError> {
     let start = Instant::now();
-    let mut ops = backend.linear_ops(batch)?;
-    let mut step = Lockstep::new();
-    let mut curves = vec![Vec::with_capacity(checkpoints.len()); batch.federations()];
-    let n = (batch.federations() * batch.m) as u64;
-    while step.t < batch.horizon {
-        let t0 = step.t;
-        step.advance(
-            batch,
-            ops.as_mut(),
-            (t0 / PROGRESS_EVERY + 1) * PROGRESS_EVERY,
-            checkpoints,
-            &mut curves,
-        )?;
-        progress((step.t - t0) * n);
-    }
-    drop(ops);
+    let points: Vec<Vec<CurvePoint>> = match batch {
+        CellBatch::Linear(batch) => {
+            let mut ops = backend.linear_ops(batch)?;
+            let mut step = Lockstep::new();
+            let mut curves = vec![Vec::with_capacity(checkpoints.len()); batch.federations()];
+            let n = (batch.federations() * batch.m) as u64;
+            while step.t < batch.horizon {
+                let t0 = step.t;
+                let until = (t0 / PROGRESS_EVERY + 1) * PROGRESS_EVERY;
+                step.advance(batch, ops.as_mut(), until, checkpoints, &mut curves)?;
+                progress((step.t - t0) * n);
+            }
+            curves
+                .into_iter()
+                .map(|c| c.into_iter().map(|p| curve_point(p, cell.config.agents())).collect())
+                .collect()
+        }
+        CellBatch::Gossip(batch) => {
+            let mut ops = backend.gossip_ops(batch)?;
+            let mut curves = vec![Vec::with_capacity(checkpoints.len()); batch.federations()];
+            let n = batch.envs.first().map_or(0, |e| e.spec.agents) as u64 * batch.federations() as u64;
+            let mut t = 0;
+            while t < batch.horizon {
+                let until = ((t / PROGRESS_EVERY + 1) * PROGRESS_EVERY).min(batch.horizon);
+                crate::algo::gossip::run(batch, ops.as_mut(), t, until, checkpoints, &mut curves)?;
+                progress((until - t) * n);
+                t = until;
+            }
+            curves
+                .into_iter()
+                .zip(&batch.graphs)
+                .map(|(c, g)| {
+                    let lambda2 = g.gossip_lambda2();
+                    c.iter().map(|p| gossip_point(p, batch, lambda2)).collect()
+                })
+                .collect()
+        }
+    };
     let wall = start.elapsed().as_secs_f64() / reps.len().max(1) as f64;
     Ok(reps
         .iter()
-        .zip(curves)
-        .map(|(&rep, pts)| RepResult {
+        .zip(points)
+        .map(|(&rep, points)| RepResult {
             rep,
-            points: pts.into_iter().map(|p| curve_point(p, cell.config.agents())).collect(),
+            points,
             wall_seconds: wall,
         })
         .collect())

@@ -6,7 +6,7 @@
 //! parameters, seed, repetitions, checkpoints and engine semantics) and says
 //! so. Nothing is ever deleted.
 
-use super::{RepOutcome, RepResult, Snapshots, run_rep_resumable};
+use super::{CellBatch, RepOutcome, RepResult, Snapshots, run_rep_resumable};
 use crate::backend::{Backend, Placement, Selection};
 use crate::job::shard::{Shard, assign_units};
 use crate::job::{Cell, Job};
@@ -240,12 +240,12 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
     for (c, reps) in &by_cell {
         let cell = &job.cells[*c];
         let batch = super::cell_batch(cell, job.seed, reps);
-        let placement =
-            sel.place(batch.as_ref().map_err(String::as_str))
-                .map_err(|reason| RunError::CellUnsupported {
-                    cell: format!("[{c}] {} ({})", cell.id, cell.label()),
-                    reason,
-                })?;
+        let placement = sel
+            .place(batch.as_ref().map(CellBatch::as_ref).map_err(String::as_str))
+            .map_err(|reason| RunError::CellUnsupported {
+                cell: format!("[{c}] {} ({})", cell.id, cell.label()),
+                reason,
+            })?;
         placements.push((*c, placement));
         batches.push(batch.ok());
     }

@@ -238,15 +238,39 @@ fn placement_under_cuda_and_auto() {
     let auto = Selection::with_cuda(BackendChoice::Auto, emulated());
     let batch = |i: usize| fedbandits::sim::cell_batch(&job.cells[i], 1, &[0, 1]);
     let (b0, b1) = (batch(0), batch(1));
-    let p = cuda.place(b0.as_ref().map_err(String::as_str)).unwrap();
+    let p = cuda
+        .place(
+            b0.as_ref()
+                .map(fedbandits::sim::CellBatch::as_ref)
+                .map_err(String::as_str),
+        )
+        .unwrap();
     assert_eq!(p.name(), "cuda");
-    let e = cuda.place(b1.as_ref().map_err(String::as_str)).unwrap_err();
+    let e = cuda
+        .place(
+            b1.as_ref()
+                .map(fedbandits::sim::CellBatch::as_ref)
+                .map_err(String::as_str),
+        )
+        .unwrap_err();
     assert!(e.contains("no batched form"), "{e}");
     for b in [&b0, &b1] {
-        let p = auto.place(b.as_ref().map_err(String::as_str)).unwrap();
+        let p = auto
+            .place(
+                b.as_ref()
+                    .map(fedbandits::sim::CellBatch::as_ref)
+                    .map_err(String::as_str),
+            )
+            .unwrap();
         assert_eq!(p.name(), "cpu", "{p:?}");
     }
-    let p = auto.place(b0.as_ref().map_err(String::as_str)).unwrap();
+    let p = auto
+        .place(
+            b0.as_ref()
+                .map(fedbandits::sim::CellBatch::as_ref)
+                .map_err(String::as_str),
+        )
+        .unwrap();
     assert!(p.reason().contains("measured"), "{p:?}");
 }
 
@@ -326,7 +350,7 @@ fn runner_writes_batched_cells_identical_to_the_cpu_run() {
     use fedbandits::sim::runner::{RunOptions, run_job};
     let job = Job::parse(
         Path::new("runner.yaml"),
-        "name: runner\nseed: 12\nrepetitions: 3\nhorizon: 90\ncheckpoints: {every: 30}\nalgorithm: [random, independent, private_fedlinucb]\nenvironment: linear_sphere\nparams: {m: 3, d: 4, k: 9, epsilon: 1, delta: 0.1, batch_size: 15}\n",
+        "name: runner\nseed: 12\nrepetitions: 3\nhorizon: 90\ncheckpoints: {every: 30}\nalgorithm: [random, independent, private_fedlinucb, fed_ucb_gossip, oracle_ucb]\nenvironment: [linear_sphere, mab_heterogeneous]\nparams: {m: 3, d: 4, k: 9, epsilon: 1, delta: 0.1, batch_size: 15, arms: 3, graph: ring}\n",
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let root = std::env::temp_dir().join(format!("fedbandits-runner-{}", std::process::id()));
@@ -345,7 +369,8 @@ fn runner_writes_batched_cells_identical_to_the_cpu_run() {
     };
     let (cpu, _) = rows(&Selection::cpu(), "cpu");
     let (gpu, gpu_all) = rows(&Selection::with_cuda(BackendChoice::Cuda, emulated()), "gpu");
-    assert_eq!(cpu.len(), 3 * 3 * 3);
+    // Three linear and two gossip cells, three repetitions, three checkpoints.
+    assert_eq!(cpu.len(), 5 * 3 * 3);
     assert_eq!(cpu, gpu);
     assert!(gpu_all.iter().all(|r| r.contains("cuda")), "{:?}", gpu_all.first());
     let _ = std::fs::remove_dir_all(&root);

@@ -192,7 +192,7 @@ impl Backend for CpuBackend {
         linalg::spd_inverse_with_jitter(v, d, inv, &mut ws.m1, &mut ws.m2)
     }
 
-    fn supports_linear_batch(&self, _batch: &LinearBatch) -> Result<(), String> {
+    fn supports(&self, _batch: super::BatchRef<'_>) -> Result<(), String> {
         Ok(())
     }
 

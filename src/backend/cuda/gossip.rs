@@ -71,25 +71,36 @@ fn i32_of(v: usize) -> Result<i32, CudaError> {
     i32::try_from(v).map_err(|_| CudaError::Unsupported(format!("size {v} exceeds i32")))
 }
 
+/// Whether the kernel can run this batch: federations of one shape, at most
+/// 1024 agents (one block).
+pub fn supports(batch: &GossipBatch) -> Result<(), CudaError> {
+    let Some(first) = batch.envs.first() else {
+        return Err(CudaError::Unsupported("an empty batch".into()));
+    };
+    let (n, m) = (first.spec.agents, first.spec.arms);
+    if batch.envs.iter().any(|e| e.spec.agents != n || e.spec.arms != m) || batch.graphs.len() != batch.federations() {
+        return Err(CudaError::Unsupported("federations of different shapes".into()));
+    }
+    if n > 1024 {
+        return Err(CudaError::Unsupported(format!(
+            "{n} agents exceed one block's 1024 threads"
+        )));
+    }
+    Ok(())
+}
+
 impl<'a> CudaGossip<'a> {
     /// Uploads the initial state of every federation of `batch`.
     pub fn new(
         mut l: std::sync::MutexGuard<'a, Box<dyn Launcher + Send>>,
         batch: &GossipBatch,
     ) -> Result<Self, CudaError> {
+        supports(batch)?;
         let nf = batch.federations();
         let Some(first) = batch.envs.first() else {
             return Err(CudaError::Unsupported("an empty batch".into()));
         };
         let (n, m) = (first.spec.agents, first.spec.arms);
-        if batch.envs.iter().any(|e| e.spec.agents != n || e.spec.arms != m) || batch.graphs.len() != nf {
-            return Err(CudaError::Unsupported("federations of different shapes".into()));
-        }
-        if n > 1024 {
-            return Err(CudaError::Unsupported(format!(
-                "{n} agents exceed one block's 1024 threads"
-            )));
-        }
         let records = first.spec.records.is_some();
         let mut local_means = Vec::with_capacity(nf * n * m);
         let mut means = Vec::with_capacity(nf * m);

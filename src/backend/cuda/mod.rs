@@ -98,13 +98,18 @@ impl super::Backend for CudaBackend {
         self.launcher.lock().ok()?.peaks()
     }
 
-    fn supports_linear_batch(&self, batch: &super::LinearBatch) -> Result<(), String> {
-        let limit = self
-            .launcher
-            .lock()
-            .map(|l| l.max_shared_per_block())
-            .map_err(|_| "the CUDA device lock was poisoned by an earlier failure".to_string())?;
-        driver::supports(batch, limit).map_err(|e| e.to_string())
+    fn supports(&self, batch: super::BatchRef<'_>) -> Result<(), String> {
+        match batch {
+            super::BatchRef::Linear(batch) => {
+                let limit = self
+                    .launcher
+                    .lock()
+                    .map(|l| l.max_shared_per_block())
+                    .map_err(|_| "the CUDA device lock was poisoned by an earlier failure".to_string())?;
+                driver::supports(batch, limit).map_err(|e| e.to_string())
+            }
+            super::BatchRef::Gossip(batch) => gossip::supports(batch).map_err(|e| e.to_string()),
+        }
     }
 
     fn gossip_ops<'a>(
