@@ -187,11 +187,24 @@ def figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
     elif base.removesuffix("_medium") in ("zhu_fig1a", "zhu_fig1b"):
         size = small or (" (medium)" if base.endswith("_medium") else "")
         fig = base.removesuffix("_medium")[-2:]
-        made.append(
-            regret_curves(
-                lf, ["algorithm", "epsilon", "c_priv", "clip"], out / f"{job}.png", f"Zhu et al. Fig. {fig}{size}: regret", logx=False
+        # One regret figure per c_priv, in the paper's setting (no clipping),
+        # with Gossip_UCB (epsilon = inf) and the two baselines; clipping's
+        # effect is in the private-regret figure.
+        for c_priv, suffix in ((0.05, ""), (4.0, "_cpriv4")):
+            sel = lf.filter(
+                (pl.col("algorithm") != "fed_ucb_gossip")
+                | pl.col("epsilon").is_infinite()
+                | ((pl.col("c_priv") == c_priv) & ~pl.col("clip"))
             )
-        )
+            made.append(
+                regret_curves(
+                    sel,
+                    ["algorithm", "epsilon"],
+                    out / f"{job}{suffix}.png",
+                    f"Zhu et al. Fig. {fig}{size}: regret, c_priv = {c_priv:g}, no clipping",
+                    logx=False,
+                )
+            )
         made.append(private_ratio(lf, out / f"{job}_private.png", f"Zhu et al. Fig. {fig}{size}: private regret vs epsilon"))
     elif base == "zhu_diabetes":
         made.append(regret_curves(lf, ["algorithm", "epsilon"], out / f"{job}.png", "Zhu et al. Fig. 1c: UCI diabetes", logx=False))
