@@ -239,6 +239,19 @@ const P2P: &[&str] = &[
     "oracle_ucb",
 ];
 const FED_UCB_GOSSIP: &[&str] = &["fed_ucb_gossip"];
+/// Every algorithm with a confidence width.
+const CONFIDENT: &[&str] = &[
+    "linucb",
+    "independent",
+    "fedlinucb",
+    "private_fedlinucb",
+    "feducb_centralized",
+    "feducb_decentralized",
+    "gossip_ucb",
+    "fed_ucb_gossip",
+    "local_ucb",
+    "oracle_ucb",
+];
 
 /// Algorithms of the linear family.
 const LINEAR_ALGORITHMS: &[(&str, &str)] = &[
@@ -463,18 +476,7 @@ pub const PARAMS: &[ParamDef] = &[
         kind: POS,
         default: "1",
         doc: "multiplier of the confidence width beta (gossip family: c of sqrt(2 c log t / n))",
-        used_by: &[
-            "linucb",
-            "independent",
-            "fedlinucb",
-            "private_fedlinucb",
-            "feducb_centralized",
-            "feducb_decentralized",
-            "gossip_ucb",
-            "fed_ucb_gossip",
-            "local_ucb",
-            "oracle_ucb",
-        ],
+        used_by: CONFIDENT,
     },
     ParamDef {
         name: "s_bound",

@@ -272,10 +272,7 @@ impl<'a> CudaLinear<'a> {
     }
 
     fn ops(&mut self, f: impl FnOnce(&mut Self) -> Result<(), CudaError>) -> Result<(), BatchError> {
-        f(self).map_err(|e| match e {
-            CudaError::Unsupported(why) => BatchError::Unsupported(why),
-            e => BatchError::Failed(e.to_string()),
-        })
+        Ok(f(self)?)
     }
 }
 

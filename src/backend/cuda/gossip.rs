@@ -253,13 +253,6 @@ impl<'a> CudaGossip<'a> {
     }
 }
 
-fn batch_error(e: CudaError) -> BatchError {
-    match e {
-        CudaError::Unsupported(why) => BatchError::Unsupported(why),
-        e => BatchError::Failed(e.to_string()),
-    }
-}
-
 impl Drop for CudaGossip<'_> {
     fn drop(&mut self) {
         self.l.free_all();
@@ -271,7 +264,7 @@ impl GossipOps for CudaGossip<'_> {
         let mut done = 0;
         while done < count {
             let c = (count - done).min(CHUNK);
-            self.launch(t0 + done, c).map_err(batch_error)?;
+            self.launch(t0 + done, c)?;
             done += c;
         }
         Ok(())
@@ -280,12 +273,12 @@ impl GossipOps for CudaGossip<'_> {
     fn observe(&mut self, out: &mut Vec<GossipObservation>) -> Result<(), BatchError> {
         let lr: &mut dyn Launcher = &mut **self.l;
         let b = &self.b;
-        download_slice(lr, b.theta, &mut self.theta).map_err(batch_error)?;
-        download_slice(lr, b.xbar, &mut self.xbar).map_err(batch_error)?;
-        download_slice(lr, b.regret, &mut self.regret).map_err(batch_error)?;
-        download_slice(lr, b.group, &mut self.group).map_err(batch_error)?;
-        download_slice(lr, b.forced, &mut self.forced).map_err(batch_error)?;
-        download_slice(lr, b.clipped, &mut self.clipped).map_err(batch_error)?;
+        download_slice(lr, b.theta, &mut self.theta)?;
+        download_slice(lr, b.xbar, &mut self.xbar)?;
+        download_slice(lr, b.regret, &mut self.regret)?;
+        download_slice(lr, b.group, &mut self.group)?;
+        download_slice(lr, b.forced, &mut self.forced)?;
+        download_slice(lr, b.clipped, &mut self.clipped)?;
         out.clear();
         for (f, env) in self.envs.iter().enumerate() {
             let (n, m) = (env.spec.agents, env.spec.arms);

@@ -36,6 +36,16 @@ pub enum CudaError {
     Emulation(String),
 }
 
+impl From<CudaError> for super::BatchError {
+    /// `Unsupported` stays a reason to run elsewhere; anything else failed.
+    fn from(e: CudaError) -> Self {
+        match e {
+            CudaError::Unsupported(why) => super::BatchError::Unsupported(why),
+            e => super::BatchError::Failed(e.to_string()),
+        }
+    }
+}
+
 /// The CUDA backend: batches the driver supports run on a [`launcher::Launcher`]
 /// (a GPU, or the host emulation in tests); the per-agent operations run on
 /// the CPU backend.
@@ -120,11 +130,7 @@ impl super::Backend for CudaBackend {
             .launcher
             .lock()
             .map_err(|_| super::BatchError::Failed("the CUDA device lock was poisoned by an earlier failure".into()))?;
-        match gossip::CudaGossip::new(l, batch) {
-            Ok(ops) => Ok(Box::new(ops)),
-            Err(CudaError::Unsupported(why)) => Err(super::BatchError::Unsupported(why)),
-            Err(e) => Err(super::BatchError::Failed(e.to_string())),
-        }
+        Ok(Box::new(gossip::CudaGossip::new(l, batch)?))
     }
 
     fn linear_ops<'a>(
@@ -135,10 +141,6 @@ impl super::Backend for CudaBackend {
             .launcher
             .lock()
             .map_err(|_| super::BatchError::Failed("the CUDA device lock was poisoned by an earlier failure".into()))?;
-        match driver::CudaLinear::new(l, batch) {
-            Ok(ops) => Ok(Box::new(ops)),
-            Err(CudaError::Unsupported(why)) => Err(super::BatchError::Unsupported(why)),
-            Err(e) => Err(super::BatchError::Failed(e.to_string())),
-        }
+        Ok(Box::new(driver::CudaLinear::new(l, batch)?))
     }
 }
