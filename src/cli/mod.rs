@@ -80,9 +80,12 @@ pub enum Command {
         /// Worker threads per task (for memory and time).
         #[arg(long, default_value_t = 2)]
         threads: usize,
-        /// Assumed agent-steps per second per thread (measure with `fedbandits bench`).
-        #[arg(long, default_value_t = 2.0e5)]
-        rate: f64,
+        /// Assumed agent-steps per second per thread (measure with `fedbandits
+        /// bench`). Default: the slowest of the job's families at rates
+        /// measured on a 2-core development VM, 2e5 for the linear family and
+        /// 1e6 for the gossip family.
+        #[arg(long)]
+        rate: Option<f64>,
         /// Print every shard's line (default: the first 10 and the last 5).
         #[arg(long)]
         all: bool,
@@ -236,6 +239,7 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             all,
         } => {
             let job = Job::load(&job)?;
+            let rate = rate.unwrap_or_else(|| default_rate(&job));
             emit(&plan_text(&job, tasks.max(1), threads.max(1), rate, all));
             Ok(())
         }
@@ -330,6 +334,21 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
 fn hms(secs: f64) -> String {
     let s = secs.ceil().max(0.0) as u64;
     format!("{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
+}
+
+/// Agent-steps per second per thread assumed for a job: the slowest of its
+/// families' rates, measured with `fedbandits bench` on the 2-core
+/// development VM (linear_d10_k100_m100: about 2.5e5 per thread, rounded
+/// down; gossip_n10_m5: about 1.2e6 to 2e6).
+pub fn default_rate(job: &Job) -> f64 {
+    job.cells
+        .iter()
+        .map(|c| match c.config {
+            crate::algo::CellConfig::Linear(_) => 2.0e5,
+            crate::algo::CellConfig::Gossip(_) => 1.0e6,
+        })
+        .reduce(f64::min)
+        .unwrap_or(2.0e5)
 }
 
 /// The text of `fedbandits plan`.
