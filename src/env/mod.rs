@@ -12,6 +12,7 @@
 pub mod linear_gap;
 pub mod linear_sphere;
 pub mod mab;
+pub mod procurement;
 pub mod uci;
 
 use crate::rng::lanes::{LANES, Lanes};
