@@ -59,7 +59,7 @@ impl Instance {
         k.push(Purpose::EnvParameter as u64);
         let mut s = Stream::new(&k);
         let (n, m) = (spec.agents, spec.producers);
-        let mut draw = |s: &mut Stream| match spec.kind {
+        let draw = |s: &mut Stream| match spec.kind {
             InstanceKind::Uniform => s.uniform(),
             InstanceKind::Normal => (spec.alpha + 0.1 * s.normal()).clamp(0.0, 1.0),
         };
