@@ -5,8 +5,10 @@
 //! a [`Federation`] object over the CPU's agent state
 //! ([`crate::backend::cpu::bank::AgentBank`]).
 
+pub mod combinatorial;
 pub mod gossip;
 pub mod linear;
+pub mod rounds;
 
 use crate::backend::Backend;
 

@@ -17,6 +17,7 @@
 //! simulation code (checked by src/tests/layers.rs).
 
 pub mod batch;
+pub mod combinatorial;
 pub mod cpu;
 pub mod cuda;
 pub mod dense;

@@ -120,20 +120,19 @@ pub fn run(
     checkpoints: &[u64],
     points: &mut [Vec<GossipPoint>],
 ) -> Result<(), BatchError> {
-    let until = until.min(batch.horizon);
-    let mut t = from;
     let mut obs = Vec::with_capacity(batch.federations());
-    while t < until {
-        let next = checkpoints.get(checkpoints.partition_point(|&c| c <= t)).copied();
-        let end = next.map_or(until, |c| c.min(until));
-        ops.rounds(t + 1, end - t)?;
-        t = end;
-        if next == Some(end) {
-            ops.observe(&mut obs)?;
+    let ops = std::cell::RefCell::new(ops);
+    crate::algo::rounds::run_to_checkpoints(
+        from,
+        until.min(batch.horizon),
+        checkpoints,
+        |t0, count| ops.borrow_mut().rounds(t0, count),
+        |t| {
+            ops.borrow_mut().observe(&mut obs)?;
             for (curve, o) in points.iter_mut().zip(&obs) {
-                curve.push(GossipPoint { t: end, obs: *o });
+                curve.push(GossipPoint { t, obs: *o });
             }
-        }
-    }
-    Ok(())
+            Ok(())
+        },
+    )
 }

@@ -13,6 +13,7 @@
 //! [`lockstep::CpuLinear`]); each step is sequential.
 
 pub mod bank;
+pub mod combinatorial;
 pub mod gossip;
 pub mod lockstep;
 

@@ -1,0 +1,296 @@
+//! The CPU's [`CombOps`]: per federation, the agents' counts W, Y (and
+//! P-FCB's uncommunicated w, y) as agent-major rows of m producers, one round
+//! at a time; federations on rayon's pool when the batch has several.
+
+use crate::backend::BatchError;
+use crate::backend::combinatorial::{CombBatch, CombObservation, CombOps, CombPolicy, PFcb};
+use crate::env::procurement::{Instance, feasible, greedy, revenue};
+use crate::rng::{fold_more, normal_at, uniform_at};
+use rayon::prelude::*;
+
+/// The CPU state of every federation of a combinatorial batch.
+pub struct CpuComb {
+    feds: Vec<Fed>,
+    policy: CombPolicy,
+    explore: u64,
+}
+
+/// One federation.
+struct Fed {
+    inst: Instance,
+    keys: Vec<u64>,
+    noise_keys: Vec<u64>,
+    /// Units and good units per (agent, producer): f64 because accepted
+    /// P-FCB messages add omega2 times noisy counts.
+    w_total: Vec<f64>,
+    y_total: Vec<f64>,
+    /// Units the agent procured itself.
+    own: Vec<f64>,
+    /// P-FCB: units and good units since the agent's last communication.
+    pend_w: Vec<f64>,
+    pend_y: Vec<f64>,
+    /// Per agent: revenue of s* and the penalty L_j; true revenues (n x m).
+    best: Vec<f64>,
+    penalty: Vec<f64>,
+    r_true: Vec<f64>,
+    regret: Vec<f64>,
+    obs: CombObservation,
+    comm: usize,
+    // Workspace.
+    q_plus: Vec<f64>,
+    r: Vec<f64>,
+    l: Vec<u32>,
+    order: Vec<usize>,
+    round_w: Vec<f64>,
+    round_y: Vec<f64>,
+    msg: Vec<f64>,
+    snap_w: Vec<f64>,
+    snap_y: Vec<f64>,
+}
+
+impl CpuComb {
+    /// Every federation of `batch` at round 0.
+    pub fn new(batch: &CombBatch) -> Result<Self, BatchError> {
+        let feds = batch
+            .instances
+            .iter()
+            .enumerate()
+            .map(|(f, inst)| {
+                let (n, m) = (inst.spec.agents, inst.spec.producers);
+                let keys = batch
+                    .quality_keys
+                    .get(f * n..(f + 1) * n)
+                    .ok_or_else(|| BatchError::Unsupported("one quality key per agent".into()))?
+                    .to_vec();
+                let noise_keys = match &batch.policy {
+                    CombPolicy::PFcb(p) => p
+                        .noise_keys
+                        .get(f * n..(f + 1) * n)
+                        .ok_or_else(|| BatchError::Unsupported("one noise key per agent".into()))?
+                        .to_vec(),
+                    _ => Vec::new(),
+                };
+                let mut r_true = vec![0.0; n * m];
+                let (mut best, mut penalty) = (vec![0.0; n], vec![0.0; n]);
+                let mut l = vec![0u32; m];
+                let mut order = Vec::with_capacity(m);
+                for j in 0..n {
+                    let r = &mut r_true[j * m..(j + 1) * m];
+                    inst.revenues(j, &inst.quality, r);
+                    greedy(
+                        &inst.quality,
+                        r,
+                        inst.capacities(j),
+                        inst.spec.alpha,
+                        &mut l,
+                        &mut order,
+                    );
+                    best[j] = revenue(&l, r);
+                    let worst: f64 = inst
+                        .capacities(j)
+                        .iter()
+                        .zip(r.iter())
+                        .map(|(&k, &ri)| f64::from(k) * ri.min(0.0))
+                        .sum();
+                    penalty[j] = best[j] - worst;
+                }
+                let z = vec![0.0; n * m];
+                Ok(Fed {
+                    keys,
+                    noise_keys,
+                    w_total: z.clone(),
+                    y_total: z.clone(),
+                    own: z.clone(),
+                    pend_w: z.clone(),
+                    pend_y: z.clone(),
+                    best,
+                    penalty,
+                    r_true,
+                    regret: vec![0.0; n],
+                    obs: CombObservation::default(),
+                    comm: 0,
+                    q_plus: vec![0.0; m],
+                    r: vec![0.0; m],
+                    l,
+                    order,
+                    round_w: vec![0.0; m],
+                    round_y: vec![0.0; m],
+                    msg: vec![0.0; 2 * n * m],
+                    snap_w: z.clone(),
+                    snap_y: z,
+                    inst: inst.clone(),
+                })
+            })
+            .collect::<Result<Vec<_>, BatchError>>()?;
+        Ok(Self {
+            feds,
+            policy: batch.policy.clone(),
+            explore: batch.explore_rounds,
+        })
+    }
+}
+
+impl Fed {
+    fn round(&mut self, t: u64, policy: &CombPolicy, explore: u64) {
+        let (n, m) = (self.inst.spec.agents, self.inst.spec.producers);
+        let alpha = self.inst.spec.alpha;
+        let exploring = t <= explore;
+        let lt = crate::math::ln(t as f64);
+        self.round_w.fill(0.0);
+        self.round_y.fill(0.0);
+        let mut total = 0.0;
+        for j in 0..n {
+            let row = j * m..(j + 1) * m;
+            if exploring {
+                self.l.fill(1);
+            } else {
+                for i in 0..m {
+                    let (w, y) = (self.w_total[j * m + i], self.y_total[j * m + i]);
+                    self.q_plus[i] = y / w + (3.0 * lt / (2.0 * w)).sqrt();
+                }
+                self.inst.revenues(j, &self.q_plus, &mut self.r);
+                greedy(
+                    &self.q_plus,
+                    &self.r,
+                    self.inst.capacities(j),
+                    alpha,
+                    &mut self.l,
+                    &mut self.order,
+                );
+            }
+            // Regret against greedy on the true qualities.
+            let rt = &self.r_true[row.clone()];
+            let reg = if feasible(&self.l, &self.inst.quality, alpha) {
+                self.best[j] - revenue(&self.l, rt)
+            } else {
+                self.obs.violations += 1;
+                self.penalty[j]
+            };
+            self.regret[j] += reg;
+            total += reg;
+            // Observe every unit's quality (counter-based: common across
+            // algorithms).
+            let key = fold_more(self.keys[j], t);
+            for i in 0..m {
+                let units = self.l[i];
+                if units == 0 {
+                    continue;
+                }
+                let q = self.inst.quality[i];
+                let good = (0..u64::from(units))
+                    .filter(|&u| uniform_at(key, ((i as u64) << 32) | u) < q)
+                    .count() as f64;
+                let (w, e) = (f64::from(units), j * m + i);
+                self.own[e] += w;
+                match policy {
+                    CombPolicy::Fcb => {
+                        self.round_w[i] += w;
+                        self.round_y[i] += good;
+                    }
+                    CombPolicy::NonFederated => {
+                        self.w_total[e] += w;
+                        self.y_total[e] += good;
+                    }
+                    CombPolicy::PFcb(_) => {
+                        self.w_total[e] += w;
+                        self.y_total[e] += good;
+                        self.pend_w[e] += w;
+                        self.pend_y[e] += good;
+                    }
+                }
+            }
+        }
+        self.obs.group_regret += total;
+        if !exploring {
+            self.obs.regret_after_exploration += total;
+        }
+        match policy {
+            CombPolicy::Fcb => {
+                for j in 0..n {
+                    for i in 0..m {
+                        self.w_total[j * m + i] += self.round_w[i];
+                        self.y_total[j * m + i] += self.round_y[i];
+                    }
+                }
+            }
+            CombPolicy::PFcb(p) if self.comm < p.rounds.len() && p.rounds[self.comm] == t => self.communicate(t, p),
+            _ => {}
+        }
+    }
+
+    /// P-FCB's communication round `self.comm` at round t: every agent's
+    /// noisy message, then every receiver's decisions against its estimate
+    /// before this round's messages (senders in order), then the resets.
+    fn communicate(&mut self, t: u64, p: &PFcb) {
+        let (n, m) = (self.inst.spec.agents, self.inst.spec.producers);
+        let z = self.comm;
+        let eps = p.eps[z];
+        let scale = (2.0 * crate::math::ln(1.25 / p.delta)).sqrt() / eps;
+        for j in 0..n {
+            let key = fold_more(self.noise_keys[j], z as u64);
+            for i in 0..m {
+                let e = j * m + i;
+                let sigma = f64::from(self.inst.capacities(j)[i]) * scale;
+                self.msg[2 * e] = self.pend_w[e] + sigma * normal_at(key, 2 * i as u64);
+                self.msg[2 * e + 1] = self.pend_y[e] + sigma * normal_at(key, 2 * i as u64 + 1);
+            }
+        }
+        self.snap_w.copy_from_slice(&self.w_total);
+        self.snap_y.copy_from_slice(&self.y_total);
+        let ln_window = if p.prose_window {
+            crate::math::ln(t as f64)
+        } else {
+            crate::math::ln((n as u64 * t) as f64)
+        };
+        for rcv in 0..n {
+            for snd in (0..n).filter(|&s| s != rcv) {
+                for i in 0..m {
+                    let (wt, yt) = (self.msg[2 * (snd * m + i)], self.msg[2 * (snd * m + i) + 1]);
+                    let e = rcv * m + i;
+                    let units = if p.prose_window { self.own[e] } else { self.snap_w[e] };
+                    let q_hat = self.snap_y[e] / self.snap_w[e];
+                    let half = p.omega1 * (3.0 * ln_window / (2.0 * units)).sqrt();
+                    if wt > 0.0 && (yt / wt - q_hat).abs() <= half {
+                        self.w_total[e] += p.omega2 * wt;
+                        self.y_total[e] += p.omega2 * yt;
+                        self.obs.accepted += 1;
+                    } else {
+                        self.obs.rejected += 1;
+                    }
+                }
+            }
+        }
+        self.pend_w.fill(0.0);
+        self.pend_y.fill(0.0);
+        self.comm += 1;
+        self.obs.communications += 1;
+        self.obs.epsilon_spent += eps;
+        self.obs.delta_spent += p.delta;
+    }
+}
+
+impl CombOps for CpuComb {
+    fn rounds(&mut self, t0: u64, count: u64) -> Result<(), BatchError> {
+        let (policy, explore) = (&self.policy, self.explore);
+        let run = |f: &mut Fed| {
+            for t in t0..t0 + count {
+                f.round(t, policy, explore);
+            }
+        };
+        if self.feds.len() == 1 {
+            run(&mut self.feds[0]);
+        } else {
+            self.feds.par_iter_mut().for_each(run);
+        }
+        Ok(())
+    }
+
+    fn observe(&mut self, out: &mut Vec<CombObservation>) -> Result<(), BatchError> {
+        out.clear();
+        out.extend(self.feds.iter().map(|f| CombObservation {
+            agent_regret_max: f.regret.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            ..f.obs
+        }));
+        Ok(())
+    }
+}

@@ -1,0 +1,132 @@
+//! The combinatorial family (ALGORITHMS.md 3) against what the spec and an
+//! independent implementation found: P-FCB's schedule and budget sums,
+//! the exploration length, identical exploration regret across algorithms,
+//! sharing helping after exploration, rare constraint violations, rejected
+//! negative unit counts, and a batch equal to each federation alone.
+
+use fedbandits::algo::combinatorial::p_fcb::{Budget, PFcbConfig, TauStart, epsilons, schedule};
+use fedbandits::algo::combinatorial::{CombAlgorithm, CombConfig, CombPoint, comb_batch, explore_rounds, run};
+use fedbandits::backend::combinatorial::CombBatch;
+use fedbandits::backend::cpu::combinatorial::CpuComb;
+use fedbandits::env::procurement::{InstanceKind, ProcurementSpec};
+
+fn config(algorithm: CombAlgorithm, kind: InstanceKind, horizon: u64) -> CombConfig {
+    CombConfig {
+        algorithm,
+        env: ProcurementSpec {
+            kind,
+            agents: 10,
+            producers: 30,
+            alpha: 0.4,
+            rho: 1.0,
+            max_capacity: 50,
+        },
+        horizon,
+        instances: 5,
+        zeta: 0.1,
+        private: PFcbConfig::default(),
+    }
+}
+
+fn keys(reps: u64, scope: u64) -> Vec<Vec<u64>> {
+    (0..reps).map(|r| vec![2021, scope, r]).collect()
+}
+
+fn run_all(b: &CombBatch, checkpoints: &[u64]) -> Vec<Vec<CombPoint>> {
+    let mut ops = CpuComb::new(b).unwrap();
+    let mut points = vec![Vec::new(); b.federations()];
+    run(b, &mut ops, 0, b.horizon, checkpoints, &mut points).unwrap();
+    points
+}
+
+#[test]
+fn p_fcb_schedule_and_budget_sums_are_as_found() {
+    let p = PFcbConfig::default();
+    let r = schedule(&p, 100_000);
+    let mut want: Vec<u64> = (200..=207).collect();
+    want.extend((8..=15).map(|j| 1u64 << j));
+    assert_eq!(r, want, "200..207, 256, ..., 32768");
+    let sum: f64 = epsilons(&p, 100_000).iter().sum();
+    assert!((sum - 1.195).abs() < 0.0015, "{sum}");
+    let sum: f64 = epsilons(&p, 20_000).iter().sum();
+    assert!((sum - 1.257).abs() < 0.0015, "{sum}");
+    let norm = PFcbConfig {
+        budget: Budget::Normalized,
+        ..p
+    };
+    assert!((epsilons(&norm, 100_000).iter().sum::<f64>() - 1.0).abs() < 1e-12);
+    let low = PFcbConfig {
+        tau_start: TauStart::TLow,
+        ..p
+    };
+    assert_eq!(
+        schedule(&low, 100_000),
+        vec![200, 400, 800, 1600, 3200, 6400, 12800, 25600]
+    );
+    assert_eq!(explore_rounds(10, 100_000, 0.1), 208);
+}
+
+#[test]
+fn exploration_costs_every_algorithm_the_same_and_sharing_helps_after_it() {
+    let (reps, t) = (10, 3000);
+    let explore = explore_rounds(10, t, 0.1);
+    assert_eq!(explore, 155);
+    let ck = [explore, t];
+    let (ek, ak) = (keys(reps, 1), keys(reps, 2));
+    let result = |a| run_all(&comb_batch(&config(a, InstanceKind::Uniform, t), &ek, &ak), &ck);
+    let (non, fcb, pf) = (
+        result(CombAlgorithm::NonFederated),
+        result(CombAlgorithm::Fcb),
+        result(CombAlgorithm::PFcb),
+    );
+    for f in 0..reps as usize {
+        // Identical choices during exploration: identical regret at its end.
+        assert_eq!(non[f][0].obs.group_regret, fcb[f][0].obs.group_regret);
+        assert_eq!(non[f][0].obs.group_regret, pf[f][0].obs.group_regret);
+        assert!(non[f][0].obs.group_regret > 0.0);
+        assert_eq!(non[f][0].obs.regret_after_exploration, 0.0);
+    }
+    let after = |c: &[Vec<CombPoint>]| c.iter().map(|v| v[1].obs.regret_after_exploration).sum::<f64>() / reps as f64;
+    let (a_non, a_fcb) = (after(&non), after(&fcb));
+    println!(
+        "regret after exploration (mean of {reps}): non_federated {a_non:.1}, fcb {a_fcb:.1}, p_fcb {:.1}",
+        after(&pf)
+    );
+    assert!(
+        a_fcb < a_non,
+        "sharing every round must help: fcb {a_fcb} vs non_federated {a_non}"
+    );
+    // After exploration the constraint almost never binds (m = 30): many
+    // violations would mean a bug.
+    for c in [&non, &fcb, &pf] {
+        let v: u64 = c.iter().map(|v| v[1].obs.violations).sum();
+        let rounds = reps * (t - explore) * 10;
+        assert!(
+            (v as f64) < 0.01 * rounds as f64,
+            "{v} violations in {rounds} agent-rounds"
+        );
+    }
+    // P-FCB communicated on schedule (200..207, 256, ..., 2048 within T), spent
+    // the paper's budget and rejected messages (negative noisy unit counts).
+    let o = pf[0][1].obs;
+    assert_eq!(o.communications, 8 + 4);
+    assert!((o.epsilon_spent - epsilons(&PFcbConfig::default(), t).iter().sum::<f64>()).abs() < 1e-12);
+    assert!((o.delta_spent - 0.12).abs() < 1e-12);
+    assert!(o.rejected > 0 && o.accepted + o.rejected == 12 * 10 * 9 * 30);
+    assert_eq!(non[0][1].obs.communications, 0);
+}
+
+#[test]
+fn a_batch_equals_each_federation_alone() {
+    let cfg = config(CombAlgorithm::PFcb, InstanceKind::Normal, 1200);
+    let (ek, ak) = (keys(4, 1), keys(4, 2));
+    let all = run_all(&comb_batch(&cfg, &ek, &ak), &[300, 1200]);
+    for f in 0..4 {
+        let one = run_all(&comb_batch(&cfg, &ek[f..=f], &ak[f..=f]), &[300, 1200]);
+        assert_eq!(one[0], all[f], "federation {f}");
+    }
+    // Repetitions 0 and 5 share instance 0 (5 instances) but not their draws.
+    let b = comb_batch(&cfg, &keys(6, 1), &keys(6, 2));
+    assert_eq!(b.instances[0], b.instances[5]);
+    assert_ne!(b.instances[0], b.instances[1]);
+}
