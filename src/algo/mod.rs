@@ -19,6 +19,8 @@ pub enum CellConfig {
     Linear(linear::LinearConfig),
     /// Decentralized multi-armed family.
     Gossip(gossip::GossipConfig),
+    /// Combinatorial procurement family.
+    Comb(combinatorial::CombConfig),
 }
 
 impl CellConfig {
@@ -27,6 +29,7 @@ impl CellConfig {
         match self {
             CellConfig::Linear(c) => c.m,
             CellConfig::Gossip(c) => c.env.agents,
+            CellConfig::Comb(c) => c.env.agents,
         }
     }
 
@@ -35,6 +38,7 @@ impl CellConfig {
         match self {
             CellConfig::Linear(c) => c.horizon,
             CellConfig::Gossip(c) => c.horizon,
+            CellConfig::Comb(c) => c.horizon,
         }
     }
 
@@ -45,7 +49,7 @@ impl CellConfig {
             CellConfig::Gossip(c) if c.algorithm == gossip::GossipAlgorithm::FedUcbGossip => {
                 gossip::fed_ucb_gossip::accounting(&c.privacy, c.horizon)
             }
-            CellConfig::Gossip(_) => None,
+            CellConfig::Gossip(_) | CellConfig::Comb(_) => None,
         }
     }
 
@@ -60,6 +64,10 @@ impl CellConfig {
                 (Some(c.privacy.epsilon), None)
             }
             CellConfig::Gossip(_) => (None, None),
+            CellConfig::Comb(c) if c.algorithm == combinatorial::CombAlgorithm::PFcb => {
+                (Some(c.private.epsilon), Some(c.private.delta))
+            }
+            CellConfig::Comb(_) => (None, None),
         }
     }
 
@@ -67,7 +75,7 @@ impl CellConfig {
     pub fn linear(&self) -> Option<&linear::LinearConfig> {
         match self {
             CellConfig::Linear(c) => Some(c),
-            CellConfig::Gossip(_) => None,
+            CellConfig::Gossip(_) | CellConfig::Comb(_) => None,
         }
     }
 }

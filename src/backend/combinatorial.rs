@@ -15,7 +15,7 @@ use crate::backend::BatchError;
 use crate::env::procurement::Instance;
 
 /// How agents share what they observe.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum CombPolicy {
     /// Own data only.
     NonFederated,
@@ -32,7 +32,7 @@ pub enum CombPolicy {
 /// whose y~/w~ lies within its estimate +- omega1 sqrt(3 ln(x) / (2 W)) (x =
 /// n t and W its total units, Procedure 1; or x = t and W its own units, the
 /// prose), adding omega2 (w~, y~).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PFcb {
     /// Communication rounds, increasing.
     pub rounds: Vec<u64>,

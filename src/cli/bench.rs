@@ -52,6 +52,11 @@ const WORKLOADS: &[(&str, u32, &str)] = &[
         "algorithm: fed_ucb_gossip\nenvironment: mab_heterogeneous\nhorizon: {T}\nparams: {m: 10, arms: 5, epsilon: 1, graph: ring}\n",
     ),
     (
+        "pfcb_n10_m30",
+        64,
+        "algorithm: p_fcb\nenvironment: procurement\nhorizon: {T}\nparams: {m: 10, producers: 30, epsilon: 1, delta: 0.01}\n",
+    ),
+    (
         "feducb_d128",
         2,
         "algorithm: feducb_centralized\nenvironment: linear_gap\nhorizon: {T}\nparams: {d: 128, k: 100, m: 100, epsilon: 1.0, delta: 0.1, sync: log}\n",

@@ -346,6 +346,7 @@ pub fn default_rate(job: &Job) -> f64 {
         .map(|c| match c.config {
             crate::algo::CellConfig::Linear(_) => 2.0e5,
             crate::algo::CellConfig::Gossip(_) => 1.0e6,
+            crate::algo::CellConfig::Comb(_) => 1.0e5,
         })
         .reduce(f64::min)
         .unwrap_or(2.0e5)

@@ -827,8 +827,10 @@ pub type ResolveErrors = Vec<(&'static str, String)>;
 /// Resolves a cell's raw parameters: fills defaults, drops parameters the
 /// algorithm and environment do not use, checks cross-parameter rules.
 pub fn resolve(algo: &str, env: &str, raw: &BTreeMap<String, Value>, horizon: u64) -> Result<Resolved, ResolveErrors> {
-    if family_of(algo).is_some_and(|f| f.id == FamilyId::Gossip) {
-        return resolve_gossip(algo, env, raw, horizon);
+    match family_of(algo).map(|f| f.id) {
+        Some(FamilyId::Gossip) => return resolve_gossip(algo, env, raw, horizon),
+        Some(FamilyId::Combinatorial) => return resolve_comb(algo, raw, horizon),
+        _ => {}
     }
     resolve_linear(algo, env, raw, horizon).map(|(p, c)| (p, CellConfig::Linear(c)))
 }
@@ -947,6 +949,114 @@ fn resolve_gossip(
             }),
         )),
         _ => Err(errs),
+    }
+}
+
+/// Resolves a combinatorial-family cell (ALGORITHMS.md 3): agents `m`
+/// (default 10), `producers` (30), `instance_kind`, `quality_threshold`
+/// (alpha, 0.4), `rho`, `max_capacity`, `instances` (5), `zeta`; for `p_fcb`
+/// `epsilon` and `delta` (required), `t_low`, `t_high`, `omega1`, `omega2`,
+/// `tau_start`, `budget`, `window`.
+fn resolve_comb(algo: &str, raw: &BTreeMap<String, Value>, horizon: u64) -> Result<Resolved, ResolveErrors> {
+    use crate::algo::combinatorial::p_fcb::{Budget, PFcbConfig, TauStart};
+    use crate::algo::combinatorial::{CombAlgorithm, CombConfig};
+    use crate::env::procurement::{InstanceKind, ProcurementSpec};
+    let mut errs: ResolveErrors = Vec::new();
+    let mut out: BTreeMap<&'static str, Value> = BTreeMap::new();
+    let f = |k: &str, default: f64| raw.get(k).and_then(Value::as_f64).unwrap_or(default);
+    let i = |k: &str, default: i64| raw.get(k).and_then(Value::as_i64).unwrap_or(default);
+    let s = |k: &str, default: &str| raw.get(k).and_then(Value::as_str).unwrap_or(default).to_owned();
+    let algorithm = match algo {
+        "fcb" => CombAlgorithm::Fcb,
+        "p_fcb" => CombAlgorithm::PFcb,
+        _ => CombAlgorithm::NonFederated,
+    };
+    let kind = s("instance_kind", "uniform");
+    let env = ProcurementSpec {
+        kind: if kind == "normal" {
+            InstanceKind::Normal
+        } else {
+            InstanceKind::Uniform
+        },
+        agents: i("m", 10) as usize,
+        producers: i("producers", 30) as usize,
+        alpha: f("quality_threshold", 0.4),
+        rho: f("rho", 1.0),
+        max_capacity: i("max_capacity", 50) as u32,
+    };
+    out.insert("m", Value::Int(env.agents as i64));
+    out.insert("producers", Value::Int(env.producers as i64));
+    out.insert("instance_kind", Value::Str(kind));
+    out.insert("quality_threshold", Value::Float(env.alpha));
+    out.insert("rho", Value::Float(env.rho));
+    out.insert("max_capacity", Value::Int(i64::from(env.max_capacity)));
+    let instances = i("instances", 5) as u32;
+    out.insert("instances", Value::Int(i64::from(instances)));
+    let zeta = f("zeta", 0.1);
+    out.insert("zeta", Value::Float(zeta));
+    let mut private = PFcbConfig::default();
+    if algorithm == CombAlgorithm::PFcb {
+        match (
+            raw.get("epsilon").and_then(Value::as_f64),
+            raw.get("delta").and_then(Value::as_f64),
+        ) {
+            (Some(e), Some(d)) if e.is_finite() => {
+                private.epsilon = e;
+                private.delta = d;
+                out.insert("epsilon", Value::Float(e));
+                out.insert("delta", Value::Float(d));
+            }
+            (e, d) => {
+                if !e.is_some_and(f64::is_finite) {
+                    errs.push(("epsilon", "missing; p_fcb needs a finite epsilon (number > 0)".into()));
+                }
+                if d.is_none() {
+                    errs.push(("delta", "missing; p_fcb needs delta (number in (0, 1))".into()));
+                }
+            }
+        }
+        private.t_low = i("t_low", 200) as u64;
+        private.t_high = i("t_high", 40_000) as u64;
+        if private.t_low > private.t_high {
+            errs.push((
+                "t_high",
+                format!("t_high = {} is below t_low = {}", private.t_high, private.t_low),
+            ));
+        }
+        private.omega1 = f("omega1", 0.1);
+        private.omega2 = f("omega2", 10.0);
+        let tau = s("tau_start", "one");
+        private.tau_start = if tau == "t_low" { TauStart::TLow } else { TauStart::One };
+        let budget = s("budget", "paper");
+        private.budget = if budget == "normalized" {
+            Budget::Normalized
+        } else {
+            Budget::Paper
+        };
+        let window = s("window", "procedure");
+        private.prose_window = window == "prose";
+        out.insert("t_low", Value::Int(private.t_low as i64));
+        out.insert("t_high", Value::Int(private.t_high as i64));
+        out.insert("omega1", Value::Float(private.omega1));
+        out.insert("omega2", Value::Float(private.omega2));
+        out.insert("tau_start", Value::Str(tau));
+        out.insert("budget", Value::Str(budget));
+        out.insert("window", Value::Str(window));
+    }
+    if errs.is_empty() {
+        Ok((
+            out,
+            CellConfig::Comb(CombConfig {
+                algorithm,
+                env,
+                horizon,
+                instances,
+                zeta,
+                private,
+            }),
+        ))
+    } else {
+        Err(errs)
     }
 }
 

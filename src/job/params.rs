@@ -239,6 +239,7 @@ const P2P: &[&str] = &[
     "oracle_ucb",
 ];
 const FED_UCB_GOSSIP: &[&str] = &["fed_ucb_gossip"];
+const PROCUREMENT: &[&str] = &["procurement"];
 /// Every algorithm with a confidence width.
 const CONFIDENT: &[&str] = &[
     "linucb",
@@ -323,6 +324,28 @@ const GOSSIP_ENVIRONMENTS: &[(&str, &str)] = &[
     ),
 ];
 
+/// Algorithms of the combinatorial procurement family.
+const COMB_ALGORITHMS: &[(&str, &str)] = &[
+    (
+        "non_federated",
+        "each agent learns producer qualities alone (Solanki et al.'s baseline)",
+    ),
+    (
+        "fcb",
+        "FCB: every round's observations shared with every agent (Solanki et al.)",
+    ),
+    (
+        "p_fcb",
+        "P-FCB: scheduled (epsilon, delta)-DP sharing with noisy messages and CheckandUpdate (Solanki et al.)",
+    ),
+];
+
+/// Environments of the combinatorial procurement family.
+const COMB_ENVIRONMENTS: &[(&str, &str)] = &[(
+    "procurement",
+    "Solanki et al.'s procurement: m producers of quality q_i, agents' costs and capacities U{1..50}; instance_kind uniform or normal",
+)];
+
 /// Which family a cell belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FamilyId {
@@ -330,6 +353,8 @@ pub enum FamilyId {
     Linear,
     /// Decentralized multi-armed bandits with gossip (Zhu et al.).
     Gossip,
+    /// Federated combinatorial bandits with quality constraints (Solanki et al.).
+    Combinatorial,
 }
 
 /// A family: its algorithms, environments and the metric columns it adds to
@@ -378,6 +403,21 @@ pub const FAMILIES: &[Family] = &[
             "acct_epsilon_pure",
         ],
     },
+    Family {
+        id: FamilyId::Combinatorial,
+        name: "combinatorial",
+        doc: "federated combinatorial bandits with quality constraints: n agents procure from m producers (ALGORITHMS.md 3)",
+        algorithms: COMB_ALGORITHMS,
+        environments: COMB_ENVIRONMENTS,
+        columns: &[
+            "regret_after_exploration",
+            "constraint_violations",
+            "messages_accepted",
+            "messages_rejected",
+            "acct_epsilon_basic",
+            "acct_delta_basic",
+        ],
+    },
 ];
 
 /// Every algorithm of every family.
@@ -415,6 +455,9 @@ pub const PARAMS: &[ParamDef] = &[
             "fed_ucb_gossip",
             "local_ucb",
             "oracle_ucb",
+            "non_federated",
+            "fcb",
+            "p_fcb",
         ],
     },
     ParamDef {
@@ -521,6 +564,7 @@ pub const PARAMS: &[ParamDef] = &[
             "feducb_centralized",
             "feducb_decentralized",
             "fed_ucb_gossip",
+            "p_fcb",
         ],
     },
     ParamDef {
@@ -528,7 +572,12 @@ pub const PARAMS: &[ParamDef] = &[
         kind: UNIT_OPEN,
         default: "required when private",
         doc: "privacy delta",
-        used_by: &["private_fedlinucb", "feducb_centralized", "feducb_decentralized"],
+        used_by: &[
+            "private_fedlinucb",
+            "feducb_centralized",
+            "feducb_decentralized",
+            "p_fcb",
+        ],
     },
     ParamDef {
         name: "protocol",
@@ -684,6 +733,104 @@ pub const PARAMS: &[ParamDef] = &[
         default: "4",
         doc: "constant of the privacy term of the confidence width (Lemma 6: 4)",
         used_by: FED_UCB_GOSSIP,
+    },
+    ParamDef {
+        name: "producers",
+        kind: Kind::Int { min: 1, max: 100_000 },
+        default: "30",
+        doc: "producers m (Solanki et al.)",
+        used_by: PROCUREMENT,
+    },
+    ParamDef {
+        name: "instance_kind",
+        kind: Kind::Choice(&["uniform", "normal"]),
+        default: "uniform",
+        doc: "qualities and costs U[0,1] or N(quality_threshold, 0.1) clipped to [0,1]",
+        used_by: PROCUREMENT,
+    },
+    ParamDef {
+        name: "quality_threshold",
+        kind: UNIT_OPEN,
+        default: "0.4",
+        doc: "alpha of the quality constraint sum l q >= alpha sum l",
+        used_by: PROCUREMENT,
+    },
+    ParamDef {
+        name: "rho",
+        kind: POS,
+        default: "1",
+        doc: "revenue per unit of quality (r = rho q - c)",
+        used_by: PROCUREMENT,
+    },
+    ParamDef {
+        name: "max_capacity",
+        kind: Kind::Int { min: 1, max: 1_000_000 },
+        default: "50",
+        doc: "capacities k ~ U{1..max_capacity}",
+        used_by: PROCUREMENT,
+    },
+    ParamDef {
+        name: "instances",
+        kind: Kind::Int { min: 1, max: 1_000_000 },
+        default: "5",
+        doc: "distinct instances; repetition r uses instance r mod instances",
+        used_by: PROCUREMENT,
+    },
+    ParamDef {
+        name: "zeta",
+        kind: UNIT_OPEN,
+        default: "0.1",
+        doc: "exploration length ceil(3 ln(n T) / (2 n zeta^2))",
+        used_by: &["non_federated", "fcb", "p_fcb"],
+    },
+    ParamDef {
+        name: "t_low",
+        kind: Kind::Int { min: 1, max: i64::MAX },
+        default: "200",
+        doc: "first round P-FCB may communicate",
+        used_by: &["p_fcb"],
+    },
+    ParamDef {
+        name: "t_high",
+        kind: Kind::Int { min: 1, max: i64::MAX },
+        default: "40000",
+        doc: "last round P-FCB may communicate",
+        used_by: &["p_fcb"],
+    },
+    ParamDef {
+        name: "omega1",
+        kind: POS,
+        default: "0.1",
+        doc: "P-FCB acceptance window scale",
+        used_by: &["p_fcb"],
+    },
+    ParamDef {
+        name: "omega2",
+        kind: POS,
+        default: "10",
+        doc: "P-FCB weight of accepted messages (the paper's text: [0, 1]; its experiments: 10)",
+        used_by: &["p_fcb"],
+    },
+    ParamDef {
+        name: "tau_start",
+        kind: Kind::Choice(&["one", "t_low"]),
+        default: "one",
+        doc: "P-FCB's tau starts at 1 (the paper) or t_low, doubling after each communication",
+        used_by: &["p_fcb"],
+    },
+    ParamDef {
+        name: "budget",
+        kind: Kind::Choice(&["paper", "normalized"]),
+        default: "paper",
+        doc: "epsilon_z = eps/(2 ln T) + eps/2^(z+1) (the paper; sums above eps) or scaled to sum to eps",
+        used_by: &["p_fcb"],
+    },
+    ParamDef {
+        name: "window",
+        kind: Kind::Choice(&["procedure", "prose"]),
+        default: "procedure",
+        doc: "acceptance window: Procedure 1 (total units, ln(n t)) or the prose (own units, ln t)",
+        used_by: &["p_fcb"],
     },
     ParamDef {
         name: "refactor_every",

@@ -39,6 +39,27 @@ pub struct CurvePoint {
     pub counters: crate::algo::Counters,
     /// The gossip family's metrics (None for other families).
     pub gossip: Option<GossipMetrics>,
+    /// The combinatorial family's metrics (None for other families).
+    pub comb: Option<CombMetrics>,
+}
+
+/// What the combinatorial family records at a checkpoint.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CombMetrics {
+    /// Group regret of the rounds after exploration.
+    pub regret_after_exploration: f64,
+    /// Agent-rounds whose choice violated the constraint under the true q.
+    pub violations: u64,
+    /// Messages accepted so far.
+    pub accepted: u64,
+    /// Messages rejected so far.
+    pub rejected: u64,
+    /// Sum of epsilon_z spent so far per agent (basic composition).
+    pub epsilon_spent: f64,
+    /// Sum of delta spent so far.
+    pub delta_spent: f64,
+    /// Whether the algorithm is private (the spent columns are null if not).
+    pub private: bool,
 }
 
 /// What the gossip family records at a checkpoint.
@@ -141,6 +162,12 @@ pub fn schema() -> SchemaRef {
         Field::new("forced_pulls", DataType::UInt64, true),
         Field::new("clipped_observations", DataType::UInt64, true),
         Field::new("gossip_lambda2", DataType::Float64, true),
+        Field::new("regret_after_exploration", DataType::Float64, true),
+        Field::new("constraint_violations", DataType::UInt64, true),
+        Field::new("messages_accepted", DataType::UInt64, true),
+        Field::new("messages_rejected", DataType::UInt64, true),
+        Field::new("acct_epsilon_basic", DataType::Float64, true),
+        Field::new("acct_delta_basic", DataType::Float64, true),
         Field::new("backend", DataType::Utf8, false),
         Field::new("wall_seconds", DataType::Float64, false),
     ]);
@@ -297,6 +324,30 @@ pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> 
     cols.push(gossip_u64(&|g| g.forced_pulls));
     cols.push(gossip_u64(&|g| g.clipped));
     cols.push(gossip(&|g| g.lambda2));
+    let comb = |f: &dyn Fn(&CombMetrics) -> Option<f64>| {
+        let mut b = Float64Builder::new();
+        for r in reps {
+            for p in &r.points {
+                b.append_option(p.comb.as_ref().and_then(f));
+            }
+        }
+        Arc::new(b.finish()) as ArrayRef
+    };
+    let comb_u64 = |f: &dyn Fn(&CombMetrics) -> Option<u64>| {
+        let mut b = UInt64Builder::new();
+        for r in reps {
+            for p in &r.points {
+                b.append_option(p.comb.as_ref().and_then(f));
+            }
+        }
+        Arc::new(b.finish()) as ArrayRef
+    };
+    cols.push(comb(&|c| Some(c.regret_after_exploration)));
+    cols.push(comb_u64(&|c| Some(c.violations)));
+    cols.push(comb_u64(&|c| c.private.then_some(c.accepted)));
+    cols.push(comb_u64(&|c| c.private.then_some(c.rejected)));
+    cols.push(comb(&|c| c.private.then_some(c.epsilon_spent)));
+    cols.push(comb(&|c| c.private.then_some(c.delta_spent)));
     cols.push(repeat_str(backend));
     cols.push(per_point(&|r, _| r.wall_seconds));
     Ok(RecordBatch::try_new(schema(), cols)?)

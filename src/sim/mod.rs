@@ -6,10 +6,13 @@
 pub mod merge;
 pub mod runner;
 
+use crate::algo::combinatorial::{CombPoint, comb_batch};
 use crate::algo::gossip::{GossipPoint, gossip_batch};
 use crate::algo::linear::lockstep::Lockstep;
 use crate::algo::linear::{AnyFederation, build};
 use crate::algo::{CellConfig, Counters, Federation};
+use crate::backend::combinatorial::CombBatch;
+use crate::backend::cpu::combinatorial::CpuComb;
 use crate::backend::cpu::gossip::CpuGossip;
 use crate::backend::cpu::lockstep::CpuLinear;
 use crate::backend::gossip::GossipBatch;
@@ -17,7 +20,7 @@ use crate::backend::{Backend, BatchError, BatchPoint, LinearBatch};
 use crate::job::Cell;
 use std::time::Instant;
 
-pub use crate::output::{CurvePoint, GossipMetrics, RepResult};
+pub use crate::output::{CombMetrics, CurvePoint, GossipMetrics, RepResult};
 
 /// How often (in rounds) a running repetition reports progress, checks for
 /// a stop request and considers a snapshot.
@@ -56,6 +59,7 @@ struct RepSnapshot<S> {
 enum RepPlan {
     Linear(LinearBatch),
     Gossip(GossipBatch),
+    Comb(CombBatch),
     Federation,
 }
 
@@ -65,6 +69,10 @@ impl RepPlan {
             CellConfig::Gossip(cfg) => {
                 let (env_keys, algo_keys) = rep_keys(cell, seed, &[rep]);
                 RepPlan::Gossip(gossip_batch(cfg, &env_keys, &algo_keys).map_err(BatchError::Unsupported)?)
+            }
+            CellConfig::Comb(cfg) => {
+                let (env_keys, algo_keys) = rep_keys(cell, seed, &[rep]);
+                RepPlan::Comb(comb_batch(cfg, &env_keys, &algo_keys))
             }
             CellConfig::Linear(_) => match cell_batch(cell, seed, &[rep]) {
                 Ok(CellBatch::Linear(b)) => RepPlan::Linear(b),
@@ -87,6 +95,11 @@ enum RepState {
         t: u64,
         points: Vec<Vec<GossipPoint>>,
     },
+    Comb {
+        ops: CpuComb,
+        t: u64,
+        points: Vec<Vec<CombPoint>>,
+    },
     Federation {
         fed: AnyFederation,
         t: u64,
@@ -108,6 +121,11 @@ impl RepState {
                 t: 0,
                 points: vec![Vec::new()],
             },
+            (RepPlan::Comb(b), _) => RepState::Comb {
+                ops: CpuComb::new(b)?,
+                t: 0,
+                points: vec![Vec::new()],
+            },
             (RepPlan::Federation, CellConfig::Linear(cfg)) => {
                 let env_key = [seed, cell.env_scope, u64::from(rep)];
                 let algo_key = [seed, cell.cell_scope, u64::from(rep)];
@@ -118,8 +136,8 @@ impl RepState {
                     points: Vec::new(),
                 }
             }
-            (RepPlan::Federation, CellConfig::Gossip(_)) => {
-                return Err(BatchError::Failed("a gossip cell without its batch".into()));
+            (RepPlan::Federation, CellConfig::Gossip(_) | CellConfig::Comb(_)) => {
+                return Err(BatchError::Failed("a batched cell without its batch".into()));
             }
         })
     }
@@ -130,6 +148,7 @@ impl RepState {
             (self, plan),
             (RepState::Lockstep { .. }, RepPlan::Linear(_))
                 | (RepState::Gossip { .. }, RepPlan::Gossip(_))
+                | (RepState::Comb { .. }, RepPlan::Comb(_))
                 | (RepState::Federation { .. }, RepPlan::Federation)
         )
     }
@@ -137,7 +156,7 @@ impl RepState {
     fn t(&self) -> u64 {
         match self {
             RepState::Lockstep { step, .. } => step.t,
-            RepState::Gossip { t, .. } | RepState::Federation { t, .. } => *t,
+            RepState::Gossip { t, .. } | RepState::Comb { t, .. } | RepState::Federation { t, .. } => *t,
         }
     }
 
@@ -160,6 +179,11 @@ impl RepState {
                 *t = until.max(*t);
                 Ok(())
             }
+            (RepState::Comb { ops, t, points }, RepPlan::Comb(b)) => {
+                crate::algo::combinatorial::run(b, ops, *t, until, checkpoints, points)?;
+                *t = until.max(*t);
+                Ok(())
+            }
             (RepState::Federation { fed, t, group, points }, RepPlan::Federation) => {
                 let mut next = checkpoints[checkpoints.partition_point(|&c| c <= *t)..]
                     .iter()
@@ -176,6 +200,7 @@ impl RepState {
                             agent_regret_max: fed.agent_regret().iter().copied().fold(f64::NEG_INFINITY, f64::max),
                             counters: fed.counters(),
                             gossip: None,
+                            comb: None,
                         });
                     }
                 }
@@ -206,6 +231,14 @@ impl RepState {
                     .collect()
             }
             (RepState::Gossip { .. }, _) => Vec::new(),
+            (RepState::Comb { points, .. }, RepPlan::Comb(b)) => points
+                .into_iter()
+                .next()
+                .unwrap_or_default()
+                .iter()
+                .map(|p| comb_point(p, b))
+                .collect(),
+            (RepState::Comb { .. }, _) => Vec::new(),
             (RepState::Federation { points, .. }, _) => points,
         }
     }
@@ -247,6 +280,46 @@ fn gossip_point(p: &GossipPoint, b: &GossipBatch, lambda2: f64) -> CurvePoint {
             clipped: p.obs.clipped,
             lambda2,
         }),
+        comb: None,
+    }
+}
+
+/// A combinatorial checkpoint as an output curve point. Communication
+/// counters count (sender, receiver, producer) messages: `fcb` sends every
+/// round (n (n - 1) m per round), `p_fcb` in its communication rounds
+/// (accepted + rejected), `non_federated` never.
+fn comb_point(p: &CombPoint, b: &CombBatch) -> CurvePoint {
+    use crate::backend::combinatorial::CombPolicy;
+    let (n, m) = b
+        .instances
+        .first()
+        .map_or((1, 0), |i| (i.spec.agents as u64, i.spec.producers as u64));
+    let (sync_rounds, messages) = match b.policy {
+        CombPolicy::Fcb => (p.t, p.t * n * n.saturating_sub(1) * m),
+        CombPolicy::PFcb(_) => (p.obs.communications, p.obs.accepted + p.obs.rejected),
+        CombPolicy::NonFederated => (0, 0),
+    };
+    CurvePoint {
+        t: p.t,
+        group_regret: p.obs.group_regret,
+        agent_regret_mean: p.obs.group_regret / n as f64,
+        agent_regret_max: p.obs.agent_regret_max,
+        counters: Counters {
+            sync_rounds,
+            messages,
+            cholesky_failures: 0,
+            beta_clamps: 0,
+        },
+        gossip: None,
+        comb: Some(CombMetrics {
+            regret_after_exploration: p.obs.regret_after_exploration,
+            violations: p.obs.violations,
+            accepted: p.obs.accepted,
+            rejected: p.obs.rejected,
+            epsilon_spent: p.obs.epsilon_spent,
+            delta_spent: p.obs.delta_spent,
+            private: matches!(b.policy, CombPolicy::PFcb(_)),
+        }),
     }
 }
 
@@ -264,6 +337,7 @@ fn curve_point(p: BatchPoint, m: usize) -> CurvePoint {
             beta_clamps: 0,
         },
         gossip: None,
+        comb: None,
     }
 }
 
@@ -414,6 +488,7 @@ pub fn cell_batch(cell: &Cell, seed: u64, reps: &[u32]) -> Result<CellBatch, Str
     match &cell.config {
         CellConfig::Linear(cfg) => crate::algo::linear::linear_batch(cfg, env_keys, &algo_keys).map(CellBatch::Linear),
         CellConfig::Gossip(cfg) => gossip_batch(cfg, &env_keys, &algo_keys).map(CellBatch::Gossip),
+        CellConfig::Comb(_) => Err("the combinatorial family has no GPU path yet (it runs on the CPU)".into()),
     }
 }
 
@@ -523,6 +598,12 @@ pub fn memory_per_federation(cfg: &CellConfig) -> u64 {
             // 12 words); the graph's hop-distance matrix and lists.
             let (n, m) = (c.env.agents as u64, c.env.arms as u64);
             n * m * 12 * 8 + n * n * 4 + n * (m + 64) * 8
+        }
+        CellConfig::Comb(c) => {
+            // Per agent and producer: cost, capacity, revenues, W, Y, own,
+            // pending and snapshot counts, messages (about 12 words).
+            let (n, m) = (c.env.agents as u64, c.env.producers as u64);
+            n * m * 12 * 8 + m * 64 + n * 64
         }
     }
 }

@@ -382,5 +382,5 @@ fn every_bundled_job_validates_and_small_paper_jobs_run() {
             ran += 1;
         }
     }
-    assert_eq!(ran, 8, "expected the eight _small paper jobs");
+    assert_eq!(ran, 11, "expected the eleven _small paper jobs");
 }

@@ -130,3 +130,69 @@ fn a_batch_equals_each_federation_alone() {
     assert_eq!(b.instances[0], b.instances[5]);
     assert_ne!(b.instances[0], b.instances[1]);
 }
+
+/// A combinatorial job through the engine: the family's columns are filled
+/// (and are null for other families' columns), the non-private cell has no
+/// privacy columns, and a stopped repetition resumes from its snapshot bit
+/// for bit.
+#[test]
+fn combinatorial_jobs_run_resume_and_write_their_columns() {
+    use fedbandits::backend::cpu::CpuBackend;
+    use fedbandits::job::Job;
+    use fedbandits::sim::{RepOutcome, Snapshots, run_rep, run_rep_resumable};
+    let job = Job::parse(
+        std::path::Path::new("c.yaml"),
+        "seed: 3\nrepetitions: 2\nhorizon: 1500\nalgorithm: [non_federated, p_fcb]\nenvironment: procurement\n\
+         params: {m: 4, producers: 12, epsilon: 1, delta: 0.01, instance_kind: normal}\n",
+    )
+    .unwrap();
+    assert_eq!(job.cells.len(), 2);
+    let ck = job.checkpoint_rounds();
+    let dir = std::env::temp_dir().join(format!("fedbandits-comb-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for cell in &job.cells {
+        let whole = run_rep(cell, job.seed, 1, &ck, &CpuBackend, &|_| {});
+        assert!(whole.points.last().unwrap().comb.is_some());
+        let stop = std::sync::atomic::AtomicBool::new(true);
+        let snap = Snapshots {
+            path: dir.join(format!("{}.snap", cell.id)),
+            every: std::time::Duration::ZERO,
+            stop: &stop,
+        };
+        let first = run_rep_resumable(cell, job.seed, 1, &ck, &CpuBackend, &|_| {}, Some(&snap)).unwrap();
+        assert!(matches!(first, RepOutcome::Stopped));
+        stop.store(false, std::sync::atomic::Ordering::Relaxed);
+        let RepOutcome::Done(resumed) =
+            run_rep_resumable(cell, job.seed, 1, &ck, &CpuBackend, &|_| {}, Some(&snap)).unwrap()
+        else {
+            panic!("did not finish");
+        };
+        assert_eq!(resumed.points, whole.points, "{}", cell.label());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let col = |cell: usize, name: &str| {
+        let r = run_rep(&job.cells[cell], job.seed, 0, &ck, &CpuBackend, &|_| {});
+        let b = fedbandits::output::cell_batch(&job, &job.cells[cell], &[r], "cpu").unwrap();
+        let c = b.column_by_name(name).unwrap().clone();
+        (c.null_count(), b.num_rows())
+    };
+    for name in ["regret_after_exploration", "constraint_violations"] {
+        assert_eq!(col(0, name).0, 0, "{name}");
+        assert_eq!(col(1, name).0, 0, "{name}");
+    }
+    for name in [
+        "messages_accepted",
+        "messages_rejected",
+        "acct_epsilon_basic",
+        "acct_delta_basic",
+        "target_epsilon",
+    ] {
+        assert_eq!(col(1, name).0, 0, "p_fcb {name}");
+        let (nulls, rows) = col(0, name);
+        assert_eq!(nulls, rows, "non_federated {name}");
+    }
+    for name in ["consensus_error", "gossip_lambda2", "d", "acct_epsilon_zcdp"] {
+        let (nulls, rows) = col(1, name);
+        assert_eq!(nulls, rows, "{name}: another family's column");
+    }
+}

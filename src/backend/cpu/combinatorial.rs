@@ -8,7 +8,9 @@ use crate::env::procurement::{Instance, feasible, greedy, revenue};
 use crate::rng::{fold_more, normal_at, uniform_at};
 use rayon::prelude::*;
 
-/// The CPU state of every federation of a combinatorial batch.
+/// The CPU state of every federation of a combinatorial batch (serializable
+/// whole, for snapshots).
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct CpuComb {
     feds: Vec<Fed>,
     policy: CombPolicy,
@@ -16,6 +18,7 @@ pub struct CpuComb {
 }
 
 /// One federation.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Fed {
     inst: Instance,
     keys: Vec<u64>,
