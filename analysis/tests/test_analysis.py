@@ -142,7 +142,7 @@ def test_families_come_from_the_engine_and_split_a_mixed_job(tmp_path: Path) -> 
     )
     subprocess.run([str(engine()), "run", str(job), "--out", str(tmp_path), "--quiet"], check=True, capture_output=True)
     reg = families(tmp_path / "mix")
-    assert set(reg) == {"linear", "gossip"}
+    assert set(reg) == {"linear", "gossip", "combinatorial"}
     assert "fed_ucb_gossip" in reg["gossip"]["algorithms"] and "consensus_error" in reg["gossip"]["columns"]
     g = scan_family(tmp_path / "mix", "gossip").collect()
     assert g["algorithm"].unique().to_list() == ["fed_ucb_gossip"] and g.height == 2 * 3
@@ -151,4 +151,4 @@ def test_families_come_from_the_engine_and_split_a_mixed_job(tmp_path: Path) -> 
     lin = scan_family(tmp_path / "mix", "linear").collect()
     assert lin["algorithm"].unique().to_list() == ["independent"] and "consensus_error" not in lin.columns
     with pytest.raises(ResultsError, match="unknown family"):
-        scan_family(tmp_path / "mix", "combinatorial")
+        scan_family(tmp_path / "mix", "no_such_family")
