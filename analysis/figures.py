@@ -8,8 +8,10 @@ against epsilon per M and against M per epsilon; dubey_fig1b: regret curves and 
 sync regime; dubey_fig1c: final regret against d; zhou_fig2a/2b/2c:
 time-average regret curves per protocol or algorithm; zhu_fig1a/1b (small, medium, full):
 regret curves and the private regret against epsilon with the paper's
-1/epsilon slope; zhu_diabetes: regret curves; anything else: regret
-curves per cell). Curves show the mean over repetitions with a 95% band.
+1/epsilon slope; zhu_diabetes: regret curves; solanki_exp1: regret curves
+per algorithm and instance kind; solanki_exp2: the Federated Regret Ratio
+against epsilon; solanki_exp3: final regret per agent against n; anything
+else: regret curves per cell). Curves show the mean over repetitions with a 95% band.
 Every figure is 900 x 500 pixels with the legend outside the axes.
 """
 
@@ -25,7 +27,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
-from .load import ResultsError, private_regret, scan, summarize  # noqa: E402
+from .load import ResultsError, federated_regret_ratio, private_regret, scan, summarize  # noqa: E402
 
 WIDTH_PX, HEIGHT_PX, DPI = 900, 500, 100
 
@@ -164,6 +166,24 @@ def private_ratio(lf: pl.LazyFrame, out: Path, title: str) -> Path:
     return _save(fig, out)
 
 
+def frr_vs(lf: pl.LazyFrame, x: str, out: Path, title: str, logx: bool = False) -> Path:
+    """Federated Regret Ratio (final regret over non_federated's) against `x`."""
+    df = federated_regret_ratio(lf, by=(x,) if x != "epsilon" else ())
+    fig, ax = _figure(title)
+    for algo in df["algorithm"].unique(maintain_order=True).to_list():
+        part = df.filter(pl.col("algorithm") == algo).sort(x)
+        part = part.filter(pl.col(x).is_not_null())
+        if part.height:
+            ax.plot(part[x].to_numpy(), part["frr"].to_numpy(), marker="o", label=algo)
+    ax.axhline(1.0, color="gray", ls=":", lw=1, label="non_federated")
+    if logx:
+        ax.set_xscale("log")
+    ax.set_xlabel(x)
+    ax.set_ylabel("Federated Regret Ratio (regret / non_federated's)")
+    _legend(ax)
+    return _save(fig, out)
+
+
 def figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
     """The figures a job's name calls for (see the module docs)."""
     base = job.removesuffix("_small")
@@ -206,6 +226,12 @@ def figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
                 )
             )
         made.append(private_ratio(lf, out / f"{job}_private.png", f"Zhu et al. Fig. {fig}{size}: private regret vs epsilon"))
+    elif base == "solanki_exp1":
+        made.append(regret_curves(lf, ["algorithm", "instance_kind"], out / f"{job}.png", f"Solanki et al. EXP1{small}: regret", logx=False))
+    elif base == "solanki_exp2":
+        made.append(frr_vs(lf, "epsilon", out / f"{job}.png", f"Solanki et al. EXP2{small}: FRR vs epsilon", logx=True))
+    elif base == "solanki_exp3":
+        made.append(final_vs(lf, "m", ["algorithm"], out / f"{job}.png", f"Solanki et al. EXP3{small}: regret per agent vs n"))
     elif base == "zhu_diabetes":
         made.append(regret_curves(lf, ["algorithm", "epsilon"], out / f"{job}.png", "Zhu et al. Fig. 1c: UCI diabetes", logx=False))
     else:

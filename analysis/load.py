@@ -129,6 +129,24 @@ def private_regret(lf: pl.LazyFrame, by: tuple[str, ...] = ("c_priv", "clip")) -
     )
 
 
+def federated_regret_ratio(
+    lf: pl.LazyFrame, by: tuple[str, ...] = (), baseline: str = "non_federated", column: str = "agent_regret"
+) -> pl.DataFrame:
+    """Solanki et al.'s Federated Regret Ratio: each algorithm's mean final
+    `column` (per-agent regret, or `regret_after_exploration`) divided by the
+    baseline's (`non_federated`) in the same `by` group (e.g. instance_kind,
+    m); the baseline's own cells are dropped unless `by` separates them.
+    Columns: by..., algorithm, epsilon, regret, baseline, frr."""
+    final = lf.filter(pl.col("t") == pl.col("horizon"))
+    means = final.group_by([*by, "algorithm", "epsilon"]).agg(regret=pl.col(column).mean()).collect()
+    base = means.filter(pl.col("algorithm") == baseline).select([*by, pl.col("regret").alias("baseline")])
+    if base.height == 0:
+        raise ResultsError(f"federated_regret_ratio needs {baseline} cells beside the federated ones")
+    joined = means.filter(pl.col("algorithm") != baseline)
+    joined = joined.join(base, on=list(by), how="left") if by else joined.join(base, how="cross")
+    return joined.with_columns(frr=pl.col("regret") / pl.col("baseline")).sort([*by, "algorithm", "epsilon"])
+
+
 def to_pandas(path: str | Path):
     """The same data as a pandas DataFrame (needs pandas installed)."""
     return scan(path).collect().to_pandas()

@@ -152,3 +152,23 @@ def test_families_come_from_the_engine_and_split_a_mixed_job(tmp_path: Path) -> 
     assert lin["algorithm"].unique().to_list() == ["independent"] and "consensus_error" not in lin.columns
     with pytest.raises(ResultsError, match="unknown family"):
         scan_family(tmp_path / "mix", "no_such_family")
+
+
+def test_federated_regret_ratio_divides_by_non_federated(tmp_path: Path) -> None:
+    from analysis.load import federated_regret_ratio
+
+    job = tmp_path / "frr.yaml"
+    job.write_text(
+        "name: frr\nseed: 1\nrepetitions: 2\nhorizon: 600\ncheckpoints: {every: 300}\n"
+        "algorithm: [non_federated, fcb, p_fcb]\nenvironment: procurement\n"
+        "params: {m: 3, producers: 8, epsilon: 1, delta: 0.01}\n"
+    )
+    subprocess.run([str(engine()), "run", str(job), "--out", str(tmp_path), "--quiet"], check=True, capture_output=True)
+    lf = scan(tmp_path / "frr")
+    df = federated_regret_ratio(lf)
+    final = lf.filter(pl.col("t") == 600).group_by("algorithm").agg(pl.col("agent_regret").mean()).collect()
+    mean = dict(zip(final["algorithm"].to_list(), final["agent_regret"].to_list()))
+    got = dict(zip(df["algorithm"].to_list(), df["frr"].to_list()))
+    assert set(got) == {"fcb", "p_fcb"}
+    for a in got:
+        assert abs(got[a] - mean[a] / mean["non_federated"]) < 1e-12
