@@ -446,7 +446,10 @@ fn print_report(r: &RunReport) {
         "#", "agent regret", "sd", "syncs", "epsilon"
     );
     for s in &r.summaries {
-        let note = if s.skipped { " (skipped: complete)" } else { "" };
+        let mut note = if s.skipped { " (skipped: complete)" } else { "" }.to_string();
+        if let Some(frr) = s.frr {
+            note += &format!(" [FRR {frr:.3}]");
+        }
         let eps = s.epsilon.map_or_else(|| "-".to_string(), |e| format!("{e:.3}"));
         out += &format!(
             "{:>4}  {:>14.2} {:>10.2} {:>10.1} {:>10}  {}{note}\n",

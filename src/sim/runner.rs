@@ -113,8 +113,34 @@ pub struct CellSummary {
     /// The accountant's epsilon (private cells): zCDP at the target delta
     /// for Gaussian mechanisms, pure-DP for Laplace ones.
     pub epsilon: Option<f64>,
+    /// Federated Regret Ratio (Solanki et al.): this cell's final regret over
+    /// that of the `non_federated` cell with the same parameters, when the
+    /// job has one.
+    pub frr: Option<f64>,
     /// Whether it was already complete.
     pub skipped: bool,
+}
+
+/// Fills [`CellSummary::frr`]: a combinatorial cell's baseline is the
+/// `non_federated` cell whose every parameter this cell shares (the
+/// federated cells only add their own, e.g. epsilon).
+fn federated_regret_ratios(job: &Job, summaries: &mut [CellSummary]) {
+    let regret: std::collections::HashMap<usize, f64> =
+        summaries.iter().map(|s| (s.index, s.agent_regret_mean)).collect();
+    for s in summaries.iter_mut() {
+        let cell = &job.cells[s.index];
+        if !matches!(cell.config, crate::algo::CellConfig::Comb(_)) || cell.algorithm == "non_federated" {
+            continue;
+        }
+        let base = job.cells.iter().find(|b| {
+            b.algorithm == "non_federated"
+                && b.environment == cell.environment
+                && b.params.iter().all(|(k, v)| cell.params.get(k) == Some(v))
+        });
+        if let Some(r) = base.and_then(|b| regret.get(&b.index)).filter(|&&r| r > 0.0) {
+            s.frr = Some(s.agent_regret_mean / r);
+        }
+    }
 }
 
 /// What a run did.
@@ -349,10 +375,11 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
         }
         batches.extend(b);
     }
-    let summaries = per_cell
+    let mut summaries: Vec<CellSummary> = per_cell
         .iter()
         .map(|(c, b, sk)| summarize(job, &job.cells[*c], b, *sk))
         .collect();
+    federated_regret_ratios(job, &mut summaries);
     let part = part_path(&dir, opts.shard);
     let mut cell_ids: Vec<String> = mine.iter().map(|&(c, _)| job.cells[c].id.clone()).collect();
     cell_ids.dedup();
@@ -452,6 +479,7 @@ fn summarize(job: &Job, cell: &Cell, batches: &[RecordBatch], skipped: bool) -> 
         agent_regret_sd: var.sqrt(),
         sync_rounds_mean: syncs.iter().sum::<f64>() / n,
         epsilon: cell.config.accounting().and_then(|a| a.epsilon_zcdp.or(a.epsilon_pure)),
+        frr: None,
         skipped,
     }
 }

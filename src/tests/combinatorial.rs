@@ -196,3 +196,40 @@ fn combinatorial_jobs_run_resume_and_write_their_columns() {
         assert_eq!(nulls, rows, "{name}: another family's column");
     }
 }
+
+#[test]
+fn the_run_summary_states_the_federated_regret_ratio() {
+    use fedbandits::backend::Selection;
+    use fedbandits::job::Job;
+    use fedbandits::sim::runner::{RunOptions, run_job};
+    let job = Job::parse(
+        std::path::Path::new("frr.yaml"),
+        "name: frr\nrepetitions: 2\nhorizon: 800\nalgorithm: [non_federated, fcb, p_fcb]\nenvironment: procurement\n\
+         params: {m: 3, producers: 8, delta: 0.01}\ngrid: {epsilon: [0.5, 2]}\n",
+    )
+    .unwrap();
+    let out = std::env::temp_dir().join(format!("fedbandits-frr-{}", std::process::id()));
+    let report = run_job(
+        &job,
+        &Selection::cpu(),
+        &RunOptions {
+            out: Some(out.clone()),
+            quiet: true,
+            ..RunOptions::default()
+        },
+    )
+    .unwrap();
+    let s = &report.summaries;
+    let base = s
+        .iter()
+        .find(|c| job.cells[c.index].algorithm == "non_federated")
+        .unwrap();
+    assert_eq!(base.frr, None);
+    for c in s.iter().filter(|c| c.index != base.index) {
+        let frr = c.frr.expect("a federated cell has an FRR");
+        assert!((frr - c.agent_regret_mean / base.agent_regret_mean).abs() < 1e-12);
+    }
+    // fcb once, p_fcb per epsilon.
+    assert_eq!(s.len(), 4);
+    let _ = std::fs::remove_dir_all(&out);
+}
