@@ -5,6 +5,64 @@
 
 use crate::backend::BatchError;
 
+/// The operations both families' backends implement, seen by the loop.
+pub trait RoundOps {
+    /// What one federation reports.
+    type Obs: Copy;
+    /// Runs rounds `t0 .. t0 + count`.
+    fn run_rounds(&mut self, t0: u64, count: u64) -> Result<(), BatchError>;
+    /// Every federation's state into `out`.
+    fn observe_all(&mut self, out: &mut Vec<Self::Obs>) -> Result<(), BatchError>;
+}
+
+impl RoundOps for dyn crate::backend::gossip::GossipOps + '_ {
+    type Obs = crate::backend::gossip::GossipObservation;
+    fn run_rounds(&mut self, t0: u64, count: u64) -> Result<(), BatchError> {
+        self.rounds(t0, count)
+    }
+    fn observe_all(&mut self, out: &mut Vec<Self::Obs>) -> Result<(), BatchError> {
+        self.observe(out)
+    }
+}
+
+impl RoundOps for dyn crate::backend::combinatorial::CombOps + '_ {
+    type Obs = crate::backend::combinatorial::CombObservation;
+    fn run_rounds(&mut self, t0: u64, count: u64) -> Result<(), BatchError> {
+        self.rounds(t0, count)
+    }
+    fn observe_all(&mut self, out: &mut Vec<Self::Obs>) -> Result<(), BatchError> {
+        self.observe(out)
+    }
+}
+
+/// Runs `ops` from round `from + 1` to `until`, pushing `point(t, obs)` of
+/// every federation onto its curve at each checkpoint t.
+pub fn run_curves<O: RoundOps + ?Sized, P>(
+    ops: &mut O,
+    federations: usize,
+    from: u64,
+    until: u64,
+    checkpoints: &[u64],
+    points: &mut [Vec<P>],
+    point: impl Fn(u64, O::Obs) -> P,
+) -> Result<(), BatchError> {
+    let mut obs = Vec::with_capacity(federations);
+    let ops = std::cell::RefCell::new(ops);
+    run_to_checkpoints(
+        from,
+        until,
+        checkpoints,
+        |t0, count| ops.borrow_mut().run_rounds(t0, count),
+        |t| {
+            ops.borrow_mut().observe_all(&mut obs)?;
+            for (curve, o) in points.iter_mut().zip(&obs) {
+                curve.push(point(t, *o));
+            }
+            Ok(())
+        },
+    )
+}
+
 /// Runs rounds `from + 1 ..= until` through `rounds(t0, count)`, calling
 /// `observe(t)` at every checkpoint t in that range.
 pub fn run_to_checkpoints(

@@ -120,19 +120,13 @@ pub fn run(
     checkpoints: &[u64],
     points: &mut [Vec<GossipPoint>],
 ) -> Result<(), BatchError> {
-    let mut obs = Vec::with_capacity(batch.federations());
-    let ops = std::cell::RefCell::new(ops);
-    crate::algo::rounds::run_to_checkpoints(
+    crate::algo::rounds::run_curves(
+        ops,
+        batch.federations(),
         from,
         until.min(batch.horizon),
         checkpoints,
-        |t0, count| ops.borrow_mut().rounds(t0, count),
-        |t| {
-            ops.borrow_mut().observe(&mut obs)?;
-            for (curve, o) in points.iter_mut().zip(&obs) {
-                curve.push(GossipPoint { t, obs: *o });
-            }
-            Ok(())
-        },
+        points,
+        |t, obs| GossipPoint { t, obs },
     )
 }
