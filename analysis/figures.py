@@ -227,7 +227,18 @@ def figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
             )
         made.append(private_ratio(lf, out / f"{job}_private.png", f"Zhu et al. Fig. {fig}{size}: private regret vs epsilon"))
     elif base == "solanki_exp1":
-        made.append(regret_curves(lf, ["algorithm", "instance_kind"], out / f"{job}.png", f"Solanki et al. EXP1{small}: regret", logx=False))
+        # Per instance kind: total regret, and the regret after the
+        # exploration phase (which dominates the total and is the same for
+        # every algorithm).
+        after = lf.with_columns((pl.col("regret_after_exploration") / pl.col("m").cast(pl.Float64)).alias("agent_regret"))
+        for kind in ("uniform", "normal"):
+            sel = pl.col("instance_kind") == kind
+            made.append(regret_curves(lf.filter(sel), ["algorithm"], out / f"{job}_{kind}.png", f"Solanki et al. EXP1{small}: {kind} instances, total regret", logx=False))
+            made.append(
+                regret_curves(
+                    after.filter(sel), ["algorithm"], out / f"{job}_{kind}_after.png", f"Solanki et al. EXP1{small}: {kind}, regret after exploration", logx=False
+                )
+            )
     elif base == "solanki_exp2":
         made.append(frr_vs(lf, "epsilon", out / f"{job}.png", f"Solanki et al. EXP2{small}: FRR vs epsilon", logx=True))
     elif base == "solanki_exp3":
