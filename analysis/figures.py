@@ -172,12 +172,18 @@ def frr_vs(lf: pl.LazyFrame, x: str, out: Path, title: str, logx: bool = False) 
     fig, ax = _figure(title)
     for algo in df["algorithm"].unique(maintain_order=True).to_list():
         part = df.filter(pl.col("algorithm") == algo).sort(x)
-        part = part.filter(pl.col(x).is_not_null())
-        if part.height:
-            ax.plot(part[x].to_numpy(), part["frr"].to_numpy(), marker="o", label=algo)
+        swept = part.filter(pl.col(x).is_not_null())
+        if swept.height:
+            ax.plot(swept[x].to_numpy(), swept["frr"].to_numpy(), marker="o", label=algo)
+        elif part.height:
+            # An algorithm without the parameter (fcb has no epsilon): a level.
+            ax.axhline(part["frr"][0], ls="--", lw=1.2, label=f"{algo} (no {x})")
     ax.axhline(1.0, color="gray", ls=":", lw=1, label="non_federated")
     if logx:
         ax.set_xscale("log")
+        ax.minorticks_off()
+        xs = sorted(df[x].drop_nulls().unique().to_list())
+        ax.set_xticks(xs, [f"{v:g}" for v in xs])
     ax.set_xlabel(x)
     ax.set_ylabel("Federated Regret Ratio (regret / non_federated's)")
     _legend(ax)
