@@ -244,6 +244,25 @@ impl RepState {
     }
 }
 
+/// A curve point with the regret and communication columns every family
+/// writes (no family-specific metrics, no factorization counters).
+fn base_point(t: u64, group: f64, agents: u64, max: f64, sync_rounds: u64, messages: u64) -> CurvePoint {
+    CurvePoint {
+        t,
+        group_regret: group,
+        agent_regret_mean: group / agents as f64,
+        agent_regret_max: max,
+        counters: Counters {
+            sync_rounds,
+            messages,
+            cholesky_failures: 0,
+            beta_clamps: 0,
+        },
+        gossip: None,
+        comb: None,
+    }
+}
+
 /// A gossip checkpoint as an output curve point. Communication counters:
 /// `gossip_ucb`/`fed_ucb_gossip` exchange over one edge per round after the
 /// initial pulls (`sync_rounds` = those rounds, `messages` = 2 per round);
@@ -264,23 +283,20 @@ fn gossip_point(p: &GossipPoint, b: &GossipBatch, lambda2: f64) -> CurvePoint {
         GossipPolicy::Local => (0, 0),
     };
     CurvePoint {
-        t: p.t,
-        group_regret: p.obs.group_regret,
-        agent_regret_mean: p.obs.group_regret / n as f64,
-        agent_regret_max: p.obs.agent_regret_max,
-        counters: Counters {
-            sync_rounds,
-            messages,
-            cholesky_failures: 0,
-            beta_clamps: 0,
-        },
         gossip: Some(GossipMetrics {
             consensus_error: p.obs.consensus_error,
             forced_pulls: p.obs.forced_pulls,
             clipped: p.obs.clipped,
             lambda2,
         }),
-        comb: None,
+        ..base_point(
+            p.t,
+            p.obs.group_regret,
+            n,
+            p.obs.agent_regret_max,
+            sync_rounds,
+            messages,
+        )
     }
 }
 
@@ -300,17 +316,6 @@ fn comb_point(p: &CombPoint, b: &CombBatch) -> CurvePoint {
         CombPolicy::NonFederated => (0, 0),
     };
     CurvePoint {
-        t: p.t,
-        group_regret: p.obs.group_regret,
-        agent_regret_mean: p.obs.group_regret / n as f64,
-        agent_regret_max: p.obs.agent_regret_max,
-        counters: Counters {
-            sync_rounds,
-            messages,
-            cholesky_failures: 0,
-            beta_clamps: 0,
-        },
-        gossip: None,
         comb: Some(CombMetrics {
             regret_after_exploration: p.obs.regret_after_exploration,
             violations: p.obs.violations,
@@ -320,25 +325,29 @@ fn comb_point(p: &CombPoint, b: &CombBatch) -> CurvePoint {
             delta_spent: p.obs.delta_spent,
             private: matches!(b.policy, CombPolicy::PFcb(_)),
         }),
+        ..base_point(
+            p.t,
+            p.obs.group_regret,
+            n,
+            p.obs.agent_regret_max,
+            sync_rounds,
+            messages,
+        )
     }
 }
 
 /// A batch's checkpoint as an output curve point.
 fn curve_point(p: BatchPoint, m: usize) -> CurvePoint {
-    CurvePoint {
-        t: p.t,
-        group_regret: p.group_regret,
-        agent_regret_mean: p.group_regret / m as f64,
-        agent_regret_max: p.agent_regret_max,
-        counters: Counters {
-            sync_rounds: p.sync_rounds,
-            messages: p.messages,
-            cholesky_failures: p.cholesky_failures,
-            beta_clamps: 0,
-        },
-        gossip: None,
-        comb: None,
-    }
+    let mut c = base_point(
+        p.t,
+        p.group_regret,
+        m as u64,
+        p.agent_regret_max,
+        p.sync_rounds,
+        p.messages,
+    );
+    c.counters.cholesky_failures = p.cholesky_failures;
+    c
 }
 
 /// Result of a resumable repetition.
