@@ -4,15 +4,15 @@
 //!
 //! Round t of every agent j of every federation, in lockstep: while
 //! t <= `explore_rounds` procure one unit from every producer; afterwards
-//! procure the oracle's choice (greedy) for the upper confidence qualities
+//! procure the oracle's choice (greedy, or exact on small instances) for the upper confidence qualities
 //! q+_{ij} = Y_{ij}/W_{ij} + sqrt(3 ln t / (2 W_{ij})); observe each unit's
 //! quality (the u-th unit from producer i in round t is good iff
 //! `uniform_at(fold_more(quality_key, t), i * 2^32 + u) < q_i`, so every
 //! algorithm sees the same units); add the round to W, Y as the policy says
-//! ([`CombPolicy`]); record regret against greedy on the true qualities.
+//! ([`CombPolicy`]); record regret against the same oracle on the true qualities.
 
 use crate::backend::BatchError;
-use crate::env::procurement::Instance;
+use crate::env::procurement::{Instance, Oracle};
 
 /// How agents share what they observe.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -63,6 +63,8 @@ pub struct CombBatch {
     pub explore_rounds: u64,
     /// The policy.
     pub policy: CombPolicy,
+    /// The oracle of every agent's choice and of the benchmark s*.
+    pub oracle: Oracle,
 }
 
 impl CombBatch {

@@ -138,39 +138,96 @@ pub fn greedy(q: &[f64], r: &[f64], k: &[u32], alpha: f64, l: &mut [u32], order:
     }
 }
 
+/// Which oracle solves an agent's integer program (its choice on the upper
+/// confidence qualities and the benchmark s* on the true ones).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Oracle {
+    /// [`greedy`] (GSS, the paper's).
+    Greedy,
+    /// [`exact_into`] (exhaustive; small instances only).
+    Exact,
+}
+
+impl Oracle {
+    /// Agent choice `l` for qualities `q`, revenues `r`, capacities `k`;
+    /// `order` and `cur` are workspace (m entries each).
+    #[allow(clippy::too_many_arguments)]
+    pub fn solve(
+        self,
+        q: &[f64],
+        r: &[f64],
+        k: &[u32],
+        alpha: f64,
+        l: &mut [u32],
+        order: &mut Vec<usize>,
+        cur: &mut [u32],
+    ) {
+        match self {
+            Oracle::Greedy => greedy(q, r, k, alpha, l, order),
+            Oracle::Exact => exact_into(q, r, k, alpha, l, cur),
+        }
+    }
+}
+
+/// Most choices `oracle: exact` may search per agent and round.
+pub const EXACT_LIMIT: u64 = 100_000;
+
+/// The number of choices prod_i (k_i + 1), None on overflow.
+pub fn search_space(k: &[u32]) -> Option<u64> {
+    k.iter().try_fold(1u64, |acc, &ki| acc.checked_mul(u64::from(ki) + 1))
+}
+
 /// The exact optimum of the integer program by exhaustive search over every
-/// choice (prod_i (k_i + 1) of them; for tests and small studies), ties to
-/// the first found in lexicographic order. None when the search space
-/// exceeds `limit` choices.
+/// choice (prod_i (k_i + 1) of them; for tests and small studies) into `l`,
+/// without allocating: a depth-first search whose partial sums over
+/// producers 0..i are the same left-to-right sums [`feasible`] and
+/// [`revenue`] compute, so the optimum's revenue is theirs bit for bit.
+/// Choices are visited in lexicographic order (the last producer fastest);
+/// ties go to the first found. `cur` is workspace (m entries). The empty
+/// choice is always feasible, so an optimum always exists.
+pub fn exact_into(q: &[f64], r: &[f64], k: &[u32], alpha: f64, l: &mut [u32], cur: &mut [u32]) {
+    struct Search<'a> {
+        q: &'a [f64],
+        r: &'a [f64],
+        k: &'a [u32],
+        alpha: f64,
+        best: f64,
+    }
+    fn visit(s: &mut Search<'_>, i: usize, good: f64, units: f64, rev: f64, cur: &mut [u32], l: &mut [u32]) {
+        if i == s.q.len() {
+            if good >= s.alpha * units - 1e-12 * units.max(1.0) && rev > s.best {
+                s.best = rev;
+                l.copy_from_slice(cur);
+            }
+            return;
+        }
+        for li in 0..=s.k[i] {
+            cur[i] = li;
+            let x = f64::from(li);
+            visit(s, i + 1, good + x * s.q[i], units + x, rev + x * s.r[i], cur, l);
+        }
+    }
+    let mut s = Search {
+        q,
+        r,
+        k,
+        alpha,
+        best: f64::NEG_INFINITY,
+    };
+    l.fill(0);
+    visit(&mut s, 0, 0.0, 0.0, 0.0, cur, l);
+}
+
+/// [`exact_into`] returning the choice; None when the search space exceeds
+/// `limit` choices.
 pub fn exact(q: &[f64], r: &[f64], k: &[u32], alpha: f64, limit: u64) -> Option<Vec<u32>> {
-    let space = k.iter().try_fold(1u64, |acc, &ki| acc.checked_mul(u64::from(ki) + 1))?;
-    if space > limit {
+    if search_space(k)? > limit {
         return None;
     }
-    let m = q.len();
-    let mut l = vec![0u32; m];
-    let mut best = (f64::NEG_INFINITY, vec![0u32; m]);
-    loop {
-        if feasible(&l, q, alpha) {
-            let v = revenue(&l, r);
-            if v > best.0 {
-                best = (v, l.clone());
-            }
-        }
-        // Next choice (odometer).
-        let mut i = 0;
-        loop {
-            if i == m {
-                return Some(best.1);
-            }
-            if l[i] < k[i] {
-                l[i] += 1;
-                break;
-            }
-            l[i] = 0;
-            i += 1;
-        }
-    }
+    let mut l = vec![0u32; q.len()];
+    let mut cur = vec![0u32; q.len()];
+    exact_into(q, r, k, alpha, &mut l, &mut cur);
+    Some(l)
 }
 
 #[cfg(test)]

@@ -954,13 +954,13 @@ fn resolve_gossip(
 
 /// Resolves a combinatorial-family cell (ALGORITHMS.md 3): agents `m`
 /// (default 10), `producers` (30), `instance_kind`, `quality_threshold`
-/// (alpha, 0.4), `rho`, `max_capacity`, `instances` (5), `zeta`; for `p_fcb`
+/// (alpha, 0.4), `rho`, `max_capacity`, `instances` (5), `zeta`, `oracle`; for `p_fcb`
 /// `epsilon` and `delta` (required), `t_low`, `t_high`, `omega1`, `omega2`,
 /// `tau_start`, `budget`, `window`.
 fn resolve_comb(algo: &str, raw: &BTreeMap<String, Value>, horizon: u64) -> Result<Resolved, ResolveErrors> {
     use crate::algo::combinatorial::p_fcb::{Budget, PFcbConfig, TauStart};
     use crate::algo::combinatorial::{CombAlgorithm, CombConfig};
-    use crate::env::procurement::{InstanceKind, ProcurementSpec};
+    use crate::env::procurement::{EXACT_LIMIT, InstanceKind, Oracle, ProcurementSpec};
     let mut errs: ResolveErrors = Vec::new();
     let mut out: BTreeMap<&'static str, Value> = BTreeMap::new();
     let f = |k: &str, default: f64| raw.get(k).and_then(Value::as_f64).unwrap_or(default);
@@ -994,6 +994,28 @@ fn resolve_comb(algo: &str, raw: &BTreeMap<String, Value>, horizon: u64) -> Resu
     out.insert("instances", Value::Int(i64::from(instances)));
     let zeta = f("zeta", 0.1);
     out.insert("zeta", Value::Float(zeta));
+    let oracle_name = s("oracle", "greedy");
+    let oracle = if oracle_name == "exact" {
+        // Capacities are U{1..max_capacity}: bound the search by its worst case.
+        let worst = u64::from(env.max_capacity)
+            .checked_add(1)
+            .and_then(|k| u32::try_from(env.producers).ok().and_then(|m| k.checked_pow(m)));
+        if worst.is_none_or(|w| w > EXACT_LIMIT) {
+            errs.push((
+                "oracle",
+                format!(
+                    "exact searches up to (max_capacity + 1)^producers = {}^{} choices per agent and round, more than \
+                     {EXACT_LIMIT}: lower max_capacity or producers, or use oracle: greedy",
+                    u64::from(env.max_capacity) + 1,
+                    env.producers
+                ),
+            ));
+        }
+        Oracle::Exact
+    } else {
+        Oracle::Greedy
+    };
+    out.insert("oracle", Value::Str(oracle_name));
     let mut private = PFcbConfig::default();
     if algorithm == CombAlgorithm::PFcb {
         match (
@@ -1053,6 +1075,7 @@ fn resolve_comb(algo: &str, raw: &BTreeMap<String, Value>, horizon: u64) -> Resu
                 instances,
                 zeta,
                 private,
+                oracle,
             }),
         ))
     } else {

@@ -784,6 +784,14 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: &["non_federated", "fcb", "p_fcb"],
     },
     ParamDef {
+        name: "oracle",
+        kind: Kind::Choice(&["greedy", "exact"]),
+        default: "greedy",
+        doc: "the agents' oracle and the regret benchmark: greedy (GSS, the paper's) or exact \
+              (exhaustive; at most 100000 choices, (max_capacity+1)^producers)",
+        used_by: &["non_federated", "fcb", "p_fcb"],
+    },
+    ParamDef {
         name: "t_low",
         kind: Kind::Int { min: 1, max: i64::MAX },
         default: "200",

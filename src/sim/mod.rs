@@ -31,7 +31,7 @@ const PROGRESS_EVERY: u64 = 1024;
 
 /// Version of the snapshot format (with the engine's semantics version).
 /// 2: lockstep repetitions snapshot the loop and the CPU batch state.
-const SNAPSHOT_VERSION: u32 = 2;
+const SNAPSHOT_VERSION: u32 = 3;
 
 /// Periodic snapshots of a running repetition.
 pub struct Snapshots<'a> {

@@ -8,7 +8,7 @@ use fedbandits::algo::combinatorial::p_fcb::{Budget, PFcbConfig, TauStart, epsil
 use fedbandits::algo::combinatorial::{CombAlgorithm, CombConfig, CombPoint, comb_batch, explore_rounds, run};
 use fedbandits::backend::combinatorial::CombBatch;
 use fedbandits::backend::cpu::combinatorial::CpuComb;
-use fedbandits::env::procurement::{InstanceKind, ProcurementSpec};
+use fedbandits::env::procurement::{InstanceKind, Oracle, ProcurementSpec};
 
 fn config(algorithm: CombAlgorithm, kind: InstanceKind, horizon: u64) -> CombConfig {
     CombConfig {
@@ -25,6 +25,7 @@ fn config(algorithm: CombAlgorithm, kind: InstanceKind, horizon: u64) -> CombCon
         instances: 5,
         zeta: 0.1,
         private: PFcbConfig::default(),
+        oracle: Oracle::Greedy,
     }
 }
 
@@ -232,4 +233,89 @@ fn the_run_summary_states_the_federated_regret_ratio() {
     // fcb once, p_fcb per epsilon.
     assert_eq!(s.len(), 4);
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// P-FCB with epsilon = inf (no noise), omega_1 = inf (every message with
+/// w~ > 0 accepted), omega_2 = 1 and communication every round makes exactly
+/// FCB's decisions: every agent's totals W, Y equal FCB's after every round
+/// (so every choice did), and so does the regret curve.
+#[test]
+fn p_fcb_without_noise_or_window_communicating_every_round_is_fcb() {
+    use fedbandits::backend::combinatorial::{CombOps, CombPolicy};
+    let horizon = 400;
+    let mut cfg = config(CombAlgorithm::Fcb, InstanceKind::Normal, horizon);
+    cfg.env.agents = 4;
+    cfg.env.producers = 12;
+    cfg.zeta = 0.2;
+    let (ek, ak) = (keys(3, 1), keys(3, 2));
+    let fcb = comb_batch(&cfg, &ek, &ak);
+    cfg.algorithm = CombAlgorithm::PFcb;
+    cfg.private.omega1 = f64::INFINITY;
+    cfg.private.omega2 = 1.0;
+    let mut pfcb = comb_batch(&cfg, &ek, &ak);
+    let CombPolicy::PFcb(p) = &mut pfcb.policy else {
+        panic!("not p_fcb")
+    };
+    p.rounds = (1..=horizon).collect();
+    p.eps = vec![f64::INFINITY; horizon as usize];
+    assert!(
+        fcb.explore_rounds < horizon / 2,
+        "the test must reach the exploitation phase"
+    );
+    let (mut a, mut b) = (CpuComb::new(&fcb).unwrap(), CpuComb::new(&pfcb).unwrap());
+    let (mut oa, mut ob) = (Vec::new(), Vec::new());
+    for t in 1..=horizon {
+        a.rounds(t, 1).unwrap();
+        b.rounds(t, 1).unwrap();
+        for f in 0..3 {
+            assert_eq!(a.counts(f), b.counts(f), "round {t}, federation {f}");
+        }
+        a.observe(&mut oa).unwrap();
+        b.observe(&mut ob).unwrap();
+        for (x, y) in oa.iter().zip(&ob) {
+            assert_eq!(
+                (x.group_regret, x.agent_regret_max, x.violations),
+                (y.group_regret, y.agent_regret_max, y.violations),
+                "round {t}"
+            );
+        }
+    }
+    // Messages of producers an agent did not buy from in a round (w~ = 0) are
+    // the rejected ones.
+    assert!(ob[0].accepted > 0 && ob[0].communications == horizon);
+}
+
+/// `oracle: exact`: regret against the exact optimum never decreases (every
+/// feasible choice earns at most s*), the job option is accepted on a small
+/// instance and refused with the reason on the paper's.
+#[test]
+fn the_exact_oracle_is_a_job_option_with_nonnegative_regret() {
+    use fedbandits::job::Job;
+    let job = |params: &str| {
+        Job::parse(
+            std::path::Path::new("x.yaml"),
+            &format!(
+                "seed: 1\nrepetitions: 2\nhorizon: 300\nalgorithm: [non_federated, fcb]\n\
+                 environment: procurement\ncheckpoints: {{every: 1}}\nparams: {{{params}}}\n"
+            ),
+        )
+    };
+    let err = job("oracle: exact").unwrap_err().to_string();
+    assert!(
+        err.contains("oracle") && err.contains("51^30") && err.contains("greedy"),
+        "{err}"
+    );
+    let ok = job("oracle: exact, m: 3, producers: 5, max_capacity: 4").unwrap();
+    for cell in &ok.cells {
+        let ck = ok.checkpoint_rounds();
+        assert_eq!(ck.len(), 300);
+        let r = fedbandits::sim::run_rep(cell, ok.seed, 0, &ck, &fedbandits::backend::cpu::CpuBackend, &|_| {});
+        let g: Vec<f64> = r.points.iter().map(|p| p.group_regret).collect();
+        assert!(
+            g.windows(2).all(|w| w[1] >= w[0] - 1e-9),
+            "{}: regret fell",
+            cell.label()
+        );
+        assert!(g[299] > 0.0);
+    }
 }

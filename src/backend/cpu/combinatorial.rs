@@ -4,7 +4,7 @@
 
 use crate::backend::BatchError;
 use crate::backend::combinatorial::{CombBatch, CombObservation, CombOps, CombPolicy, PFcb};
-use crate::env::procurement::{Instance, feasible, greedy, revenue};
+use crate::env::procurement::{Instance, Oracle, feasible, revenue};
 use crate::rng::{fold_more, normal_at, uniform_at};
 use rayon::prelude::*;
 
@@ -14,6 +14,7 @@ use rayon::prelude::*;
 pub struct CpuComb {
     feds: Vec<Fed>,
     policy: CombPolicy,
+    oracle: Oracle,
     explore: u64,
 }
 
@@ -44,6 +45,7 @@ struct Fed {
     r: Vec<f64>,
     l: Vec<u32>,
     order: Vec<usize>,
+    cur: Vec<u32>,
     round_w: Vec<f64>,
     round_y: Vec<f64>,
     msg: Vec<f64>,
@@ -77,16 +79,18 @@ impl CpuComb {
                 let (mut best, mut penalty) = (vec![0.0; n], vec![0.0; n]);
                 let mut l = vec![0u32; m];
                 let mut order = Vec::with_capacity(m);
+                let mut cur = vec![0u32; m];
                 for j in 0..n {
                     let r = &mut r_true[j * m..(j + 1) * m];
                     inst.revenues(j, &inst.quality, r);
-                    greedy(
+                    batch.oracle.solve(
                         &inst.quality,
                         r,
                         inst.capacities(j),
                         inst.spec.alpha,
                         &mut l,
                         &mut order,
+                        &mut cur,
                     );
                     best[j] = revenue(&l, r);
                     let worst: f64 = inst
@@ -116,6 +120,7 @@ impl CpuComb {
                     r: vec![0.0; m],
                     l,
                     order,
+                    cur,
                     round_w: vec![0.0; m],
                     round_y: vec![0.0; m],
                     msg: vec![0.0; 2 * n * m],
@@ -128,13 +133,21 @@ impl CpuComb {
         Ok(Self {
             feds,
             policy: batch.policy.clone(),
+            oracle: batch.oracle,
             explore: batch.explore_rounds,
         })
     }
 }
 
+/// Regret of choice `l` of an agent whose true revenues are `r_true` and
+/// whose benchmark s* earns `best`; None when `l` violates the constraint
+/// under the true qualities.
+fn choice_regret(inst: &Instance, r_true: &[f64], best: f64, l: &[u32]) -> Option<f64> {
+    feasible(l, &inst.quality, inst.spec.alpha).then(|| best - revenue(l, r_true))
+}
+
 impl Fed {
-    fn round(&mut self, t: u64, policy: &CombPolicy, explore: u64) {
+    fn round(&mut self, t: u64, policy: &CombPolicy, oracle: Oracle, explore: u64) {
         let (n, m) = (self.inst.spec.agents, self.inst.spec.producers);
         let alpha = self.inst.spec.alpha;
         let exploring = t <= explore;
@@ -152,22 +165,23 @@ impl Fed {
                     self.q_plus[i] = y / w + (3.0 * lt / (2.0 * w)).sqrt();
                 }
                 self.inst.revenues(j, &self.q_plus, &mut self.r);
-                greedy(
+                oracle.solve(
                     &self.q_plus,
                     &self.r,
                     self.inst.capacities(j),
                     alpha,
                     &mut self.l,
                     &mut self.order,
+                    &mut self.cur,
                 );
             }
-            // Regret against greedy on the true qualities.
-            let rt = &self.r_true[row.clone()];
-            let reg = if feasible(&self.l, &self.inst.quality, alpha) {
-                self.best[j] - revenue(&self.l, rt)
-            } else {
-                self.obs.violations += 1;
-                self.penalty[j]
+            // Regret against the oracle on the true qualities.
+            let reg = match choice_regret(&self.inst, &self.r_true[row], self.best[j], &self.l) {
+                Some(reg) => reg,
+                None => {
+                    self.obs.violations += 1;
+                    self.penalty[j]
+                }
             };
             self.regret[j] += reg;
             total += reg;
@@ -272,12 +286,19 @@ impl Fed {
     }
 }
 
+impl CpuComb {
+    /// Federation `f`'s totals W and Y (agent-major rows of m producers).
+    pub fn counts(&self, f: usize) -> Option<(&[f64], &[f64])> {
+        self.feds.get(f).map(|d| (&d.w_total[..], &d.y_total[..]))
+    }
+}
+
 impl CombOps for CpuComb {
     fn rounds(&mut self, t0: u64, count: u64) -> Result<(), BatchError> {
-        let (policy, explore) = (&self.policy, self.explore);
+        let (policy, oracle, explore) = (&self.policy, self.oracle, self.explore);
         let run = |f: &mut Fed| {
             for t in t0..t0 + count {
-                f.round(t, policy, explore);
+                f.round(t, policy, oracle, explore);
             }
         };
         if self.feds.len() == 1 {
@@ -295,5 +316,61 @@ impl CombOps for CpuComb {
             ..f.obs
         }));
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algo::combinatorial::{CombAlgorithm, CombConfig, comb_batch};
+    use crate::env::procurement::{InstanceKind, ProcurementSpec};
+
+    /// An agent given the true qualities (its choice = the oracle on q) has
+    /// zero regret and meets the constraint, under both oracles, on 40
+    /// instances of each kind.
+    #[test]
+    fn an_agent_given_the_true_qualities_has_zero_regret() {
+        for (oracle, producers, cap) in [(Oracle::Greedy, 30, 50), (Oracle::Exact, 5, 4)] {
+            for kind in [InstanceKind::Uniform, InstanceKind::Normal] {
+                let cfg = CombConfig {
+                    algorithm: CombAlgorithm::NonFederated,
+                    env: ProcurementSpec {
+                        kind,
+                        agents: 3,
+                        producers,
+                        alpha: 0.4,
+                        rho: 1.0,
+                        max_capacity: cap,
+                    },
+                    horizon: 10,
+                    instances: 40,
+                    zeta: 0.1,
+                    private: Default::default(),
+                    oracle,
+                };
+                let keys: Vec<Vec<u64>> = (0..40).map(|r| vec![5, 1, r]).collect();
+                let comb = CpuComb::new(&comb_batch(&cfg, &keys, &keys)).unwrap();
+                for fed in &comb.feds {
+                    let mut l = vec![0u32; producers];
+                    let (mut order, mut cur) = (Vec::new(), vec![0u32; producers]);
+                    for j in 0..3 {
+                        let (q, r) = (&fed.inst.quality, &fed.r_true[j * producers..(j + 1) * producers]);
+                        oracle.solve(q, r, fed.inst.capacities(j), 0.4, &mut l, &mut order, &mut cur);
+                        assert_eq!(
+                            choice_regret(&fed.inst, r, fed.best[j], &l),
+                            Some(0.0),
+                            "{oracle:?} {kind:?}"
+                        );
+                        // And a choice that buys one unit less of a bought producer earns less (or the same).
+                        if let Some(i) = l.iter().position(|&x| x > 0) {
+                            l[i] -= 1;
+                            if let Some(reg) = choice_regret(&fed.inst, r, fed.best[j], &l) {
+                                assert!(reg >= 0.0 || oracle == Oracle::Greedy, "{reg}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 }
