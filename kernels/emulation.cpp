@@ -6,6 +6,7 @@
 #include "emulation.hpp"
 #include "linear.cu"
 #include "gossip.cu"
+#include "combinatorial.cu"
 
 // A deliberately broken kernel for the emulator's own test: thread 0 returns
 // while the others wait at a barrier.
@@ -82,6 +83,7 @@ extern "C" int fb_emu_launch(const char* kernel, unsigned grid, unsigned block, 
     FB_COOP_KERNEL(fb_linear_rounds_coop)
     FB_KERNEL(fb_rounds_reduce)
     FB_COOP_KERNEL(fb_gossip_rounds)
+    FB_COOP_KERNEL(fb_comb_rounds)
     FB_COOP_KERNEL(fb_emu_selftest_barrier_divergence)
     return 1;
 }

@@ -12,7 +12,7 @@
 //! ([`CombPolicy`]); record regret against the same oracle on the true qualities.
 
 use crate::backend::BatchError;
-use crate::env::procurement::{Instance, Oracle};
+use crate::env::procurement::{Instance, Oracle, revenue};
 
 /// How agents share what they observe.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -103,4 +103,50 @@ pub trait CombOps {
     fn rounds(&mut self, t0: u64, count: u64) -> Result<(), BatchError>;
     /// Each federation's state, in batch order, into `out` (cleared first).
     fn observe(&mut self, out: &mut Vec<CombObservation>) -> Result<(), BatchError>;
+}
+
+/// What every agent's regret is measured against: the true per-unit
+/// revenues r_{ij} (n x m), and per agent the revenue of s* (the oracle on
+/// the true qualities) and the penalty L_j = s*'s revenue minus the worst
+/// choice's (every unprofitable producer at full capacity).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Benchmarks {
+    /// True revenues, agent-major.
+    pub r_true: Vec<f64>,
+    /// Revenue of s* per agent.
+    pub best: Vec<f64>,
+    /// L_j per agent.
+    pub penalty: Vec<f64>,
+}
+
+impl Benchmarks {
+    /// The benchmarks of `inst` under `oracle` (the same on every backend).
+    pub fn new(inst: &Instance, oracle: Oracle) -> Self {
+        let (n, m) = (inst.spec.agents, inst.spec.producers);
+        let mut r_true = vec![0.0; n * m];
+        let (mut best, mut penalty) = (vec![0.0; n], vec![0.0; n]);
+        let (mut l, mut cur, mut order) = (vec![0u32; m], vec![0u32; m], Vec::with_capacity(m));
+        for j in 0..n {
+            let r = &mut r_true[j * m..(j + 1) * m];
+            inst.revenues(j, &inst.quality, r);
+            oracle.solve(
+                &inst.quality,
+                r,
+                inst.capacities(j),
+                inst.spec.alpha,
+                &mut l,
+                &mut order,
+                &mut cur,
+            );
+            best[j] = revenue(&l, r);
+            let worst: f64 = inst
+                .capacities(j)
+                .iter()
+                .zip(r.iter())
+                .map(|(&k, &ri)| f64::from(k) * ri.min(0.0))
+                .sum();
+            penalty[j] = best[j] - worst;
+        }
+        Self { r_true, best, penalty }
+    }
 }

@@ -137,6 +137,13 @@ pub trait Backend: Send + Sync {
     /// The gossip family's batched operations of `batch` on this backend,
     /// at round 0; `algo::gossip::run` drives them.
     fn gossip_ops<'a>(&'a self, batch: &gossip::GossipBatch) -> Result<Box<dyn gossip::GossipOps + 'a>, BatchError>;
+
+    /// The combinatorial family's batched operations of `batch` on this
+    /// backend, at round 0; `algo::combinatorial::run` drives them.
+    fn comb_ops<'a>(
+        &'a self,
+        batch: &combinatorial::CombBatch,
+    ) -> Result<Box<dyn combinatorial::CombOps + 'a>, BatchError>;
 }
 
 /// A batch of either family, as placement sees it.
@@ -146,6 +153,8 @@ pub enum BatchRef<'a> {
     Linear(&'a LinearBatch),
     /// Decentralized multi-armed family.
     Gossip(&'a gossip::GossipBatch),
+    /// Combinatorial procurement family.
+    Comb(&'a combinatorial::CombBatch),
 }
 
 /// Which backend the user asked for.
@@ -260,7 +269,7 @@ impl Selection {
                 }
                 let BatchRef::Linear(b) = b else {
                     return Ok(Placement::Cpu(
-                        "auto: no gossip-family batch has been measured faster on a GPU".into(),
+                        "auto: no gossip- or combinatorial-family batch has been measured faster on a GPU".into(),
                     ));
                 };
                 Ok(match cuda::crossover::gpu_measured_faster(dev.description(), b) {

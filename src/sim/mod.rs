@@ -478,6 +478,8 @@ pub enum CellBatch {
     Linear(LinearBatch),
     /// Decentralized multi-armed family.
     Gossip(GossipBatch),
+    /// Combinatorial procurement family.
+    Comb(CombBatch),
 }
 
 impl CellBatch {
@@ -486,6 +488,7 @@ impl CellBatch {
         match self {
             CellBatch::Linear(b) => crate::backend::BatchRef::Linear(b),
             CellBatch::Gossip(b) => crate::backend::BatchRef::Gossip(b),
+            CellBatch::Comb(b) => crate::backend::BatchRef::Comb(b),
         }
     }
 }
@@ -497,7 +500,7 @@ pub fn cell_batch(cell: &Cell, seed: u64, reps: &[u32]) -> Result<CellBatch, Str
     match &cell.config {
         CellConfig::Linear(cfg) => crate::algo::linear::linear_batch(cfg, env_keys, &algo_keys).map(CellBatch::Linear),
         CellConfig::Gossip(cfg) => gossip_batch(cfg, &env_keys, &algo_keys).map(CellBatch::Gossip),
-        CellConfig::Comb(_) => Err("the combinatorial family has no GPU path yet (it runs on the CPU)".into()),
+        CellConfig::Comb(cfg) => Ok(CellBatch::Comb(comb_batch(cfg, &env_keys, &algo_keys))),
     }
 }
 
@@ -574,6 +577,22 @@ pub fn run_built_batch(
                     let lambda2 = g.gossip_lambda2();
                     c.iter().map(|p| gossip_point(p, batch, lambda2)).collect()
                 })
+                .collect()
+        }
+        CellBatch::Comb(batch) => {
+            let mut ops = backend.comb_ops(batch)?;
+            let mut curves = vec![Vec::with_capacity(checkpoints.len()); batch.federations()];
+            let n = batch.instances.first().map_or(0, |i| i.spec.agents) as u64 * batch.federations() as u64;
+            let mut t = 0;
+            while t < batch.horizon {
+                let until = ((t / PROGRESS_EVERY + 1) * PROGRESS_EVERY).min(batch.horizon);
+                crate::algo::combinatorial::run(batch, ops.as_mut(), t, until, checkpoints, &mut curves)?;
+                progress((until - t) * n);
+                t = until;
+            }
+            curves
+                .into_iter()
+                .map(|c| c.iter().map(|p| comb_point(p, batch)).collect())
                 .collect()
         }
     };

@@ -350,7 +350,7 @@ fn runner_writes_batched_cells_identical_to_the_cpu_run() {
     use fedbandits::sim::runner::{RunOptions, run_job};
     let job = Job::parse(
         Path::new("runner.yaml"),
-        "name: runner\nseed: 12\nrepetitions: 3\nhorizon: 90\ncheckpoints: {every: 30}\nalgorithm: [random, independent, private_fedlinucb, fed_ucb_gossip, oracle_ucb]\nenvironment: [linear_sphere, mab_heterogeneous]\nparams: {m: 3, d: 4, k: 9, epsilon: 1, delta: 0.1, batch_size: 15, arms: 3, graph: ring}\n",
+        "name: runner\nseed: 12\nrepetitions: 3\nhorizon: 90\ncheckpoints: {every: 30}\nalgorithm: [random, independent, private_fedlinucb, fed_ucb_gossip, oracle_ucb, p_fcb]\nenvironment: [linear_sphere, mab_heterogeneous, procurement]\nparams: {m: 3, d: 4, k: 9, epsilon: 1, delta: 0.1, batch_size: 15, arms: 3, graph: ring, producers: 7}\n",
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let root = std::env::temp_dir().join(format!("fedbandits-runner-{}", std::process::id()));
@@ -369,8 +369,9 @@ fn runner_writes_batched_cells_identical_to_the_cpu_run() {
     };
     let (cpu, _) = rows(&Selection::cpu(), "cpu");
     let (gpu, gpu_all) = rows(&Selection::with_cuda(BackendChoice::Cuda, emulated()), "gpu");
-    // Three linear and two gossip cells, three repetitions, three checkpoints.
-    assert_eq!(cpu.len(), 5 * 3 * 3);
+    // Three linear, two gossip and one combinatorial cell, three
+    // repetitions, three checkpoints.
+    assert_eq!(cpu.len(), 6 * 3 * 3);
     assert_eq!(cpu, gpu);
     assert!(gpu_all.iter().all(|r| r.contains("cuda")), "{:?}", gpu_all.first());
     let _ = std::fs::remove_dir_all(&root);
@@ -475,4 +476,109 @@ fn emulated_gossip_kernel_matches_cpu_for_every_gossip_algorithm() {
         assert_eq!(gpu, cpu, "{algorithm:?} on {:?}", cfg.graph);
         assert!(cpu[0][3].obs.group_regret > 0.0);
     }
+}
+
+/// The combinatorial family on the emulated device equals the CPU bit for
+/// bit: non_federated, fcb and p_fcb (both acceptance windows, both tau
+/// starts, both budgets) on uniform and normal instances, through the
+/// exploration phase, communication rounds and a chunk boundary, with
+/// blocks smaller and larger than a federation's agent x producer elements.
+#[test]
+fn emulated_comb_kernel_matches_cpu_for_every_comb_algorithm() {
+    use fedbandits::algo::combinatorial::p_fcb::{Budget, PFcbConfig, TauStart};
+    use fedbandits::algo::combinatorial::{CombAlgorithm, CombConfig, comb_batch, run};
+    use fedbandits::backend::Backend;
+    use fedbandits::env::procurement::{InstanceKind, Oracle, ProcurementSpec};
+    let dev = emulated();
+    let keys = |scope: u64| -> Vec<Vec<u64>> { (0..3).map(|r| vec![9, scope, r]).collect() };
+    let env = |kind, agents, producers| ProcurementSpec {
+        kind,
+        agents,
+        producers,
+        alpha: 0.4,
+        rho: 1.0,
+        max_capacity: 50,
+    };
+    let prose = PFcbConfig {
+        tau_start: TauStart::TLow,
+        budget: Budget::Normalized,
+        prose_window: true,
+        t_low: 150,
+        ..PFcbConfig::default()
+    };
+    let cases = [
+        (
+            CombAlgorithm::NonFederated,
+            env(InstanceKind::Uniform, 4, 12),
+            PFcbConfig::default(),
+        ),
+        (
+            CombAlgorithm::Fcb,
+            env(InstanceKind::Normal, 4, 12),
+            PFcbConfig::default(),
+        ),
+        (
+            CombAlgorithm::PFcb,
+            env(InstanceKind::Normal, 4, 12),
+            PFcbConfig::default(),
+        ),
+        (CombAlgorithm::PFcb, env(InstanceKind::Uniform, 3, 5), prose),
+        (
+            CombAlgorithm::PFcb,
+            env(InstanceKind::Uniform, 20, 30),
+            PFcbConfig::default(),
+        ),
+        (
+            CombAlgorithm::Fcb,
+            env(InstanceKind::Uniform, 20, 30),
+            PFcbConfig::default(),
+        ),
+    ];
+    for (algorithm, env, private) in cases {
+        let cfg = CombConfig {
+            algorithm,
+            env,
+            horizon: 1500,
+            instances: 2,
+            zeta: 0.2,
+            private,
+            oracle: Oracle::Greedy,
+        };
+        let b = comb_batch(&cfg, &keys(1), &keys(2));
+        assert!(b.explore_rounds < 300, "{}", b.explore_rounds);
+        let ck = [3, 150, 208, 700, 1100, 1500];
+        let curves = |backend: &dyn Backend| {
+            let mut ops = backend.comb_ops(&b).unwrap_or_else(|e| panic!("{e}"));
+            let mut points = vec![Vec::new(); b.federations()];
+            // Two calls, as a snapshot boundary would split them.
+            run(&b, ops.as_mut(), 0, 700, &ck, &mut points).unwrap();
+            run(&b, ops.as_mut(), 700, 1500, &ck, &mut points).unwrap();
+            points
+        };
+        let cpu = curves(&CpuBackend);
+        let gpu = curves(&dev);
+        assert_eq!(gpu, cpu, "{algorithm:?} {:?} n = {}", cfg.env.kind, cfg.env.agents);
+        let last = cpu[0][5].obs;
+        assert!(last.regret_after_exploration != 0.0);
+        if algorithm == CombAlgorithm::PFcb {
+            assert!(
+                last.accepted > 0 && last.rejected > 0 && last.communications >= 4,
+                "{last:?}"
+            );
+        }
+    }
+    // The exact oracle is a CPU-only option: the device says so.
+    let mut cfg_exact = CombConfig {
+        algorithm: CombAlgorithm::Fcb,
+        env: env(InstanceKind::Uniform, 2, 3),
+        horizon: 10,
+        instances: 1,
+        zeta: 0.2,
+        private: PFcbConfig::default(),
+        oracle: Oracle::Exact,
+    };
+    cfg_exact.env.max_capacity = 3;
+    let b = comb_batch(&cfg_exact, &keys(1), &keys(2));
+    let why = dev.supports(fedbandits::backend::BatchRef::Comb(&b)).unwrap_err();
+    assert!(why.contains("exact"), "{why}");
 }

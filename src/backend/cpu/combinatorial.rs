@@ -3,7 +3,7 @@
 //! at a time; federations on rayon's pool when the batch has several.
 
 use crate::backend::BatchError;
-use crate::backend::combinatorial::{CombBatch, CombObservation, CombOps, CombPolicy, PFcb};
+use crate::backend::combinatorial::{Benchmarks, CombBatch, CombObservation, CombOps, CombPolicy, PFcb};
 use crate::env::procurement::{Instance, Oracle, feasible, revenue};
 use crate::rng::{fold_more, normal_at, uniform_at};
 use rayon::prelude::*;
@@ -75,32 +75,7 @@ impl CpuComb {
                         .to_vec(),
                     _ => Vec::new(),
                 };
-                let mut r_true = vec![0.0; n * m];
-                let (mut best, mut penalty) = (vec![0.0; n], vec![0.0; n]);
-                let mut l = vec![0u32; m];
-                let mut order = Vec::with_capacity(m);
-                let mut cur = vec![0u32; m];
-                for j in 0..n {
-                    let r = &mut r_true[j * m..(j + 1) * m];
-                    inst.revenues(j, &inst.quality, r);
-                    batch.oracle.solve(
-                        &inst.quality,
-                        r,
-                        inst.capacities(j),
-                        inst.spec.alpha,
-                        &mut l,
-                        &mut order,
-                        &mut cur,
-                    );
-                    best[j] = revenue(&l, r);
-                    let worst: f64 = inst
-                        .capacities(j)
-                        .iter()
-                        .zip(r.iter())
-                        .map(|(&k, &ri)| f64::from(k) * ri.min(0.0))
-                        .sum();
-                    penalty[j] = best[j] - worst;
-                }
+                let Benchmarks { r_true, best, penalty } = Benchmarks::new(inst, batch.oracle);
                 let z = vec![0.0; n * m];
                 Ok(Fed {
                     keys,
@@ -118,9 +93,9 @@ impl CpuComb {
                     comm: 0,
                     q_plus: vec![0.0; m],
                     r: vec![0.0; m],
-                    l,
-                    order,
-                    cur,
+                    l: vec![0u32; m],
+                    order: Vec::with_capacity(m),
+                    cur: vec![0u32; m],
                     round_w: vec![0.0; m],
                     round_y: vec![0.0; m],
                     msg: vec![0.0; 2 * n * m],

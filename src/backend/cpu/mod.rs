@@ -207,6 +207,13 @@ impl Backend for CpuBackend {
     ) -> Result<Box<dyn super::gossip::GossipOps + 'a>, BatchError> {
         Ok(Box::new(gossip::CpuGossip::new(batch)?))
     }
+
+    fn comb_ops<'a>(
+        &'a self,
+        batch: &super::combinatorial::CombBatch,
+    ) -> Result<Box<dyn super::combinatorial::CombOps + 'a>, BatchError> {
+        Ok(Box::new(combinatorial::CpuComb::new(batch)?))
+    }
 }
 
 #[cfg(test)]

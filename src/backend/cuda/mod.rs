@@ -6,6 +6,7 @@
 //! ([`emulation`]) in the test suite, where its output is checked against the
 //! CPU backend.
 
+pub mod combinatorial;
 pub mod crossover;
 pub mod device;
 pub mod driver;
@@ -119,6 +120,7 @@ impl super::Backend for CudaBackend {
                 driver::supports(batch, limit).map_err(|e| e.to_string())
             }
             super::BatchRef::Gossip(batch) => gossip::supports(batch).map_err(|e| e.to_string()),
+            super::BatchRef::Comb(batch) => combinatorial::supports(batch).map_err(|e| e.to_string()),
         }
     }
 
@@ -131,6 +133,17 @@ impl super::Backend for CudaBackend {
             .lock()
             .map_err(|_| super::BatchError::Failed("the CUDA device lock was poisoned by an earlier failure".into()))?;
         Ok(Box::new(gossip::CudaGossip::new(l, batch)?))
+    }
+
+    fn comb_ops<'a>(
+        &'a self,
+        batch: &super::combinatorial::CombBatch,
+    ) -> Result<Box<dyn super::combinatorial::CombOps + 'a>, super::BatchError> {
+        let l = self
+            .launcher
+            .lock()
+            .map_err(|_| super::BatchError::Failed("the CUDA device lock was poisoned by an earlier failure".into()))?;
+        Ok(Box::new(combinatorial::CudaComb::new(l, batch)?))
     }
 
     fn linear_ops<'a>(

@@ -16,6 +16,8 @@ pub const COMMON: &str = include_str!("../../../kernels/common.cuh");
 pub const LINEAR: &str = include_str!("../../../kernels/linear.cu");
 /// `kernels/gossip.cu`.
 pub const GOSSIP: &str = include_str!("../../../kernels/gossip.cu");
+/// `kernels/combinatorial.cu`.
+pub const COMBINATORIAL: &str = include_str!("../../../kernels/combinatorial.cu");
 
 /// Names of every kernel, for loading and for the compile test.
 pub const KERNELS: &[&str] = &[
@@ -30,13 +32,14 @@ pub const KERNELS: &[&str] = &[
     "fb_linear_rounds_coop",
     "fb_rounds_reduce",
     "fb_gossip_rounds",
+    "fb_comb_rounds",
 ];
 
 /// The single translation unit NVRTC compiles.
 pub fn kernel_source() -> String {
     let mut s = String::from(COMMON);
     s.push('\n');
-    for line in LINEAR.lines().chain(GOSSIP.lines()) {
+    for line in LINEAR.lines().chain(GOSSIP.lines()).chain(COMBINATORIAL.lines()) {
         if line.trim_start().starts_with("#include \"common.cuh\"") {
             continue;
         }
