@@ -185,6 +185,11 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
                     sel.note
                 );
             }
+            if !quiet {
+                for w in privacy_warnings(&job) {
+                    eprintln!("warning: {w}");
+                }
+            }
             let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
             for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
                 // Failing to install a handler only loses graceful stopping.
@@ -228,6 +233,9 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
                 human_bytes(per_fed * threads as u64 + rows * 400)
             );
             out += &format!("results: {}\n", job.results_dir().display());
+            for w in privacy_warnings(&job) {
+                out += &format!("warning: {w}\n");
+            }
             emit(&out);
             Ok(())
         }
@@ -415,6 +423,31 @@ fn human_bytes(b: u64) -> String {
     } else {
         format!("{:.1} KiB", b / 1024.0)
     }
+}
+
+/// The accountant's warnings over a job's cells, each once, with how many
+/// cells it concerns and the first of them.
+fn privacy_warnings(job: &Job) -> Vec<String> {
+    let mut seen: Vec<(String, usize, String)> = Vec::new();
+    for cell in &job.cells {
+        let Some(a) = cell.config.accounting() else { continue };
+        for w in a.warnings {
+            match seen.iter_mut().find(|(s, _, _)| *s == w) {
+                Some((_, n, _)) => *n += 1,
+                None => seen.push((w, 1, cell.label())),
+            }
+        }
+    }
+    seen.into_iter()
+        .map(|(w, n, first)| {
+            let cells = if n == 1 {
+                "cell".to_string()
+            } else {
+                format!("{n} cells, e.g.")
+            };
+            format!("privacy ({cells} {first}): {w}")
+        })
+        .collect()
 }
 
 fn print_report(r: &RunReport) {

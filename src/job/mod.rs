@@ -1083,6 +1083,24 @@ fn resolve_comb(algo: &str, raw: &BTreeMap<String, Value>, horizon: u64) -> Resu
     }
 }
 
+/// The accountant's neighbouring relation (`neighbours`, validated as a
+/// choice by the parameter table), defaulting to the paper's own.
+fn resolve_neighbours(
+    raw: &BTreeMap<String, Value>,
+    default: &str,
+    cfg: &mut LinearConfig,
+    out: &mut BTreeMap<&'static str, Value>,
+) {
+    use crate::privacy::accountant::Neighbours;
+    let name = raw.get("neighbours").and_then(Value::as_str).unwrap_or(default);
+    cfg.neighbours = if name == "add_remove" {
+        Neighbours::AddRemove
+    } else {
+        Neighbours::Substitute
+    };
+    out.insert("neighbours", Value::Str(cfg.neighbours.name().into()));
+}
+
 /// Resolves a linear-family cell.
 fn resolve_linear(
     algo: &str,
@@ -1164,6 +1182,7 @@ fn resolve_linear(
         protocol: Protocol::None,
         batch_size: 25,
         calibration: Calibration::Code,
+        neighbours: crate::privacy::accountant::Neighbours::AddRemove,
         sync: SyncRegime::Log,
         refactor_every: 256,
         vecsum_scale: 1.0,
@@ -1249,6 +1268,7 @@ fn resolve_linear(
                         Calibration::Code
                     };
                     out.insert("calibration", Value::Str(cal));
+                    resolve_neighbours(raw, "substitute", &mut cfg, &mut out);
                 }
             }
         }
@@ -1260,6 +1280,7 @@ fn resolve_linear(
             out.insert("private", Value::Bool(private));
             if private {
                 cfg.privacy = need_privacy(&mut errs, &mut out);
+                resolve_neighbours(raw, "add_remove", &mut cfg, &mut out);
             } else {
                 cfg.lambda = f("lambda", 1.0);
                 out.insert("lambda", Value::Float(cfg.lambda));

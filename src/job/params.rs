@@ -387,7 +387,14 @@ pub const FAMILIES: &[Family] = &[
         doc: "linear contextual bandits: M agents, d-dimensional actions (ALGORITHMS.md 1)",
         algorithms: LINEAR_ALGORITHMS,
         environments: LINEAR_ENVIRONMENTS,
-        columns: &["cholesky_failures", "beta_clamps", "acct_rho_zcdp", "acct_epsilon_zcdp"],
+        columns: &[
+            "cholesky_failures",
+            "beta_clamps",
+            "acct_rho_zcdp",
+            "acct_epsilon_zcdp",
+            "acct_epsilon_basic",
+            "acct_delta_basic",
+        ],
     },
     Family {
         id: FamilyId::Gossip,
@@ -592,6 +599,14 @@ pub const PARAMS: &[ParamDef] = &[
         default: "1",
         doc: "constant of the vector-summation protocol's Binomial count b (sdp_vecsum)",
         used_by: &["private_fedlinucb"],
+    },
+    ParamDef {
+        name: "neighbours",
+        kind: Kind::Choice(&["add_remove", "substitute"]),
+        default: "substitute (private_fedlinucb), add_remove (feducb_*)",
+        doc: "neighbouring histories of the accountant's figures: one observation added/removed, or replaced \
+              (the relation Zhou & Chowdhury's slides define)",
+        used_by: &["private_fedlinucb", "feducb_centralized", "feducb_decentralized"],
     },
     ParamDef {
         name: "calibration",

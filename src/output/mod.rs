@@ -281,7 +281,7 @@ pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> 
     let acct = cell.config.accounting();
     let mut b = UInt64Builder::new();
     for _ in 0..n {
-        b.append_option(acct.map(|a| a.releases_per_observation));
+        b.append_option(acct.as_ref().map(|a| a.releases_per_observation));
     }
     cols.push(Arc::new(b.finish()));
     let opt_f64 = |f: &dyn Fn(&crate::privacy::accountant::Accounting) -> Option<f64>| {
@@ -292,7 +292,7 @@ pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> 
         Arc::new(b.finish()) as ArrayRef
     };
     cols.push(opt_f64(&|a| Some(a.noise_multiplier)));
-    cols.push(opt_f64(&|a| Some(a.epsilon_paper)));
+    cols.push(opt_f64(&|a| a.epsilon_paper));
     cols.push(opt_f64(&|a| a.rho));
     cols.push(opt_f64(&|a| a.epsilon_zcdp));
     cols.push(opt_f64(&|a| a.epsilon_pure));
@@ -346,8 +346,23 @@ pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> 
     cols.push(comb_u64(&|c| Some(c.violations)));
     cols.push(comb_u64(&|c| c.private.then_some(c.accepted)));
     cols.push(comb_u64(&|c| c.private.then_some(c.rejected)));
-    cols.push(comb(&|c| c.private.then_some(c.epsilon_spent)));
-    cols.push(comb(&|c| c.private.then_some(c.delta_spent)));
+    // Basic composition: spent so far (P-FCB) or per observation over the
+    // horizon (the linear family's non-Gaussian mechanisms).
+    let basic = acct.as_ref().and_then(|a| a.basic);
+    let spent = |f: &dyn Fn(&CombMetrics) -> f64, g: &dyn Fn((f64, f64)) -> f64| {
+        let mut b = Float64Builder::new();
+        for r in reps {
+            for p in &r.points {
+                b.append_option(match &p.comb {
+                    Some(c) => c.private.then(|| f(c)),
+                    None => basic.map(g),
+                });
+            }
+        }
+        Arc::new(b.finish()) as ArrayRef
+    };
+    cols.push(spent(&|c| c.epsilon_spent, &|b| b.0));
+    cols.push(spent(&|c| c.delta_spent, &|b| b.1));
     cols.push(repeat_str(backend));
     cols.push(per_point(&|r, _| r.wall_seconds));
     Ok(RecordBatch::try_new(schema(), cols)?)

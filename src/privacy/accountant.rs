@@ -1,34 +1,105 @@
 //! The privacy accountant (ALGORITHMS.md section 5): what a private run
 //! actually provides, next to the target (epsilon, delta) the user asked for.
+//! Every figure it writes is an upper bound on the privacy loss of the
+//! released view, or null with the reason in [`Accounting::warnings`].
 //!
-//! Neighbouring relation: two datasets differing in one (x, y) observation of
-//! one agent, as in the papers; ||x|| <= L and |y| <= 1 are assumed for the
-//! sensitivity (rewards outside [-1, 1], as linear_sphere's Gaussian noise
-//! produces, make the guarantee nominal).
+//! **Neighbouring relation** ([`Neighbours`]): two histories of one agent
+//! differing in one (x, y) observation, either by adding or removing it
+//! (`add_remove`) or by replacing it with another (`substitute`, the relation
+//! Zhou & Chowdhury's slides define: "a sequence of T users that differs in
+//! only one user"). Sensitivities assume ||x|| <= L and |y| <= 1; where the
+//! environment's rewards are unbounded and nothing clips them (linear_sphere's
+//! Gaussian rewards), no finite sensitivity exists and every figure but the
+//! noise multiplier is null.
 //!
 //! For every Gaussian tree mechanism an observation enters exactly one node
-//! per tree level, so it touches `levels` noisy releases. For each node:
+//! per tree level, so it touches `levels` noisy releases. Per node:
 //! * Private-FedLinUCB (ldp, alt, sdp_amp): the node adds (Z + Z^T)/2 to the
 //!   Gram sum and N(0, sigma^2) to the bias sum; over the upper-triangle
 //!   parameters this is a Gaussian mechanism with Delta^2 = ||x x^T||_F^2 +
-//!   ||x y||^2 <= L^4 + L^2, so rho_node = (L^4 + L^2) / (2 sigma^2).
-//!   For sdp_amp sigma is each agent's (amplified) noise; the zCDP figure is
-//!   for the server's view of the sum over M agents (variance M sigma^2): the
-//!   shuffle amplification the paper relies on is not a zCDP statement.
-//! * FedUCB's PRIVATIZER: Q = [x; y][x; y]^T plus (N_hat + N_hat^T)/sqrt(2)
-//!   (off-diagonal variance sigma_N^2, diagonal 2 sigma_N^2): rho_node =
-//!   ||Q||_F^2 / (4 sigma_N^2) <= (L^2 + 1)^2 / (4 sigma_N^2).
+//!   ||x y||^2 <= L^4 + L^2 (add/remove) or ||x x^T - x' x'^T||_F^2 +
+//!   ||x y - x' y'||^2 <= 2 L^4 + 4 L^2 (substitute). For sdp_amp the view
+//!   is each agent's message (the shuffler hides only the sender): the
+//!   per-message noise sigma, not the sum's sigma sqrt(M).
+//! * FedUCB's PRIVATIZER: Q = [x; y][x; y]^T plus (N_hat + N_hat^T)/sqrt(2):
+//!   Delta = ||Q||_F <= L^2 + 1 (add/remove), sqrt(2) (L^2 + 1) (substitute).
 //!
-//! zCDP composes additively: rho = levels x rho_node, and
+//! zCDP composes additively: rho = levels x Delta^2 / (2 sigma^2), and
 //! epsilon = rho + 2 sqrt(rho log(1/delta)) at the job's delta (Bun & Steinke
-//! 2016, Prop. 1.3). The "paper" figure is the epsilon each paper's own
-//! composition argument claims for its calibration: the target epsilon.
-//! The vector-summation protocol adds Binomial noise, which this accountant
-//! does not convert to zCDP (reported as null).
+//! 2016, Prop. 1.3). Mechanisms whose noise is not Gaussian (the
+//! vector-summation protocol's Binomial noise) get basic composition of the
+//! per-release (epsilon, delta) they are calibrated for ([`Mechanism::basic`]).
+//!
+//! The "paper" figure ([`PaperClaim`]) is what the paper's own theorem gives
+//! for the noise actually used: for Private-FedLinUCB the slides' Theorem 1
+//! solved for epsilon; for calibrations that follow their paper's formula,
+//! the target; null where no stated theorem covers the configuration or its
+//! preconditions fail (a warning names them).
 //!
 //! The accountant knows no algorithm: each private algorithm describes what
 //! it releases as a [`Mechanism`] (`algo::linear::mechanism`), and the
 //! accountant turns that description into the figures.
+
+/// Which histories are neighbours.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Neighbours {
+    /// One observation added or removed.
+    AddRemove,
+    /// One observation replaced by another.
+    Substitute,
+}
+
+impl Neighbours {
+    /// The job-file name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Neighbours::AddRemove => "add_remove",
+            Neighbours::Substitute => "substitute",
+        }
+    }
+}
+
+/// Squared L2 sensitivity of Private-FedLinUCB's node statistic (upper
+/// triangle of x x^T, and x y) for ||x|| <= L, |y| <= 1.
+pub fn zhou_sensitivity_sq(l: f64, n: Neighbours) -> f64 {
+    let (l2, l4) = (l * l, l * l * l * l);
+    match n {
+        Neighbours::AddRemove => l4 + l2,
+        Neighbours::Substitute => 2.0 * l4 + 4.0 * l2,
+    }
+}
+
+/// L2 sensitivity of FedUCB's node statistic [x; y][x; y]^T.
+pub fn dubey_sensitivity(l: f64, n: Neighbours) -> f64 {
+    let q = l * l + 1.0;
+    match n {
+        Neighbours::AddRemove => q,
+        Neighbours::Substitute => std::f64::consts::SQRT_2 * q,
+    }
+}
+
+/// Solves the slides' Theorem 1 calibration sigma^2 = 8 kappa (log(2/delta) +
+/// epsilon) / epsilon^2 (unit sensitivity) for epsilon: the positive root of
+/// sigma^2 epsilon^2 - 8 kappa epsilon - 8 kappa log(2/delta) = 0.
+pub fn zhou_theorem1_epsilon(sigma: f64, kappa: f64, delta: f64) -> f64 {
+    let s2 = sigma * sigma;
+    let c = 8.0 * kappa * (2.0 / delta).ln();
+    (8.0 * kappa + (64.0 * kappa * kappa + 4.0 * s2 * c).sqrt()) / (2.0 * s2)
+}
+
+/// The precondition of amplification by shuffling (Feldman, McMillan &
+/// Talwar 2021, Thm 3.1, the result the slides cite): n messages of an
+/// epsilon_0-DP randomizer are amplified only when epsilon_0 <= ln(n / (16
+/// ln(2/delta))). None when it holds, else the violated condition in words.
+pub fn amplification_precondition(epsilon0: f64, n: u64, delta: f64) -> Option<String> {
+    let limit = (n as f64 / (16.0 * (2.0 / delta).ln())).ln();
+    (epsilon0.is_nan() || epsilon0 > limit).then(|| {
+        format!(
+            "amplification by shuffling needs each message's epsilon_0 <= ln(M / (16 ln(2/delta))) = {limit:.3} \
+             (M = {n}, delta = {delta}); each message here is {epsilon0:.3e}-DP at that delta"
+        )
+    })
+}
 
 /// rho of a Gaussian mechanism with L2 sensitivity `sensitivity` and noise
 /// standard deviation `sigma`: Delta^2 / (2 sigma^2).
@@ -42,14 +113,15 @@ pub fn zcdp_epsilon(rho: f64, delta: f64) -> f64 {
 }
 
 /// What a configuration's mechanism provides.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Accounting {
     /// Noisy releases one observation touches.
     pub releases_per_observation: u64,
     /// Noise standard deviation over L2 sensitivity (per node).
     pub noise_multiplier: f64,
-    /// The paper's claimed epsilon (its own composition argument).
-    pub epsilon_paper: f64,
+    /// What the paper's own theorem gives for the noise used (None: no
+    /// theorem applies; see `warnings`).
+    pub epsilon_paper: Option<f64>,
     /// Total rho (zCDP), where the accountant can state it.
     pub rho: Option<f64>,
     /// epsilon at the target delta from rho.
@@ -57,6 +129,13 @@ pub struct Accounting {
     /// Pure (delta = 0) epsilon by basic composition, for Laplace
     /// mechanisms (the gossip family's partial sums).
     pub epsilon_pure: Option<f64>,
+    /// (epsilon, delta) by basic composition of per-release guarantees.
+    pub basic: Option<(f64, f64)>,
+    /// The neighbouring relation of the figures (None: the family's own,
+    /// stated in its docs).
+    pub neighbours: Option<Neighbours>,
+    /// Why a figure is null, or a precondition that fails.
+    pub warnings: Vec<String>,
 }
 
 /// How an algorithm's noise enters the releases, as the algorithm states it.
@@ -81,8 +160,26 @@ pub enum NoiseModel {
     },
 }
 
+/// What the paper's own theorem says about the noise used.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PaperClaim {
+    /// The calibration follows the paper's formula, whose theorem claims the
+    /// target.
+    Target,
+    /// The slides' Theorem 1 (unit sensitivity) solved for epsilon with the
+    /// noise `unit_sigma` (sigma over the sensitivity ratio to L = 1).
+    ZhouTheorem1 {
+        /// kappa = 1 + log(T/B).
+        kappa: f64,
+        /// sigma per unit of the theorem's sensitivity.
+        unit_sigma: f64,
+    },
+    /// No stated theorem covers this configuration (why).
+    Unavailable(String),
+}
+
 /// What a private algorithm releases about one observation.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Mechanism {
     /// Noisy releases (tree nodes) one observation enters.
     pub releases_per_observation: u64,
@@ -90,12 +187,25 @@ pub struct Mechanism {
     pub noise: NoiseModel,
     /// The target (epsilon, delta) the user asked for.
     pub target: (f64, f64),
+    /// The paper's claim for this noise.
+    pub paper: PaperClaim,
+    /// (epsilon, delta) each release is calibrated for, for basic
+    /// composition where the noise is not Gaussian.
+    pub basic: Option<(f64, f64)>,
+    /// The neighbouring relation of the sensitivity.
+    pub neighbours: Neighbours,
+    /// Why the sensitivity does not exist (unbounded, unclipped rewards):
+    /// then every figure but the noise multiplier is null.
+    pub unbounded: Option<String>,
+    /// Other warnings the algorithm states (preconditions).
+    pub warnings: Vec<String>,
 }
 
 /// The accounting of a mechanism: rho = releases x rho_node (zCDP
-/// composition) and its epsilon at the target delta.
+/// composition) and its epsilon at the target delta; basic composition of
+/// per-release guarantees; the paper's claim.
 pub fn account(m: &Mechanism) -> Accounting {
-    let (eps, delta) = m.target;
+    let (_, delta) = m.target;
     let levels = m.releases_per_observation;
     let (sigma, sens, rho) = match m.noise {
         NoiseModel::Gaussian { sigma, sensitivity } => (
@@ -105,14 +215,42 @@ pub fn account(m: &Mechanism) -> Accounting {
         ),
         NoiseModel::Unaccounted { sigma, sensitivity } => (sigma, sensitivity, None),
     };
-    Accounting {
+    let mut warnings = m.warnings.clone();
+    let paper = match &m.paper {
+        PaperClaim::Target => Some(m.target.0),
+        PaperClaim::ZhouTheorem1 { kappa, unit_sigma } => Some(zhou_theorem1_epsilon(*unit_sigma, *kappa, delta)),
+        PaperClaim::Unavailable(why) => {
+            warnings.push(format!("acct_epsilon_paper is null: {why}"));
+            None
+        }
+    };
+    let basic = m.basic.map(|(e, d)| (levels as f64 * e, levels as f64 * d));
+    if let Some((e, d)) = basic
+        && d >= 1.0
+    {
+        warnings.push(format!(
+            "basic composition over {levels} releases gives ({e:.3}, {d:.3}): delta >= 1 guarantees nothing"
+        ));
+    }
+    let mut a = Accounting {
         releases_per_observation: levels,
         noise_multiplier: sigma / sens,
-        epsilon_paper: eps,
+        epsilon_paper: paper,
         rho,
         epsilon_zcdp: rho.map(|r| zcdp_epsilon(r, delta)),
         epsilon_pure: None,
+        basic,
+        neighbours: Some(m.neighbours),
+        warnings,
+    };
+    if let Some(why) = &m.unbounded {
+        a.epsilon_paper = None;
+        a.rho = None;
+        a.epsilon_zcdp = None;
+        a.basic = None;
+        a.warnings.push(format!("no privacy figure holds: {why}"));
     }
+    a
 }
 
 #[cfg(test)]
@@ -130,29 +268,91 @@ mod tests {
         assert!(zcdp_epsilon(1.0, 1e-6) > zcdp_epsilon(1.0, 1e-3));
     }
 
+    fn gaussian(levels: u64, sigma: f64, sensitivity: f64) -> Mechanism {
+        Mechanism {
+            releases_per_observation: levels,
+            noise: NoiseModel::Gaussian { sigma, sensitivity },
+            target: (1.0, 0.1),
+            paper: PaperClaim::Target,
+            basic: None,
+            neighbours: Neighbours::AddRemove,
+            unbounded: None,
+            warnings: Vec::new(),
+        }
+    }
+
     #[test]
     fn composition_counts_releases() {
-        let m = Mechanism {
-            releases_per_observation: 9,
-            noise: NoiseModel::Gaussian {
-                sigma: 3.0,
-                sensitivity: 2f64.sqrt(),
-            },
-            target: (1.0, 0.1),
-        };
+        let m = gaussian(9, 3.0, 2f64.sqrt());
         let a = account(&m);
         let rho = 9.0 * 2.0 / (2.0 * 9.0);
         assert!((a.rho.unwrap() - rho).abs() < 1e-12);
         assert!((a.epsilon_zcdp.unwrap() - zcdp_epsilon(rho, 0.1)).abs() < 1e-12);
         assert!((a.noise_multiplier - 3.0 / 2f64.sqrt()).abs() < 1e-15);
-        assert_eq!(a.epsilon_paper, 1.0);
+        assert_eq!(a.epsilon_paper, Some(1.0));
         let u = account(&Mechanism {
             noise: NoiseModel::Unaccounted {
                 sigma: 3.0,
                 sensitivity: 1.0,
             },
-            ..m
+            basic: Some((0.2, 0.1)),
+            ..m.clone()
         });
         assert_eq!((u.rho, u.epsilon_zcdp, u.noise_multiplier), (None, None, 3.0));
+        // Basic composition over 9 releases: (1.8, 0.9), as issue 13 computes
+        // for sdp_vecsum at Fig. 2b's settings.
+        let (e, d) = u.basic.unwrap();
+        assert!((e - 1.8).abs() < 1e-12 && (d - 0.9).abs() < 1e-12, "{e} {d}");
+        // Unbounded rewards: every figure but the noise multiplier is null.
+        let n = account(&Mechanism {
+            unbounded: Some("rewards are Gaussian".into()),
+            ..m
+        });
+        assert_eq!((n.rho, n.epsilon_zcdp, n.epsilon_paper), (None, None, None));
+        assert!(n.warnings.iter().any(|w| w.contains("Gaussian")));
+    }
+
+    /// Substitution triples Private-FedLinUCB's squared sensitivity at L = 1
+    /// (2 -> 6) and doubles FedUCB's squared one (Delta 2 -> 2 sqrt 2).
+    #[test]
+    fn substitution_sensitivities() {
+        assert_eq!(zhou_sensitivity_sq(1.0, Neighbours::AddRemove), 2.0);
+        assert_eq!(zhou_sensitivity_sq(1.0, Neighbours::Substitute), 6.0);
+        // L = 2: L^4 + L^2 = 20; 2 L^4 + 4 L^2 = 48.
+        assert_eq!(zhou_sensitivity_sq(2.0, Neighbours::AddRemove), 20.0);
+        assert_eq!(zhou_sensitivity_sq(2.0, Neighbours::Substitute), 48.0);
+        assert_eq!(dubey_sensitivity(1.0, Neighbours::AddRemove), 2.0);
+        assert!((dubey_sensitivity(1.0, Neighbours::Substitute) - 2.0 * 2f64.sqrt()).abs() < 1e-15);
+    }
+
+    /// The slides' Theorem 1 inverted: it returns the epsilon a theorem
+    /// sigma was calibrated for, and about 3.5 for the authors' code sigma
+    /// at T/B = 40, epsilon = 1, delta = 0.1 (issue 13's value).
+    #[test]
+    fn theorem1_inversion() {
+        for (eps, delta, tb) in [(1.0f64, 0.1f64, 40.0f64), (0.2, 0.1, 400.0), (5.0, 1e-4, 1000.0)] {
+            let kappa = 1.0 + f64::ln(tb);
+            let sigma = (8.0 * kappa * ((2.0 / delta).ln() + eps)).sqrt() / eps;
+            assert!((zhou_theorem1_epsilon(sigma, kappa, delta) - eps).abs() < 1e-12 * eps.max(1.0));
+        }
+        // Code calibration: N = floor(log2 40) + 1 = 6 levels,
+        // sigma = sqrt(6 (ln 10 + 1)) = 4.4515.
+        let sigma = (6.0 * (10f64.ln() + 1.0)).sqrt();
+        let e = zhou_theorem1_epsilon(sigma, 1.0 + 40f64.ln(), 0.1);
+        assert!((e - 3.509).abs() < 0.001, "{e}");
+    }
+
+    /// FMT's precondition ln(M / (16 ln(2/delta))): negative at M = 10,
+    /// delta = 0.1 (no epsilon_0 qualifies) and at M = 100, delta = 1e-4;
+    /// 4.770 at M = 10^4, delta = 0.01.
+    #[test]
+    fn amplification_preconditions() {
+        assert!(amplification_precondition(0.01, 10, 0.1).is_some());
+        assert!(amplification_precondition(1e-4, 100, 1e-4).is_some());
+        let limit = (1e4 / (16.0 * 200f64.ln())).ln();
+        assert!((limit - 4.7704).abs() < 1e-3, "{limit}");
+        assert!(amplification_precondition(4.7, 10_000, 0.01).is_none());
+        let w = amplification_precondition(4.8, 10_000, 0.01).unwrap();
+        assert!(w.contains("4.770") && w.contains("M = 10000"), "{w}");
     }
 }

@@ -290,12 +290,10 @@ for r in rows:
         assert r["epsilon"] is None and r["target_epsilon"] is None and r["sync_rounds"] == 0
         assert r["acct_epsilon_zcdp"] is None
     else:
-        # private cells: accountant columns present and consistent
-        assert r["acct_epsilon_paper"] == r["target_epsilon"]
-        assert r["acct_releases_per_observation"] >= 1 and r["acct_rho_zcdp"] > 0
-        rho, d = r["acct_rho_zcdp"], r["target_delta"]
-        import math
-        assert abs(r["acct_epsilon_zcdp"] - (rho + 2 * math.sqrt(rho * math.log(1 / d)))) < 1e-9 * max(1, rho)
+        # private cells on linear_sphere: the releases and noise are stated,
+        # but Gaussian rewards have no finite sensitivity: no figure holds
+        assert r["acct_releases_per_observation"] >= 1 and r["acct_noise_multiplier"] > 0
+        assert r["acct_rho_zcdp"] is None and r["acct_epsilon_zcdp"] is None and r["acct_epsilon_paper"] is None
     if r["algorithm"] == "private_fedlinucb":
         assert r["epsilon"] in (0.5, 2.0) and r["protocol"] == "ldp"
         assert r["sync_rounds"] == r["t"] // 25 and r["messages"] == 2 * 3 * r["sync_rounds"]

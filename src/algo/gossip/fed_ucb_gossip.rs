@@ -85,10 +85,21 @@ pub fn accounting(p: &PrivacyConfig, horizon: u64) -> Option<Accounting> {
     p.epsilon.is_finite().then(|| Accounting {
         releases_per_observation: u64::from(blocks_per_observation(horizon)),
         noise_multiplier: 1.0 / block_epsilon(p, horizon),
-        epsilon_paper: p.epsilon,
+        epsilon_paper: Some(p.epsilon),
         rho: None,
         epsilon_zcdp: None,
         epsilon_pure: p.clipping.then(|| provided_epsilon(p, horizon)),
+        basic: None,
+        neighbours: None,
+        warnings: if p.clipping {
+            Vec::new()
+        } else {
+            vec![
+                "acct_epsilon_pure is null: observations are not clipped (clipping: false), so one \
+                 observation can move a partial sum by any amount"
+                    .into(),
+            ]
+        },
     })
 }
 

@@ -129,13 +129,32 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
         }
         _ => return None,
     };
+    let unbounded = match cfg.env.kind {
+        crate::env::LinearEnvKind::Sphere { .. } => Some(
+            "linear_sphere's rewards are Gaussian and nothing clips them, so |y| <= 1 fails and one observation \
+             has no finite sensitivity"
+                .to_string(),
+        ),
+        crate::env::LinearEnvKind::Gap => None,
+    };
     Some(Mechanism {
         releases_per_observation: c.levels as u64,
         noise: NoiseModel::Gaussian {
             sigma: std::f64::consts::SQRT_2 * c.sigma_n,
-            sensitivity: cfg.l_bound * cfg.l_bound + 1.0,
+            sensitivity: crate::privacy::accountant::dubey_sensitivity(cfg.l_bound, cfg.neighbours),
         },
         target,
+        // The PRIVATIZER's sigma follows the paper's formula.
+        paper: crate::privacy::accountant::PaperClaim::Target,
+        basic: None,
+        neighbours: cfg.neighbours,
+        unbounded,
+        // The schedule is not covered by any figure (it depends on the data).
+        warnings: vec![
+            "the sync schedule depends on the agents' data and is released too (acct_* cover the noisy \
+             sums only; schedule_private is false)"
+                .into(),
+        ],
     })
 }
 

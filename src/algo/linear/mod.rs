@@ -107,6 +107,8 @@ pub struct LinearConfig {
     pub batch_size: u64,
     /// Calibration of Private-FedLinUCB.
     pub calibration: Calibration,
+    /// Neighbouring relation of the accountant's figures.
+    pub neighbours: crate::privacy::accountant::Neighbours,
     /// Sync regime of FedUCB.
     pub sync: SyncRegime,
     /// Refactorize V^{-1} from the exact V after this many rank-1 updates.
