@@ -752,6 +752,7 @@ impl Parser<'_> {
                                 checkpoints.describe()
                             );
                             let env_text = env_canonical(envname, &params);
+                            let cell_scope = hash_str(&random_scope(algo, envname, &params, horizon));
                             cells.push(Cell {
                                 index: cells.len(),
                                 id,
@@ -761,7 +762,7 @@ impl Parser<'_> {
                                 params,
                                 config,
                                 env_scope: hash_str(&env_text),
-                                cell_scope: hash_str(&canon),
+                                cell_scope,
                             });
                         }
                         Err(errs) => {
@@ -798,6 +799,20 @@ fn canonical(algo: &str, env: &str, params: &BTreeMap<&'static str, Value>, hori
         s += &format!("|{k}={}", value_bits(v));
     }
     s
+}
+
+/// Parameters that do not enter a cell's random scope: `neighbours` changes
+/// only the accountant's figures, and `oracle` is compared on common random
+/// numbers (the same units and noise under greedy and exact).
+const NOT_IN_RANDOM_SCOPE: &[&str] = &["neighbours", "oracle"];
+
+/// The text a cell's algorithm keys are hashed from: [`canonical`] without
+/// [`NOT_IN_RANDOM_SCOPE`] (so adding such a parameter leaves every earlier
+/// cell's streams as they were).
+fn random_scope(algo: &str, env: &str, params: &BTreeMap<&'static str, Value>, horizon: u64) -> String {
+    let mut p = params.clone();
+    p.retain(|k, _| !NOT_IN_RANDOM_SCOPE.contains(k));
+    canonical(algo, env, &p, horizon)
 }
 
 fn env_canonical(env: &str, params: &BTreeMap<&'static str, Value>) -> String {
