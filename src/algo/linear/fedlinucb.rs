@@ -173,14 +173,7 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
             None,
         ),
     };
-    let unbounded = match cfg.env.kind {
-        crate::env::LinearEnvKind::Sphere { .. } => Some(
-            "linear_sphere's rewards are Gaussian and nothing clips them, so |y| <= 1 fails and one observation \
-             has no finite sensitivity"
-                .to_string(),
-        ),
-        crate::env::LinearEnvKind::Gap => None,
-    };
+    let unbounded = super::unbounded_rewards(&cfg.env);
     if cfg.l_bound != 1.0 && cfg.calibration == super::Calibration::Code {
         warnings.push(format!(
             "calibration code scales sigma by L = {} while the Gram part's sensitivity is L^2; the accountant \

@@ -129,14 +129,7 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
         }
         _ => return None,
     };
-    let unbounded = match cfg.env.kind {
-        crate::env::LinearEnvKind::Sphere { .. } => Some(
-            "linear_sphere's rewards are Gaussian and nothing clips them, so |y| <= 1 fails and one observation \
-             has no finite sensitivity"
-                .to_string(),
-        ),
-        crate::env::LinearEnvKind::Gap => None,
-    };
+    let unbounded = super::unbounded_rewards(&cfg.env);
     Some(Mechanism {
         releases_per_observation: c.levels as u64,
         noise: NoiseModel::Gaussian {

@@ -202,6 +202,19 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<crate::privacy::accountant::Mecha
     }
 }
 
+/// Why an environment's rewards have no bound the accountant's sensitivities
+/// can use (None: |y| <= 1 holds).
+pub fn unbounded_rewards(env: &crate::env::LinearEnvSpec) -> Option<String> {
+    match env.kind {
+        crate::env::LinearEnvKind::Sphere { .. } => Some(
+            "linear_sphere's rewards are Gaussian and nothing clips them, so |y| <= 1 fails and one observation \
+             has no finite sensitivity"
+                .to_string(),
+        ),
+        crate::env::LinearEnvKind::Gap => None,
+    }
+}
+
 /// The accountant's figures for a configuration (None when not private).
 pub fn accounting(cfg: &LinearConfig) -> Option<crate::privacy::accountant::Accounting> {
     mechanism(cfg).map(|m| crate::privacy::accountant::account(&m))

@@ -9,8 +9,8 @@
 //! Only the greedy oracle runs here (`oracle: exact` is a CPU-only option
 //! for small studies).
 
-use super::CudaError;
 use super::launcher::{Arg, DevPtr, Launcher, download_slice, upload_slice};
+use super::{CudaError, i32_of};
 use crate::backend::BatchError;
 use crate::backend::combinatorial::{Benchmarks, CombBatch, CombObservation, CombOps, CombPolicy};
 use crate::env::procurement::Oracle;
@@ -74,10 +74,6 @@ pub struct CudaComb<'a> {
     viol: Vec<u64>,
     acc: Vec<u64>,
     rej: Vec<u64>,
-}
-
-fn i32_of(v: usize) -> Result<i32, CudaError> {
-    i32::try_from(v).map_err(|_| CudaError::Unsupported(format!("size {v} exceeds i32")))
 }
 
 /// Whether the kernel can run this batch: federations of one shape, the

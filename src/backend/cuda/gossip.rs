@@ -6,8 +6,8 @@
 //! ([`crate::backend::cpu::gossip::CpuGossip`]), and under the host emulation
 //! the output equals the CPU's bit for bit.
 
-use super::CudaError;
 use super::launcher::{Arg, DevPtr, Launcher, download_slice, upload_slice};
+use super::{CudaError, i32_of};
 use crate::backend::BatchError;
 use crate::backend::gossip::{FederationState, GossipBatch, GossipObservation, GossipOps, GossipPolicy, observation};
 use crate::env::mab::MabEnv;
@@ -65,10 +65,6 @@ pub struct CudaGossip<'a> {
     group: Vec<f64>,
     forced: Vec<u64>,
     clipped: Vec<u64>,
-}
-
-fn i32_of(v: usize) -> Result<i32, CudaError> {
-    i32::try_from(v).map_err(|_| CudaError::Unsupported(format!("size {v} exceeds i32")))
 }
 
 /// Whether the kernel can run this batch: federations of one shape, at most

@@ -157,3 +157,8 @@ impl super::Backend for CudaBackend {
         Ok(Box::new(driver::CudaLinear::new(l, batch)?))
     }
 }
+
+/// A size as the kernels' `int`, or why it does not fit.
+pub(crate) fn i32_of(v: usize) -> Result<i32, CudaError> {
+    i32::try_from(v).map_err(|_| CudaError::Unsupported(format!("size {v} exceeds i32")))
+}
