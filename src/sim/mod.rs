@@ -561,15 +561,15 @@ pub fn run_built_batch(
         }
         CellBatch::Gossip(batch) => {
             let mut ops = backend.gossip_ops(batch)?;
-            let mut curves = vec![Vec::with_capacity(checkpoints.len()); batch.federations()];
-            let n = batch.envs.first().map_or(0, |e| e.spec.agents) as u64 * batch.federations() as u64;
-            let mut t = 0;
-            while t < batch.horizon {
-                let until = ((t / PROGRESS_EVERY + 1) * PROGRESS_EVERY).min(batch.horizon);
-                crate::algo::gossip::run(batch, ops.as_mut(), t, until, checkpoints, &mut curves)?;
-                progress((until - t) * n);
-                t = until;
-            }
+            let agents = batch.envs.first().map_or(0, |e| e.spec.agents);
+            let curves = in_progress_steps(
+                batch.horizon,
+                batch.federations(),
+                agents,
+                checkpoints,
+                progress,
+                |t, until, c| crate::algo::gossip::run(batch, ops.as_mut(), t, until, checkpoints, c),
+            )?;
             curves
                 .into_iter()
                 .zip(&batch.graphs)
@@ -581,15 +581,15 @@ pub fn run_built_batch(
         }
         CellBatch::Comb(batch) => {
             let mut ops = backend.comb_ops(batch)?;
-            let mut curves = vec![Vec::with_capacity(checkpoints.len()); batch.federations()];
-            let n = batch.instances.first().map_or(0, |i| i.spec.agents) as u64 * batch.federations() as u64;
-            let mut t = 0;
-            while t < batch.horizon {
-                let until = ((t / PROGRESS_EVERY + 1) * PROGRESS_EVERY).min(batch.horizon);
-                crate::algo::combinatorial::run(batch, ops.as_mut(), t, until, checkpoints, &mut curves)?;
-                progress((until - t) * n);
-                t = until;
-            }
+            let agents = batch.instances.first().map_or(0, |i| i.spec.agents);
+            let curves = in_progress_steps(
+                batch.horizon,
+                batch.federations(),
+                agents,
+                checkpoints,
+                progress,
+                |t, until, c| crate::algo::combinatorial::run(batch, ops.as_mut(), t, until, checkpoints, c),
+            )?;
             curves
                 .into_iter()
                 .map(|c| c.iter().map(|p| comb_point(p, batch)).collect())
@@ -606,6 +606,29 @@ pub fn run_built_batch(
             wall_seconds: wall,
         })
         .collect())
+}
+
+/// Runs a family's round loop (`run(from, until, curves)`) over the whole
+/// horizon in steps of [`PROGRESS_EVERY`] rounds, reporting agent-steps to
+/// `progress` after each; one curve per federation.
+fn in_progress_steps<P: Clone>(
+    horizon: u64,
+    federations: usize,
+    agents: usize,
+    checkpoints: &[u64],
+    progress: &dyn Fn(u64),
+    mut run: impl FnMut(u64, u64, &mut [Vec<P>]) -> Result<(), BatchError>,
+) -> Result<Vec<Vec<P>>, BatchError> {
+    let mut curves = vec![Vec::with_capacity(checkpoints.len()); federations];
+    let n = agents as u64 * federations as u64;
+    let mut t = 0;
+    while t < horizon {
+        let until = ((t / PROGRESS_EVERY + 1) * PROGRESS_EVERY).min(horizon);
+        run(t, until, &mut curves)?;
+        progress((until - t) * n);
+        t = until;
+    }
+    Ok(curves)
 }
 
 /// The largest [`memory_per_federation`] over a job's cells.

@@ -297,7 +297,6 @@ impl CombOps for CpuComb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algo::combinatorial::{CombAlgorithm, CombConfig, comb_batch};
     use crate::env::procurement::{InstanceKind, ProcurementSpec};
 
     /// An agent given the true qualities (its choice = the oracle on q) has
@@ -307,24 +306,23 @@ mod tests {
     fn an_agent_given_the_true_qualities_has_zero_regret() {
         for (oracle, producers, cap) in [(Oracle::Greedy, 30, 50), (Oracle::Exact, 5, 4)] {
             for kind in [InstanceKind::Uniform, InstanceKind::Normal] {
-                let cfg = CombConfig {
-                    algorithm: CombAlgorithm::NonFederated,
-                    env: ProcurementSpec {
-                        kind,
-                        agents: 3,
-                        producers,
-                        alpha: 0.4,
-                        rho: 1.0,
-                        max_capacity: cap,
-                    },
+                let spec = ProcurementSpec {
+                    kind,
+                    agents: 3,
+                    producers,
+                    alpha: 0.4,
+                    rho: 1.0,
+                    max_capacity: cap,
+                };
+                let batch = CombBatch {
+                    instances: (0..40).map(|r| Instance::new(&spec, &[5, 1, r])).collect(),
+                    quality_keys: vec![0; 40 * 3],
                     horizon: 10,
-                    instances: 40,
-                    zeta: 0.1,
-                    private: Default::default(),
+                    explore_rounds: 1,
+                    policy: CombPolicy::NonFederated,
                     oracle,
                 };
-                let keys: Vec<Vec<u64>> = (0..40).map(|r| vec![5, 1, r]).collect();
-                let comb = CpuComb::new(&comb_batch(&cfg, &keys, &keys)).unwrap();
+                let comb = CpuComb::new(&batch).unwrap();
                 for fed in &comb.feds {
                     let mut l = vec![0u32; producers];
                     let (mut order, mut cur) = (Vec::new(), vec![0u32; producers]);
