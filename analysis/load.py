@@ -31,7 +31,7 @@ REQUIRED = {
 }
 
 #: Engine semantics versions this loader understands.
-SUPPORTED_SEMANTICS = {"1", "2", "3"}
+SUPPORTED_SEMANTICS = {"1", "2", "3", "4"}
 
 
 class ResultsError(Exception):

@@ -89,12 +89,16 @@ FB_DEV int fb_score_argmax(int d, int k, int kp, const double* x, const double* 
     return arm;
 }
 
+// A reward clipped to [-bound, bound] (backend::clip_reward's comparisons).
+FB_DEV double fb_clip_reward(double y, double bound) { return y < -bound ? -bound : (y > bound ? bound : y); }
+
 // One round of every agent: decision set, UCB choice, reward, Sherman-Morrison
 // update of V^{-1}, log det, b, the agent's exact local sums and its regret.
 extern "C" __global__ void fb_linear_step(int n, int m, int d, int k, int kp, int reward_raw, double noise_std,
-                                          double beta, const double* theta_star, fb_u64* lanes, fb_u64* rstate,
-                                          double* rspare, int* rhas, double* vinv, double* logdet, double* b,
-                                          double* gram, double* bias, double* regret, double* round_regret,
+                                          double reward_bound, double beta, const double* theta_star, fb_u64* lanes,
+                                          fb_u64* rstate, double* rspare, int* rhas, double* vinv, double* logdet,
+                                          double* b, double* gram, double* bias, double* regret, fb_u64* clipped,
+                                          double* round_regret,
                                           float* gbuf, int gstride, double* work, int wstride) {
     int g = blockIdx.x * blockDim.x + threadIdx.x;
     if (g >= n) return;
@@ -115,7 +119,9 @@ extern "C" __global__ void fb_linear_step(int n, int m, int d, int k, int kp, in
     int arm = fb_score_argmax(d, k, kp, x, A, that, beta, &quad);
     for (int j = 0; j < d; ++j) xs[j] = x[j * kp + arm];
     double mu = mean[arm];
-    double y = mu + noise_std * fb_normal(rstate + (long long)g * 4, rspare + g, rhas + g);
+    double y0 = mu + noise_std * fb_normal(rstate + (long long)g * 4, rspare + g, rhas + g);
+    double y = fb_clip_reward(y0, reward_bound);
+    if (y != y0) clipped[g] += 1;
     double q = fb_sherman_morrison(A, xs, w, d);
     logdet[g] += fb_ln_1p(q);
     for (int j = 0; j < d; ++j) bb[j] += y * xs[j];
@@ -414,12 +420,12 @@ FB_DEV long long fb_coop_agent_doubles(int gap, int d, int k, int kp) {
 // when scored). Round r's regret of agent g goes to rr[r * n + g] for
 // fb_rounds_reduce. Every thread reaches every barrier and shuffle.
 extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int kp, int reward_raw,
-                                                 double noise_std, int gap, fb_u64* ustate, int random_policy,
-                                                 fb_u64* pstate, int rounds,
+                                                 double noise_std, double reward_bound, int gap, fb_u64* ustate,
+                                                 int random_policy, fb_u64* pstate, int rounds,
                                                  const double* betas, const double* theta_star, fb_u64* lanes,
                                                  fb_u64* rstate, double* rspare, int* rhas, double* vinv,
                                                  double* logdet, double* b, double* gram, double* bias,
-                                                 double* regret, double* rr) {
+                                                 double* regret, fb_u64* clipped, double* rr) {
     int lane = threadIdx.x % FB_COOP_LANES;
     int local = threadIdx.x / FB_COOP_LANES;
     int per_block = blockDim.x / FB_COOP_LANES;
@@ -569,8 +575,10 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
                 double mu = mean[bi];
                 sc[1] = mu;
                 // linear_gap: Bernoulli(mu) (Stream::bernoulli); sphere: Gaussian noise.
-                sc[0] = gap ? (fb_uniform(rstate + gg * 4) < mu ? 1.0 : 0.0)
-                            : mu + noise_std * fb_normal(rstate + gg * 4, rspare + gg, rhas + gg);
+                double y0 = gap ? (fb_uniform(rstate + gg * 4) < mu ? 1.0 : 0.0)
+                                : mu + noise_std * fb_normal(rstate + gg * 4, rspare + gg, rhas + gg);
+                sc[0] = fb_clip_reward(y0, reward_bound);
+                if (sc[0] != y0) clipped[gg] += 1;
             }
         }
         __syncthreads();

@@ -91,6 +91,10 @@ pub struct Counters {
     pub cholesky_failures: u64,
     /// Confidence widths whose square-root argument was negative and clamped.
     pub beta_clamps: u64,
+    /// Rewards that clipping to the mechanism's bound changed (linear
+    /// family; the column `clipped_observations`).
+    #[serde(default)]
+    pub clipped_rewards: u64,
 }
 
 /// A federation of agents playing one algorithm in one environment instance.

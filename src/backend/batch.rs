@@ -13,7 +13,8 @@
 //! * [`LinearOps::rounds`]: rounds t0, t0 + 1, ... with the given widths,
 //!   every agent of every federation: draw the decision set from the agent's
 //!   environment streams, play the UCB argmax (or, for a random policy, a
-//!   uniformly random action), observe, Sherman-Morrison update of V^{-1}
+//!   uniformly random action), observe (the reward clipped to
+//!   [`LinearBatch::reward_bound`]), Sherman-Morrison update of V^{-1}
 //!   and log det, add to the local sums and the regret. No agent reads
 //!   another's state, so a backend may run a chunk of rounds in one go.
 //! * [`LinearOps::refactor`]: rebuild every V^{-1} from base + local Gram.
@@ -102,6 +103,10 @@ pub struct LinearBatch {
     /// streams of these keys (one per agent, federation-major) and learn
     /// nothing (the `random` baseline); `None`: UCB.
     pub random_policy: Option<Vec<Vec<u64>>>,
+    /// Rewards enter the agents' sums clipped to [-reward_bound,
+    /// reward_bound] ([`crate::backend::clip_reward`]; infinity: not
+    /// clipped).
+    pub reward_bound: f64,
 }
 
 impl LinearBatch {
@@ -117,6 +122,7 @@ impl LinearBatch {
         beta: Box<dyn Fn(u64) -> f64 + Send + Sync>,
         refactor_every: u32,
         random_policy: Option<Vec<Vec<u64>>>,
+        reward_bound: f64,
     ) -> Self {
         Self {
             env,
@@ -129,6 +135,7 @@ impl LinearBatch {
             sync: None,
             refactor_every,
             random_policy,
+            reward_bound,
         }
     }
 
@@ -148,6 +155,8 @@ pub struct Observation {
     pub agent_regret_max: f64,
     /// Factorizations that needed jitter or failed.
     pub cholesky_failures: u64,
+    /// Rewards that clipping changed.
+    pub clipped_rewards: u64,
 }
 
 /// The batched operations of the linear family on one backend, over every
@@ -182,6 +191,9 @@ pub struct BatchPoint {
     pub messages: u64,
     /// Factorizations that needed jitter or failed.
     pub cholesky_failures: u64,
+    /// Rewards that clipping changed so far.
+    #[serde(default)]
+    pub clipped_rewards: u64,
 }
 
 /// Why a batch did not run.

@@ -38,8 +38,10 @@ pub struct StepResult {
     pub mean: f64,
     /// Best true mean of the round.
     pub best: f64,
-    /// Observed reward.
+    /// Observed reward, after clipping to the step's reward bound.
     pub y: f64,
+    /// Whether clipping changed the observed reward.
+    pub clipped: bool,
     /// x^T V^{-1} x of the chosen action before the update.
     pub quad: f64,
 }
@@ -49,6 +51,19 @@ impl StepResult {
     #[inline]
     pub fn regret(&self) -> f64 {
         self.best - self.mean
+    }
+}
+
+/// A reward clipped to [-`bound`, `bound`], by the same comparisons as the
+/// kernels (`y < -b ? -b : (y > b ? b : y)`); NaN passes through.
+#[inline]
+pub fn clip_reward(y: f64, bound: f64) -> f64 {
+    if y < -bound {
+        -bound
+    } else if y > bound {
+        bound
+    } else {
+        y
     }
 }
 
@@ -105,8 +120,9 @@ pub trait Backend: Send + Sync {
     /// Short name written to the output (`cpu`, `cuda`).
     fn name(&self) -> &'static str;
 
-    /// One fused UCB step of one agent (see the module docs). The chosen
-    /// action is left in `ws.x`.
+    /// One fused UCB step of one agent (see the module docs). The reward
+    /// enters b clipped to [-`reward_bound`, `reward_bound`] (infinity: not
+    /// clipped). The chosen action is left in `ws.x`.
     fn ucb_step(
         &self,
         env: &LinearEnv,
@@ -114,6 +130,7 @@ pub trait Backend: Send + Sync {
         ws: &mut Workspace,
         agent: AgentState<'_>,
         beta: f64,
+        reward_bound: f64,
     ) -> StepResult;
 
     /// Inverse and log det of a symmetric matrix that should be positive

@@ -234,6 +234,7 @@ pub fn kernels(backend: &dyn Backend) {
                 b: &mut b,
             },
             1.0,
+            f64::INFINITY,
         ));
     });
 }

@@ -36,7 +36,11 @@ use thiserror::Error;
 /// `gossip_lambda2`, `acct_epsilon_pure`); linear streams and values are
 /// those of 2, but units written by 2 lack the columns, so they are not
 /// mixed with new ones.
-pub const SEMANTICS_VERSION: u32 = 3;
+/// 4 -- private linear-family runs clip rewards to [-1, 1] before they enter
+/// any sum (`clip_rewards`, default true for private_fedlinucb and private
+/// FedUCB; linear_sphere values change, linear_gap's rewards are in {0, 1}
+/// and do not), counted in `clipped_observations`.
+pub const SEMANTICS_VERSION: u32 = 4;
 
 /// One problem in a job file.
 #[derive(Clone, Debug, PartialEq)]
@@ -802,9 +806,10 @@ fn canonical(algo: &str, env: &str, params: &BTreeMap<&'static str, Value>, hori
 }
 
 /// Parameters that do not enter a cell's random scope: `neighbours` changes
-/// only the accountant's figures, and `oracle` is compared on common random
-/// numbers (the same units and noise under greedy and exact).
-const NOT_IN_RANDOM_SCOPE: &[&str] = &["neighbours", "oracle"];
+/// only the accountant's figures, and `oracle` and `clip_rewards` are
+/// compared on common random numbers (the same units, rewards and noise
+/// with and without).
+const NOT_IN_RANDOM_SCOPE: &[&str] = &["neighbours", "oracle", "clip_rewards"];
 
 /// The text a cell's algorithm keys are hashed from: [`canonical`] without
 /// [`NOT_IN_RANDOM_SCOPE`] (so adding such a parameter leaves every earlier
@@ -1098,9 +1103,10 @@ fn resolve_comb(algo: &str, raw: &BTreeMap<String, Value>, horizon: u64) -> Resu
     }
 }
 
-/// The accountant's neighbouring relation (`neighbours`, validated as a
-/// choice by the parameter table), defaulting to the paper's own.
-fn resolve_neighbours(
+/// The private mechanism's accounting parameters: the neighbouring relation
+/// (`neighbours`, validated as a choice by the parameter table), defaulting
+/// to the paper's own, and reward clipping (`clip_rewards`, default true).
+fn resolve_accounting(
     raw: &BTreeMap<String, Value>,
     default: &str,
     cfg: &mut LinearConfig,
@@ -1114,6 +1120,8 @@ fn resolve_neighbours(
         Neighbours::Substitute
     };
     out.insert("neighbours", Value::Str(cfg.neighbours.name().into()));
+    cfg.clip_rewards = raw.get("clip_rewards").and_then(Value::as_bool).unwrap_or(true);
+    out.insert("clip_rewards", Value::Bool(cfg.clip_rewards));
 }
 
 /// Resolves a linear-family cell.
@@ -1198,6 +1206,7 @@ fn resolve_linear(
         batch_size: 25,
         calibration: Calibration::Code,
         neighbours: crate::privacy::accountant::Neighbours::AddRemove,
+        clip_rewards: false,
         sync: SyncRegime::Log,
         refactor_every: 256,
         vecsum_scale: 1.0,
@@ -1283,7 +1292,7 @@ fn resolve_linear(
                         Calibration::Code
                     };
                     out.insert("calibration", Value::Str(cal));
-                    resolve_neighbours(raw, "substitute", &mut cfg, &mut out);
+                    resolve_accounting(raw, "substitute", &mut cfg, &mut out);
                 }
             }
         }
@@ -1295,7 +1304,7 @@ fn resolve_linear(
             out.insert("private", Value::Bool(private));
             if private {
                 cfg.privacy = need_privacy(&mut errs, &mut out);
-                resolve_neighbours(raw, "add_remove", &mut cfg, &mut out);
+                resolve_accounting(raw, "add_remove", &mut cfg, &mut out);
             } else {
                 cfg.lambda = f("lambda", 1.0);
                 out.insert("lambda", Value::Float(cfg.lambda));

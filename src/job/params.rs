@@ -390,6 +390,7 @@ pub const FAMILIES: &[Family] = &[
         columns: &[
             "cholesky_failures",
             "beta_clamps",
+            "clipped_observations",
             "acct_rho_zcdp",
             "acct_epsilon_zcdp",
             "acct_epsilon_basic",
@@ -606,6 +607,14 @@ pub const PARAMS: &[ParamDef] = &[
         default: "substitute (private_fedlinucb), add_remove (feducb_*)",
         doc: "neighbouring histories of the accountant's figures: one observation added/removed, or replaced \
               (the relation Zhou & Chowdhury's slides define)",
+        used_by: &["private_fedlinucb", "feducb_centralized", "feducb_decentralized"],
+    },
+    ParamDef {
+        name: "clip_rewards",
+        kind: Kind::Bool,
+        default: "true",
+        doc: "rewards enter every sum clipped to [-1, 1], the bound the privacy analyses assume (counted in \
+              clipped_observations); false: as the authors' code, and on linear_sphere every privacy figure is null",
         used_by: &["private_fedlinucb", "feducb_centralized", "feducb_decentralized"],
     },
     ParamDef {

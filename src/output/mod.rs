@@ -322,7 +322,19 @@ pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> 
     };
     cols.push(gossip(&|g| g.consensus_error));
     cols.push(gossip_u64(&|g| g.forced_pulls));
-    cols.push(gossip_u64(&|g| g.clipped));
+    // The gossip family's privatizer clips observations, the linear
+    // family's private mechanisms clip rewards; null for the others.
+    let linear = cell.config.linear().is_some();
+    let mut b = UInt64Builder::new();
+    for r in reps {
+        for p in &r.points {
+            b.append_option(match &p.gossip {
+                Some(g) => Some(g.clipped),
+                None => linear.then_some(p.counters.clipped_rewards),
+            });
+        }
+    }
+    cols.push(Arc::new(b.finish()));
     cols.push(gossip(&|g| g.lambda2));
     let comb = |f: &dyn Fn(&CombMetrics) -> Option<f64>| {
         let mut b = Float64Builder::new();

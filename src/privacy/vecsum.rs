@@ -4,7 +4,8 @@
 //!
 //! A node of tree level j covers 2^j batches, i.e. n_j = 2^j B M data points
 //! (every agent's x x^T upper triangle and x y of every round in the window).
-//! Each coordinate v (clipped to [-L, L], clips counted) is shifted to v + L
+//! Each coordinate v (clipped to [-L, L]; `add_point` says whether a point
+//! had a coordinate clipped) is shifted to v + L
 //! and randomized as R = floor(w) + Bernoulli(w - floor(w)) + Binomial(b_j, p)
 //! with w = (v + L) g_j / L, g_j = max(2 sqrt(n_j), d, 4),
 //! b_j = ceil(scale g_j^2 log(d^2/delta)^2 / (eps^2 n_j)), p = 1/4; the
@@ -39,7 +40,6 @@ pub struct VecSum {
     acc: Vec<u64>,
     stored: Vec<f64>,
     batches: u64,
-    clipped: u64,
 }
 
 /// Bernoulli parameter of the Binomial noise.
@@ -77,18 +77,12 @@ impl VecSum {
             acc: vec![0; levels * coords],
             stored: vec![0.0; levels * coords],
             batches: 0,
-            clipped: 0,
         }
     }
 
     /// Coordinates per data point: d(d+1)/2 + d.
     pub fn coords(&self) -> usize {
         self.coords
-    }
-
-    /// Values clipped to [-L, L] so far.
-    pub fn clipped(&self) -> u64 {
-        self.clipped
     }
 
     /// Bytes of protocol state (the memory formula above).
@@ -115,28 +109,28 @@ impl VecSum {
     }
 
     /// Randomizes one data point into every level's open window (the
-    /// agent's local randomizer, drawing from the agent's stream).
-    pub fn add_point(&mut self, x: &[f64], y: f64, rng: &mut Stream) {
+    /// agent's local randomizer, drawing from the agent's stream); true when
+    /// clipping to [-L, L] changed one of its coordinates.
+    pub fn add_point(&mut self, x: &[f64], y: f64, rng: &mut Stream) -> bool {
         let d = self.d;
         let mut c = 0;
+        let mut clipped = false;
         for i in 0..d {
             for j in i..d {
-                self.add_value(c, x[i] * x[j], rng);
+                clipped |= self.add_value(c, x[i] * x[j], rng);
                 c += 1;
             }
         }
         for xi in &x[..d] {
-            self.add_value(c, xi * y, rng);
+            clipped |= self.add_value(c, xi * y, rng);
             c += 1;
         }
+        clipped
     }
 
     #[inline]
-    fn add_value(&mut self, c: usize, v: f64, rng: &mut Stream) {
+    fn add_value(&mut self, c: usize, v: f64, rng: &mut Stream) -> bool {
         let l = self.l;
-        if v.abs() > l {
-            self.clipped += 1;
-        }
         let shifted = v.clamp(-l, l) + l;
         for j in 0..self.levels {
             let w = shifted * self.g[j] / l;
@@ -144,6 +138,7 @@ impl VecSum {
             let bern = u64::from(rng.uniform() < w - fl);
             self.acc[j * self.coords + c] += fl as u64 + bern;
         }
+        v.abs() > l
     }
 
     /// Closes the next batch: the node of level i = (lowest set bit of the

@@ -31,7 +31,8 @@ const PROGRESS_EVERY: u64 = 1024;
 
 /// Version of the snapshot format (with the engine's semantics version).
 /// 2: lockstep repetitions snapshot the loop and the CPU batch state.
-const SNAPSHOT_VERSION: u32 = 3;
+/// 4: agents carry their reward bound and clip count.
+const SNAPSHOT_VERSION: u32 = 4;
 
 /// Periodic snapshots of a running repetition.
 pub struct Snapshots<'a> {
@@ -257,6 +258,7 @@ fn base_point(t: u64, group: f64, agents: u64, max: f64, sync_rounds: u64, messa
             messages,
             cholesky_failures: 0,
             beta_clamps: 0,
+            clipped_rewards: 0,
         },
         gossip: None,
         comb: None,
@@ -347,6 +349,7 @@ fn curve_point(p: BatchPoint, m: usize) -> CurvePoint {
         p.messages,
     );
     c.counters.cholesky_failures = p.cholesky_failures;
+    c.counters.clipped_rewards = p.clipped_rewards;
     c
 }
 

@@ -289,11 +289,13 @@ for r in rows:
     if r["algorithm"] == "independent":
         assert r["epsilon"] is None and r["target_epsilon"] is None and r["sync_rounds"] == 0
         assert r["acct_epsilon_zcdp"] is None
+        assert r["clipped_observations"] == 0
     else:
-        # private cells on linear_sphere: the releases and noise are stated,
-        # but Gaussian rewards have no finite sensitivity: no figure holds
+        # private cells on linear_sphere clip rewards to [-1, 1] (counted,
+        # at most one per agent and round), so the figures exist
         assert r["acct_releases_per_observation"] >= 1 and r["acct_noise_multiplier"] > 0
-        assert r["acct_rho_zcdp"] is None and r["acct_epsilon_zcdp"] is None and r["acct_epsilon_paper"] is None
+        assert r["clip_rewards"] is True and 0 < r["clipped_observations"] <= 3 * r["t"]
+        assert r["acct_rho_zcdp"] > 0 and r["acct_epsilon_zcdp"] > 0
     if r["algorithm"] == "private_fedlinucb":
         assert r["epsilon"] in (0.5, 2.0) and r["protocol"] == "ldp"
         assert r["sync_rounds"] == r["t"] // 25 and r["messages"] == 2 * 3 * r["sync_rounds"]

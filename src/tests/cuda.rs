@@ -80,13 +80,16 @@ fn emulated_h100() -> CudaBackend {
 
 /// Runs a job's cells through the driver under emulation and through the
 /// CPU backend, and compares the curves bit for bit.
-fn assert_parity(yaml: &str) {
-    assert_parity_on(&emulated(), yaml);
+fn assert_parity(yaml: &str) -> u64 {
+    assert_parity_on(&emulated(), yaml)
 }
 
 /// Runs a job's cells as batches on `dev` and one by one on the CPU
-/// backend, and compares the curves bit for bit.
-fn assert_parity_on(dev: &CudaBackend, yaml: &str) {
+/// backend, and compares the curves bit for bit; returns the rewards
+/// clipped over every cell and repetition (so that a test can check that
+/// its job exercised the clipping).
+fn assert_parity_on(dev: &CudaBackend, yaml: &str) -> u64 {
+    let mut clipped = 0;
     let job = Job::parse(Path::new("parity.yaml"), yaml).unwrap_or_else(|e| panic!("{e}"));
     let ck = job.checkpoint_rounds();
     let reps: Vec<u32> = (0..job.repetitions).collect();
@@ -109,6 +112,7 @@ fn assert_parity_on(dev: &CudaBackend, yaml: &str) {
                 assert_eq!(a.agent_regret_max.to_bits(), b.agent_regret_max.to_bits());
                 assert_eq!(a.counters, b.counters, "{} t {}", cell.label(), a.t);
             }
+            clipped += g.points.last().map_or(0, |p| p.counters.clipped_rewards);
         }
         println!(
             "parity ok: {} ({} reps, final group regret {:.4})",
@@ -117,16 +121,19 @@ fn assert_parity_on(dev: &CudaBackend, yaml: &str) {
             gpu[0].points.last().map(|p| p.group_regret).unwrap_or(0.0)
         );
     }
+    clipped
 }
 
 #[test]
 fn emulated_kernels_match_cpu_backend_for_federated_algorithms() {
     // fb_linear_step, fb_round_reduce, fb_tree_insert, fb_sync_reduce (private
     // and not), fb_sync_factor, fb_sync_broadcast; refactor_every = 7 < B
-    // makes fb_refactor run between syncs too.
-    assert_parity(
+    // makes fb_refactor run between syncs too. private_fedlinucb clips its
+    // rewards to [-1, 1] (the kernels count what they clip).
+    let clipped = assert_parity(
         "seed: 4\nrepetitions: 3\nhorizon: 160\ncheckpoints: {every: 40}\nalgorithm: [fedlinucb, private_fedlinucb]\nenvironment: linear_sphere\nparams: {m: 3, d: 4, k: 11, delta: 0.1, batch_size: 10, refactor_every: 7}\ngrid: {epsilon: [0.5, 4]}\n",
     );
+    assert!(clipped > 0, "the job must exercise reward clipping");
 }
 
 #[test]
@@ -163,9 +170,12 @@ fn emulated_cooperative_kernel_with_opt_in_shared_memory_matches_cpu() {
 fn emulated_fallback_step_kernel_matches_cpu_at_large_d() {
     use fedbandits::backend::cuda::driver::coop_step_shape;
     assert!(coop_step_shape(false, 6, 30, 48 << 10).is_some() && coop_step_shape(false, 40, 60, 48 << 10).is_none());
-    assert_parity(
-        "seed: 3\nrepetitions: 2\nhorizon: 40\ncheckpoints: {every: 20}\nalgorithm: [independent, linucb]\nenvironment: linear_sphere\nparams: {m: 2, d: 40, k: 60, refactor_every: 64}\n",
+    // private_fedlinucb clips rewards in fb_linear_step (its one sync falls
+    // on the last round, after the regret is observed).
+    let clipped = assert_parity(
+        "seed: 3\nrepetitions: 2\nhorizon: 40\ncheckpoints: {every: 20}\nalgorithm: [independent, linucb, private_fedlinucb]\nenvironment: linear_sphere\nparams: {m: 2, d: 40, k: 60, refactor_every: 64, epsilon: 1, delta: 0.1, batch_size: 40}\n",
     );
+    assert!(clipped > 0, "the job must exercise reward clipping");
 }
 
 /// Every algorithm with a batched form (`random` too), private and not, both calibrations
@@ -174,7 +184,10 @@ const EVERY_BATCHED: &str = "seed: 5\nrepetitions: 4\nhorizon: 240\ncheckpoints:
 
 #[test]
 fn emulated_kernels_match_cpu_backend_for_every_batched_algorithm() {
-    assert_parity(EVERY_BATCHED);
+    assert!(
+        assert_parity(EVERY_BATCHED) > 0,
+        "the job must exercise reward clipping"
+    );
 }
 
 /// linear_gap (Bernoulli rewards, lane uniforms and the scalar stream's

@@ -166,7 +166,7 @@ fn maintained_inverse_stays_close_to_direct_solve() {
         k: 8,
     };
     let env = LinearEnv::new(&spec, &[1, 2, 3]);
-    let mut bank = AgentBank::new(&env, 1, lambda);
+    let mut bank = AgentBank::new(&env, 1, lambda, f64::INFINITY);
     let mut base = vec![0.0; d * d];
     linalg::set_scaled_identity(&mut base, d, lambda);
     let backend = CpuBackend;
@@ -229,4 +229,57 @@ fn linucb_learns_and_threshold_regime_orders_sync_counts() {
         .collect();
     println!("threshold D = 1, 100, 10000: {counts:?} syncs");
     assert!(counts[0] >= counts[1] && counts[1] >= counts[2] && counts[0] > counts[2]);
+}
+
+/// Reward clipping (issue 13, fix 4): private linear runs clip rewards to
+/// [-1, 1] by default, so on linear_sphere the accountant's figures exist
+/// (and equal linear_gap's, whose {0, 1} rewards already satisfy the bound);
+/// `clip_rewards: false` keeps the authors' unclipped rewards and nulls every
+/// figure with the reason. What clipping changed is counted (between 0 and
+/// M T) and is 0 without clipping and on linear_gap, where clipping changes
+/// nothing at all.
+#[test]
+fn private_linear_runs_clip_rewards_and_count_what_clipping_changed() {
+    let grid = "horizon: 400\nrepetitions: 2\ncheckpoints: {every: 200}\nalgorithm: [private_fedlinucb, feducb_centralized]\nparams: {m: 3, d: 4, k: 10, epsilon: 1, delta: 0.1, batch_size: 20}\ngrid: {clip_rewards: [true, false]}\n";
+    let sphere = job(&format!("environment: linear_sphere\n{grid}"));
+    let gap = job(&format!("environment: linear_gap\n{grid}"));
+    let clip = |c: &Cell| c.params.get("clip_rewards").map(|v| v.to_string()) == Some("true".into());
+    for (cs, cg) in sphere.cells.iter().zip(&gap.cells) {
+        let (a_s, a_g) = (cs.config.accounting().unwrap(), cg.config.accounting().unwrap());
+        assert!(a_g.epsilon_zcdp.is_some(), "{}", cg.label());
+        if clip(cs) {
+            assert_eq!(a_s.epsilon_zcdp, a_g.epsilon_zcdp, "{}", cs.label());
+            assert!(a_s.warnings.iter().all(|w| !w.contains("clip_rewards")));
+        } else {
+            assert_eq!(a_s.epsilon_zcdp, None, "{}", cs.label());
+            assert!(
+                a_s.warnings.iter().any(|w| w.contains("clip_rewards is false")),
+                "{:?}",
+                a_s.warnings
+            );
+        }
+        let (rs, rg) = (run_cell(&sphere, cs), run_cell(&gap, cg));
+        for (r, g) in rs.iter().zip(&rg) {
+            let n = r.points.last().unwrap().counters.clipped_rewards;
+            if clip(cs) {
+                assert!(n > 0 && n <= 3 * 400, "{}: {n} clipped", cs.label());
+            } else {
+                assert_eq!(n, 0, "{}", cs.label());
+            }
+            assert!(g.points.iter().all(|p| p.counters.clipped_rewards == 0));
+        }
+        println!(
+            "{}: clipped {:?}",
+            cs.label(),
+            rs.iter()
+                .map(|r| r.points.last().unwrap().counters.clipped_rewards)
+                .collect::<Vec<_>>()
+        );
+    }
+    // On linear_gap clipping to [-1, 1] changes nothing: with and without,
+    // the same curves bit for bit (clip_rewards is outside the random scope).
+    for pair in gap.cells.chunks(2) {
+        let points = |c: &Cell| run_cell(&gap, c).into_iter().map(|r| r.points).collect::<Vec<_>>();
+        assert_eq!(points(&pair[0]), points(&pair[1]), "{}", pair[0].label());
+    }
 }

@@ -173,7 +173,7 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
             None,
         ),
     };
-    let unbounded = super::unbounded_rewards(&cfg.env);
+    let unbounded = super::unbounded_rewards(cfg);
     if cfg.l_bound != 1.0 && cfg.calibration == super::Calibration::Code {
         warnings.push(format!(
             "calibration code scales sigma by L = {} while the Gram part's sensitivity is L^2; the accountant \
@@ -248,6 +248,7 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]
         }),
         refactor_every: cfg.refactor_every,
         random_policy: None,
+        reward_bound: cfg.reward_bound(),
     }
 }
 
@@ -354,14 +355,25 @@ mod tests {
             1e-12,
             "rho at L = 2",
         );
-        // 4. Unbounded rewards: on linear_sphere nothing holds.
-        let j = Job::parse(
-            std::path::Path::new("s.yaml"),
-            "horizon: 1000\nalgorithm: private_fedlinucb\nenvironment: linear_sphere\nparams: {m: 10, d: 5, epsilon: 1, delta: 0.1}\n",
-        )
-        .unwrap();
-        let a = j.cells[0].config.accounting().unwrap();
+        // 4. Unbounded rewards: on linear_sphere without clipping nothing
+        // holds; clipped (the default), the figures are linear_gap's.
+        let sphere = |clip: &str| {
+            let j = Job::parse(
+                std::path::Path::new("s.yaml"),
+                &format!(
+                    "horizon: 1000\nalgorithm: private_fedlinucb\nenvironment: linear_sphere\nparams: {{m: 10, d: 5, \
+                     epsilon: 1, delta: 0.1{clip}}}\n"
+                ),
+            )
+            .unwrap();
+            j.cells[0].config.accounting().unwrap()
+        };
+        let a = sphere(", clip_rewards: false");
         assert_eq!((a.rho, a.epsilon_zcdp, a.epsilon_paper), (None, None, None));
         assert!(a.warnings.iter().any(|w| w.contains("Gaussian")));
+        let gap = accounting("horizon: 1000\nparams: {m: 10, d: 5, epsilon: 1, delta: 0.1}");
+        let a = sphere("");
+        assert_eq!((a.rho, a.epsilon_zcdp), (gap.rho, gap.epsilon_zcdp));
+        assert!(a.rho.is_some());
     }
 }

@@ -129,7 +129,7 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
         }
         _ => return None,
     };
-    let unbounded = super::unbounded_rewards(&cfg.env);
+    let unbounded = super::unbounded_rewards(cfg);
     Some(Mechanism {
         releases_per_observation: c.levels as u64,
         noise: NoiseModel::Gaussian {
@@ -197,7 +197,7 @@ impl FedUcb {
         linalg::set_scaled_identity(&mut vinv_c1, d, 1.0 / (s0 + c_shift));
         let trees = private.then(|| AgentTrees::new(cfg.m, width, consts.levels, algo_key));
         Self {
-            bank: AgentBank::new(&env, m, s0),
+            bank: AgentBank::new(&env, m, s0, cfg.reward_bound()),
             counters: Counters::default(),
             cfg: cfg.clone(),
             env,
@@ -372,6 +372,7 @@ impl Federation for FedUcb {
     fn counters(&self) -> Counters {
         Counters {
             cholesky_failures: self.counters.cholesky_failures + self.bank.cholesky_failures,
+            clipped_rewards: self.bank.clipped,
             ..self.counters
         }
     }

@@ -372,7 +372,9 @@ impl Federation for FedUcbDecentralized {
                     b: &mut self.b[sl * d..(sl + 1) * d],
                 },
                 beta,
+                self.cfg.reward_bound(),
             );
+            self.counters.clipped_rewards += u64::from(st.clipped);
             regret += st.regret();
             self.regret[i] += st.regret();
             linalg::add_outer(&mut self.u_mat[sl * dd..(sl + 1) * dd], &self.ws.x, d);

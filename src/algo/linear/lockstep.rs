@@ -88,6 +88,7 @@ impl Lockstep {
                         sync_rounds: self.syncs,
                         messages: messages_per_sync * self.syncs,
                         cholesky_failures: o.cholesky_failures,
+                        clipped_rewards: o.clipped_rewards,
                     });
                 }
             }
@@ -155,6 +156,7 @@ mod tests {
             sync,
             refactor_every: 7,
             random_policy: None,
+            reward_bound: f64::INFINITY,
         }
     }
 

@@ -109,6 +109,9 @@ pub struct LinearConfig {
     pub calibration: Calibration,
     /// Neighbouring relation of the accountant's figures.
     pub neighbours: crate::privacy::accountant::Neighbours,
+    /// Whether rewards enter the agents' sums clipped to [-1, 1] (the bound
+    /// the private mechanisms' sensitivities assume; [`REWARD_BOUND`]).
+    pub clip_rewards: bool,
     /// Sync regime of FedUCB.
     pub sync: SyncRegime,
     /// Refactorize V^{-1} from the exact V after this many rank-1 updates.
@@ -119,6 +122,18 @@ pub struct LinearConfig {
     pub graph: crate::graph::GraphSpec,
     /// Hops a message travels (decentralized FedUCB).
     pub gamma: usize,
+}
+
+/// The reward bound |y| <= 1 of the papers' privacy analyses (Zhou &
+/// Chowdhury; Dubey & Pentland), to which `clip_rewards` clips.
+pub const REWARD_BOUND: f64 = 1.0;
+
+impl LinearConfig {
+    /// The bound rewards are clipped to before they enter any sum
+    /// (infinity: not clipped).
+    pub fn reward_bound(&self) -> f64 {
+        if self.clip_rewards { REWARD_BOUND } else { f64::INFINITY }
+    }
 }
 
 /// A linear-family federation with its own control flow (FedUCB, whose
@@ -202,16 +217,17 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<crate::privacy::accountant::Mecha
     }
 }
 
-/// Why an environment's rewards have no bound the accountant's sensitivities
-/// can use (None: |y| <= 1 holds).
-pub fn unbounded_rewards(env: &crate::env::LinearEnvSpec) -> Option<String> {
-    match env.kind {
-        crate::env::LinearEnvKind::Sphere { .. } => Some(
-            "linear_sphere's rewards are Gaussian and nothing clips them, so |y| <= 1 fails and one observation \
-             has no finite sensitivity"
+/// Why the rewards entering a configuration's sums have no bound the
+/// accountant's sensitivities can use (None: |y| <= 1 holds, because the
+/// environment's rewards are in {0, 1} or because they are clipped).
+pub fn unbounded_rewards(cfg: &LinearConfig) -> Option<String> {
+    match cfg.env.kind {
+        crate::env::LinearEnvKind::Sphere { .. } if !cfg.clip_rewards => Some(
+            "linear_sphere's rewards are Gaussian and clip_rewards is false, so |y| <= 1 fails and one \
+             observation has no finite sensitivity"
                 .to_string(),
         ),
-        crate::env::LinearEnvKind::Gap => None,
+        _ => None,
     }
 }
 

@@ -30,5 +30,6 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>) -> LinearBatch {
         Box::new(move |t| beta(&c, t - 1)),
         cfg.refactor_every,
         None,
+        cfg.reward_bound(),
     )
 }

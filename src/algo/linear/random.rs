@@ -30,5 +30,6 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]
         Box::new(|_| 0.0),
         u32::MAX,
         Some(keys),
+        cfg.reward_bound(),
     )
 }

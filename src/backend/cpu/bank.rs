@@ -41,11 +41,17 @@ pub struct AgentBank {
     vtmp: Vec<f64>,
     /// Factorizations that needed jitter or failed.
     pub cholesky_failures: u64,
+    /// Rewards enter the sums clipped to [-reward_bound, reward_bound]
+    /// (infinity: not clipped).
+    pub reward_bound: f64,
+    /// Rewards that clipping changed.
+    pub clipped: u64,
 }
 
 impl AgentBank {
-    /// Agents with V_i = c I (c > 0), b_i = 0.
-    pub fn new(env: &LinearEnv, m: usize, c: f64) -> Self {
+    /// Agents with V_i = c I (c > 0), b_i = 0, whose rewards are clipped to
+    /// [-`reward_bound`, `reward_bound`].
+    pub fn new(env: &LinearEnv, m: usize, c: f64, reward_bound: f64) -> Self {
         let d = env.spec.d;
         let ws = Workspace::new(d, env.spec.k);
         let mut vinv = vec![0.0; d * d];
@@ -65,6 +71,8 @@ impl AgentBank {
             ws,
             vtmp: vec![0.0; d * d],
             cholesky_failures: 0,
+            reward_bound,
+            clipped: 0,
         }
     }
 
@@ -83,7 +91,9 @@ impl AgentBank {
                 b: &mut self.b[i * d..(i + 1) * d],
             },
             beta,
+            self.reward_bound,
         );
+        self.clipped += u64::from(st.clipped);
         linalg::add_outer(&mut self.gram[i * dd..(i + 1) * dd], &self.ws.x, d);
         for (u, x) in self.bias[i * d..(i + 1) * d].iter_mut().zip(&self.ws.x) {
             *u += st.y * x;

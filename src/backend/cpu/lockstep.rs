@@ -104,7 +104,7 @@ impl CpuLinear {
                     .map(|k| k[f * m..(f + 1) * m].iter().map(|k| Stream::new(k)).collect())
                     .unwrap_or_default();
                 Fed {
-                    bank: AgentBank::new(&env, m, batch.lambda),
+                    bank: AgentBank::new(&env, m, batch.lambda, batch.reward_bound),
                     env,
                     base: base.clone(),
                     u_syn: vec![0.0; d],
@@ -153,7 +153,11 @@ impl Fed {
             for i in 0..bank.m {
                 let st = bank.step(i, &self.env, &CpuBackend, beta);
                 if let Privatizer::VecSum { vs, agents, .. } = &mut self.privatizer {
-                    vs.add_point(&bank.ws.x, st.y, &mut agents[i]);
+                    // An observation the protocol's coordinate clipping
+                    // changed counts once, like one whose reward was clipped.
+                    if vs.add_point(&bank.ws.x, st.y, &mut agents[i]) && !st.clipped {
+                        bank.clipped += 1;
+                    }
                 }
                 total += st.regret();
             }
@@ -239,6 +243,7 @@ impl LinearOps for CpuLinear {
             group_regret: f.group,
             agent_regret_max: f.bank.regret.iter().copied().fold(f64::NEG_INFINITY, f64::max),
             cholesky_failures: f.bank.cholesky_failures,
+            clipped_rewards: f.bank.clipped,
         }));
         Ok(())
     }

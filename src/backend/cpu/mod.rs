@@ -17,7 +17,7 @@ pub mod combinatorial;
 pub mod gossip;
 pub mod lockstep;
 
-use super::{AgentState, Backend, BatchError, LinearBatch, LinearOps, StepResult, Workspace};
+use super::{AgentState, Backend, BatchError, LinearBatch, LinearOps, StepResult, Workspace, clip_reward};
 use crate::env::{AgentStreams, LinearEnv};
 use crate::linalg::{self, LltError};
 use crate::rng::lanes::LANES;
@@ -157,6 +157,7 @@ impl Backend for CpuBackend {
         ws: &mut Workspace,
         agent: AgentState<'_>,
         beta: f64,
+        reward_bound: f64,
     ) -> StepResult {
         let d = env.spec.d;
         env.draw(streams, &mut ws.ds);
@@ -164,7 +165,8 @@ impl Backend for CpuBackend {
         let (arm, quad) = score_argmax(d, ws.ds.k, &ws.ds.x, agent.vinv, &ws.theta, beta);
         ws.ds.action(arm, &mut ws.x);
         let mean = ws.ds.mean[arm];
-        let y = env.reward(streams, mean);
+        let raw = env.reward(streams, mean);
+        let y = clip_reward(raw, reward_bound);
         let q = linalg::sherman_morrison(agent.vinv, &ws.x, &mut ws.w, d);
         *agent.logdet += crate::math::ln_1p(q);
         for (bi, xi) in agent.b.iter_mut().zip(&ws.x) {
@@ -175,6 +177,7 @@ impl Backend for CpuBackend {
             mean,
             best: ws.ds.best,
             y,
+            clipped: y != raw,
             quad,
         }
     }
@@ -264,6 +267,72 @@ mod tests {
                 assert_eq!(arm, reference(d, k, kp, &x, &a, &theta, beta));
             }
         }
+    }
+
+    /// From the same state and streams, a step with reward bound 1 plays
+    /// the same action and observes the unclipped step's reward clamped to
+    /// [-1, 1], flagged exactly when clamping changed it; b differs by
+    /// (y_clipped - y) x.
+    #[test]
+    fn a_clipped_step_is_the_unclipped_step_with_its_reward_clamped() {
+        use crate::env::{LinearEnvKind, LinearEnvSpec};
+        let (d, k) = (4, 10);
+        let spec = LinearEnvSpec {
+            kind: LinearEnvKind::Sphere {
+                reward_on_raw: true,
+                noise_std: 1.0,
+            },
+            d,
+            k,
+        };
+        let env = LinearEnv::new(&spec, &[7, 1]);
+        let mut streams = env.agent_streams(0);
+        let mut ws = Workspace::new(d, k);
+        let mut vinv = vec![0.0; d * d];
+        linalg::set_scaled_identity(&mut vinv, d, 1.0);
+        let (mut logdet, mut b) = (0.0, vec![0.0; d]);
+        let mut clipped = 0;
+        for _ in 0..2000 {
+            let (mut s2, mut ws2, mut vinv2, mut logdet2, mut b2) =
+                (streams.clone(), ws.clone(), vinv.clone(), logdet, b.clone());
+            let c = CpuBackend.ucb_step(
+                &env,
+                &mut s2,
+                &mut ws2,
+                AgentState {
+                    vinv: &mut vinv2,
+                    logdet: &mut logdet2,
+                    b: &mut b2,
+                },
+                0.5,
+                1.0,
+            );
+            let u = CpuBackend.ucb_step(
+                &env,
+                &mut streams,
+                &mut ws,
+                AgentState {
+                    vinv: &mut vinv,
+                    logdet: &mut logdet,
+                    b: &mut b,
+                },
+                0.5,
+                f64::INFINITY,
+            );
+            assert!(!u.clipped);
+            assert_eq!(c.arm, u.arm);
+            assert_eq!(c.y, u.y.clamp(-1.0, 1.0));
+            assert_eq!(c.clipped, u.y.abs() > 1.0);
+            for j in 0..d {
+                let want = b[j] + (c.y - u.y) * ws.x[j];
+                assert!((b2[j] - want).abs() <= 1e-12 * (1.0 + want.abs()), "b[{j}]");
+            }
+            clipped += u64::from(c.clipped);
+        }
+        // Raw means lie in [0, 1], so N(mean, 1) leaves [-1, 1] with
+        // probability between 0.317 (mean 0) and 0.523 (mean 1); 25% to 60%
+        // of 2000 leaves more than 5 standard deviations either side.
+        assert!((500..=1200).contains(&clipped), "{clipped} of 2000 clipped");
     }
 
     #[test]

@@ -94,6 +94,7 @@ mod tests {
             sync: None,
             refactor_every: 8,
             random_policy: None,
+            reward_bound: f64::INFINITY,
         }
     }
 

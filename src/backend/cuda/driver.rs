@@ -72,6 +72,7 @@ struct Bufs {
     gram: DevPtr,
     bias: DevPtr,
     regret: DevPtr,
+    clipped: DevPtr,
     round_regret: DevPtr,
     group: DevPtr,
     failures: DevPtr,
@@ -107,10 +108,11 @@ pub struct CudaLinear<'a> {
     chunk_max: usize,
     rr: DevPtr,
     betas_dev: DevPtr,
-    shape: [Arg; 7],
+    shape: [Arg; 8],
     group: Vec<f64>,
     regret: Vec<f64>,
     failures: Vec<i32>,
+    clipped: Vec<u64>,
 }
 
 impl<'a> CudaLinear<'a> {
@@ -193,6 +195,7 @@ impl<'a> CudaLinear<'a> {
             gram: upload_slice(lr, &z(n * dd))?,
             bias: upload_slice(lr, &z(n * d))?,
             regret: upload_slice(lr, &z(n))?,
+            clipped: upload_slice(lr, &vec![0u64; n])?,
             round_regret: upload_slice(lr, &z(n))?,
             group: upload_slice(lr, &z(nf))?,
             failures: upload_slice(lr, &vec![0i32; nf])?,
@@ -229,6 +232,7 @@ impl<'a> CudaLinear<'a> {
             int_arg(kp)?,
             Arg::I32(i32::from(reward_raw)),
             Arg::F64(noise_std),
+            Arg::F64(batch.reward_bound),
         ];
         Ok(Self {
             l,
@@ -250,11 +254,12 @@ impl<'a> CudaLinear<'a> {
             group: vec![0.0; nf],
             regret: vec![0.0; n],
             failures: vec![0; nf],
+            clipped: vec![0; n],
         })
     }
 
     /// The step kernels' per-agent state arguments.
-    fn agent_state(&self) -> [Arg; 11] {
+    fn agent_state(&self) -> [Arg; 12] {
         let (b, p) = (&self.bufs, Arg::Ptr);
         [
             p(b.theta),
@@ -268,6 +273,7 @@ impl<'a> CudaLinear<'a> {
             p(b.gram),
             p(b.bias),
             p(b.regret),
+            p(b.clipped),
         ]
     }
 
@@ -453,6 +459,7 @@ impl LinearOps for CudaLinear<'_> {
             download_slice(lr, s.bufs.group, &mut s.group)?;
             download_slice(lr, s.bufs.regret, &mut s.regret)?;
             download_slice(lr, s.bufs.failures, &mut s.failures)?;
+            download_slice(lr, s.bufs.clipped, &mut s.clipped)?;
             Ok(())
         })?;
         out.clear();
@@ -464,6 +471,7 @@ impl LinearOps for CudaLinear<'_> {
                     .copied()
                     .fold(f64::NEG_INFINITY, f64::max),
                 cholesky_failures: self.failures[f].max(0) as u64,
+                clipped_rewards: self.clipped[f * self.m..(f + 1) * self.m].iter().sum(),
             }
         }));
         Ok(())

@@ -91,8 +91,9 @@ impl super::Backend for CudaBackend {
         ws: &mut super::Workspace,
         agent: super::AgentState<'_>,
         beta: f64,
+        reward_bound: f64,
     ) -> super::StepResult {
-        super::cpu::CpuBackend.ucb_step(env, streams, ws, agent, beta)
+        super::cpu::CpuBackend.ucb_step(env, streams, ws, agent, beta, reward_bound)
     }
 
     fn spd_inverse(
