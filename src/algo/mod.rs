@@ -5,6 +5,7 @@
 //! a [`Federation`] object over the CPU's agent state
 //! ([`crate::backend::cpu::bank::AgentBank`]).
 
+pub mod audit;
 pub mod combinatorial;
 pub mod gossip;
 pub mod linear;

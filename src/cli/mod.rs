@@ -6,6 +6,7 @@
 //! or arguments, 3 stopped by SIGTERM/SIGINT after snapshotting (rerun to
 //! resume).
 
+pub mod audit;
 pub mod bench;
 
 use crate::backend::{self, BackendChoice};
@@ -97,6 +98,34 @@ pub enum Command {
         /// The job's results directory (e.g. results/<job>).
         dir: PathBuf,
     },
+    /// Audit the privacy of a job's private cells empirically: run each
+    /// mechanism on neighbouring inputs many times, test, and bound the
+    /// epsilon it provides from below (Clopper-Pearson); attack the sync
+    /// schedule of the linear algorithms. Writes <out>/<job>/audit.parquet.
+    Audit {
+        /// The job file (YAML); see jobs/audit_*.yaml.
+        job: PathBuf,
+        /// Output root directory (overrides the job's `output`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Trials per world for each mechanism (twice: half choose the
+        /// test's threshold, half are counted).
+        #[arg(long, default_value_t = 100_000)]
+        trials: u64,
+        /// Trials per world for the schedule attack (each a full run).
+        #[arg(long, default_value_t = 2_000)]
+        attack_trials: u64,
+        /// Confidence of the lower bounds.
+        #[arg(long, default_value_t = 0.99)]
+        confidence: f64,
+        /// Multiply each mechanism's noise by this (1: as calibrated; the
+        /// auditor's self-test: 0.25 must be caught).
+        #[arg(long, default_value_t = 1.0)]
+        noise_scale: f64,
+        /// Worker threads (default: all cores).
+        #[arg(long)]
+        threads: Option<usize>,
+    },
     /// List algorithms, environments and parameters.
     List,
     /// Run the canonical benchmark workloads and print agent-steps per second.
@@ -145,15 +174,19 @@ pub enum CliError {
     /// merge found missing or duplicate units (exit code 1).
     #[error("results are incomplete or duplicated (see above)")]
     Incomplete,
+    /// A command-line value out of range (exit code 2).
+    #[error("{0}")]
+    Usage(String),
 }
 
 impl CliError {
     /// Process exit code for this error.
     pub fn exit_code(&self) -> ExitCode {
         match self {
-            CliError::Job(_) | CliError::Backend(_) | CliError::Run(RunError::CellUnsupported { .. }) => {
-                ExitCode::from(2)
-            }
+            CliError::Job(_)
+            | CliError::Backend(_)
+            | CliError::Usage(_)
+            | CliError::Run(RunError::CellUnsupported { .. }) => ExitCode::from(2),
             CliError::Run(RunError::Stopped { .. }) => ExitCode::from(3),
             CliError::Run(_) | CliError::Merge(_) | CliError::Incomplete => ExitCode::from(1),
         }
@@ -281,6 +314,32 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             } else {
                 Err(CliError::Incomplete)
             }
+        }
+        Command::Audit {
+            job,
+            out,
+            trials,
+            attack_trials,
+            confidence,
+            noise_scale,
+            threads,
+        } => {
+            let settings = audit::AuditSettings {
+                trials,
+                attack_trials,
+                confidence,
+                noise_scale,
+            };
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads.unwrap_or(0))
+                .build()
+                .map_err(|e| RunError::Threads {
+                    threads: threads.unwrap_or(0),
+                    message: e.to_string(),
+                })?;
+            let text = pool.install(|| audit::run(&job, out, settings))?;
+            emit(&text);
+            Ok(())
         }
         Command::List => {
             let mut out = String::new();

@@ -3,6 +3,7 @@
 //! mechanism (Laplace) of the gossip family.
 
 pub mod accountant;
+pub mod audit;
 pub mod partial_sum;
 pub mod tree;
 pub mod vecsum;

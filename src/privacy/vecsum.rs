@@ -80,6 +80,11 @@ impl VecSum {
         }
     }
 
+    /// Tree levels.
+    pub fn levels(&self) -> usize {
+        self.levels
+    }
+
     /// Coordinates per data point: d(d+1)/2 + d.
     pub fn coords(&self) -> usize {
         self.coords

@@ -1,0 +1,439 @@
+//! What `fedbandits audit` audits in a cell: its privacy mechanism set up
+//! with the cell's own calibration ([`harness`], for
+//! [`crate::privacy::audit`]) and, for the linear algorithms whose schedule
+//! the server sees, the schedule attack ([`schedule_attack`]).
+//!
+//! **Neighbouring inputs** follow the cell's `neighbours` relation: one
+//! observation (x, y) = (L e_1, 1) of one agent against none (`add_remove`)
+//! or against (L e_2, -1) (`substitute`); for Fed_UCB's partial sums,
+//! observations at the two ends of the clipping range (the relation its
+//! sensitivity is computed for). `noise_scale` multiplies the mechanism's
+//! noise (1: as calibrated; the auditor's self-test uses 1/4).
+//!
+//! **The schedule attack** (Zhou & Chowdhury's slides, on Dubey &
+//! Pentland's FedUCB): silo 1's user of round 1 is present (world 0) or
+//! absent (world 1); silo 2, the adversary, contributes no users and sees
+//! only when synchronizations happen. FedUCB syncs when an agent's log-det
+//! statistic crosses its threshold, a function of the raw data that no
+//! noise touches, so the first sync round is a deterministic function of
+//! silo 1's data; Private-FedLinUCB syncs every B rounds whatever the data.
+//! The attack's statistic is the first sync round; the trials vary the
+//! privacy noise (the data are the adversary's fixed choice, as the
+//! definition of DP requires).
+
+use super::CellConfig;
+use super::linear::{LinearAlgorithm, LinearConfig, Protocol, fedlinucb, feducb};
+use crate::backend::cpu::CpuBackend;
+use crate::backend::{AgentState, Backend, BatchRef, StepResult, Workspace};
+use crate::env::{AgentStreams, LinearEnv};
+use crate::linalg::LltError;
+use crate::privacy::accountant::Neighbours;
+use crate::privacy::audit::{AuditOutcome, Harness, audit, leaf_of};
+use crate::privacy::tree::symmetric_gaussian;
+use crate::privacy::vecsum::VecSum;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The two neighbouring observations (x, y) of a linear cell.
+fn neighbouring_points(cfg: &LinearConfig) -> [(Vec<f64>, f64); 2] {
+    let d = cfg.env.d;
+    let l = cfg.l_bound;
+    let mut x0 = vec![0.0; d];
+    x0[0] = l;
+    let x1 = match cfg.neighbours {
+        Neighbours::AddRemove => vec![0.0; d],
+        Neighbours::Substitute => {
+            let mut x = vec![0.0; d];
+            x[d.min(2) - 1] = l;
+            x
+        }
+    };
+    let y1 = if cfg.neighbours == Neighbours::AddRemove {
+        0.0
+    } else {
+        -1.0
+    };
+    [(x0, 1.0), (x1, y1)]
+}
+
+/// The cell's mechanism as an audit harness with its noise scaled by
+/// `noise_scale`, and the delta to audit at; `Err(why)` when the cell has
+/// no mechanism this auditor covers.
+pub fn harness(cell: &CellConfig, noise_scale: f64) -> Result<(Harness, f64), String> {
+    match cell {
+        CellConfig::Linear(cfg) => {
+            let Some((eps, delta)) = cfg.privacy else {
+                return Err("not private".into());
+            };
+            let pts = neighbouring_points(cfg);
+            let d = cfg.env.d;
+            match cfg.algorithm {
+                LinearAlgorithm::PrivateFedlinucb if cfg.protocol == Protocol::SdpVecsum => {
+                    let c = fedlinucb::ZhouConstants::new(cfg);
+                    // b's constant scales the Binomial count, so the noise's
+                    // standard deviation scales by its square root.
+                    let proto = VecSum::new(
+                        d,
+                        c.levels,
+                        cfg.batch_size,
+                        cfg.m,
+                        cfg.l_bound,
+                        eps,
+                        delta,
+                        cfg.vecsum_scale * noise_scale * noise_scale,
+                    );
+                    Ok((
+                        Harness::VecSum {
+                            proto: Box::new(proto),
+                            points: cfg.batch_size * cfg.m as u64,
+                            point: pts,
+                        },
+                        delta,
+                    ))
+                }
+                LinearAlgorithm::PrivateFedlinucb => {
+                    let c = fedlinucb::ZhouConstants::new(cfg);
+                    let sigma = c.sigma * noise_scale;
+                    Ok((
+                        Harness::GaussianTree {
+                            d,
+                            levels: c.levels,
+                            p: [leaf_of(&pts[0].0, pts[0].1), leaf_of(&pts[1].0, pts[1].1)],
+                            noise: Box::new(move |z, key| symmetric_gaussian(z, d, sigma, key)),
+                        },
+                        delta,
+                    ))
+                }
+                LinearAlgorithm::FeducbCentralized | LinearAlgorithm::FeducbDecentralized => {
+                    let c = feducb::DubeyConstants::new(cfg);
+                    let sigma = c.sigma_n * noise_scale;
+                    Ok((
+                        Harness::GaussianTree {
+                            d,
+                            levels: c.levels,
+                            p: [leaf_of(&pts[0].0, pts[0].1), leaf_of(&pts[1].0, pts[1].1)],
+                            noise: Box::new(move |z, key| feducb::dubey_noise(z, d, sigma, key)),
+                        },
+                        delta,
+                    ))
+                }
+                a => Err(format!("{a:?} has no privacy mechanism")),
+            }
+        }
+        CellConfig::Gossip(g) if g.privacy.epsilon.is_finite() => {
+            let p = &g.privacy;
+            let levels = crate::privacy::partial_sum::blocks_per_observation(g.horizon);
+            let scale = (p.clip.1 - p.clip.0) / super::gossip::fed_ucb_gossip::block_epsilon(p, g.horizon);
+            Ok((
+                Harness::LaplacePartialSum {
+                    levels,
+                    scale: scale * noise_scale,
+                    x: [p.clip.1, p.clip.0],
+                },
+                0.0,
+            ))
+        }
+        CellConfig::Gossip(_) => Err("not private".into()),
+        CellConfig::Comb(_) => Err("P-FCB's Gaussian releases have no audit harness yet".into()),
+    }
+}
+
+/// A CPU backend through which the schedule attack's neighbouring data are
+/// fed: agent `attacker` (silo 2) has no users, and in world 1 agent 0's
+/// user of round `round` is absent. FedUCB steps agents 0..M in order once
+/// per round, so call c is agent c mod M in round c / M + 1. An absent user
+/// still draws its decision set and reward (on scratch state), so every
+/// other user's data is the same in both worlds; its action is the zero
+/// vector, which changes no sum, and it has no regret.
+struct NeighbourFeed {
+    m: u64,
+    attacker: u64,
+    remove: Option<u64>,
+    calls: AtomicU64,
+    scratch: std::sync::Mutex<(Vec<f64>, Vec<f64>)>,
+}
+
+impl Backend for NeighbourFeed {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn ucb_step(
+        &self,
+        env: &LinearEnv,
+        streams: &mut AgentStreams,
+        ws: &mut Workspace,
+        agent: AgentState<'_>,
+        beta: f64,
+        reward_bound: f64,
+    ) -> StepResult {
+        let c = self.calls.fetch_add(1, Ordering::Relaxed);
+        let (who, round) = (c % self.m, c / self.m + 1);
+        if who != self.attacker && !(who == 0 && self.remove == Some(round)) {
+            return CpuBackend.ucb_step(env, streams, ws, agent, beta, reward_bound);
+        }
+        let mut guard = self.scratch.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (vinv, b) = &mut *guard;
+        vinv.clear();
+        vinv.extend_from_slice(agent.vinv);
+        b.clear();
+        b.extend_from_slice(agent.b);
+        let mut logdet = *agent.logdet;
+        let _ = CpuBackend.ucb_step(
+            env,
+            streams,
+            ws,
+            AgentState {
+                vinv,
+                logdet: &mut logdet,
+                b,
+            },
+            beta,
+            reward_bound,
+        );
+        ws.x.fill(0.0);
+        StepResult {
+            arm: 0,
+            mean: 0.0,
+            best: 0.0,
+            y: 0.0,
+            clipped: false,
+            quad: 0.0,
+        }
+    }
+
+    fn spd_inverse(&self, v: &[f64], d: usize, inv: &mut [f64], ws: &mut Workspace) -> Result<(f64, f64), LltError> {
+        CpuBackend.spd_inverse(v, d, inv, ws)
+    }
+
+    fn supports(&self, _batch: BatchRef<'_>) -> Result<(), String> {
+        Err("the schedule attack's feed runs FedUCB objects only".into())
+    }
+
+    fn linear_ops<'a>(
+        &'a self,
+        _batch: &crate::backend::LinearBatch,
+    ) -> Result<Box<dyn crate::backend::LinearOps + 'a>, crate::backend::BatchError> {
+        Err(crate::backend::BatchError::Unsupported("schedule attack feed".into()))
+    }
+
+    fn gossip_ops<'a>(
+        &'a self,
+        _batch: &crate::backend::gossip::GossipBatch,
+    ) -> Result<Box<dyn crate::backend::gossip::GossipOps + 'a>, crate::backend::BatchError> {
+        Err(crate::backend::BatchError::Unsupported("schedule attack feed".into()))
+    }
+
+    fn comb_ops<'a>(
+        &'a self,
+        _batch: &crate::backend::combinatorial::CombBatch,
+    ) -> Result<Box<dyn crate::backend::combinatorial::CombOps + 'a>, crate::backend::BatchError> {
+        Err(crate::backend::BatchError::Unsupported("schedule attack feed".into()))
+    }
+}
+
+/// The first sync round of one run (horizon + 1 when none) in world 0
+/// (`removed` None: every user of silo 1 present) or world 1 (`Some(t0)`:
+/// silo 1's user of round t0 absent), with the algorithm's noise keyed by
+/// `trial`.
+fn first_sync(cfg: &LinearConfig, env_key: &[u64], trial: u64, world: Option<u64>) -> Result<f64, String> {
+    let algo_key = [env_key[0], 0xa7, trial];
+    match cfg.algorithm {
+        LinearAlgorithm::FeducbCentralized => {
+            use super::Federation;
+            let mut fed = super::linear::build(cfg, env_key, &algo_key)?;
+            let feed = NeighbourFeed {
+                m: cfg.m as u64,
+                attacker: 1,
+                remove: world,
+                calls: AtomicU64::new(0),
+                scratch: std::sync::Mutex::new((Vec::new(), Vec::new())),
+            };
+            for t in 1..=cfg.horizon {
+                fed.round(t, &feed);
+                if fed.counters().sync_rounds > 0 {
+                    return Ok(t as f64);
+                }
+            }
+            Ok((cfg.horizon + 1) as f64)
+        }
+        LinearAlgorithm::PrivateFedlinucb | LinearAlgorithm::Fedlinucb => {
+            // The lockstep loop decides the sync rounds; run it on the real
+            // CPU operations with world 1's data replaced entirely (another
+            // environment), a stronger change than one user.
+            let key: Vec<u64> = if world.is_some() {
+                vec![env_key[0], 0xbad]
+            } else {
+                env_key.to_vec()
+            };
+            let batch = super::linear::linear_batch(cfg, vec![key], &[algo_key.to_vec()])?;
+            let ops = CpuBackend.linear_ops(&batch).map_err(|e| e.to_string())?;
+            let mut rec = SyncRecorder {
+                inner: ops,
+                t: 0,
+                first: None,
+            };
+            let mut step = super::linear::lockstep::Lockstep::new();
+            for until in 1..=cfg.horizon {
+                step.advance(&batch, &mut rec, until, &[], &mut [Vec::new()])
+                    .map_err(|e| e.to_string())?;
+                if rec.first.is_some() {
+                    break;
+                }
+            }
+            Ok(rec.first.map_or((cfg.horizon + 1) as f64, |t| t as f64))
+        }
+        a => Err(format!("{a:?}: no schedule to attack")),
+    }
+}
+
+/// Linear operations that remember the round of the first sync.
+struct SyncRecorder<'a> {
+    inner: Box<dyn crate::backend::LinearOps + 'a>,
+    t: u64,
+    first: Option<u64>,
+}
+
+impl crate::backend::LinearOps for SyncRecorder<'_> {
+    fn max_rounds(&self) -> usize {
+        self.inner.max_rounds()
+    }
+    fn rounds(&mut self, t0: u64, betas: &[f64]) -> Result<(), crate::backend::BatchError> {
+        self.t = t0 + betas.len() as u64 - 1;
+        self.inner.rounds(t0, betas)
+    }
+    fn refactor(&mut self) -> Result<(), crate::backend::BatchError> {
+        self.inner.refactor()
+    }
+    fn sync(&mut self, index: u64) -> Result<(), crate::backend::BatchError> {
+        self.first.get_or_insert(self.t);
+        self.inner.sync(index)
+    }
+    fn observe(&mut self, out: &mut Vec<crate::backend::Observation>) -> Result<(), crate::backend::BatchError> {
+        self.inner.observe(out)
+    }
+}
+
+/// Datasets the adversary tries when choosing where to attack.
+const ATTACK_DATASETS: u64 = 256;
+
+/// The schedule attack on a linear cell (see the module docs): `trials`
+/// runs per world and half; the statistic is the first sync round. The
+/// adversary first chooses the data: among [`ATTACK_DATASETS`] datasets
+/// (environment keys) and the rounds t0 before the first sync, the first
+/// pair where removing silo 1's user of round t0 moves the first sync (one
+/// run each way suffices: the first sync does not depend on the noise);
+/// else dataset 0 and t0 = 1, where the schedule shows nothing. Returns the
+/// outcome, the dataset and t0. `Err(why)` for cells without a schedule the
+/// attack applies to.
+pub fn schedule_attack(
+    cell: &CellConfig,
+    seed: u64,
+    trials: u64,
+    confidence: f64,
+) -> Result<(AuditOutcome, u64, u64), String> {
+    let CellConfig::Linear(cfg) = cell else {
+        return Err("the schedule attack applies to the linear family".into());
+    };
+    if cfg.m < 2 {
+        return Err("the schedule attack needs M >= 2 (silo 1 and the adversary)".into());
+    }
+    let delta = cfg.privacy.map_or(0.0, |p| p.1);
+    let key = |k: u64| [seed, 0x5c4e, k];
+    let mut choice = (0, 1);
+    // Removing an earlier user lowers every later statistic alike, so t0 = 1
+    // is tried first and the other rounds only on the first datasets.
+    let searched = if cfg.algorithm == LinearAlgorithm::FeducbCentralized {
+        ATTACK_DATASETS
+    } else {
+        0
+    };
+    'search: for k in 0..searched {
+        let base = first_sync(cfg, &key(k), 0, None)?;
+        let rounds = if k < 4 { (base as u64).min(cfg.horizon) } else { 1 };
+        for t0 in 1..=rounds {
+            if first_sync(cfg, &key(k), 0, Some(t0))? != base {
+                choice = (k, t0);
+                break 'search;
+            }
+        }
+    }
+    let (k, t0) = choice;
+    let out = audit(trials, delta, confidence, |t, w| {
+        // World 1 (user absent) syncs later: its statistic is larger.
+        first_sync(cfg, &key(k), t, w.then_some(t0)).unwrap_or(f64::NAN)
+    });
+    Ok((out, k, t0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(yaml: &str) -> CellConfig {
+        let job = crate::job::Job::parse(std::path::Path::new("audit.yaml"), yaml).unwrap_or_else(|e| panic!("{e}"));
+        job.cells[0].config.clone()
+    }
+
+    /// The auditor's self-test (issue 13): with 2 x 20000 trials per world
+    /// at 99% confidence, a correctly calibrated mechanism's lower bound
+    /// stays below the accountant's epsilon, and the same mechanism with its
+    /// noise scaled by 1/4 is caught: its bound exceeds both the target and
+    /// the accountant's epsilon for the calibrated noise. For the Gaussian
+    /// tree (Private-FedLinUCB ldp, the slides' relation) and the Laplace
+    /// partial sums (Fed_UCB).
+    #[test]
+    fn the_auditor_catches_a_quarter_of_the_noise_and_passes_the_real_mechanism() {
+        let cells = [
+            cell(
+                "horizon: 800\nalgorithm: private_fedlinucb\nenvironment: linear_gap\n\
+                 params: {m: 2, d: 2, k: 4, epsilon: 1, delta: 0.1, batch_size: 25, calibration: theorem}\n",
+            ),
+            cell(
+                "horizon: 1024\nalgorithm: fed_ucb_gossip\nenvironment: mab_heterogeneous\n\
+                 params: {m: 2, arms: 2, graph: complete, epsilon: 1}\n",
+            ),
+        ];
+        for c in &cells {
+            let a = c.accounting().unwrap();
+            let claim = a.epsilon_zcdp.or(a.epsilon_pure).unwrap();
+            let target = c.target().0.unwrap();
+            let (h, delta) = harness(c, 1.0).unwrap();
+            let ok = h.run(7, 20_000, delta, 0.99);
+            let (h4, _) = harness(c, 0.25).unwrap();
+            let caught = h4.run(7, 20_000, delta, 0.99);
+            println!(
+                "claim {claim:.3} target {target}: calibrated eps_lb {:.3} (adv {:.3}), noise/4 eps_lb {:.3} (adv {:.3})",
+                ok.epsilon_lb, ok.advantage, caught.epsilon_lb, caught.advantage
+            );
+            assert!(
+                ok.epsilon_lb <= claim,
+                "the accountant's {claim} is below the audit's {ok:?}"
+            );
+            assert!(
+                caught.epsilon_lb > claim.max(target),
+                "noise/4 not caught: {caught:?} vs claim {claim}, target {target}"
+            );
+        }
+    }
+
+    /// The schedule attack: Private-FedLinUCB's schedule shows nothing (the
+    /// sync rounds are the same even for entirely different data); FedUCB's
+    /// threshold schedule moves with one user, a perfect distinguisher.
+    #[test]
+    fn the_schedule_attack_separates_adaptive_from_fixed_schedules() {
+        let fixed = cell(
+            "horizon: 200\nalgorithm: private_fedlinucb\nenvironment: linear_gap\n\
+             params: {m: 2, d: 2, k: 4, epsilon: 1, delta: 0.1, batch_size: 20}\n",
+        );
+        let (o, _, _) = schedule_attack(&fixed, 3, 200, 0.99).unwrap();
+        assert_eq!((o.epsilon_lb, o.advantage), (0.0, 0.0), "{o:?}");
+        let adaptive = cell(
+            "horizon: 2048\nalgorithm: feducb_centralized\nenvironment: linear_gap\n\
+             params: {m: 2, d: 2, k: 4, epsilon: 10, delta: 0.1, sync: threshold, threshold: 2000}\n",
+        );
+        let (o, dataset, t0) = schedule_attack(&adaptive, 16, 200, 0.99).unwrap();
+        println!("FedUCB: dataset {dataset}, round {t0}: {o:?}");
+        assert_eq!(o.advantage, 1.0, "{o:?}");
+        assert!(o.epsilon_lb > 3.0, "{o:?}");
+    }
+}

@@ -1,0 +1,184 @@
+//! `fedbandits audit`: empirical privacy audits of a job's cells
+//! ([`crate::algo::audit`], [`crate::privacy::audit`]), one table row per
+//! cell and view, printed and written atomically to
+//! `<output>/<job>/audit.parquet`.
+
+use super::CliError;
+use crate::algo::CellConfig;
+use crate::algo::audit::{harness, schedule_attack};
+use crate::algo::linear::{LinearAlgorithm, Protocol};
+use crate::job::Job;
+use crate::output::{AuditRow, audit_batch, audit_schema, metadata, write_parquet_atomic_with};
+use crate::privacy::accountant::Accounting;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// What to audit and how hard.
+#[derive(Clone, Copy, Debug)]
+pub struct AuditSettings {
+    /// Trials per world and half for mechanisms.
+    pub trials: u64,
+    /// Trials per world and half for the schedule attack.
+    pub attack_trials: u64,
+    /// Confidence of every bound.
+    pub confidence: f64,
+    /// Noise multiplier (1: as calibrated).
+    pub noise_scale: f64,
+}
+
+/// The mechanism's name and the accountant's epsilon that covers it.
+fn claim(cell: &CellConfig, acct: Option<&Accounting>) -> (String, Option<f64>, String) {
+    let name = match cell {
+        CellConfig::Linear(c) => match (c.algorithm, c.protocol) {
+            (LinearAlgorithm::PrivateFedlinucb, Protocol::Ldp) => "ldp",
+            (LinearAlgorithm::PrivateFedlinucb, Protocol::SdpAmp) => "sdp_amp",
+            (LinearAlgorithm::PrivateFedlinucb, Protocol::SdpVecsum) => "sdp_vecsum",
+            (LinearAlgorithm::PrivateFedlinucb, Protocol::Alt) => "alt",
+            _ => "privatizer",
+        },
+        CellConfig::Gossip(_) => "partial_sums",
+        CellConfig::Comb(_) => "p_fcb",
+    };
+    let (eps, fig) = match acct {
+        Some(a) if a.epsilon_zcdp.is_some() => (a.epsilon_zcdp, "zcdp"),
+        Some(a) if a.epsilon_pure.is_some() => (a.epsilon_pure, "pure"),
+        Some(a) if a.basic.is_some() => (a.basic.map(|b| b.0), "basic"),
+        _ => (None, "none"),
+    };
+    (name.into(), eps, fig.into())
+}
+
+/// Runs the audit of every cell of `job_path`; returns the table text.
+pub fn run(job_path: &Path, out: Option<PathBuf>, s: AuditSettings) -> Result<String, CliError> {
+    let mut job = Job::load(job_path)?;
+    if let Some(o) = out {
+        job.output = o;
+    }
+    if !(s.confidence > 0.0 && s.confidence < 1.0) || s.trials == 0 || s.attack_trials == 0 {
+        return Err(CliError::Usage(format!(
+            "--confidence {} must lie in (0, 1) and --trials {} / --attack-trials {} must be at least 1",
+            s.confidence, s.trials, s.attack_trials
+        )));
+    }
+    if !(s.noise_scale.is_finite() && s.noise_scale > 0.0) {
+        return Err(CliError::Usage(format!(
+            "--noise-scale {} must be a number > 0",
+            s.noise_scale
+        )));
+    }
+    let mut rows = Vec::new();
+    let mut text = format!(
+        "audit {}: {} trials per world (mechanisms), {} (schedule), confidence {}, noise x {}\n\
+         {:<24} {:<10} {:<12} {:>8} {:>10} {:>10} {:>10} {:>10}\n",
+        job.name,
+        s.trials,
+        s.attack_trials,
+        s.confidence,
+        s.noise_scale,
+        "algorithm",
+        "view",
+        "mechanism",
+        "target",
+        "acct_eps",
+        "delta",
+        "eps_lb",
+        "advantage"
+    );
+    for cell in &job.cells {
+        let acct = cell.config.accounting();
+        let (mechanism, acct_epsilon, acct_figure) = claim(&cell.config, acct.as_ref());
+        let (target_epsilon, target_delta) = cell.config.target();
+        let key = crate::rng::fold_key(&[job.seed, cell.index as u64, 0xa0d1]);
+        let mut push = |view: &str, mech: &str, delta: f64, acct: Option<f64>, outcome, secs: f64| {
+            rows.push(AuditRow {
+                cell_id: cell.id.clone(),
+                algorithm: cell.algorithm.clone(),
+                environment: cell.environment.clone(),
+                label: cell.label(),
+                view: view.into(),
+                mechanism: mech.into(),
+                target_epsilon,
+                target_delta,
+                acct_epsilon: acct,
+                acct_figure: if view == "schedule" {
+                    "none".into()
+                } else {
+                    acct_figure.clone()
+                },
+                audit_delta: delta,
+                noise_scale: s.noise_scale,
+                outcome,
+                wall_seconds: secs,
+            });
+        };
+        match harness(&cell.config, s.noise_scale) {
+            Ok((h, delta)) => {
+                let t0 = Instant::now();
+                let o = h.run(key, s.trials, delta, s.confidence);
+                push(
+                    "mechanism",
+                    &mechanism,
+                    delta,
+                    acct_epsilon,
+                    o,
+                    t0.elapsed().as_secs_f64(),
+                );
+            }
+            Err(why) => text += &format!("{}: mechanism not audited: {why}\n", cell.label()),
+        }
+        if let CellConfig::Linear(c) = &cell.config
+            && c.privacy.is_some()
+            && matches!(
+                c.algorithm,
+                LinearAlgorithm::FeducbCentralized | LinearAlgorithm::PrivateFedlinucb
+            )
+        {
+            let t0 = Instant::now();
+            match schedule_attack(&cell.config, job.seed, s.attack_trials, s.confidence) {
+                Ok((o, dataset, round)) => {
+                    let delta = target_delta.unwrap_or(0.0);
+                    text += &format!(
+                        "{} {}: schedule attack on dataset {dataset}, silo 1's user of round {round} removed\n",
+                        cell.algorithm, cell.id
+                    );
+                    push("schedule", "sync_times", delta, None, o, t0.elapsed().as_secs_f64());
+                }
+                Err(why) => text += &format!("{}: schedule not attacked: {why}\n", cell.label()),
+            }
+        }
+    }
+    if rows.is_empty() {
+        return Err(CliError::Usage(format!(
+            "{}: no cell has a private mechanism this auditor covers (see the lines above)\n{text}",
+            job_path.display()
+        )));
+    }
+    let fmt = |v: Option<f64>| v.map_or("null".to_string(), |v| format!("{v:.3}"));
+    for r in &rows {
+        text += &format!(
+            "{:<24} {:<10} {:<12} {:>8} {:>10} {:>10} {:>10.3} {:>10.4}\n",
+            r.algorithm,
+            r.view,
+            r.mechanism,
+            fmt(r.target_epsilon),
+            fmt(r.acct_epsilon),
+            format!("{:.3e}", r.audit_delta),
+            r.outcome.epsilon_lb,
+            r.outcome.advantage
+        );
+    }
+    let batch = audit_batch(&job, &rows).map_err(crate::sim::runner::RunError::from)?;
+    let path = job.results_dir().join("audit.parquet");
+    let kv = metadata(
+        &job,
+        &[
+            ("audit_trials", s.trials.to_string()),
+            ("audit_attack_trials", s.attack_trials.to_string()),
+            ("audit_confidence", s.confidence.to_string()),
+            ("audit_noise_scale", s.noise_scale.to_string()),
+        ],
+    );
+    write_parquet_atomic_with(&path, audit_schema(), &[batch], kv).map_err(crate::sim::runner::RunError::from)?;
+    text += &format!("wrote {}\n", path.display());
+    Ok(text)
+}
