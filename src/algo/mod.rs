@@ -50,6 +50,9 @@ impl CellConfig {
             CellConfig::Gossip(c) if c.algorithm == gossip::GossipAlgorithm::FedUcbGossip => {
                 gossip::fed_ucb_gossip::accounting(&c.privacy, c.horizon)
             }
+            CellConfig::Comb(c) if c.algorithm == combinatorial::CombAlgorithm::PFcb => {
+                Some(combinatorial::p_fcb::accounting(&c.private, c.horizon))
+            }
             CellConfig::Gossip(_) | CellConfig::Comb(_) => None,
         }
     }

@@ -51,6 +51,25 @@ pub struct PFcb {
     pub noise_keys: Vec<u64>,
 }
 
+/// P-FCB's noise scale of a communication round of budget `eps` at
+/// `delta`: sqrt(2 ln(1.25 / delta)) / eps, which times a producer's
+/// capacity k is the standard deviation of the noise on each of w~ and y~
+/// (the classical Gaussian calibration for sensitivity k). Every backend
+/// uses this expression.
+pub fn p_fcb_noise_scale(delta: f64, eps: f64) -> f64 {
+    (2.0 * crate::math::ln(1.25 / delta)).sqrt() / eps
+}
+
+/// P-FCB's message about one producer: the uncommunicated (w, y) with
+/// Gaussian noise of standard deviation `sigma` on each, drawn from the
+/// agent's round key `key` at indices 2 `producer` and 2 `producer` + 1.
+pub fn p_fcb_message(w: f64, y: f64, sigma: f64, key: u64, producer: usize) -> (f64, f64) {
+    (
+        w + sigma * crate::rng::normal_at(key, 2 * producer as u64),
+        y + sigma * crate::rng::normal_at(key, 2 * producer as u64 + 1),
+    )
+}
+
 /// A batch of federations.
 pub struct CombBatch {
     /// Each federation's instance.

@@ -67,22 +67,20 @@ pub fn run(job_path: &Path, out: Option<PathBuf>, s: AuditSettings) -> Result<St
         )));
     }
     let mut rows = Vec::new();
+    let lw = job
+        .cells
+        .iter()
+        .map(|c| job.short_label(c).len())
+        .max()
+        .unwrap_or(0)
+        .max(4);
     let mut text = format!(
-        "audit {}: {} trials per world (mechanisms), {} (schedule), confidence {}, noise x {}\n\
-         {:<24} {:<10} {:<12} {:>8} {:>10} {:>10} {:>10} {:>10}\n",
-        job.name,
-        s.trials,
-        s.attack_trials,
-        s.confidence,
-        s.noise_scale,
-        "algorithm",
-        "view",
-        "mechanism",
-        "target",
-        "acct_eps",
-        "delta",
-        "eps_lb",
-        "advantage"
+        "audit {}: {} trials per world (mechanisms), {} (schedule), confidence {}, noise x {}\n",
+        job.name, s.trials, s.attack_trials, s.confidence, s.noise_scale,
+    );
+    let mut table = format!(
+        "{:<lw$} {:<10} {:<12} {:>8} {:>10} {:>10} {:>10} {:>10}\n",
+        "cell", "view", "mechanism", "target", "acct_eps", "delta", "eps_lb", "advantage"
     );
     for cell in &job.cells {
         let acct = cell.config.accounting();
@@ -90,26 +88,29 @@ pub fn run(job_path: &Path, out: Option<PathBuf>, s: AuditSettings) -> Result<St
         let (target_epsilon, target_delta) = cell.config.target();
         let key = crate::rng::fold_key(&[job.seed, cell.index as u64, 0xa0d1]);
         let mut push = |view: &str, mech: &str, delta: f64, acct: Option<f64>, outcome, secs: f64| {
-            rows.push(AuditRow {
-                cell_id: cell.id.clone(),
-                algorithm: cell.algorithm.clone(),
-                environment: cell.environment.clone(),
-                label: cell.label(),
-                view: view.into(),
-                mechanism: mech.into(),
-                target_epsilon,
-                target_delta,
-                acct_epsilon: acct,
-                acct_figure: if view == "schedule" {
-                    "none".into()
-                } else {
-                    acct_figure.clone()
+            rows.push((
+                AuditRow {
+                    cell_id: cell.id.clone(),
+                    algorithm: cell.algorithm.clone(),
+                    environment: cell.environment.clone(),
+                    label: cell.label(),
+                    view: view.into(),
+                    mechanism: mech.into(),
+                    target_epsilon,
+                    target_delta,
+                    acct_epsilon: acct,
+                    acct_figure: if view == "schedule" {
+                        "none".into()
+                    } else {
+                        acct_figure.clone()
+                    },
+                    audit_delta: delta,
+                    noise_scale: s.noise_scale,
+                    outcome,
+                    wall_seconds: secs,
                 },
-                audit_delta: delta,
-                noise_scale: s.noise_scale,
-                outcome,
-                wall_seconds: secs,
-            });
+                cell,
+            ));
         };
         match harness(&cell.config, s.noise_scale) {
             Ok((h, delta)) => {
@@ -124,7 +125,7 @@ pub fn run(job_path: &Path, out: Option<PathBuf>, s: AuditSettings) -> Result<St
                     t0.elapsed().as_secs_f64(),
                 );
             }
-            Err(why) => text += &format!("{}: mechanism not audited: {why}\n", cell.label()),
+            Err(why) => text += &format!("{}: mechanism not audited: {why}\n", job.short_label(cell)),
         }
         if let CellConfig::Linear(c) = &cell.config
             && c.privacy.is_some()
@@ -138,12 +139,12 @@ pub fn run(job_path: &Path, out: Option<PathBuf>, s: AuditSettings) -> Result<St
                 Ok((o, dataset, round)) => {
                     let delta = target_delta.unwrap_or(0.0);
                     text += &format!(
-                        "{} {}: schedule attack on dataset {dataset}, silo 1's user of round {round} removed\n",
-                        cell.algorithm, cell.id
+                        "{}: schedule attack on dataset {dataset}, silo 1's user of round {round} removed\n",
+                        job.short_label(cell)
                     );
                     push("schedule", "sync_times", delta, None, o, t0.elapsed().as_secs_f64());
                 }
-                Err(why) => text += &format!("{}: schedule not attacked: {why}\n", cell.label()),
+                Err(why) => text += &format!("{}: schedule not attacked: {why}\n", job.short_label(cell)),
             }
         }
     }
@@ -154,10 +155,10 @@ pub fn run(job_path: &Path, out: Option<PathBuf>, s: AuditSettings) -> Result<St
         )));
     }
     let fmt = |v: Option<f64>| v.map_or("null".to_string(), |v| format!("{v:.3}"));
-    for r in &rows {
-        text += &format!(
-            "{:<24} {:<10} {:<12} {:>8} {:>10} {:>10} {:>10.3} {:>10.4}\n",
-            r.algorithm,
+    for (r, cell) in &rows {
+        table += &format!(
+            "{:<lw$} {:<10} {:<12} {:>8} {:>10} {:>10} {:>10.3} {:>10.4}\n",
+            job.short_label(cell),
             r.view,
             r.mechanism,
             fmt(r.target_epsilon),
@@ -167,6 +168,7 @@ pub fn run(job_path: &Path, out: Option<PathBuf>, s: AuditSettings) -> Result<St
             r.outcome.advantage
         );
     }
+    let rows: Vec<AuditRow> = rows.into_iter().map(|(r, _)| r).collect();
     let batch = audit_batch(&job, &rows).map_err(crate::sim::runner::RunError::from)?;
     let path = job.results_dir().join("audit.parquet");
     let kv = metadata(
@@ -179,6 +181,7 @@ pub fn run(job_path: &Path, out: Option<PathBuf>, s: AuditSettings) -> Result<St
         ],
     );
     write_parquet_atomic_with(&path, audit_schema(), &[batch], kv).map_err(crate::sim::runner::RunError::from)?;
+    text += &table;
     text += &format!("wrote {}\n", path.display());
     Ok(text)
 }

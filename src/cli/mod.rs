@@ -493,7 +493,7 @@ fn privacy_warnings(job: &Job) -> Vec<String> {
         for w in a.warnings {
             match seen.iter_mut().find(|(s, _, _)| *s == w) {
                 Some((_, n, _)) => *n += 1,
-                None => seen.push((w, 1, cell.label())),
+                None => seen.push((w, 1, job.short_label(cell))),
             }
         }
     }

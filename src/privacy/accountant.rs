@@ -36,6 +36,14 @@
 //! the target; null where no stated theorem covers the configuration or its
 //! preconditions fail (a warning names them).
 //!
+//! **Reals, not doubles.** Every figure is for the mechanism over the real
+//! numbers, the convention of the papers and of DP libraries' analyses. A
+//! floating-point sampler's low-order bits can differ between neighbouring
+//! inputs (Mironov 2012): `fedbandits audit` measured epsilon_lb = 1.148
+//! against Fed_UCB's pure epsilon 1.0 from a test on the exact bits of the
+//! Laplace releases (analysis/REPRODUCTION.md). Closing that needs a
+//! snapping sampler, which the engine does not have yet.
+//!
 //! The accountant knows no algorithm: each private algorithm describes what
 //! it releases as a [`Mechanism`] (`algo::linear::mechanism`), and the
 //! accountant turns that description into the figures.
@@ -174,6 +182,9 @@ pub enum PaperClaim {
         /// sigma per unit of the theorem's sensitivity.
         unit_sigma: f64,
     },
+    /// The paper's own argument, applied to the noise actually used, gives
+    /// this epsilon (computed by the algorithm that states it).
+    Value(f64),
     /// No stated theorem covers this configuration (why).
     Unavailable(String),
 }
@@ -218,6 +229,7 @@ pub fn account(m: &Mechanism) -> Accounting {
     let mut warnings = m.warnings.clone();
     let paper = match &m.paper {
         PaperClaim::Target => Some(m.target.0),
+        PaperClaim::Value(e) => Some(*e),
         PaperClaim::ZhouTheorem1 { kappa, unit_sigma } => Some(zhou_theorem1_epsilon(*unit_sigma, *kappa, delta)),
         PaperClaim::Unavailable(why) => {
             warnings.push(format!("acct_epsilon_paper is null: {why}"));

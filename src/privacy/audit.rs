@@ -172,6 +172,10 @@ pub fn inverse_variance_weights(shift: &[f64], samples: u64, view: impl Fn(u64, 
 /// A tree node's noise: fills the node's flat (Gram, bias) noise from its key.
 pub type NodeNoise = Box<dyn Fn(&mut [f64], u64) + Send + Sync>;
 
+/// A mechanism's one noisy release: writes the release of `data` with the
+/// noise keyed by the key into `out` (the mechanism's own code).
+pub type Release = Box<dyn Fn(&[f64], u64, &mut [f64]) + Send + Sync>;
+
 /// A mechanism set up for an audit: neighbouring inputs and the view the
 /// test sees.
 pub enum Harness {
@@ -202,6 +206,15 @@ pub enum Harness {
         scale: f64,
         /// Round 1's observation in world 0 and world 1.
         x: [f64; 2],
+    },
+    /// One Gaussian release of a vector (P-FCB's message (w~, y~) about one
+    /// producer in one communication round): data `p[0]` or `p[1]`. View:
+    /// the release.
+    GaussianRelease {
+        /// The data in world 0 and world 1.
+        p: [Vec<f64>; 2],
+        /// The mechanism.
+        release: Release,
     },
     /// The shuffle vector-summation protocol in its tree (`sdp_vecsum`):
     /// batches of `points` points, the first point of batch 1 `(x, y)` of
@@ -318,6 +331,7 @@ impl Harness {
                     }
                 }
             }
+            Harness::GaussianRelease { p, release } => release(&p[usize::from(world)], fold_more(key, trial), out),
             Harness::LaplacePartialSum { .. } => {}
         }
     }
@@ -331,6 +345,7 @@ impl Harness {
                 proto.levels(),
                 [leaf_of(&point[0].0, point[0].1), leaf_of(&point[1].0, point[1].1)],
             ),
+            Harness::GaussianRelease { p, .. } => return p[1].iter().zip(&p[0]).map(|(a, b)| a - b).collect(),
             Harness::LaplacePartialSum { .. } => return Vec::new(),
         };
         let coords = view_coords(d);

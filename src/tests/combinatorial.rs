@@ -186,13 +186,15 @@ fn combinatorial_jobs_run_resume_and_write_their_columns() {
         "messages_rejected",
         "acct_epsilon_basic",
         "acct_delta_basic",
+        "acct_epsilon_zcdp",
+        "acct_epsilon_paper",
         "target_epsilon",
     ] {
         assert_eq!(col(1, name).0, 0, "p_fcb {name}");
         let (nulls, rows) = col(0, name);
         assert_eq!(nulls, rows, "non_federated {name}");
     }
-    for name in ["consensus_error", "gossip_lambda2", "d", "acct_epsilon_zcdp"] {
+    for name in ["consensus_error", "gossip_lambda2", "d", "acct_epsilon_pure"] {
         let (nulls, rows) = col(1, name);
         assert_eq!(nulls, rows, "{name}: another family's column");
     }

@@ -3,9 +3,11 @@
 //! at a time; federations on rayon's pool when the batch has several.
 
 use crate::backend::BatchError;
-use crate::backend::combinatorial::{Benchmarks, CombBatch, CombObservation, CombOps, CombPolicy, PFcb};
+use crate::backend::combinatorial::{
+    Benchmarks, CombBatch, CombObservation, CombOps, CombPolicy, PFcb, p_fcb_message, p_fcb_noise_scale,
+};
 use crate::env::procurement::{Instance, Oracle, feasible, revenue};
-use crate::rng::{fold_more, normal_at, uniform_at};
+use crate::rng::{fold_more, uniform_at};
 use rayon::prelude::*;
 
 /// The CPU state of every federation of a combinatorial batch (serializable
@@ -217,14 +219,13 @@ impl Fed {
         let (n, m) = (self.inst.spec.agents, self.inst.spec.producers);
         let z = self.comm;
         let eps = p.eps[z];
-        let scale = (2.0 * crate::math::ln(1.25 / p.delta)).sqrt() / eps;
+        let scale = p_fcb_noise_scale(p.delta, eps);
         for j in 0..n {
             let key = fold_more(self.noise_keys[j], z as u64);
             for i in 0..m {
                 let e = j * m + i;
                 let sigma = f64::from(self.inst.capacities(j)[i]) * scale;
-                self.msg[2 * e] = self.pend_w[e] + sigma * normal_at(key, 2 * i as u64);
-                self.msg[2 * e + 1] = self.pend_y[e] + sigma * normal_at(key, 2 * i as u64 + 1);
+                (self.msg[2 * e], self.msg[2 * e + 1]) = p_fcb_message(self.pend_w[e], self.pend_y[e], sigma, key, i);
             }
         }
         self.snap_w.copy_from_slice(&self.w_total);

@@ -12,7 +12,7 @@
 use super::launcher::{Arg, DevPtr, Launcher, download_slice, upload_slice};
 use super::{CudaError, i32_of};
 use crate::backend::BatchError;
-use crate::backend::combinatorial::{Benchmarks, CombBatch, CombObservation, CombOps, CombPolicy};
+use crate::backend::combinatorial::{Benchmarks, CombBatch, CombObservation, CombOps, CombPolicy, p_fcb_noise_scale};
 use crate::env::procurement::Oracle;
 
 /// Most rounds one launch runs (bounds a launch's duration).
@@ -151,10 +151,7 @@ impl<'a> CudaComb<'a> {
             }
         };
         // The CPU's expression for the noise scale of each round.
-        let scale: Vec<f64> = eps
-            .iter()
-            .map(|&e| (2.0 * crate::math::ln(1.25 / delta)).sqrt() / e)
-            .collect();
+        let scale: Vec<f64> = eps.iter().map(|&e| p_fcb_noise_scale(delta, e)).collect();
         let lr: &mut dyn Launcher = &mut **l;
         let (nnm, nn) = (nf * n * m, nf * n);
         let zf = |len: usize| vec![0.0f64; len];
