@@ -39,25 +39,52 @@ class ResultsError(Exception):
 
 
 def parquet_files(path: str | Path) -> list[Path]:
-    """The part files under `path` (hidden `.cells/` excluded), sorted."""
+    """The part files (`part-*.parquet`) under `path`, sorted; hidden and
+    underscore paths (`.units/`, `_audit/`) are not results."""
     p = Path(path)
     if p.is_file():
         return [p]
     if not p.exists():
         raise ResultsError(f"{p}: no such results directory (run `fedbandits run JOB.yaml` first)")
-    files = sorted(f for f in p.rglob("*.parquet") if not any(part.startswith(".") for part in f.relative_to(p).parts))
+    files = sorted(
+        f
+        for f in p.rglob("part-*.parquet")
+        if not any(part.startswith((".", "_")) for part in f.relative_to(p).parts)
+    )
     if not files:
         raise ResultsError(f"{p}: no Parquet part files found (expected part-*.parquet from `fedbandits run`)")
     return files
 
 
-def check_file(f: Path) -> None:
-    """Raises ResultsError if `f` is not a compatible fedbandits file."""
+#: The metadata key holding the XXH64 of a file's bytes before its footer.
+CHECKSUM_KEY = b"fedbandits.data_xxh64"
+
+
+def data_checksum(f: Path) -> int:
+    """XXH64 of a Parquet file's bytes before its footer (what the engine
+    writes under `fedbandits.data_xxh64`)."""
+    import xxhash
+
+    raw = f.read_bytes()
+    if len(raw) < 12 or raw[-4:] != b"PAR1":
+        raise ResultsError(f"{f}: not a Parquet file")
+    footer = int.from_bytes(raw[-8:-4], "little")
+    return xxhash.xxh64(raw[: len(raw) - 8 - footer]).intdigest()
+
+
+def check_file(f: Path) -> dict[bytes, bytes]:
+    """Raises ResultsError if `f` is not a compatible, intact fedbandits
+    file; returns its key-value metadata."""
     try:
         md = pq.read_metadata(f).metadata or {}
         schema = pq.read_schema(f)
     except Exception as e:  # pyarrow raises several types for corrupt files
         raise ResultsError(f"{f}: not a readable Parquet file ({e})") from e
+    stated = md.get(CHECKSUM_KEY)
+    if stated is not None and int(stated.decode(), 16) != data_checksum(f):
+        raise ResultsError(
+            f"{f}: checksum mismatch (the file is damaged): move it away and rerun the job (only its units are recomputed)"
+        )
     version = md.get(b"fedbandits.semantics_version", b"").decode()
     if version not in SUPPORTED_SEMANTICS:
         raise ResultsError(
@@ -68,13 +95,51 @@ def check_file(f: Path) -> None:
     missing = [c for c in REQUIRED if c not in names]
     if missing:
         raise ResultsError(f"{f}: missing columns {missing}: not a fedbandits results file")
+    return md
+
+
+def check_overlap(files: list[Path], metadata: list[dict[bytes, bytes]]) -> None:
+    """Raises ResultsError when two files hold the same (job, cell,
+    repetition): part files of two shard layouts (or a copied file) in one
+    directory would otherwise be counted twice."""
+    owner: dict[tuple[str, str], tuple[Path, str]] = {}
+    for f, md in zip(files, metadata):
+        job = md.get(b"fedbandits.job_name", b"").decode()
+        shard = md.get(b"fedbandits.shard", b"?").decode()
+        units = md.get(b"fedbandits.units", b"").decode()
+        for unit in filter(None, units.split(",")):
+            prev = owner.setdefault((job, unit), (f, shard))
+            if prev[0] != f:
+                cell, _, rep = unit.partition(":")
+                raise ResultsError(
+                    f"{prev[0]} (shard {prev[1]}) and {f} (shard {shard}) both hold job {job!r} cell {cell} "
+                    f"repetition {rep}: the directory mixes shard layouts or copies; keep one layout's part "
+                    f"files (move the others away) and run `fedbandits merge` on the directory"
+                )
+
+
+def check_manifests(files: list[Path]) -> None:
+    """Verifies the checksum line of each `_manifest.yaml` beside the files."""
+    import xxhash
+
+    for d in sorted({f.parent for f in files}):
+        m = d / "_manifest.yaml"
+        if not m.exists():
+            continue
+        text = m.read_text()
+        body, sep, last = text.rpartition("checksum_xxh64: ")
+        stated = last.strip().strip('"')
+        if not sep or f"{xxhash.xxh64(body.encode()).intdigest():016x}" != stated:
+            raise ResultsError(f"{m}: checksum mismatch (damaged or edited): rerun `fedbandits merge {d}`")
 
 
 def scan(path: str | Path) -> pl.LazyFrame:
-    """All results under `path` as one LazyFrame (one row per cell, repetition, t)."""
+    """All results under `path` as one LazyFrame (one row per cell, repetition, t).
+    Files are checked (checksum, engine version, columns) and refused when
+    two of them hold the same repetition."""
     files = parquet_files(path)
-    for f in files:
-        check_file(f)
+    check_overlap(files, [check_file(f) for f in files])
+    check_manifests(files)
     lf = pl.scan_parquet([str(f) for f in files])
     schema = lf.collect_schema()
     for col, dtype in REQUIRED.items():

@@ -77,7 +77,9 @@ def test_scan_errors_are_helpful(tmp_path: Path, results: Path) -> None:
     # A fedbandits file with a column removed.
     part = next(results.glob("part-*.parquet"))
     t = pq.read_table(part)
-    md = {k: v for k, v in pq.read_metadata(part).metadata.items() if k != b"ARROW:schema"}
+    md = {
+        k: v for k, v in pq.read_metadata(part).metadata.items() if k not in (b"ARROW:schema", b"fedbandits.data_xxh64")
+    }
     broken = tmp_path / "broken"
     broken.mkdir()
     pq.write_table(t.drop(["group_regret"]).replace_schema_metadata(md), broken / "part-0.parquet")
@@ -172,3 +174,57 @@ def test_federated_regret_ratio_divides_by_non_federated(tmp_path: Path) -> None
     assert set(got) == {"fcb", "p_fcb"}
     for a in got:
         assert abs(got[a] - mean[a] / mean["non_federated"]) < 1e-12
+
+
+def run_engine(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(engine()), *args], capture_output=True, text=True)
+
+
+def readme_snippets() -> list[str]:
+    """The README's Python blocks that read `results/quickstart`."""
+    text = (ROOT / "README.md").read_text()
+    blocks = text.split("```python\n")[1:]
+    return [b.split("```")[0] for b in blocks if "results/quickstart" in b]
+
+
+def test_readme_snippets_work_after_merge_and_audit(tmp_path: Path) -> None:
+    """The README's polars and pandas snippets, verbatim but for the path,
+    on a directory that `merge` (manifest) and `audit` (_audit/) touched."""
+    job = tmp_path / "job.yaml"
+    job.write_text(JOB.format(name="quickstart"))
+    assert run_engine("run", str(job), "--out", str(tmp_path), "--quiet").returncode == 0
+    assert run_engine("merge", str(tmp_path / "quickstart")).returncode == 0
+    r = run_engine("audit", str(job), "--out", str(tmp_path), "--trials", "200", "--attack-trials", "20")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "quickstart" / "_manifest.yaml").exists()
+    assert (tmp_path / "quickstart" / "_audit" / "audit.parquet").exists()
+    snippets = readme_snippets()
+    assert len(snippets) >= 2, "README lost its polars/pandas snippets"
+    for code in snippets:
+        env: dict = {}
+        exec(code.replace("results/quickstart", str(tmp_path / "quickstart")), env)
+        assert env["df"] is not None
+    assert scan(tmp_path / "quickstart").collect().height == 3 * 4 * 8
+    manifest = tmp_path / "quickstart" / "_manifest.yaml"
+    manifest.write_text(manifest.read_text().replace("complete: true", "complete: fals"))
+    with pytest.raises(ResultsError, match="_manifest.yaml: checksum mismatch"):
+        scan(tmp_path / "quickstart")
+
+
+def test_scan_refuses_overlapping_shard_layouts_and_damaged_files(tmp_path: Path) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text(JOB.format(name="sharded"))
+    for shard in ("0/2", "1/2"):
+        assert run_engine("run", str(job), "--out", str(tmp_path), "--quiet", "--shard", shard).returncode == 0
+    d = tmp_path / "sharded"
+    assert scan(d).collect().height == 3 * 4 * 8
+    assert run_engine("run", str(job), "--out", str(tmp_path), "--quiet").returncode == 0
+    with pytest.raises(ResultsError, match="mixes shard layouts"):
+        scan(d)
+    (d / "part-00000-of-00001.parquet").unlink()
+    part = d / "part-00000-of-00002.parquet"
+    raw = bytearray(part.read_bytes())
+    raw[2386:2394] = b"ABCDEFGH"
+    part.write_bytes(bytes(raw))
+    with pytest.raises(ResultsError, match="checksum mismatch"):
+        scan(d)

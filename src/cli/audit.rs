@@ -1,7 +1,7 @@
 //! `fedbandits audit`: empirical privacy audits of a job's cells
 //! ([`crate::algo::audit`], [`crate::privacy::audit`]), one table row per
 //! cell and view, printed and written atomically to
-//! `<output>/<job>/audit.parquet`.
+//! `<output>/<job>/_audit/audit.parquet` (underscore: Parquet dataset readers of the job directory skip it).
 
 use super::CliError;
 use crate::algo::CellConfig;
@@ -170,7 +170,7 @@ pub fn run(job_path: &Path, out: Option<PathBuf>, s: AuditSettings) -> Result<St
     }
     let rows: Vec<AuditRow> = rows.into_iter().map(|(r, _)| r).collect();
     let batch = audit_batch(&job, &rows).map_err(crate::sim::runner::RunError::from)?;
-    let path = job.results_dir().join("audit.parquet");
+    let path = job.results_dir().join("_audit").join("audit.parquet");
     let kv = metadata(
         &job,
         &[

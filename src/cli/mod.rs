@@ -42,15 +42,16 @@ pub enum Command {
         /// Backend: auto (CUDA if a device works, else CPU), cpu, or cuda.
         #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
         backend: BackendChoice,
-        /// Worker threads (default: all cores). Results do not depend on it.
-        #[arg(long)]
+        /// Worker threads (default: all cores; at most 4 x the cores).
+        /// Results do not depend on it.
+        #[arg(long, value_parser = at_least_one)]
         threads: Option<usize>,
         /// Run only shard I of N (0-based, e.g. 3/10); cells are assigned
         /// deterministically, balanced by agent-steps.
         #[arg(long, default_value = "0/1")]
         shard: Shard,
         /// Federations per work unit (default 1). Results do not depend on it.
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, default_value_t = 1, value_parser = at_least_one)]
         batch: usize,
         /// Snapshot each running repetition at most every this many minutes
         /// (0: at every check, every 256 rounds). SIGTERM/SIGINT snapshot and
@@ -67,7 +68,7 @@ pub enum Command {
         /// The job file (YAML).
         job: PathBuf,
         /// Worker threads assumed for the memory estimate (default: all cores).
-        #[arg(long)]
+        #[arg(long, value_parser = at_least_one)]
         threads: Option<usize>,
     },
     /// Plan a sharded run: the cost-balanced shard table, total agent-steps,
@@ -76,10 +77,10 @@ pub enum Command {
         /// The job file (YAML).
         job: PathBuf,
         /// Number of array tasks (shards).
-        #[arg(long)]
+        #[arg(long, value_parser = at_least_one)]
         tasks: usize,
         /// Worker threads per task (for memory and time).
-        #[arg(long, default_value_t = 2)]
+        #[arg(long, default_value_t = 2, value_parser = at_least_one)]
         threads: usize,
         /// Assumed agent-steps per second per thread (measure with `fedbandits
         /// bench`). Default: the slowest of the job's families at rates
@@ -92,7 +93,7 @@ pub enum Command {
         all: bool,
     },
     /// Check a job's results directory: every (cell, repetition) present
-    /// once; writes manifest.yaml, lists what is missing and the command that
+    /// once; writes _manifest.yaml, lists what is missing and the command that
     /// reruns only that. Never deletes data. Exit 1 when incomplete.
     Merge {
         /// The job's results directory (e.g. results/<job>).
@@ -101,7 +102,7 @@ pub enum Command {
     /// Audit the privacy of a job's private cells empirically: run each
     /// mechanism on neighbouring inputs many times, test, and bound the
     /// epsilon it provides from below (Clopper-Pearson); attack the sync
-    /// schedule of the linear algorithms. Writes <out>/<job>/audit.parquet.
+    /// schedule of the linear algorithms. Writes <out>/<job>/_audit/audit.parquet.
     Audit {
         /// The job file (YAML); see jobs/audit_*.yaml.
         job: PathBuf,
@@ -122,8 +123,8 @@ pub enum Command {
         /// auditor's self-test: 0.25 must be caught).
         #[arg(long, default_value_t = 1.0)]
         noise_scale: f64,
-        /// Worker threads (default: all cores).
-        #[arg(long)]
+        /// Worker threads (default: all cores; at most 4 x the cores).
+        #[arg(long, value_parser = at_least_one)]
         threads: Option<usize>,
     },
     /// List algorithms, environments and parameters.
@@ -133,8 +134,8 @@ pub enum Command {
         /// Backend: auto, cpu or cuda.
         #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
         backend: BackendChoice,
-        /// Worker threads (default: all cores).
-        #[arg(long)]
+        /// Worker threads (default: all cores; at most 4 x the cores).
+        #[arg(long, value_parser = at_least_one)]
         threads: Option<usize>,
         /// Rounds per federation (more rounds: steadier numbers).
         #[arg(long, default_value_t = 200)]
@@ -235,7 +236,7 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
                 &sel,
                 &RunOptions {
                     shard,
-                    threads,
+                    threads: capped_threads(threads),
                     quiet,
                     out,
                     batch,
@@ -302,8 +303,12 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             if r.missing.len() > 20 {
                 out += &format!("  ... and {} more (see the manifest)\n", r.missing.len() - 20);
             }
-            for (c, rep, files) in &r.duplicates {
+            for (c, rep, files) in r.duplicates.iter().take(20) {
                 out += &format!("  duplicate: cell {c} repetition {rep} in {files:?}\n");
+            }
+            if !r.duplicates.is_empty() {
+                out += "the directory mixes shard layouts (or holds copied files): keep one layout's part files, \
+                        move the others away, and merge again; analysis.load.scan refuses it until then\n";
             }
             if let Some(cmd) = &r.rerun {
                 out += &format!("to complete (only the missing repetitions are recomputed):\n  {cmd}\n");
@@ -330,6 +335,7 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
                 confidence,
                 noise_scale,
             };
+            let threads = capped_threads(threads);
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads.unwrap_or(0))
                 .build()
@@ -388,7 +394,7 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
                 bench::kernels(sel.cpu_backend());
             }
             let opts = bench::BenchOptions {
-                threads,
+                threads: capped_threads(threads),
                 rounds,
                 only,
                 federations,
@@ -551,11 +557,41 @@ fn print_report(r: &RunReport) {
     emit(&out);
 }
 
-/// Writes to stdout; a closed pipe (`fedbandits list | head`) is not an error.
+/// Writes to stdout; a closed pipe (`fedbandits list | head`) is not an
+/// error, any other write failure (a full disk) ends the process with exit
+/// code 1 and the reason.
 pub fn emit(text: &str) {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush());
+    if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush())
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        eprintln!("error: cannot write to standard output: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// A count flag's value: an integer >= 1.
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        Ok(_) => Err("must be at least 1".into()),
+        Err(e) => Err(format!("expected a whole number >= 1 ({e})")),
+    }
+}
+
+/// `--threads`, capped at 4 x the machine's cores (more threads only add
+/// contention; thousands exhaust the process's limits), with a warning.
+pub fn capped_threads(threads: Option<usize>) -> Option<usize> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    threads.map(|t| {
+        if t > 4 * cores {
+            eprintln!("warning: --threads {t} capped at {} (4 x the {cores} cores)", 4 * cores);
+            4 * cores
+        } else {
+            t
+        }
+    })
 }
 
 /// Parses arguments and runs; the binary's whole `main`.

@@ -175,7 +175,12 @@ impl Graph {
             if a >= n || b >= n {
                 return Err(GraphError::Invalid(format!("edge ({a}, {b}) names an agent >= {n}")));
             }
-            if a != b && !adj[a].contains(&b) {
+            if a == b {
+                return Err(GraphError::Invalid(format!(
+                    "edge ({a}, {b}) is a self-loop; an agent is always its own neighbour, list edges between distinct agents"
+                )));
+            }
+            if !adj[a].contains(&b) {
                 adj[a].push(b);
                 adj[b].push(a);
             }

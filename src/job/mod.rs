@@ -200,6 +200,23 @@ impl Job {
 
     /// Validates job text (`path` is used for messages and the default name).
     pub fn parse(path: &Path, text: &str) -> Result<Job, JobError> {
+        // A UTF-8 byte-order mark (some Windows editors write one) is not
+        // part of the YAML.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        if text.len() > MAX_JOB_BYTES {
+            return Err(JobError::Invalid {
+                path: path.display().to_string(),
+                problems: vec![Problem {
+                    line: None,
+                    key: "(file)".into(),
+                    message: format!(
+                        "{} bytes; a job file may hold at most {MAX_JOB_BYTES} (it is copied into the metadata of \
+                         every result file)",
+                        text.len()
+                    ),
+                }],
+            });
+        }
         let mut p = Parser {
             text,
             problems: Vec::new(),
@@ -242,9 +259,19 @@ impl Job {
         s
     }
 
-    /// Total agent-steps of the job.
+    /// The identity of what the job computes: a hash of its cells' resume
+    /// keys (each covers the cell's parameters, the seed, repetitions,
+    /// checkpoints and engine semantics), in order. Two jobs with the same
+    /// identity write the same results; a results directory holds one.
+    pub fn identity(&self) -> String {
+        let keys: Vec<&str> = self.cells.iter().map(|c| c.key.as_str()).collect();
+        format!("{:016x}", hash_str(&keys.join(",")))
+    }
+
+    /// Total agent-steps of the job (a parsed job's total fits in a u64:
+    /// [`Job::parse`] refuses the others; saturating otherwise).
     pub fn total_agent_steps(&self) -> u64 {
-        self.cells.iter().map(|c| c.agent_steps_per_rep()).sum::<u64>() * u64::from(self.repetitions)
+        checked_total(&self.cells, self.repetitions).unwrap_or(u64::MAX)
     }
 }
 
@@ -261,6 +288,31 @@ const TOP_KEYS: &[&str] = &[
     "params",
     "grid",
 ];
+
+/// Agent-steps of `cells` x `reps`, None on overflow.
+fn checked_total(cells: &[Cell], reps: u32) -> Option<u64> {
+    cells
+        .iter()
+        .try_fold(0u64, |acc, c| {
+            (c.config.agents() as u64)
+                .checked_mul(c.config.horizon())
+                .and_then(|s| acc.checked_add(s))
+        })?
+        .checked_mul(u64::from(reps))
+}
+
+/// A YAML value as it would be written, for messages.
+fn yaml_text(v: &serde_yaml::Value) -> String {
+    serde_yaml::to_string(v).map_or_else(|_| "?".into(), |t| t.trim().to_owned())
+}
+
+/// The largest job file accepted (bytes): the file is copied into every
+/// result file's metadata, which Parquet readers limit.
+pub const MAX_JOB_BYTES: usize = 1 << 20;
+
+/// The most cells a job may expand to (split larger sweeps into several
+/// jobs): checked before any cell is built.
+pub const MAX_CELLS: usize = 100_000;
 
 struct Parser<'a> {
     text: &'a str,
@@ -281,10 +333,33 @@ impl Parser<'_> {
         let root: serde_yaml::Value = match serde_yaml::from_str(self.text) {
             Ok(v) => v,
             Err(e) => {
-                self.problems.push(Problem {
-                    line: e.location().map(|l| l.line()),
-                    key: "(syntax)".into(),
-                    message: format!("not valid YAML: {e}"),
+                let msg = e.to_string();
+                // serde_yaml places a duplicate key at its mapping's start;
+                // point at the repeated key's second occurrence instead.
+                let dup = msg
+                    .split("duplicate entry with key \"")
+                    .nth(1)
+                    .and_then(|r| r.split('"').next())
+                    .and_then(|key| {
+                        let prefix = format!("{key}:");
+                        self.text
+                            .lines()
+                            .enumerate()
+                            .filter(|(_, l)| l.starts_with(&prefix))
+                            .nth(1)
+                            .map(|(n, _)| (n + 1, key.to_owned()))
+                    });
+                self.problems.push(match dup {
+                    Some((line, key)) => Problem {
+                        line: Some(line),
+                        key,
+                        message: "appears twice at the top level; keep one".into(),
+                    },
+                    None => Problem {
+                        line: e.location().map(|l| l.line()),
+                        key: "(syntax)".into(),
+                        message: format!("not valid YAML: {e}"),
+                    },
                 });
                 return None;
             }
@@ -353,8 +428,15 @@ impl Parser<'_> {
             }
             Some(v) => match v.as_u64() {
                 Some(t) if t >= 1 => Some(t),
-                _ => {
+                Some(_) => {
                     self.problem(&["horizon"], "expected an integer >= 1 (T < 1 is impossible)");
+                    None
+                }
+                None => {
+                    self.problem(
+                        &["horizon"],
+                        format!("expected a whole number of rounds (integer >= 1), got {}", yaml_text(v)),
+                    );
                     None
                 }
             },
@@ -362,10 +444,14 @@ impl Parser<'_> {
         let checkpoints = self.checkpoints(top.get("checkpoints"), horizon);
         let output = match top.get("output") {
             None => Some(PathBuf::from("results")),
-            Some(v) => v.as_str().map(PathBuf::from).or_else(|| {
-                self.problem(&["output"], "expected a directory path");
-                None
-            }),
+            Some(v) => v
+                .as_str()
+                .filter(|s| !s.trim().is_empty())
+                .map(PathBuf::from)
+                .or_else(|| {
+                    self.problem(&["output"], "expected a non-empty directory path (default: results)");
+                    None
+                }),
         };
         let algorithms = self.word_list(&top, "algorithm", &params::algorithms());
         let environments = self.word_list(&top, "environment", &params::environments());
@@ -374,6 +460,9 @@ impl Parser<'_> {
         }
         let fixed = self.fixed_params(top.get("params"));
         let axes = self.grid(top.get("grid"));
+        if let (Some(fixed), Some(axes)) = (&fixed, &axes) {
+            self.check_graph_settings(fixed, axes);
+        }
         let (name, seed, repetitions, horizon, checkpoints, output, algorithms, environments, fixed, axes) = (
             name?,
             seed?,
@@ -396,6 +485,14 @@ impl Parser<'_> {
             repetitions,
             &checkpoints,
         );
+        if checked_total(&cells, repetitions).is_none() {
+            self.problem(
+                &["horizon"],
+                "the job's agent-steps (agents x horizon x repetitions over all cells) exceed 2^64; reduce the \
+                 horizon, agents or repetitions",
+            );
+            return None;
+        }
         Some(Job {
             path: path.to_path_buf(),
             yaml: self.text.to_owned(),
@@ -711,6 +808,36 @@ impl Parser<'_> {
         Some(out)
     }
 
+    /// A graph's own settings (`graph_rows`, `graph_p`, `graph_degree`,
+    /// `graph_edges`) set while `graph` is fixed to another kind: a mistake,
+    /// not something to ignore. (With `graph` swept in the grid they apply
+    /// to their own kind's cells.)
+    fn check_graph_settings(&mut self, fixed: &BTreeMap<String, Value>, axes: &[(String, Vec<Value>)]) {
+        let Some(kind) = fixed.get("graph").and_then(Value::as_str).map(str::to_owned) else {
+            return;
+        };
+        for (key, owner) in [
+            ("graph_rows", "grid"),
+            ("graph_p", "erdos_renyi"),
+            ("graph_degree", "random_regular"),
+            ("graph_edges", "edges"),
+        ] {
+            let set_in = if fixed.contains_key(key) {
+                Some("params")
+            } else {
+                axes.iter().any(|(k, _)| k == key).then_some("grid")
+            };
+            if let Some(section) = set_in
+                && kind != owner
+            {
+                self.problem(
+                    &[section, key],
+                    format!("applies to graph: {owner} only, but graph is {kind}; remove it or set graph: {owner}"),
+                );
+            }
+        }
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn expand(
         &mut self,
@@ -728,9 +855,33 @@ impl Parser<'_> {
                 self.problem(&["grid", k], "also set in params; set it in one place");
             }
         }
+        let total = axes.iter().try_fold(1usize, |acc, (_, v)| acc.checked_mul(v.len()));
+        let bound = total.and_then(|t| t.checked_mul(algorithms.len() * environments.len()));
+        let Some(total) = total.filter(|_| bound.is_some_and(|b| b <= MAX_CELLS)) else {
+            let sizes: Vec<String> = axes.iter().map(|(k, v)| format!("{k}: {}", v.len())).collect();
+            self.problem(
+                &["grid"],
+                format!(
+                    "the grid expands to {} combinations ({}) x {} algorithm(s) x {} environment(s), above the \
+                     limit of {MAX_CELLS} cells; split the sweep into several jobs (each `grid:` axis multiplies)",
+                    total.map_or("more than 2^64".to_string(), |t| t.to_string()),
+                    sizes.join(" x "),
+                    algorithms.len(),
+                    environments.len()
+                ),
+            );
+            return Vec::new();
+        };
+        for (k, vals) in axes {
+            for (i, v) in vals.iter().enumerate() {
+                if vals[..i].contains(v) {
+                    self.problem(&["grid", k], format!("value {} appears twice; list each value once", v));
+                    return Vec::new();
+                }
+            }
+        }
         let mut cells: Vec<Cell> = Vec::new();
         let mut seen = std::collections::HashSet::new();
-        let total: usize = axes.iter().map(|(_, v)| v.len()).product();
         for algo in algorithms {
             for envname in environments {
                 // Algorithms run on the environments of their own family.

@@ -122,7 +122,14 @@ impl Kind {
                 let lo_ok = if min_inclusive { x >= min } else { x > min };
                 let hi_ok = if max_inclusive { x <= max } else { x < max };
                 // +inf only where the range includes it (epsilon = .inf).
-                if (x.is_finite() || (x == max && max_inclusive)) && lo_ok && hi_ok {
+                if x.is_finite() && x.abs() > FLOAT_LIMIT && lo_ok && hi_ok {
+                    Err(format!(
+                        "{x} is beyond {FLOAT_LIMIT:e} in magnitude, where squares and products of the \
+                         engine's arithmetic overflow (e.g. epsilon 1e308 would report zero privacy loss); \
+                         allowed: {}",
+                        self.describe()
+                    ))
+                } else if (x.is_finite() || (x == max && max_inclusive)) && lo_ok && hi_ok {
                     Ok(Value::Float(x))
                 } else {
                     Err(format!("{x} is out of range; allowed: {}", self.describe()))
@@ -209,6 +216,11 @@ pub struct ParamDef {
     /// Algorithms (or environments) that use it.
     pub used_by: &'static [&'static str],
 }
+
+/// The largest finite magnitude a float parameter may take: beyond it the
+/// engine's arithmetic (squares of epsilon, products of rewards and
+/// horizons) leaves the range of doubles.
+pub const FLOAT_LIMIT: f64 = 1e12;
 
 const POS: Kind = Kind::Float {
     min: 0.0,

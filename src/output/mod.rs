@@ -108,6 +108,36 @@ pub enum OutputError {
     /// Arrow problem.
     #[error("arrow: {0}")]
     Arrow(#[from] arrow_schema::ArrowError),
+    /// A file's content does not match the checksum written into it, or it
+    /// has none.
+    #[error(
+        "{path}: {message}; the file is damaged or was not written by this fedbandits: move it away and rerun to recompute it"
+    )]
+    Checksum {
+        /// File.
+        path: PathBuf,
+        /// What does not match.
+        message: String,
+    },
+}
+
+/// The key-value metadata entry holding the XXH64 checksum (hex) of a
+/// Parquet file's bytes before its footer, i.e. of every data page.
+pub const CHECKSUM_KEY: &str = "fedbandits.data_xxh64";
+
+/// The XXH64 of a Parquet file's bytes before its footer (the footer's
+/// length is in the 4 bytes before the trailing magic), or None when the
+/// bytes are not a Parquet file. Accidental damage anywhere in the data
+/// pages changes it (probability 1 - 2^-64); the footer is covered by its
+/// own decoding and the identity checks of the reader.
+pub fn data_checksum(bytes: &[u8]) -> Option<u64> {
+    let n = bytes.len();
+    if n < 12 || &bytes[n - 4..] != b"PAR1" {
+        return None;
+    }
+    let footer = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().ok()?) as usize;
+    let data_end = n.checked_sub(8 + footer)?;
+    Some(twox_hash::XxHash64::oneshot(0, &bytes[..data_end]))
 }
 
 /// Git commit the binary was built from (or "unknown").
@@ -414,6 +444,7 @@ pub fn metadata(job: &Job, extra: &[(&str, String)]) -> Vec<KeyValue> {
         KeyValue::new("fedbandits.version".into(), env!("CARGO_PKG_VERSION").to_string()),
         KeyValue::new("fedbandits.git_commit".into(), GIT_COMMIT.to_string()),
         KeyValue::new("fedbandits.semantics_version".into(), SEMANTICS_VERSION.to_string()),
+        KeyValue::new("fedbandits.job_identity".into(), job.identity()),
         KeyValue::new("fedbandits.families".into(), families_json()),
     ];
     for (k, v) in extra {
@@ -436,48 +467,46 @@ pub fn write_parquet_atomic(path: &Path, batches: &[RecordBatch], kv: Vec<KeyVal
 }
 
 /// Writes `batches` of schema `schema` to `path` atomically (temporary
-/// file, fsync, rename).
+/// file, fsync, rename), with the checksum of its data pages
+/// ([`CHECKSUM_KEY`]) in its metadata. The file is encoded twice, without
+/// and with the checksum: the data pages come before the footer and are the
+/// same bytes both times (checked).
 pub fn write_parquet_atomic_with(
     path: &Path,
     schema: SchemaRef,
     batches: &[RecordBatch],
     kv: Vec<KeyValue>,
 ) -> Result<(), OutputError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let file_name = path.file_name().and_then(|s| s.to_str()).unwrap_or("out.parquet");
-    let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
-    let result = (|| {
-        let file = File::create(&tmp).map_err(io(&tmp))?;
+    let encode = |kv: Vec<KeyValue>| -> Result<Vec<u8>, OutputError> {
         let props = WriterProperties::builder()
             .set_compression(Compression::SNAPPY)
             .set_key_value_metadata(Some(kv))
             .build();
         let pq = |source| OutputError::Parquet {
-            path: tmp.clone(),
+            path: path.to_path_buf(),
             source,
         };
-        let mut w = ArrowWriter::try_new(file, schema, Some(props)).map_err(pq)?;
+        let mut w = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(props)).map_err(pq)?;
         for b in batches {
             w.write(b).map_err(pq)?;
         }
-        if fault_point() {
-            let _ = w.flush();
-            std::process::abort();
-        }
-        let mut file = w.into_inner().map_err(pq)?;
-        file.flush().map_err(io(&tmp))?;
-        file.sync_all().map_err(io(&tmp))?;
-        std::fs::rename(&tmp, path).map_err(io(path))?;
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all(); // persist the rename where the platform allows
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+        w.into_inner().map_err(pq)
+    };
+    let bad = |message: &str| OutputError::Checksum {
+        path: path.to_path_buf(),
+        message: message.into(),
+    };
+    let first = encode(kv.clone())?;
+    let sum = data_checksum(&first).ok_or_else(|| bad("the encoder wrote no Parquet footer"))?;
+    let mut kv = kv;
+    kv.push(KeyValue::new(CHECKSUM_KEY.into(), format!("{sum:016x}")));
+    let bytes = encode(kv)?;
+    if data_checksum(&bytes) != Some(sum) {
+        return Err(bad(
+            "the Parquet encoder is not deterministic (data pages differ between two encodings)",
+        ));
     }
-    result
+    write_bytes_atomic(path, &bytes)
 }
 
 /// Test-only fault injection: with FEDBANDITS_FAULT_WRITE=N in the
@@ -517,22 +546,83 @@ pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<(), OutputError> 
     Ok(())
 }
 
-/// Reads all record batches of a Parquet file.
+/// The magic bytes of a sealed (checksummed) binary file.
+const SEAL_MAGIC: &[u8; 8] = b"FBSEAL01";
+
+/// `payload` behind a header of magic bytes and its XXH64, for binary files
+/// (snapshots) that [`unseal`] verifies.
+pub fn seal(payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(payload.len() + 16);
+    out.extend_from_slice(SEAL_MAGIC);
+    out.extend_from_slice(&twox_hash::XxHash64::oneshot(0, payload).to_le_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// The payload of a [`seal`]ed file, or what is wrong with it.
+pub fn unseal(bytes: &[u8]) -> Result<&[u8], String> {
+    if bytes.len() < 16 || &bytes[..8] != SEAL_MAGIC {
+        return Err("no fedbandits checksum header (written by an older fedbandits, or not a snapshot)".into());
+    }
+    let stated = u64::from_le_bytes(bytes[8..16].try_into().map_err(|_| "short header".to_string())?);
+    let payload = &bytes[16..];
+    let actual = twox_hash::XxHash64::oneshot(0, payload);
+    if actual != stated {
+        return Err(format!(
+            "checksum mismatch (content {actual:016x}, header {stated:016x}): the file is damaged"
+        ));
+    }
+    Ok(payload)
+}
+
+/// Reads all record batches of a Parquet file written by
+/// [`write_parquet_atomic_with`], after checking its data checksum.
 pub fn read_parquet(path: &Path) -> Result<Vec<RecordBatch>, OutputError> {
-    let file = File::open(path).map_err(io(path))?;
+    Ok(read_parquet_checked(path)?.0)
+}
+
+/// A file's key-value metadata as (key, value) pairs.
+pub type Metadata = Vec<(String, String)>;
+
+/// Like [`read_parquet`], also returning the file's key-value metadata.
+pub fn read_parquet_checked(path: &Path) -> Result<(Vec<RecordBatch>, Metadata), OutputError> {
+    let bytes = bytes::Bytes::from(std::fs::read(path).map_err(io(path))?);
     let pq = |source| OutputError::Parquet {
         path: path.to_path_buf(),
         source,
     };
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(pq)?
-        .build()
-        .map_err(pq)?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes.clone()).map_err(pq)?;
+    let kv: Metadata = builder
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .map(|kvs| {
+            kvs.iter()
+                .map(|kv| (kv.key.clone(), kv.value.clone().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let bad = |message: String| OutputError::Checksum {
+        path: path.to_path_buf(),
+        message,
+    };
+    let stated = kv
+        .iter()
+        .find(|(k, _)| k == CHECKSUM_KEY)
+        .ok_or_else(|| bad(format!("no {CHECKSUM_KEY} checksum in its metadata")))?;
+    let actual = data_checksum(&bytes).ok_or_else(|| bad("not a Parquet file".into()))?;
+    if u64::from_str_radix(&stated.1, 16).ok() != Some(actual) {
+        return Err(bad(format!(
+            "checksum mismatch: the data pages hash to {actual:016x}, the file says {}",
+            stated.1
+        )));
+    }
+    let reader = builder.build().map_err(pq)?;
     let mut out = Vec::new();
     for b in reader {
         out.push(b?);
     }
-    Ok(out)
+    Ok((out, kv))
 }
 
 /// Reads one key of a Parquet file's key-value metadata.

@@ -1,7 +1,7 @@
 //! `fedbandits merge RESULTS_DIR`: checks a job's part files against the job
 //! they came from (its YAML is in every file's metadata), reports missing and
 //! duplicate (cell, repetition) units with the exact command to rerun only
-//! what is missing, and writes `manifest.yaml`. It never deletes or rewrites
+//! what is missing, and writes `_manifest.yaml` (underscore: Parquet dataset readers skip it). It never deletes or rewrites
 //! data files.
 
 use crate::job::Job;
@@ -151,10 +151,12 @@ pub fn merge(dir: &Path) -> Result<MergeReport, MergeError> {
             .collect();
         list.join("\n             ")
     });
-    let manifest = dir.join("manifest.yaml");
+    let manifest = dir.join("_manifest.yaml");
     let mut text = format!(
-        "# fedbandits manifest (written by `fedbandits merge`)\njob: {}\nexpected_units: {expected}\npresent_units: {present}\ncomplete: {}\nparts:\n",
+        "# fedbandits manifest (written by `fedbandits merge`)\njob: {}\njob_identity: \"{}\"\nsemantics_version: {}\nexpected_units: {expected}\npresent_units: {present}\ncomplete: {}\nparts:\n",
         job.name,
+        job.identity(),
+        crate::job::SEMANTICS_VERSION,
         missing.is_empty() && duplicates.is_empty()
     );
     for p in &parts {
@@ -179,6 +181,12 @@ pub fn merge(dir: &Path) -> Result<MergeReport, MergeError> {
             names.join(", ")
         );
     }
+    // The last line checks every byte before it (XXH64 of the text up to
+    // and including the newline before "checksum").
+    text += &format!(
+        "checksum_xxh64: \"{:016x}\"\n",
+        twox_hash::XxHash64::oneshot(0, text.as_bytes())
+    );
     output_atomic_text(&manifest, &text)?;
     Ok(MergeReport {
         parts,

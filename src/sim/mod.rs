@@ -32,7 +32,8 @@ const PROGRESS_EVERY: u64 = 1024;
 /// Version of the snapshot format (with the engine's semantics version).
 /// 2: lockstep repetitions snapshot the loop and the CPU batch state.
 /// 4: agents carry their reward bound and clip count.
-const SNAPSHOT_VERSION: u32 = 4;
+/// 5: the file is sealed with a checksum ([`crate::output::seal`]).
+const SNAPSHOT_VERSION: u32 = 5;
 
 /// Periodic snapshots of a running repetition.
 pub struct Snapshots<'a> {
@@ -425,7 +426,8 @@ pub fn run_rep_resumable(
                 message,
             };
             let bytes = std::fs::read(&s.path).map_err(|e| invalid(e.to_string()))?;
-            let snapshot: RepSnapshot<RepState> = bincode::deserialize(&bytes).map_err(|e| invalid(e.to_string()))?;
+            let payload = crate::output::unseal(&bytes).map_err(invalid)?;
+            let snapshot: RepSnapshot<RepState> = bincode::deserialize(payload).map_err(|e| invalid(e.to_string()))?;
             if snapshot.version != SNAPSHOT_VERSION
                 || snapshot.semantics != crate::job::SEMANTICS_VERSION
                 || snapshot.cell_key != cell.key
@@ -461,7 +463,7 @@ pub fn run_rep_resumable(
                 path: s.path.clone(),
                 message: e.to_string(),
             })?;
-            crate::output::write_bytes_atomic(&s.path, &bytes)?;
+            crate::output::write_bytes_atomic(&s.path, &crate::output::seal(&bytes))?;
             if stop {
                 return Ok(RepOutcome::Stopped);
             }

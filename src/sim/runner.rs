@@ -65,8 +65,20 @@ pub enum RunError {
     /// A snapshot could not be written or read.
     #[error(transparent)]
     Snapshot(#[from] crate::sim::SnapshotError),
+    /// The results directory holds results of another job (or of another
+    /// version of this one).
+    #[error(
+        "{dir} holds results of a different job: {what}. Writing here would mix two versions of the job; \
+         run with --out ANOTHER_DIR, or move {dir} away to start over"
+    )]
+    OtherJob {
+        /// Results directory.
+        dir: PathBuf,
+        /// What differs.
+        what: String,
+    },
     /// A cell file exists but cannot be used.
-    #[error("{path}: existing result is unreadable ({message}); move it away to recompute the cell")]
+    #[error("{path}: existing result is unusable ({message}); move it away and rerun to recompute it")]
     Corrupt {
         /// File.
         path: PathBuf,
@@ -202,6 +214,111 @@ pub fn part_path(dir: &Path, shard: Shard) -> PathBuf {
     dir.join(format!("part-{:05}-of-{:05}.parquet", shard.index, shard.count))
 }
 
+/// Refuses a results directory that holds another job's results: a part
+/// file written for another job identity ([`Job::identity`]), or units in
+/// `.units/` whose cell key is none of this job's (an edited horizon, seed,
+/// grid, repetitions or checkpoints changes every key). Nothing is read but
+/// names and footers.
+pub fn check_directory(dir: &Path, job: &Job) -> Result<(), RunError> {
+    let identity = job.identity();
+    let other = |what: String| RunError::OtherJob {
+        dir: dir.to_path_buf(),
+        what,
+    };
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        let mut parts: Vec<PathBuf> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                n.starts_with("part-") && n.ends_with(".parquet")
+            })
+            .collect();
+        parts.sort();
+        for p in parts {
+            let found = output::read_metadata_key(&p, "fedbandits.job_identity").map_err(|e| RunError::Corrupt {
+                path: p.clone(),
+                message: e.to_string(),
+            })?;
+            if found.as_deref() != Some(identity.as_str()) {
+                return Err(other(format!(
+                    "{} was written for job identity {} (this job's is {identity})",
+                    p.display(),
+                    found.as_deref().unwrap_or("none, by an older fedbandits")
+                )));
+            }
+        }
+    }
+    let keys: std::collections::HashSet<&str> = job.cells.iter().map(|c| c.key.as_str()).collect();
+    if let Ok(rd) = std::fs::read_dir(dir.join(".units")) {
+        let mut foreign: Vec<String> = rd
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+            .filter(|n| !n.starts_with('.') && n.ends_with(".parquet"))
+            .filter(|n| n.rsplit_once('-').is_none_or(|(key, _)| !keys.contains(key)))
+            .collect();
+        foreign.sort();
+        if let Some(first) = foreign.first() {
+            return Err(other(format!(
+                "{} file(s) in {} belong to no cell of this job, e.g. {first} (the job was edited: its \
+                 horizon, seed, grid, repetitions or checkpoints changed)",
+                foreign.len(),
+                dir.join(".units").display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Reads a unit file, checking its checksum and that it holds repetition
+/// `rep` of `cell` (metadata and every row): a file copied under another
+/// unit's name, damaged, or written by another engine version is an error
+/// naming the file, never reused.
+pub fn read_unit(path: &Path, cell: &Cell, rep: u32) -> Result<Vec<RecordBatch>, RunError> {
+    let corrupt = |message: String| RunError::Corrupt {
+        path: path.to_path_buf(),
+        message,
+    };
+    let (batches, kv) = output::read_parquet_checked(path).map_err(|e| match e {
+        OutputError::Checksum { message, .. } => corrupt(message),
+        e => corrupt(e.to_string()),
+    })?;
+    let get = |k: &str| kv.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+    let want_rep = rep.to_string();
+    let semantics = crate::job::SEMANTICS_VERSION.to_string();
+    for (k, want) in [
+        ("fedbandits.cell_key", cell.key.as_str()),
+        ("fedbandits.repetition", want_rep.as_str()),
+        ("fedbandits.semantics_version", semantics.as_str()),
+    ] {
+        if get(k) != Some(want) {
+            return Err(corrupt(format!(
+                "its metadata says {k} = {}, expected {want} for cell {} repetition {rep}",
+                get(k).unwrap_or("(missing)"),
+                cell.id
+            )));
+        }
+    }
+    for b in &batches {
+        let (Some(ids), Some(reps)) = (
+            b.column_by_name("cell_id").and_then(|c| c.as_string_opt::<i32>()),
+            b.column_by_name("repetition")
+                .and_then(|c| c.as_primitive_opt::<UInt32Type>()),
+        ) else {
+            return Err(corrupt("no cell_id or repetition column".into()));
+        };
+        if let Some(i) = (0..b.num_rows()).find(|&i| ids.value(i) != cell.id || reps.value(i) != rep) {
+            return Err(corrupt(format!(
+                "row {i} holds cell {} repetition {}, expected cell {} repetition {rep}",
+                ids.value(i),
+                reps.value(i),
+                cell.id
+            )));
+        }
+    }
+    Ok(batches)
+}
+
 /// A unit of work: (cell index, repetition).
 pub type Unit = (usize, u32);
 
@@ -224,9 +341,17 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
     let dir = opts.out.clone().unwrap_or_else(|| job.output.clone()).join(&job.name);
     let mine = shard_units(job, opts.shard);
     let checkpoints = job.checkpoint_rounds();
-    let (pending, skipped): (Vec<Unit>, Vec<Unit>) = mine
-        .iter()
-        .partition(|&&(c, r)| !unit_path(&dir, &job.cells[c], r).exists());
+    check_directory(&dir, job)?;
+    let (mut pending, mut skipped) = (Vec::new(), Vec::new());
+    for &(c, r) in &mine {
+        let path = unit_path(&dir, &job.cells[c], r);
+        if path.exists() {
+            read_unit(&path, &job.cells[c], r)?;
+            skipped.push((c, r));
+        } else {
+            pending.push((c, r));
+        }
+    }
     let total_steps: u64 = pending.iter().map(|&(c, _)| job.cells[c].agent_steps_per_rep()).sum();
     let bar = progress_bar(total_steps, opts.quiet);
     bar.set_message(format!("units 0/{}", pending.len()));
@@ -360,11 +485,7 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
     let mut batches = Vec::new();
     let mut per_cell: Vec<(usize, Vec<RecordBatch>, bool)> = Vec::new();
     for &(c, r) in &mine {
-        let path = unit_path(&dir, &job.cells[c], r);
-        let b = output::read_parquet(&path).map_err(|e| RunError::Corrupt {
-            path: path.clone(),
-            message: e.to_string(),
-        })?;
+        let b = read_unit(&unit_path(&dir, &job.cells[c], r), &job.cells[c], r)?;
         let was_skipped = skipped.contains(&(c, r));
         match per_cell.last_mut() {
             Some((lc, bs, sk)) if *lc == c => {

@@ -108,6 +108,66 @@ fn invalid_jobs_exit_2_with_file_line_key() {
         &GOOD.replace("independent,", "indepndent,"),
         &["unknown algorithm 'indepndent'", "allowed:"],
     );
+    // Issue 14's silently accepted or misreported inputs.
+    assert_invalid(
+        &GOOD.replace("horizon: 300", "horizon: 10.5"),
+        &["bad.yaml:4", "whole number of rounds", "10.5"],
+    );
+    assert_invalid(
+        &GOOD.replace("[0.5, 2]", "[0.5, 1e308]"),
+        &["grid.epsilon", "beyond 1e12", "zero privacy loss"],
+    );
+    assert_invalid(
+        &GOOD.replace("[0.5, 2]", "[0.5, 2, 0.5]"),
+        &["grid.epsilon", "appears twice"],
+    );
+    assert_invalid(&format!("{GOOD}output: \"\"\n"), &["output", "non-empty directory"]);
+    assert_invalid(
+        &format!("{GOOD}seed: 12\n"),
+        &["bad.yaml:15", "seed", "appears twice at the top level"],
+    );
+    assert_invalid(
+        &GOOD.replace("grid:\n", "grid:\n  k: [2, 3, 4, 5, 6, 7, 8, 9, 10, 11]\n  lambda: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n  alpha: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95]\n  noise_std: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]\n  s_bound: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n"),
+        &["grid", "above the limit of 100000 cells", "split the sweep"],
+    );
+    assert_invalid(
+        &GOOD
+            .replace("horizon: 300", "horizon: 9000000000000")
+            .replace("repetitions: 3", "repetitions: 1000000")
+            .replace("{every: 50}", "{log_points: 10}"),
+        &["horizon", "exceed 2^64"],
+    );
+    assert_invalid(
+        &format!("description: \"{}\"\n{GOOD}", "x".repeat(1 << 20)),
+        &["(file)", "at most 1048576"],
+    );
+    assert_invalid(
+        "horizon: 100\nalgorithm: gossip_ucb\nenvironment: mab_heterogeneous\nparams: {m: 4, graph: ring, graph_edges: e.txt}\n",
+        &["params.graph_edges", "applies to graph: edges only"],
+    );
+    // A UTF-8 byte-order mark is not a second document.
+    let dir = tempdir("bom");
+    let job = write_job(&dir, "bom.yaml", &format!("\u{feff}{GOOD}"));
+    let v = run(&["validate", job.to_str().unwrap()]);
+    assert!(v.status.success(), "{}", stderr(&v));
+    // Count flags must be at least 1 (clap usage error, exit 2).
+    for flags in [&["--threads", "0"][..], &["--batch", "0"]] {
+        let o = run(&[&["run", job.to_str().unwrap()][..], flags].concat());
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("at least 1"), "{}", stderr(&o));
+    }
+    let o = run(&["plan", job.to_str().unwrap(), "--tasks", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // validate > /dev/full fails (exit 1) instead of losing its output.
+    if let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") {
+        let o = bin()
+            .args(["validate", job.to_str().unwrap()])
+            .stdout(full)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(stderr(&o).contains("cannot write to standard output"), "{}", stderr(&o));
+    }
 }
 
 #[test]
@@ -246,6 +306,59 @@ fn rerun_skips_complete_cells_and_keeps_results() {
             .count(),
         0
     );
+}
+
+/// Results are verified before reuse (issue 14): a unit with damaged data
+/// pages, a unit copied under another repetition's name and a rerun of an
+/// edited job are refused with the file and the remedy, and leave every
+/// earlier file as it was.
+#[test]
+fn damaged_copied_or_foreign_results_are_refused_not_reused() {
+    let dir = tempdir("verify");
+    let job = write_job(&dir, "j.yaml", GOOD);
+    let out = dir.join("o");
+    let args = ["run", job.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()];
+    assert!(run(&args).status.success());
+    let res = out.join("small");
+    let rows = all_rows(&res);
+    let units: Vec<PathBuf> = {
+        let mut u: Vec<PathBuf> = std::fs::read_dir(res.join(".units"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        u.sort();
+        u
+    };
+    let part = res.join("part-00000-of-00001.parquet");
+    let refused = |needles: &[&str]| {
+        let o = run(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        for n in needles {
+            assert!(err.contains(n), "{n:?} not in {err}");
+        }
+    };
+    // 1. Eight bytes overwritten inside a data page; the part file deleted.
+    let good = std::fs::read(&units[0]).unwrap();
+    let mut bad = good.clone();
+    bad[200..208].copy_from_slice(b"ABCDEFGH");
+    std::fs::write(&units[0], &bad).unwrap();
+    std::fs::remove_file(&part).unwrap();
+    refused(&["checksum mismatch", &units[0].to_string_lossy(), "move it away"]);
+    assert!(!part.exists(), "nothing is assembled from a damaged unit");
+    std::fs::write(&units[0], &good).unwrap();
+    assert!(run(&args).status.success());
+    assert_eq!(all_rows(&res), rows);
+    // 2. A unit copied under another repetition's name.
+    let rep2 = std::fs::read(&units[2]).unwrap();
+    std::fs::copy(&units[1], &units[2]).unwrap();
+    refused(&["fedbandits.repetition = 1, expected 2", &units[2].to_string_lossy()]);
+    std::fs::write(&units[2], &rep2).unwrap();
+    // 3. The job edited (horizon 300 -> 200) and rerun into the same place.
+    std::fs::write(&job, GOOD.replace("horizon: 300", "horizon: 200")).unwrap();
+    refused(&["holds results of a different job", "--out ANOTHER_DIR"]);
+    assert_eq!(all_rows(&res), rows);
 }
 
 /// The Python interpreter with pyarrow: $FEDBANDITS_PYTHON, else the venv

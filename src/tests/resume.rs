@@ -110,6 +110,26 @@ fn sigterm_snapshots_stops_and_resumes_bit_identically() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(3), "SIGTERM must snapshot and exit 3");
     assert!(std::fs::read_dir(out.join("resume/.snapshots")).unwrap().count() > 0);
+    // A damaged snapshot is refused with its name, never resumed from.
+    let snap = std::fs::read_dir(out.join("resume/.snapshots"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "bin"))
+        .unwrap();
+    let good = std::fs::read(&snap).unwrap();
+    let mut bad = good.clone();
+    let mid = bad.len() / 2;
+    bad[mid..mid + 8].copy_from_slice(b"ABCDEFGH");
+    std::fs::write(&snap, &bad).unwrap();
+    let o = cmd(&job, &out).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("checksum mismatch") && err.contains(&*snap.to_string_lossy()),
+        "{err}"
+    );
+    std::fs::write(&snap, &good).unwrap();
     finish(&job, &out);
     assert_eq!(rows(&out.join("resume")), want);
     assert_eq!(
