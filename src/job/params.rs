@@ -124,7 +124,7 @@ impl Kind {
                 // +inf only where the range includes it (epsilon = .inf).
                 if x.is_finite() && x.abs() > FLOAT_LIMIT && lo_ok && hi_ok {
                     Err(format!(
-                        "{x} is beyond {FLOAT_LIMIT:e} in magnitude, where squares and products of the \
+                        "{x:e} is beyond {FLOAT_LIMIT:e} in magnitude, where squares and products of the \
                          engine's arithmetic overflow (e.g. epsilon 1e308 would report zero privacy loss); \
                          allowed: {}",
                         self.describe()
