@@ -342,11 +342,14 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
     let mine = shard_units(job, opts.shard);
     let checkpoints = job.checkpoint_rounds();
     check_directory(&dir, job)?;
+    // Finished units are verified now (before any work) and kept for the
+    // part file, so each is read once.
     let (mut pending, mut skipped) = (Vec::new(), Vec::new());
+    let mut verified: std::collections::HashMap<Unit, Vec<RecordBatch>> = std::collections::HashMap::new();
     for &(c, r) in &mine {
         let path = unit_path(&dir, &job.cells[c], r);
         if path.exists() {
-            read_unit(&path, &job.cells[c], r)?;
+            verified.insert((c, r), read_unit(&path, &job.cells[c], r)?);
             skipped.push((c, r));
         } else {
             pending.push((c, r));
@@ -485,8 +488,10 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
     let mut batches = Vec::new();
     let mut per_cell: Vec<(usize, Vec<RecordBatch>, bool)> = Vec::new();
     for &(c, r) in &mine {
-        let b = read_unit(&unit_path(&dir, &job.cells[c], r), &job.cells[c], r)?;
-        let was_skipped = skipped.contains(&(c, r));
+        let (b, was_skipped) = match verified.remove(&(c, r)) {
+            Some(b) => (b, true),
+            None => (read_unit(&unit_path(&dir, &job.cells[c], r), &job.cells[c], r)?, false),
+        };
         match per_cell.last_mut() {
             Some((lc, bs, sk)) if *lc == c => {
                 bs.extend(b.iter().cloned());
