@@ -1,41 +1,90 @@
 #!/usr/bin/env bash
-# fedbandits: submit a job file as a Slurm array plus a merge job.
+# fedbandits: submit a job file as Slurm array(s) plus a merge job.
 #
 #   slurm/submit.sh JOB.yaml
 #
 # Configuration (environment variables; see slurm/README.md):
-#   FEDBANDITS_TASKS      array size (default 100; capped by MaxArraySize)
+#   FEDBANDITS_TASKS      number of shards (default 100)
+#   FEDBANDITS_MAX_ARRAY_SIZE  the cluster's MaxArraySize (default: read from
+#                         `scontrol show config`); more shards than that are
+#                         submitted as several arrays, each task adding its
+#                         array's offset to its index
 #   FEDBANDITS_THREADS    CPUs per task (default 2)
 #   FEDBANDITS_TIME       time limit per task (default: from `fedbandits plan`)
 #   FEDBANDITS_PARTITION, FEDBANDITS_ACCOUNT, FEDBANDITS_GPUS (e.g. 1)
-#   FEDBANDITS_OUT        results root (default results)
+#   FEDBANDITS_OUT        results root (default: the job's `output:`)
 #   FEDBANDITS_BIN        the fedbandits binary (default: fedbandits on PATH)
-#   FEDBANDITS_SBATCH_ARGS  extra sbatch arguments for the array
-# Prints the array job id and the merge job id.
+#   FEDBANDITS_SBATCH_ARGS  extra sbatch arguments for the arrays
+# Prints what it submitted; the last line is machine-readable:
+#   ARRAY_ID[:ARRAY_ID...] MERGE_ID
+# Exits non-zero, saying what was already submitted, if any sbatch fails.
 set -euo pipefail
 job=${1:?usage: slurm/submit.sh JOB.yaml}
 here=$(cd "$(dirname "$0")" && pwd)
+die() { echo "submit.sh: $*" >&2; exit 1; }
+is_count() { [[ $1 =~ ^[0-9]+$ ]] && [ "$1" -ge 1 ]; }
 : "${FEDBANDITS_BIN:=fedbandits}"
 : "${FEDBANDITS_TASKS:=100}"
 : "${FEDBANDITS_THREADS:=2}"
-: "${FEDBANDITS_OUT:=results}"
-plan=$("$FEDBANDITS_BIN" plan "$job" --tasks "$FEDBANDITS_TASKS" --threads "$FEDBANDITS_THREADS")
-echo "$plan" | head -5 >&2
-name=$("$FEDBANDITS_BIN" validate "$job" | head -1 | awk '{print $2}')
+is_count "$FEDBANDITS_TASKS" || die "FEDBANDITS_TASKS must be a whole number of shards, at least 1 (got '$FEDBANDITS_TASKS')"
+is_count "$FEDBANDITS_THREADS" || die "FEDBANDITS_THREADS must be a whole number of CPUs, at least 1 (got '$FEDBANDITS_THREADS')"
+[ -r "$job" ] || die "cannot read job file '$job'"
+
+# The cluster's array limit: task indices run from 0 to MaxArraySize - 1.
+max_array=${FEDBANDITS_MAX_ARRAY_SIZE:-}
+if [ -z "$max_array" ]; then
+  max_array=$(scontrol show config 2>/dev/null | awk -F'= *' '/^MaxArraySize/ {print $2; exit}' | tr -d ' ') || true
+  is_count "${max_array:-}" || die "could not read MaxArraySize from 'scontrol show config'; set FEDBANDITS_MAX_ARRAY_SIZE"
+fi
+is_count "$max_array" || die "FEDBANDITS_MAX_ARRAY_SIZE must be a whole number, at least 1 (got '$max_array')"
+
+out_args=()
+[ -n "${FEDBANDITS_OUT:-}" ] && out_args=(--out "$FEDBANDITS_OUT")
+plan=$("$FEDBANDITS_BIN" plan "$job" --tasks "$FEDBANDITS_TASKS" --threads "$FEDBANDITS_THREADS" "${out_args[@]}") ||
+  die "fedbandits plan failed for '$job' (its error is above); nothing submitted"
+echo "$plan" | head -6 >&2
+results=$(echo "$plan" | sed -n 's/^results: //p' | head -1)
+[ -n "$results" ] || die "fedbandits plan printed no 'results:' line (is FEDBANDITS_BIN older than this script?)"
 time_limit=${FEDBANDITS_TIME:-$(echo "$plan" | grep -Eo -- '--time=[0-9:]+' | head -1 | cut -d= -f2)}
-args=(--parsable --array="0-$((FEDBANDITS_TASKS - 1))" --cpus-per-task="$FEDBANDITS_THREADS" --time="$time_limit")
-[ -n "${FEDBANDITS_PARTITION:-}" ] && args+=(--partition="$FEDBANDITS_PARTITION")
-[ -n "${FEDBANDITS_ACCOUNT:-}" ] && args+=(--account="$FEDBANDITS_ACCOUNT")
+
+common=()
+[ -n "${FEDBANDITS_PARTITION:-}" ] && common+=(--partition="$FEDBANDITS_PARTITION")
+[ -n "${FEDBANDITS_ACCOUNT:-}" ] && common+=(--account="$FEDBANDITS_ACCOUNT")
+args=(--parsable --cpus-per-task="$FEDBANDITS_THREADS" --time="$time_limit" "${common[@]}")
 [ -n "${FEDBANDITS_GPUS:-}" ] && args+=(--gres="gpu:${FEDBANDITS_GPUS}")
 # shellcheck disable=SC2206
 [ -n "${FEDBANDITS_SBATCH_ARGS:-}" ] && args+=($FEDBANDITS_SBATCH_ARGS)
-export FEDBANDITS_BIN FEDBANDITS_JOB="$job" FEDBANDITS_TASKS FEDBANDITS_OUT
-array=$(sbatch "${args[@]}" --export=ALL "$here/fedbandits.sbatch")
-array=${array%%;*}
-merge_args=(--parsable --dependency="afterany:${array}")
-[ -n "${FEDBANDITS_PARTITION:-}" ] && merge_args+=(--partition="$FEDBANDITS_PARTITION")
-[ -n "${FEDBANDITS_ACCOUNT:-}" ] && merge_args+=(--account="$FEDBANDITS_ACCOUNT")
-merge=$(FEDBANDITS_RESULTS="$FEDBANDITS_OUT/$name" sbatch "${merge_args[@]}" --export=ALL "$here/merge.sbatch")
-merge=${merge%%;*}
-echo "submitted array job ${array} (${FEDBANDITS_TASKS} tasks) and merge job ${merge} for ${name}"
-echo "$array $merge"
+export FEDBANDITS_BIN FEDBANDITS_JOB="$job" FEDBANDITS_TASKS FEDBANDITS_OUT="${FEDBANDITS_OUT:-}"
+
+# sbatch_checked DESCRIPTION ARGS...: the job id, or a clear failure.
+submitted=()
+sbatch_checked() {
+  local what=$1 reply
+  shift
+  if ! reply=$(sbatch "$@" 2>&1) || ! [[ ${reply%%;*} =~ ^[0-9]+$ ]]; then
+    echo "submit.sh: sbatch failed for the $what: $reply" >&2
+    if [ ${#submitted[@]} -gt 0 ]; then
+      echo "submit.sh: already submitted: ${submitted[*]}; cancel them with: scancel ${submitted[*]}" >&2
+      echo "submit.sh: (or keep them and, once they end, run: $FEDBANDITS_BIN merge '$results')" >&2
+    fi
+    exit 1
+  fi
+  echo "${reply%%;*}"
+}
+
+arrays=()
+for ((start = 0; start < FEDBANDITS_TASKS; start += max_array)); do
+  count=$((FEDBANDITS_TASKS - start < max_array ? FEDBANDITS_TASKS - start : max_array))
+  id=$(FEDBANDITS_TASK_OFFSET=$start sbatch_checked "array of shards $start-$((start + count - 1))" \
+    "${args[@]}" --array="0-$((count - 1))" --export=ALL "$here/fedbandits.sbatch")
+  arrays+=("$id")
+  submitted+=("$id")
+  echo "submitted array job $id: $count task(s), shards $start-$((start + count - 1)) of $FEDBANDITS_TASKS," \
+    "$FEDBANDITS_THREADS CPU(s) and $time_limit each"
+done
+deps=$(IFS=:; echo "${arrays[*]}")
+merge=$(FEDBANDITS_RESULTS="$results" sbatch_checked "merge job" --parsable --dependency="afterany:$deps" \
+  "${common[@]}" --export=ALL "$here/merge.sbatch")
+echo "submitted merge job $merge (after $deps): fedbandits merge '$results'"
+[ ${#arrays[@]} -gt 1 ] && echo "($FEDBANDITS_TASKS shards exceed MaxArraySize $max_array: ${#arrays[@]} arrays)"
+echo "$deps $merge"

@@ -2,11 +2,14 @@
 # fedbandits: end-to-end test of slurm/ against a real single-node Slurm on
 # localhost (run by .ci/run; needs root for apt and munge).
 #
-# Starts munged, slurmctld and slurmd with a throw-away configuration, submits
-# a small job through slurm/submit.sh as a 3-task array, sends SIGTERM to one
-# task mid-run (it snapshots, exits 3 and requeues itself), waits for the
-# merge job, checks the merged data equal a single-process run of the same
-# job, and stops every daemon it started, by PID.
+# Starts munged, slurmctld and slurmd with a throw-away configuration
+# (MaxArraySize=2), checks that submit.sh refuses bad settings and reports
+# failed sbatch calls, submits a small job (a file name and `output:` with
+# spaces) through slurm/submit.sh as 3 shards, which MaxArraySize splits into
+# two arrays, sends SIGTERM to one task mid-run (it snapshots, exits 3 and
+# requeues itself), waits for the merge job, checks the merged data equal a
+# single-process run of the same job, and stops every daemon it started, by
+# PID.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -67,6 +70,7 @@ SlurmdPidFile=$work/slurmd.pid
 SlurmctldLogFile=$work/slurmctld.log
 SlurmdLogFile=$work/slurmd.log
 NodeName=$(hostname -s) CPUs=$cpus RealMemory=$mem State=UNKNOWN
+MaxArraySize=2
 PartitionName=debug Nodes=$(hostname -s) Default=YES MaxTime=INFINITE State=UP
 CONF
 slurmctld -i
@@ -77,21 +81,57 @@ for _ in $(seq 100); do sinfo -h -o %T 2>/dev/null | grep -q idle && break; slee
 log "cluster up: $(sinfo -h -o '%P %D %T %c')"
 
 cd "$work"
-cat > job.yaml <<'JOB'
-name: slurmtest
+cat > "slurm test.yaml" <<'JOB'
 seed: 4
 repetitions: 3
 horizon: 300000
 checkpoints: {every: 50000}
+output: out dir
 algorithm: [private_fedlinucb, independent]
 environment: linear_sphere
 params: {m: 8, d: 5, k: 20, epsilon: 1, delta: 0.1}
 JOB
-export FEDBANDITS_BIN="$bin" FEDBANDITS_TASKS=3 FEDBANDITS_THREADS=1 FEDBANDITS_TIME=00:10:00 FEDBANDITS_SNAPSHOT_MINUTES=0
-ids=$("$here/submit.sh" job.yaml | tail -1)
-array=${ids% *}
+export FEDBANDITS_BIN="$bin" FEDBANDITS_THREADS=1 FEDBANDITS_TIME=00:10:00 FEDBANDITS_SNAPSHOT_MINUTES=0
+
+# Refusals and failed submissions: a clear message, non-zero exit, nothing
+# left in the queue.
+expect_failure() { # WHAT PATTERN COMMAND...
+  local what=$1 pattern=$2 reply
+  shift 2
+  if reply=$("$@" 2>&1); then log "submit.sh accepted $what"; echo "$reply"; exit 1; fi
+  echo "$reply" | grep -q -- "$pattern" || { log "$what: unexpected message"; echo "$reply"; exit 1; }
+  log "$what refused: $(echo "$reply" | grep -- "$pattern" | head -1)"
+}
+expect_failure "FEDBANDITS_TASKS=0" "at least 1" env FEDBANDITS_TASKS=0 "$here/submit.sh" "slurm test.yaml"
+expect_failure "an unknown partition" "sbatch failed for the array of shards 0-1" \
+  env FEDBANDITS_TASKS=3 FEDBANDITS_PARTITION=nosuch "$here/submit.sh" "slurm test.yaml"
+expect_failure "an array above MaxArraySize" "sbatch failed" \
+  env FEDBANDITS_TASKS=3 FEDBANDITS_MAX_ARRAY_SIZE=3 "$here/submit.sh" "slurm test.yaml"
+# A failing merge submission (an sbatch that refuses --dependency) must name
+# the arrays already submitted.
+mkdir -p shim
+cat > shim/sbatch <<SHIM
+#!/usr/bin/env bash
+for a in "\$@"; do case "\$a" in --dependency=*) echo "sbatch: error: test refuses the merge job" >&2; exit 1;; esac; done
+exec $(command -v sbatch) "\$@"
+SHIM
+chmod +x shim/sbatch
+expect_failure "a failed merge submission" "already submitted: .*cancel them with: scancel" \
+  env PATH="$PWD/shim:$PATH" FEDBANDITS_TASKS=3 "$here/submit.sh" "slurm test.yaml"
+scancel $(squeue -h -o %A | sort -u) 2>/dev/null || true
+for _ in $(seq 100); do [ -z "$(squeue -h 2>/dev/null)" ] && break; sleep 0.2; done
+[ -z "$(squeue -h 2>/dev/null)" ] || { log "queue not empty after the refusals"; squeue; exit 1; }
+rm -rf "out dir" fedbandits-*.out
+
+export FEDBANDITS_TASKS=3
+reply=$("$here/submit.sh" "slurm test.yaml")
+echo "$reply" | sed 's/^/[slurm-test]   submit.sh: /'
+ids=$(echo "$reply" | tail -1)
+arrays=${ids% *}
 merge=${ids#* }
-log "submitted array $array (3 tasks) and merge $merge"
+array=${arrays%%:*}
+[ "$(echo "$arrays" | tr ':' '\n' | wc -l)" -eq 2 ] || { log "3 shards with MaxArraySize=2 should be 2 arrays, got '$arrays'"; exit 1; }
+log "submitted arrays $arrays (3 shards) and merge $merge"
 squeue -h -o '%i %j %T' | sed 's/^/[slurm-test]   /'
 
 # Wait until task 1 runs, let it work a moment, then SIGTERM it.
@@ -118,15 +158,18 @@ while [ -n "$(squeue -h 2>/dev/null)" ]; do
   sleep 1
 done
 log "task logs:"
-for f in fedbandits-"${array}"_*.out; do sed "s/^/[slurm-test]   $f: /" "$f"; done
+for f in fedbandits-*_*.out; do sed "s/^/[slurm-test]   $f: /" "$f"; done
 log "merge log:"
 sed 's/^/[slurm-test]   /' fedbandits-merge-"$merge".out
 grep -q "requeueing" fedbandits-"${array}"_1.out || { log "task 1 was not requeued"; exit 1; }
+if grep -q "requeueing" fedbandits-"${array}"_0.out; then log "task 0 was requeued with task 1 (the whole array was requeued)"; exit 1; fi
 grep -q ", 0 missing, 0 duplicated" fedbandits-merge-"$merge".out || { log "merge found gaps"; exit 1; }
+# Shard 2 ran as task 0 of the second array.
+grep -q "fedbandits task 2/3" fedbandits-"${arrays#*:}"_0.out || { log "the second array did not run shard 2"; exit 1; }
 
 # The merged data must equal a single-process run of the same job.
-"$bin" run job.yaml --out single --quiet >/dev/null 2>&1
-"$py" - results/slurmtest single/slurmtest <<'PY'
+"$bin" run "slurm test.yaml" --out single --quiet >/dev/null 2>&1
+"$py" - "out dir/slurm test" "single/slurm test" <<'PY'
 import sys, glob
 import pyarrow.parquet as pq
 def rows(d):

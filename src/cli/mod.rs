@@ -91,6 +91,10 @@ pub enum Command {
         /// Print every shard's line (default: the first 10 and the last 5).
         #[arg(long)]
         all: bool,
+        /// Output root directory, as for `run --out` (only changes the
+        /// `results:` line).
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Check a job's results directory: every (cell, repetition) present
     /// once; writes _manifest.yaml, lists what is missing and the command that
@@ -279,8 +283,12 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             threads,
             rate,
             all,
+            out,
         } => {
-            let job = Job::load(&job)?;
+            let mut job = Job::load(&job)?;
+            if let Some(o) = out {
+                job.output = o;
+            }
             let rate = rate.unwrap_or_else(|| default_rate(&job));
             emit(&plan_text(&job, tasks.max(1), threads.max(1), rate, all));
             Ok(())
@@ -462,6 +470,7 @@ pub fn plan_text(job: &Job, tasks: usize, threads: usize, rate: f64, all: bool) 
         hms(secs(max)),
         secs(total) * threads as f64 / 3600.0
     );
+    out += &format!("results: {}\n", job.results_dir().display());
     out += &format!(
         "suggested: FEDBANDITS_TASKS={tasks} slurm/submit.sh {}   (sbatch --array=0-{} --cpus-per-task={threads} --time={})\n",
         job.path.display(),
