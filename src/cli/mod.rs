@@ -253,28 +253,7 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
         }
         Command::Validate { job, threads } => {
             let job = Job::load(&job)?;
-            let mut out = job.to_string();
-            let threads = threads.unwrap_or_else(rayon::current_num_threads);
-            let per_fed = crate::sim::max_memory_per_federation(&job);
-            let rows = job.cells.len() as u64 * u64::from(job.repetitions) * job.checkpoint_rounds().len() as u64;
-            out += &format!(
-                "totals: {} cells, {} repetitions each, {} federations, {} agent-steps ({:.3e})\n",
-                job.cells.len(),
-                job.repetitions,
-                job.cells.len() as u64 * u64::from(job.repetitions),
-                job.total_agent_steps(),
-                job.total_agent_steps() as f64
-            );
-            out += &format!(
-                "memory: up to {} per federation, about {} with {threads} threads; output about {rows} rows\n",
-                human_bytes(per_fed),
-                human_bytes(per_fed * threads as u64 + rows * 400)
-            );
-            out += &format!("results: {}\n", job.results_dir().display());
-            for w in privacy_warnings(&job) {
-                out += &format!("warning: {w}\n");
-            }
-            emit(&out);
+            emit(&validate_text(&job, threads.unwrap_or_else(rayon::current_num_threads)));
             Ok(())
         }
         Command::Plan {
@@ -431,6 +410,33 @@ pub fn default_rate(job: &Job) -> f64 {
         })
         .reduce(f64::min)
         .unwrap_or(2.0e5)
+}
+
+/// The text of `fedbandits validate`: the expanded grid, totals, memory
+/// estimate for `threads` worker threads, results directory and the
+/// accountant's warnings.
+pub fn validate_text(job: &Job, threads: usize) -> String {
+    let mut out = job.to_string();
+    let per_fed = crate::sim::max_memory_per_federation(job);
+    let rows = job.cells.len() as u64 * u64::from(job.repetitions) * job.checkpoint_rounds().len() as u64;
+    out += &format!(
+        "totals: {} cells, {} repetitions each, {} federations, {} agent-steps ({:.3e})\n",
+        job.cells.len(),
+        job.repetitions,
+        job.cells.len() as u64 * u64::from(job.repetitions),
+        job.total_agent_steps(),
+        job.total_agent_steps() as f64
+    );
+    out += &format!(
+        "memory: up to {} per federation, about {} with {threads} threads; output about {rows} rows\n",
+        human_bytes(per_fed),
+        human_bytes(per_fed * threads as u64 + rows * 400)
+    );
+    out += &format!("results: {}\n", job.results_dir().display());
+    for w in privacy_warnings(job) {
+        out += &format!("warning: {w}\n");
+    }
+    out
 }
 
 /// The text of `fedbandits plan`.

@@ -149,8 +149,23 @@ fn bad(path: &str, line: u64, column: &str, message: impl Into<String>) -> DataE
     }
 }
 
+/// The largest data file read: the UCI file is about 18 MB; a device or an
+/// unrelated huge file named by mistake is refused before reading.
+pub const MAX_DATA_BYTES: u64 = 1 << 30;
+
 fn read(path: &Path) -> Result<Vec<Record>, DataError> {
     let p = path.display().to_string();
+    let io = |message: String| DataError::Io {
+        path: p.clone(),
+        message,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| io(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(io("not a regular file".into()));
+    }
+    if meta.len() > MAX_DATA_BYTES {
+        return Err(io(format!("{} bytes, above the limit of {MAX_DATA_BYTES}", meta.len())));
+    }
     let mut rd = csv::ReaderBuilder::new()
         .has_headers(true)
         .from_path(path)

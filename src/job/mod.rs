@@ -191,7 +191,9 @@ pub struct Job {
 impl Job {
     /// Reads and validates a job file.
     pub fn load(path: &Path) -> Result<Job, JobError> {
-        let text = std::fs::read_to_string(path).map_err(|source| JobError::Io {
+        // One byte beyond the limit, so that `parse` reports the size of an
+        // oversized file instead of this reading /dev/zero forever.
+        let text = read_text_capped(path, MAX_JOB_BYTES + 1).map_err(|source| JobError::Io {
             path: path.display().to_string(),
             source,
         })?;
@@ -210,9 +212,8 @@ impl Job {
                     line: None,
                     key: "(file)".into(),
                     message: format!(
-                        "{} bytes; a job file may hold at most {MAX_JOB_BYTES} (it is copied into the metadata of \
-                         every result file)",
-                        text.len()
+                        "larger than the limit of {MAX_JOB_BYTES} bytes for a job file (it is copied into the \
+                         metadata of every result file)"
                     ),
                 }],
             });
@@ -313,6 +314,26 @@ pub const MAX_JOB_BYTES: usize = 1 << 20;
 /// The most cells a job may expand to (split larger sweeps into several
 /// jobs): checked before any cell is built.
 pub const MAX_CELLS: usize = 100_000;
+
+/// The most agents on a communication graph (gossip family, decentralized
+/// FedUCB): graphs keep all-pairs hop distances.
+pub const MAX_GRAPH_AGENTS: usize = 1000;
+
+/// The largest edge-list file (`graph_edges`) read.
+pub const MAX_EDGE_FILE_BYTES: usize = 64 << 20;
+
+/// Reads at most `limit` bytes of a UTF-8 text file: a device or a huge
+/// file named by mistake gives a short read, never an unbounded one.
+fn read_text_capped(path: &Path, limit: usize) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?.take(limit as u64).read_to_end(&mut bytes)?;
+    String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
+/// The most checkpoint rounds per repetition: each is a row of output per
+/// repetition (about 400 bytes), held in memory until the repetition ends.
+pub const MAX_CHECKPOINTS: u64 = 100_000;
 
 struct Parser<'a> {
     text: &'a str,
@@ -527,7 +548,28 @@ impl Parser<'_> {
                     self.problem(&["checkpoints", "every"], format!("{n} exceeds the horizon {t}"));
                     return None;
                 }
+                if let Some(t) = horizon.filter(|&t| t / n > MAX_CHECKPOINTS) {
+                    self.problem(
+                        &["checkpoints", "every"],
+                        format!(
+                            "{n} gives {} checkpoints over the horizon {t}, above the limit of {MAX_CHECKPOINTS} \
+                             (each is an output row per repetition); use every: {} or more, or log_points",
+                            t / n,
+                            t.div_ceil(MAX_CHECKPOINTS)
+                        ),
+                    );
+                    return None;
+                }
                 Some(CheckpointSpec::Every(n))
+            }
+            (Some("log_points"), Some(n)) if n > MAX_CHECKPOINTS => {
+                self.problem(
+                    &["checkpoints", "log_points"],
+                    format!(
+                        "{n} is above the limit of {MAX_CHECKPOINTS} checkpoints (each is an output row per repetition)"
+                    ),
+                );
+                None
             }
             (Some("log_points"), Some(n)) => Some(CheckpointSpec::LogPoints(n)),
             (Some(other @ ("every" | "log_points")), None) => {
@@ -1552,10 +1594,15 @@ fn graph_spec(
                 return None;
             };
             out.insert("graph_edges", Value::Str(path.to_owned()));
-            match std::fs::read_to_string(path)
+            match read_text_capped(Path::new(path), MAX_EDGE_FILE_BYTES + 1)
                 .map_err(|e| e.to_string())
-                .and_then(|t| parse_edges(&t))
-            {
+                .and_then(|t| {
+                    if t.len() > MAX_EDGE_FILE_BYTES {
+                        Err(format!("larger than {MAX_EDGE_FILE_BYTES} bytes; is it an edge list?"))
+                    } else {
+                        parse_edges(&t)
+                    }
+                }) {
                 Ok(e) => GraphSpec::Edges(e),
                 Err(e) => {
                     errs.push(("graph_edges", format!("{path}: {e}")));
@@ -1572,10 +1619,25 @@ fn graph_spec(
 /// stream: its shape, not its draw); its diameter, or None after recording
 /// why it cannot be built (disconnected, bad parameters).
 fn check_graph(spec: &GraphSpec, m: usize, errs: &mut ResolveErrors) -> Option<u32> {
+    if m > MAX_GRAPH_AGENTS {
+        errs.push((
+            "m",
+            format!(
+                "{m} agents on a communication graph; at most {MAX_GRAPH_AGENTS} (a graph holds all-pairs hop \
+                 distances, m^2 entries built with m^3 work, per federation)"
+            ),
+        ));
+        return None;
+    }
     match crate::graph::Graph::build(spec, m, &mut crate::rng::Stream::new(&[0])) {
         Ok(g) => Some(g.diameter().max(1)),
         Err(e) => {
-            errs.push(("graph", e.to_string()));
+            let key = if matches!(spec, GraphSpec::Edges(_)) {
+                "graph_edges"
+            } else {
+                "graph"
+            };
+            errs.push((key, e.to_string()));
             None
         }
     }

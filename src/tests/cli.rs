@@ -139,7 +139,7 @@ fn invalid_jobs_exit_2_with_file_line_key() {
     );
     assert_invalid(
         &format!("description: \"{}\"\n{GOOD}", "x".repeat(1 << 20)),
-        &["(file)", "at most 1048576"],
+        &["(file)", "limit of 1048576 bytes"],
     );
     assert_invalid(
         "horizon: 100\nalgorithm: gossip_ucb\nenvironment: mab_heterogeneous\nparams: {m: 4, graph: ring, graph_edges: e.txt}\n",
@@ -158,6 +158,13 @@ fn invalid_jobs_exit_2_with_file_line_key() {
     }
     let o = run(&["plan", job.to_str().unwrap(), "--tasks", "0"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // A device named as the job file is read up to the size limit, not
+    // forever (found by the loader fuzzer's neighbours: data, graph_edges).
+    if Path::new("/dev/zero").exists() {
+        let o = run(&["validate", "/dev/zero"]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("limit of 1048576 bytes"), "{}", stderr(&o));
+    }
     // validate > /dev/full fails (exit 1) instead of losing its output.
     if let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") {
         let o = bin()
