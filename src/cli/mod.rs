@@ -215,13 +215,13 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             let sel = backend::select(backend)?;
             if !quiet {
                 eprintln!(
-                    "fedbandits: job {}: {} cell(s) x {} repetition(s), {:.3e} agent-steps; {}",
+                    "fedbandits: job {}: {} cell(s) x {} repetition(s), {:.3e} agent-steps",
                     job.name,
                     job.cells.len(),
                     job.repetitions,
                     job.total_agent_steps() as f64,
-                    sel.note
                 );
+                eprintln!("fedbandits: {}", sel.note);
             }
             if !quiet {
                 for w in privacy_warnings(&job) {
@@ -555,8 +555,8 @@ fn print_report(r: &RunReport) {
         r.part.display()
     );
     let mut out = format!(
-        "{:>4}  {:>14} {:>10} {:>10} {:>10}  cell\n",
-        "#", "agent regret", "sd", "syncs", "epsilon"
+        "{:>4}  {:>12} {:>9} {:>8} {:>8}  cell\n",
+        "#", "agent regret", "sd", "syncs", "acct eps"
     );
     for s in &r.summaries {
         let mut note = if s.skipped { " (skipped: complete)" } else { "" }.to_string();
@@ -564,10 +564,21 @@ fn print_report(r: &RunReport) {
             note += &format!(" [FRR {frr:.3}]");
         }
         let eps = s.epsilon.map_or_else(|| "-".to_string(), |e| format!("{e:.3}"));
+        // Sync rounds are a mean over repetitions: whole unless they differ.
+        let syncs = if s.sync_rounds_mean.fract() == 0.0 {
+            format!("{}", s.sync_rounds_mean)
+        } else {
+            format!("{:.1}", s.sync_rounds_mean)
+        };
         out += &format!(
-            "{:>4}  {:>14.2} {:>10.2} {:>10.1} {:>10}  {}{note}\n",
-            s.index, s.agent_regret_mean, s.agent_regret_sd, s.sync_rounds_mean, eps, s.label
+            "{:>4}  {:>12.2} {:>9.2} {syncs:>8} {eps:>8}  {}{note}\n",
+            s.index, s.agent_regret_mean, s.agent_regret_sd, s.label
         );
+    }
+    if r.summaries.iter().any(|s| s.epsilon.is_some()) {
+        out += "agent regret: mean final regret per agent (sd: over repetitions)\n\
+                acct eps: the accountant's epsilon of the whole run (zCDP at the cell's delta;\n  \
+                pure epsilon for the gossip family); -: not private\n";
     }
     emit(&out);
 }

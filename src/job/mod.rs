@@ -251,10 +251,25 @@ impl Job {
         if self.cells.iter().any(|c| c.environment != cell.environment) {
             s += &format!(" on {}", cell.environment);
         }
+        // Parameters that tell this cell from others of its algorithm and
+        // environment: a default that differs between algorithms (alpha,
+        // s_bound) says nothing the algorithm's name does not.
+        let peers: Vec<&Cell> = self
+            .cells
+            .iter()
+            .filter(|c| c.algorithm == cell.algorithm && c.environment == cell.environment)
+            .collect();
         for (k, v) in &cell.params {
-            let varies = self.cells.iter().any(|c| c.params.get(k).is_some_and(|o| o != v));
-            if varies {
+            let others: Vec<&params::Value> = peers.iter().filter_map(|c| c.params.get(k)).filter(|o| *o != v).collect();
+            if others.is_empty() {
+                continue;
+            }
+            // Six significant digits, unless that merges two values.
+            let short = compact(v);
+            if others.iter().any(|o| compact(o) == short) {
                 s += &format!(" {k}={v}");
+            } else {
+                s += &format!(" {k}={short}");
             }
         }
         s
@@ -290,6 +305,18 @@ const TOP_KEYS: &[&str] = &[
     "grid",
 ];
 
+/// A parameter value for a label: floats to six significant digits
+/// (`3.16228` for sqrt(10)), everything else as is.
+fn compact(v: &params::Value) -> String {
+    match v {
+        params::Value::Float(x) if x.is_finite() => {
+            let r: f64 = format!("{x:.5e}").parse().unwrap_or(*x);
+            format!("{r}")
+        }
+        other => other.to_string(),
+    }
+}
+
 /// Agent-steps of `cells` x `reps`, None on overflow.
 fn checked_total(cells: &[Cell], reps: u32) -> Option<u64> {
     cells
@@ -303,6 +330,16 @@ fn checked_total(cells: &[Cell], reps: u32) -> Option<u64> {
 }
 
 /// A YAML value as it would be written, for messages.
+/// A mapping key that is not a name, for a message: scalars as written,
+/// collections as `[...]` / `{...}`.
+fn key_text(k: &serde_yaml::Value) -> String {
+    match k {
+        serde_yaml::Value::Sequence(_) => "[...]".into(),
+        serde_yaml::Value::Mapping(_) => "{...}".into(),
+        other => yaml_text(other),
+    }
+}
+
 fn yaml_text(v: &serde_yaml::Value) -> String {
     serde_yaml::to_string(v).map_or_else(|_| "?".into(), |t| t.trim().to_owned())
 }
@@ -343,9 +380,11 @@ struct Parser<'a> {
 impl Parser<'_> {
     fn problem(&mut self, path: &[&str], message: impl Into<String>) {
         let line = locate(self.text, path);
+        // An empty key (`'': 1`) is shown as YAML writes it.
+        let shown: Vec<&str> = path.iter().map(|p| if p.is_empty() { "''" } else { p }).collect();
         self.problems.push(Problem {
             line,
-            key: path.join("."),
+            key: shown.join("."),
             message: message.into(),
         });
     }
@@ -396,7 +435,8 @@ impl Parser<'_> {
         let mut top: BTreeMap<String, serde_yaml::Value> = BTreeMap::new();
         for (k, v) in map {
             let Some(k) = k.as_str().map(str::to_owned) else {
-                self.problem(&[], "keys must be strings");
+                let shown = key_text(&k);
+                self.problem(&[&shown], format!("a key must be a name; allowed: {}", TOP_KEYS.join(", ")));
                 continue;
             };
             if !TOP_KEYS.contains(&k.as_str()) {
@@ -709,7 +749,7 @@ impl Parser<'_> {
         let mut ok = true;
         for (k, v) in m {
             let Some(k) = k.as_str() else {
-                self.problem(&["params"], "keys must be strings");
+                self.problem(&["params", &key_text(k)], "a parameter name must be a name (`fedbandits list` shows them)");
                 ok = false;
                 continue;
             };
@@ -743,7 +783,7 @@ impl Parser<'_> {
         let mut ok = true;
         for (k, v) in m {
             let Some(k) = k.as_str() else {
-                self.problem(&["grid"], "keys must be strings");
+                self.problem(&["grid", &key_text(k)], "a parameter name must be a name (`fedbandits list` shows them)");
                 ok = false;
                 continue;
             };

@@ -357,7 +357,7 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
     }
     let total_steps: u64 = pending.iter().map(|&(c, _)| job.cells[c].agent_steps_per_rep()).sum();
     let bar = progress_bar(total_steps, opts.quiet);
-    bar.set_message(format!("units 0/{}", pending.len()));
+    bar.set_message(format!("0/{} units", pending.len()));
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.threads.unwrap_or(0))
         .build()
@@ -469,7 +469,7 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
                 // The unit is safely written; its snapshot is no longer state.
                 let _ = std::fs::remove_file(snapshot_path(&dir, cell, rep));
                 let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                bar.set_message(format!("units {n}/{}", pending.len()));
+                bar.set_message(format!("{n}/{} units", pending.len()));
             }
         });
     });
@@ -538,7 +538,8 @@ fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
     }
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
     if let Ok(style) = ProgressStyle::with_template(
-        "[{elapsed_precise}] {wide_bar} {percent:>3}% {human_pos}/{human_len} agent-steps ({per_sec:0}) ETA {eta} {msg}",
+        // About 40 columns besides the bar, so that it fits 80.
+        "[{elapsed_precise}] {wide_bar} {percent:>3}% {msg} ETA {eta}",
     ) {
         bar.set_style(style);
     }
