@@ -1,2 +1,2 @@
-"""fedbandits analysis: load results (`analysis.load`) and draw the papers'
-figures (`python -m analysis.figures RESULTS_DIR --out figures/`)."""
+"""fedbandits analysis: load results (`fedbandits_analysis.load`) and draw the papers'
+figures (`python -m fedbandits_analysis.figures RESULTS_DIR --out figures/`)."""

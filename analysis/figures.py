@@ -1,6 +1,6 @@
 """The papers' figures from fedbandits results.
 
-    python -m analysis.figures RESULTS_DIR --out figures/
+    python -m fedbandits_analysis.figures RESULTS_DIR --out figures/
 
 renders every figure whose data are present: for each job found under
 RESULTS_DIR, the figure its name calls for (dubey_fig1a: final regret
@@ -60,7 +60,36 @@ def _label(row: dict, by: list[str]) -> str:
 
 
 def _legend(ax) -> None:
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+    """The legend right of the axes, and the axes widened to the figure's
+    right edge less the legend's width (no empty margin)."""
+    leg = ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+    fig = ax.figure
+    fig.canvas.draw()
+    width = leg.get_window_extent().width / fig.bbox.width if leg.get_texts() else 0.0
+    left = fig.subplotpars.left
+    fig.subplots_adjust(right=max(left + 0.3, 0.98 - width - 0.02 * fig.subplotpars.right))
+
+
+_DASHES = ["-", "--", ":", "-."]
+
+
+def _styles(groups: list[dict], by: list[str]) -> list[dict]:
+    """Line styles that keep coinciding series visible. With two or more
+    grouping keys, the first key picks the line style and width (solid and
+    wide underneath, dashed and thin on top) and the others the colour, so
+    that, e.g., private and non-private syncing every round, which coincide,
+    show as a dashed line over a wide solid one of the same colour."""
+    if len(by) < 2:
+        return [{"lw": 1.5} for _ in groups]
+    first = list(dict.fromkeys(str(g.get(by[0])) for g in groups))
+    rest = list(dict.fromkeys(tuple(str(g.get(k)) for k in by[1:]) for g in groups))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    out = []
+    for g in groups:
+        i = first.index(str(g.get(by[0])))
+        j = rest.index(tuple(str(g.get(k)) for k in by[1:]))
+        out.append({"ls": _DASHES[i % len(_DASHES)], "lw": max(3.0 - 1.2 * i, 1.2), "color": colors[j % len(colors)], "zorder": 2 + i})
+    return out
 
 
 def varying(lf: pl.LazyFrame, candidates: list[str] | None = None) -> list[str]:
@@ -92,12 +121,12 @@ def regret_curves(lf: pl.LazyFrame, by: list[str], out: Path, title: str, time_a
     s = summarize(data, by, "time_avg" if time_average else "agent_regret")
     fig, ax = _figure(title)
     groups = s.select(by).unique(maintain_order=True).to_dicts() if by else [{}]
-    for g in groups:
+    for g, style in zip(groups, _styles(groups, by)):
         part = s
         for k, v in g.items():
             part = part.filter(pl.col(k).is_null() if v is None else pl.col(k) == v)
         t = part["t"].to_numpy()
-        (line,) = ax.plot(t, part["mean"].to_numpy(), label=_label(g, by), lw=1.5)
+        (line,) = ax.plot(t, part["mean"].to_numpy(), label=_label(g, by), **style)
         ax.fill_between(t, part["lo"].to_numpy(), part["hi"].to_numpy(), color=line.get_color(), alpha=0.2, lw=0)
     if logx:
         ax.set_xscale("log")
@@ -132,11 +161,12 @@ def communication(lf: pl.LazyFrame, by: list[str], out: Path, title: str) -> Pat
     """Synchronization rounds against t (mean over repetitions)."""
     s = summarize(lf, by, "sync_rounds")
     fig, ax = _figure(title)
-    for g in s.select(by).unique(maintain_order=True).to_dicts():
+    groups = s.select(by).unique(maintain_order=True).to_dicts()
+    for g, style in zip(groups, _styles(groups, by)):
         part = s
         for k, v in g.items():
             part = part.filter(pl.col(k) == v)
-        ax.plot(part["t"].to_numpy(), part["mean"].to_numpy(), label=_label(g, by), lw=1.5)
+        ax.plot(part["t"].to_numpy(), part["mean"].to_numpy(), label=_label(g, by), **style)
     ax.set_xscale("log")
     ax.set_yscale("symlog", linthresh=1)
     ax.set_ylim(bottom=0)
@@ -257,7 +287,7 @@ def figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m analysis.figures", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m fedbandits_analysis.figures", description=__doc__.split("\n\n")[0])
     p.add_argument("results", help="results directory (one job's or a root of several)")
     p.add_argument("--out", default="figures", help="where to write the PNG files (default: figures/)")
     a = p.parse_args(argv)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import struct
 import subprocess
 from pathlib import Path
@@ -13,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from analysis import figures
-from analysis.load import REQUIRED, ResultsError, scan, summarize
+from fedbandits_analysis import figures
+from fedbandits_analysis.load import REQUIRED, ResultsError, scan, summarize
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = """\
@@ -134,7 +135,7 @@ def test_paper_job_names_select_paper_figures(tmp_path: Path) -> None:
 
 
 def test_families_come_from_the_engine_and_split_a_mixed_job(tmp_path: Path) -> None:
-    from analysis.load import families, scan_family
+    from fedbandits_analysis.load import families, scan_family
 
     job = tmp_path / "mix.yaml"
     job.write_text(
@@ -157,7 +158,7 @@ def test_families_come_from_the_engine_and_split_a_mixed_job(tmp_path: Path) -> 
 
 
 def test_federated_regret_ratio_divides_by_non_federated(tmp_path: Path) -> None:
-    from analysis.load import federated_regret_ratio
+    from fedbandits_analysis.load import federated_regret_ratio
 
     job = tmp_path / "frr.yaml"
     job.write_text(
@@ -204,6 +205,17 @@ def test_readme_snippets_work_after_merge_and_audit(tmp_path: Path) -> None:
         env: dict = {}
         exec(code.replace("results/quickstart", str(tmp_path / "quickstart")), env)
         assert env["df"] is not None
+        if "pd.read_parquet" in code:
+            # Nullable parameter columns keep their types in pandas.
+            dtypes = env["df"].dtypes
+            assert str(dtypes["private"]) == "boolean" and str(dtypes["batch_size"]) == "Int64", dtypes
+            assert not [c for c, t in dtypes.items() if t == object], dtypes
+    # README's column list names every column the engine writes.
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("Columns (`fedbandits list`") : readme.index("**Privacy columns.**")]
+    written = pq.read_schema(next((tmp_path / "quickstart").glob("part-*.parquet"))).names
+    missing = [c for c in written if f"`{c}`" not in section and not re.search(rf"[`, ]{c}[,`]", section)]
+    assert not missing, f"README's column list misses {missing}"
     assert scan(tmp_path / "quickstart").collect().height == 3 * 4 * 8
     manifest = tmp_path / "quickstart" / "_manifest.yaml"
     manifest.write_text(manifest.read_text().replace("complete: true", "complete: fals"))
@@ -228,3 +240,15 @@ def test_scan_refuses_overlapping_shard_layouts_and_damaged_files(tmp_path: Path
     part.write_bytes(bytes(raw))
     with pytest.raises(ResultsError, match="checksum mismatch"):
         scan(d)
+
+
+def test_package_imports_under_its_own_name_from_anywhere(tmp_path: Path) -> None:
+    """Installed, the package is `fedbandits_analysis` (not the generic
+    `analysis`), and its figure CLI runs from any directory."""
+    import sys
+
+    code = "import fedbandits_analysis.load, importlib.util; print(importlib.util.find_spec('analysis') is None)"
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "True", r.stderr + r.stdout
+    r = subprocess.run([sys.executable, "-m", "fedbandits_analysis.figures", "--help"], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 0 and "fedbandits_analysis.figures" in r.stdout, r.stderr

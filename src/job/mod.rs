@@ -260,7 +260,11 @@ impl Job {
             .filter(|c| c.algorithm == cell.algorithm && c.environment == cell.environment)
             .collect();
         for (k, v) in &cell.params {
-            let others: Vec<&params::Value> = peers.iter().filter_map(|c| c.params.get(k)).filter(|o| *o != v).collect();
+            let others: Vec<&params::Value> = peers
+                .iter()
+                .filter_map(|c| c.params.get(k))
+                .filter(|o| *o != v)
+                .collect();
             if others.is_empty() {
                 continue;
             }
@@ -436,7 +440,10 @@ impl Parser<'_> {
         for (k, v) in map {
             let Some(k) = k.as_str().map(str::to_owned) else {
                 let shown = key_text(&k);
-                self.problem(&[&shown], format!("a key must be a name; allowed: {}", TOP_KEYS.join(", ")));
+                self.problem(
+                    &[&shown],
+                    format!("a key must be a name; allowed: {}", TOP_KEYS.join(", ")),
+                );
                 continue;
             };
             if !TOP_KEYS.contains(&k.as_str()) {
@@ -749,7 +756,10 @@ impl Parser<'_> {
         let mut ok = true;
         for (k, v) in m {
             let Some(k) = k.as_str() else {
-                self.problem(&["params", &key_text(k)], "a parameter name must be a name (`fedbandits list` shows them)");
+                self.problem(
+                    &["params", &key_text(k)],
+                    "a parameter name must be a name (`fedbandits list` shows them)",
+                );
                 ok = false;
                 continue;
             };
@@ -783,7 +793,10 @@ impl Parser<'_> {
         let mut ok = true;
         for (k, v) in m {
             let Some(k) = k.as_str() else {
-                self.problem(&["grid", &key_text(k)], "a parameter name must be a name (`fedbandits list` shows them)");
+                self.problem(
+                    &["grid", &key_text(k)],
+                    "a parameter name must be a name (`fedbandits list` shows them)",
+                );
                 ok = false;
                 continue;
             };

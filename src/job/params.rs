@@ -391,6 +391,19 @@ pub struct Family {
     pub columns: &'static [&'static str],
 }
 
+impl Family {
+    /// The parameters its algorithms and environments use, in output-column
+    /// order.
+    pub fn parameters(&self) -> Vec<&'static str> {
+        let members: Vec<&str> = self.algorithms.iter().chain(self.environments).map(|m| m.0).collect();
+        PARAMS
+            .iter()
+            .filter(|p| p.used_by.iter().any(|u| members.contains(u)))
+            .map(|p| p.name)
+            .collect()
+    }
+}
+
 /// Every family.
 pub const FAMILIES: &[Family] = &[
     Family {
