@@ -56,19 +56,25 @@ args=(--parsable --cpus-per-task="$FEDBANDITS_THREADS" --time="$time_limit" "${c
 [ -n "${FEDBANDITS_SBATCH_ARGS:-}" ] && args+=($FEDBANDITS_SBATCH_ARGS)
 export FEDBANDITS_BIN FEDBANDITS_JOB="$job" FEDBANDITS_TASKS FEDBANDITS_OUT="${FEDBANDITS_OUT:-}"
 
-# sbatch_checked DESCRIPTION ARGS...: the job id, or a clear failure.
+# sbatch_checked DESCRIPTION ARGS...: the job id (sbatch --parsable prints
+# ID or ID;CLUSTER on stdout; its warnings on stderr are passed on), or a
+# clear failure.
 submitted=()
 sbatch_checked() {
-  local what=$1 reply
+  local what=$1 reply errors
   shift
-  if ! reply=$(sbatch "$@" 2>&1) || ! [[ ${reply%%;*} =~ ^[0-9]+$ ]]; then
-    echo "submit.sh: sbatch failed for the $what: $reply" >&2
+  errors=$(mktemp)
+  if ! reply=$(sbatch "$@" 2>"$errors") || ! [[ ${reply%%;*} =~ ^[0-9]+$ ]]; then
+    echo "submit.sh: sbatch failed for the $what: $(cat "$errors")${reply:+ (stdout: $reply)}" >&2
+    rm -f "$errors"
     if [ ${#submitted[@]} -gt 0 ]; then
       echo "submit.sh: already submitted: ${submitted[*]}; cancel them with: scancel ${submitted[*]}" >&2
       echo "submit.sh: (or keep them and, once they end, run: $FEDBANDITS_BIN merge '$results')" >&2
     fi
     exit 1
   fi
+  cat "$errors" >&2
+  rm -f "$errors"
   echo "${reply%%;*}"
 }
 
