@@ -197,15 +197,9 @@ fn param_value(kind: Kind) -> BoxedStrategy<String> {
                 .collect();
             (inside, edges)
         }
-        Kind::Float {
-            min,
-            max,
-            min_inclusive,
-            max_inclusive,
-        } => {
-            let ok = |x: f64| {
-                (if min_inclusive { x >= min } else { x > min }) && (if max_inclusive { x <= max } else { x < max })
-            };
+        Kind::Float { min, max, .. } => {
+            // Inside: what the loader's own range check accepts (finite).
+            let ok = |x: f64| x.is_finite() && kind.check(&params::Value::Float(x)).is_ok();
             let candidates = [
                 min,
                 max,
@@ -220,18 +214,8 @@ fn param_value(kind: Kind) -> BoxedStrategy<String> {
                 f64::INFINITY,
                 (min + max) / 2.0,
             ];
-            let inside = candidates
-                .iter()
-                .copied()
-                .filter(|&x| ok(x) && x.abs() <= 1e12)
-                .map(yaml_float)
-                .collect();
-            let mut edges: Vec<String> = candidates
-                .iter()
-                .copied()
-                .filter(|&x| !ok(x) || x.abs() > 1e12)
-                .map(yaml_float)
-                .collect();
+            let inside = candidates.iter().copied().filter(|&x| ok(x)).map(yaml_float).collect();
+            let mut edges: Vec<String> = candidates.iter().copied().filter(|&x| !ok(x)).map(yaml_float).collect();
             edges.extend(
                 [min - 1.0, max + 1.0, f64::NAN]
                     .into_iter()
