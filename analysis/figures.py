@@ -78,7 +78,7 @@ def _styles(groups: list[dict], by: list[str]) -> list[dict]:
     grouping keys, the first key picks the line style and width (solid and
     wide underneath, dashed and thin on top) and the others the colour, so
     that, e.g., private and non-private syncing every round, which coincide,
-    show as a dashed line over a wide solid one of the same colour."""
+    show as a dashed line over a wide pale one of the same colour."""
     if len(by) < 2:
         return [{"lw": 1.5} for _ in groups]
     first = list(dict.fromkeys(str(g.get(by[0])) for g in groups))
@@ -88,7 +88,11 @@ def _styles(groups: list[dict], by: list[str]) -> list[dict]:
     for g in groups:
         i = first.index(str(g.get(by[0])))
         j = rest.index(tuple(str(g.get(k)) for k in by[1:]))
-        out.append({"ls": _DASHES[i % len(_DASHES)], "lw": max(3.0 - 1.2 * i, 1.2), "color": colors[j % len(colors)], "zorder": 2 + i})
+        # The wide solid lines underneath are pale so that a dashed line of
+        # the same colour on top of them shows.
+        out.append(
+            {"ls": _DASHES[i % len(_DASHES)], "lw": max(3.5 - 1.5 * i, 1.5), "color": colors[j % len(colors)], "alpha": 0.45 if i == 0 else 1.0, "zorder": 2 + i}
+        )
     return out
 
 
