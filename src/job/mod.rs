@@ -333,7 +333,6 @@ fn checked_total(cells: &[Cell], reps: u32) -> Option<u64> {
         .checked_mul(u64::from(reps))
 }
 
-/// A YAML value as it would be written, for messages.
 /// A mapping key that is not a name, for a message: scalars as written,
 /// collections as `[...]` / `{...}`.
 fn key_text(k: &serde_yaml::Value) -> String {
@@ -344,6 +343,7 @@ fn key_text(k: &serde_yaml::Value) -> String {
     }
 }
 
+/// A YAML value as it would be written, for messages.
 fn yaml_text(v: &serde_yaml::Value) -> String {
     serde_yaml::to_string(v).map_or_else(|_| "?".into(), |t| t.trim().to_owned())
 }
@@ -355,6 +355,10 @@ pub const MAX_JOB_BYTES: usize = 1 << 20;
 /// The most cells a job may expand to (split larger sweeps into several
 /// jobs): checked before any cell is built.
 pub const MAX_CELLS: usize = 100_000;
+
+/// The most checkpoint rounds per repetition: each is a row of output per
+/// repetition (about 400 bytes), held in memory until the repetition ends.
+pub const MAX_CHECKPOINTS: u64 = 100_000;
 
 /// The most agents on a communication graph (gossip family, decentralized
 /// FedUCB): graphs keep all-pairs hop distances.
@@ -371,10 +375,6 @@ fn read_text_capped(path: &Path, limit: usize) -> std::io::Result<String> {
     std::fs::File::open(path)?.take(limit as u64).read_to_end(&mut bytes)?;
     String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
-
-/// The most checkpoint rounds per repetition: each is a row of output per
-/// repetition (about 400 bytes), held in memory until the repetition ends.
-pub const MAX_CHECKPOINTS: u64 = 100_000;
 
 struct Parser<'a> {
     text: &'a str,

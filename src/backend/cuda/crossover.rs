@@ -35,7 +35,7 @@ pub const MEASURED: &[Crossover] = &[];
 /// Why `auto` runs everything on the CPU while [`MEASURED`] is empty (no
 /// batch size has been measured faster on a GPU than on the CPU; on an H100
 /// 3.4e6 vs 4.0e6 agent-steps/s at 64 federations, 1.7e6 vs 4.9e6 at 2048;
-/// README "GPU"). Short: it is printed at the start of every run.
+/// README "GPU (CUDA)"). Short: it is printed at the start of every run.
 pub const NONE_MEASURED: &str = "no GPU speed-up measured; see --backend";
 
 /// Whether any size was ever measured faster on a GPU.
