@@ -6,12 +6,14 @@ renders every figure whose data are present: for each job found under
 RESULTS_DIR, the figure its name calls for (dubey_fig1a: final regret
 against epsilon per M and against M per epsilon; dubey_fig1b: regret curves and communication rounds per
 sync regime; dubey_fig1c: final regret against d; zhou_fig2a/2b/2c:
-time-average regret curves per protocol or algorithm; zhu_fig1a/1b (small, medium, full):
+time-average regret curves per protocol or algorithm; zhu_fig1a/1b:
 regret curves and the private regret against epsilon with the paper's
 1/epsilon slope; zhu_diabetes: regret curves; solanki_exp1: regret curves
 per algorithm and instance kind; solanki_exp2: the Federated Regret Ratio
 against epsilon; solanki_exp3: final regret per agent against n; anything
-else: regret curves per cell). Curves show the mean over repetitions with a 95% band.
+else: regret curves per cell). A `_small` or `_medium` suffix (the same
+figure at the CI's or a workstation's scale) selects the same figure. Curves
+show the mean over repetitions with a 95% band.
 Every figure is 900 x 500 pixels with the legend outside the axes.
 """
 
@@ -27,7 +29,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
-from .load import ResultsError, federated_regret_ratio, private_regret, scan, summarize  # noqa: E402
+from .load import (  # noqa: E402
+    ResultsError,
+    federated_regret_ratio,
+    private_regret,
+    scan,
+    summarize,
+    time_average_regret,
+)
 
 WIDTH_PX, HEIGHT_PX, DPI = 900, 500, 100
 
@@ -121,8 +130,7 @@ def varying(lf: pl.LazyFrame, candidates: list[str] | None = None) -> list[str]:
 
 def regret_curves(lf: pl.LazyFrame, by: list[str], out: Path, title: str, time_average: bool = False, logx: bool = True) -> Path:
     """Per-agent cumulative (or time-average) regret against t, mean and 95% band."""
-    data = lf.with_columns((pl.col("agent_regret") / pl.col("t").cast(pl.Float64)).alias("time_avg"))
-    s = summarize(data, by, "time_avg" if time_average else "agent_regret")
+    s = summarize(time_average_regret(lf), by, "time_avg_regret" if time_average else "agent_regret")
     fig, ax = _figure(title)
     groups = s.select(by).unique(maintain_order=True).to_dicts() if by else [{}]
     for g, style in zip(groups, _styles(groups, by)):
@@ -226,8 +234,10 @@ def frr_vs(lf: pl.LazyFrame, x: str, out: Path, title: str, logx: bool = False) 
 
 def figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
     """The figures a job's name calls for (see the module docs)."""
-    base = job.removesuffix("_small")
-    small = " (small)" if job.endswith("_small") else ""
+    # <paper>_<figure>[_small|_medium]: the same figure at the CI, the
+    # workstation or the paper's scale.
+    base = job.removesuffix("_small").removesuffix("_medium")
+    small = " (small)" if job.endswith("_small") else " (medium)" if job.endswith("_medium") else ""
     made = []
     if base == "dubey_fig1a":
         made.append(final_vs(lf, "epsilon", ["m"], out / f"{job}.png", f"Dubey & Pentland Fig. 1A{small}: regret vs epsilon", logx=True))
@@ -244,9 +254,9 @@ def figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
         made.append(
             regret_curves(lf, ["algorithm", "epsilon"], out / f"{job}.png", f"Zhou & Chowdhury Fig. 2c{small} (synthetic data)", time_average=True)
         )
-    elif base.removesuffix("_medium") in ("zhu_fig1a", "zhu_fig1b"):
-        size = small or (" (medium)" if base.endswith("_medium") else "")
-        fig = base.removesuffix("_medium")[-2:]
+    elif base in ("zhu_fig1a", "zhu_fig1b"):
+        size = small
+        fig = base[-2:]
         # One regret figure per c_priv, in the paper's setting (no clipping),
         # with Gossip_UCB (epsilon = inf) and the two baselines; clipping's
         # effect is in the private-regret figure.

@@ -212,9 +212,35 @@ def federated_regret_ratio(
     return joined.with_columns(frr=pl.col("regret") / pl.col("baseline")).sort([*by, "algorithm", "epsilon"])
 
 
+def time_average_regret(lf: pl.LazyFrame, column: str = "agent_regret") -> pl.LazyFrame:
+    """Adds `time_avg_regret` = `column` / t: the time-average regret (Zhou &
+    Chowdhury's metric: cumulative per-agent regret divided by the rounds
+    played), which tends to 0 for a learner and to the per-round gap of a
+    policy that does not learn."""
+    return lf.with_columns((pl.col(column) / pl.col("t").cast(pl.Float64)).alias("time_avg_regret"))
+
+
 def to_pandas(path: str | Path):
-    """The same data as a pandas DataFrame (needs pandas installed)."""
-    return scan(path).collect().to_pandas()
+    """The same data as a pandas DataFrame (needs pandas installed), with
+    pandas' nullable types as `pd.read_parquet(..., dtype_backend=
+    "numpy_nullable")` gives them: a parameter that is null for some cells
+    stays Int64 / boolean instead of becoming float64 / object."""
+    import pandas as pd
+    import pyarrow as pa
+
+    mapping = {
+        pa.bool_(): pd.BooleanDtype(),
+        pa.float32(): pd.Float32Dtype(),
+        pa.float64(): pd.Float64Dtype(),
+        pa.string(): pd.StringDtype(),
+        pa.large_string(): pd.StringDtype(),
+    }
+    if hasattr(pa, "string_view"):  # pyarrow >= 16; polars may export it
+        mapping[pa.string_view()] = pd.StringDtype()
+    for bits in (8, 16, 32, 64):
+        mapping[getattr(pa, f"int{bits}")()] = pd.api.types.pandas_dtype(f"Int{bits}")
+        mapping[getattr(pa, f"uint{bits}")()] = pd.api.types.pandas_dtype(f"UInt{bits}")
+    return scan(path).collect().to_arrow().to_pandas(types_mapper=mapping.get)
 
 
 def summarize(lf: pl.LazyFrame, by: list[str], value: str = "agent_regret") -> pl.DataFrame:

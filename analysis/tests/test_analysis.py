@@ -132,6 +132,23 @@ def test_paper_job_names_select_paper_figures(tmp_path: Path) -> None:
     subprocess.run([str(engine()), "run", str(job), "--out", str(d), "--quiet"], check=True, capture_output=True)
     made = figures.figures_for_job(scan(d), "zhou_fig2c_small", tmp_path / "f")
     assert [p.name for p in made] == ["zhou_fig2c_small.png"]
+    # The paper-scale and workstation-scale names select the same figure.
+    for name in ("zhou_fig2c", "zhou_fig2c_medium"):
+        made = figures.figures_for_job(scan(d), name, tmp_path / "f")
+        assert [p.name for p in made] == [f"{name}.png"]
+
+
+def test_time_average_regret_and_typed_pandas(results: Path) -> None:
+    from fedbandits_analysis.load import time_average_regret, to_pandas
+
+    df = time_average_regret(scan(results)).collect()
+    expected = df["agent_regret"].to_numpy() / df["t"].to_numpy()
+    assert np.array_equal(df["time_avg_regret"].to_numpy(), expected)
+    pdf = to_pandas(results)
+    assert len(pdf) == df.height
+    # Parameters null for some cells keep nullable integer / boolean types.
+    assert str(pdf["batch_size"].dtype) == "Int64" and str(pdf["private"].dtype) == "boolean", pdf.dtypes
+    assert not [c for c, t in pdf.dtypes.items() if t == object], pdf.dtypes
 
 
 def test_families_come_from_the_engine_and_split_a_mixed_job(tmp_path: Path) -> None:
