@@ -11,9 +11,11 @@ regret curves and the private regret against epsilon with the paper's
 1/epsilon slope; zhu_diabetes: regret curves; solanki_exp1: regret curves
 per algorithm and instance kind; solanki_exp2: the Federated Regret Ratio
 against epsilon; solanki_exp3: final regret per agent against n; anything
-else: regret curves per cell). A `_small` or `_medium` suffix (the same
-figure at the CI's or a workstation's scale) selects the same figure. Curves
-show the mean over repetitions with a 95% band.
+dubey_onset: regret per round between checkpoints, where learning shows;
+anything else: regret curves per cell). A suffix after the figure's name
+(`_small`: the CI's scale, `_medium`: a workstation's, `_vm`: what fits in
+an hour or two on the 2-core development VM) selects the same figure and is
+named in its title. Curves show the mean over repetitions with a 95% band.
 Every figure is 900 x 500 pixels with the legend outside the axes.
 """
 
@@ -32,6 +34,7 @@ import polars as pl  # noqa: E402
 from .load import (  # noqa: E402
     ResultsError,
     federated_regret_ratio,
+    per_round_regret,
     private_regret,
     scan,
     summarize,
@@ -128,9 +131,19 @@ def varying(lf: pl.LazyFrame, candidates: list[str] | None = None) -> list[str]:
     return [c for c in cols if cells[c].drop_nulls().n_unique() > 1]
 
 
-def regret_curves(lf: pl.LazyFrame, by: list[str], out: Path, title: str, time_average: bool = False, logx: bool = True) -> Path:
-    """Per-agent cumulative (or time-average) regret against t, mean and 95% band."""
-    s = summarize(time_average_regret(lf), by, "time_avg_regret" if time_average else "agent_regret")
+#: y-axis label of each value `regret_curves` can draw.
+CURVE_VALUES = {
+    "agent_regret": "cumulative regret per agent",
+    "time_avg_regret": "time-average regret per agent (regret / t)",
+    "round_regret": "regret per round per agent (between checkpoints)",
+}
+
+
+def regret_curves(lf: pl.LazyFrame, by: list[str], out: Path, title: str, value: str = "agent_regret", logx: bool = True) -> Path:
+    """Per-agent regret against t, mean and 95% band: cumulative
+    (`agent_regret`), time-average (`time_avg_regret`) or per round between
+    checkpoints (`round_regret`)."""
+    s = summarize(per_round_regret(time_average_regret(lf)), by, value)
     fig, ax = _figure(title)
     groups = s.select(by).unique(maintain_order=True).to_dicts() if by else [{}]
     for g, style in zip(groups, _styles(groups, by)):
@@ -143,7 +156,7 @@ def regret_curves(lf: pl.LazyFrame, by: list[str], out: Path, title: str, time_a
     if logx:
         ax.set_xscale("log")
     ax.set_xlabel("round t")
-    ax.set_ylabel("time-average regret per agent (regret / t)" if time_average else "cumulative regret per agent")
+    ax.set_ylabel(CURVE_VALUES[value])
     _legend(ax)
     return _save(fig, out)
 
@@ -153,11 +166,17 @@ def final_vs(lf: pl.LazyFrame, x: str, by: list[str], out: Path, title: str, log
     final = lf.filter(pl.col("t") == pl.col("horizon"))
     s = summarize(final, [*by, x]).sort([*by, x])
     fig, ax = _figure(title)
+    # Cells without `x` (non-private cells have no epsilon) are reference
+    # levels: a dashed horizontal line with their 95% band.
+    for row in s.filter(pl.col(x).is_null()).iter_rows(named=True):
+        line = ax.axhline(row["mean"], ls="--", lw=1, color="0.4", label=f"{_label(row, by) or 'reference'}: no {x}")
+        ax.axhspan(row["lo"], row["hi"], color=line.get_color(), alpha=0.15, lw=0)
+    s = s.filter(pl.col(x).is_not_null())
     groups = s.select(by).unique(maintain_order=True).to_dicts() if by else [{}]
     for g in groups:
         part = s
         for k, v in g.items():
-            part = part.filter(pl.col(k) == v)
+            part = part.filter(pl.col(k).is_null() if v is None else pl.col(k) == v)
         xs = part[x].to_numpy()
         m = part["mean"].to_numpy()
         ax.errorbar(xs, m, yerr=[m - part["lo"].to_numpy(), part["hi"].to_numpy() - m], marker="o", capsize=3, label=_label(g, by))
@@ -232,16 +251,58 @@ def frr_vs(lf: pl.LazyFrame, x: str, out: Path, title: str, logx: bool = False) 
     return _save(fig, out)
 
 
+#: The paper figures `figures_for_job` knows, by job-name prefix.
+PAPER_FIGURES = (
+    "dubey_fig1a",
+    "dubey_fig1b",
+    "dubey_fig1c",
+    "dubey_onset",
+    "zhou_fig2a",
+    "zhou_fig2b",
+    "zhou_fig2c",
+    "zhu_fig1a",
+    "zhu_fig1b",
+    "zhu_diabetes",
+    "solanki_exp1",
+    "solanki_exp2",
+    "solanki_exp3",
+)
+
+
+def split_job_name(job: str) -> tuple[str, str]:
+    """(paper figure, scale) of a job name: `dubey_fig1a_vm` -> ("dubey_fig1a",
+    "vm"), `zhou_fig2b` -> ("zhou_fig2b", ""); a name with no known prefix is
+    its own base."""
+    for base in PAPER_FIGURES:
+        if job == base:
+            return base, ""
+        if job.startswith(base + "_"):
+            return base, job[len(base) + 1 :]
+    return job, ""
+
+
 def figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
     """The figures a job's name calls for (see the module docs)."""
-    # <paper>_<figure>[_small|_medium]: the same figure at the CI, the
-    # workstation or the paper's scale.
-    base = job.removesuffix("_small").removesuffix("_medium")
-    small = " (small)" if job.endswith("_small") else " (medium)" if job.endswith("_medium") else ""
+    # <paper>_<figure>[_<scale>]: the same figure at the CI (`_small`), a
+    # workstation (`_medium`), the development VM (`_vm`) or the paper's
+    # scale (no suffix).
+    base, scale = split_job_name(job)
+    small = f" ({scale})" if scale else ""
     made = []
     if base == "dubey_fig1a":
         made.append(final_vs(lf, "epsilon", ["m"], out / f"{job}.png", f"Dubey & Pentland Fig. 1A{small}: regret vs epsilon", logx=True))
         made.append(final_vs(lf, "m", ["epsilon"], out / f"{job}_vs_m.png", f"Dubey & Pentland Fig. 1A{small}: regret vs M"))
+        made.append(
+            regret_curves(
+                lf, varying(lf, ["m", "private", "epsilon"]), out / f"{job}_round.png", f"Dubey & Pentland Fig. 1A{small}: regret per round", value="round_regret"
+            )
+        )
+    elif base == "dubey_onset":
+        made.append(
+            regret_curves(
+                lf, varying(lf, ["m", "private", "epsilon"]), out / f"{job}.png", f"Dubey & Pentland: learning onset{small}", value="round_regret"
+            )
+        )
     elif base == "dubey_fig1b":
         made.append(regret_curves(lf, ["private", "sync"], out / f"{job}_regret.png", f"Dubey & Pentland Fig. 1B{small}: regret"))
         made.append(communication(lf, ["private", "sync"], out / f"{job}_communication.png", f"Dubey & Pentland Fig. 1B{small}: communication"))
@@ -249,10 +310,10 @@ def figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
         made.append(final_vs(lf, "d", [], out / f"{job}.png", f"Dubey & Pentland Fig. 1C{small}: regret vs d"))
     elif base in ("zhou_fig2a", "zhou_fig2b"):
         by = ["protocol", "epsilon"]
-        made.append(regret_curves(lf, by, out / f"{job}.png", f"Zhou & Chowdhury Fig. {base[-2:]}{small}", time_average=True))
+        made.append(regret_curves(lf, by, out / f"{job}.png", f"Zhou & Chowdhury Fig. {base[-2:]}{small}", value="time_avg_regret"))
     elif base == "zhou_fig2c":
         made.append(
-            regret_curves(lf, ["algorithm", "epsilon"], out / f"{job}.png", f"Zhou & Chowdhury Fig. 2c{small} (synthetic data)", time_average=True)
+            regret_curves(lf, ["algorithm", "epsilon"], out / f"{job}.png", f"Zhou & Chowdhury Fig. 2c{small} (synthetic data)", value="time_avg_regret")
         )
     elif base in ("zhu_fig1a", "zhu_fig1b"):
         size = small

@@ -220,6 +220,18 @@ def time_average_regret(lf: pl.LazyFrame, column: str = "agent_regret") -> pl.La
     return lf.with_columns((pl.col(column) / pl.col("t").cast(pl.Float64)).alias("time_avg_regret"))
 
 
+def per_round_regret(lf: pl.LazyFrame, column: str = "agent_regret") -> pl.LazyFrame:
+    """Adds `round_regret`: the regret per round over each window between
+    consecutive checkpoints of a repetition, (`column`(t) - `column`(t')) /
+    (t - t'), and `column` / t for the first checkpoint. A policy that does
+    not learn keeps it at its per-round gap; learning shows as the curve
+    falling below that level (Dubey & Pentland's learning onset, issue 15)."""
+    keys = ["job", "cell_id", "repetition"]
+    t = pl.col("t").cast(pl.Float64)
+    window = pl.col(column).diff().over(keys) / t.diff().over(keys)
+    return lf.sort([*keys, "t"]).with_columns(window.fill_null(pl.col(column) / t).alias("round_regret"))
+
+
 def to_pandas(path: str | Path):
     """The same data as a pandas DataFrame (needs pandas installed), with
     pandas' nullable types as `pd.read_parquet(..., dtype_backend=

@@ -109,8 +109,11 @@ def test_every_figure_function_writes_a_png_of_the_expected_size(results: Path, 
     lf = scan(results)
     made = [
         figures.regret_curves(lf, ["algorithm", "epsilon"], tmp_path / "curves.png", "curves"),
-        figures.regret_curves(lf, ["algorithm", "epsilon"], tmp_path / "avg.png", "avg", time_average=True),
+        figures.regret_curves(lf, ["algorithm", "epsilon"], tmp_path / "avg.png", "avg", value="time_avg_regret"),
+        figures.regret_curves(lf, ["algorithm", "epsilon"], tmp_path / "round.png", "round", value="round_regret"),
         figures.final_vs(lf.filter(pl.col("algorithm") == "private_fedlinucb"), "epsilon", [], tmp_path / "eps.png", "eps", logx=True),
+        # with the non-private cells (no epsilon) as a reference line
+        figures.final_vs(lf, "epsilon", [], tmp_path / "eps_ref.png", "eps", logx=True),
         figures.communication(lf, ["algorithm"], tmp_path / "comm.png", "comm"),
     ]
     for p in made:
@@ -132,10 +135,15 @@ def test_paper_job_names_select_paper_figures(tmp_path: Path) -> None:
     subprocess.run([str(engine()), "run", str(job), "--out", str(d), "--quiet"], check=True, capture_output=True)
     made = figures.figures_for_job(scan(d), "zhou_fig2c_small", tmp_path / "f")
     assert [p.name for p in made] == ["zhou_fig2c_small.png"]
-    # The paper-scale and workstation-scale names select the same figure.
-    for name in ("zhou_fig2c", "zhou_fig2c_medium"):
+    # The paper-scale, workstation-scale and VM-scale names select the same figure.
+    for name in ("zhou_fig2c", "zhou_fig2c_medium", "zhou_fig2c_vm"):
         made = figures.figures_for_job(scan(d), name, tmp_path / "f")
         assert [p.name for p in made] == [f"{name}.png"]
+    assert figures.split_job_name("dubey_fig1a_vm") == ("dubey_fig1a", "vm")
+    assert figures.split_job_name("dubey_onset_m10") == ("dubey_onset", "m10")
+    assert figures.split_job_name("quickstart") == ("quickstart", "")
+    made = figures.figures_for_job(scan(d), "dubey_onset_m10", tmp_path / "f")
+    assert [p.name for p in made] == ["dubey_onset_m10.png"]
 
 
 def test_time_average_regret_and_typed_pandas(results: Path) -> None:
@@ -149,6 +157,21 @@ def test_time_average_regret_and_typed_pandas(results: Path) -> None:
     # Parameters null for some cells keep nullable integer / boolean types.
     assert str(pdf["batch_size"].dtype) == "Int64" and str(pdf["private"].dtype) == "boolean", pdf.dtypes
     assert not [c for c, t in pdf.dtypes.items() if t == object], pdf.dtypes
+
+
+def test_per_round_regret_is_the_slope_between_checkpoints(results: Path) -> None:
+    from fedbandits_analysis.load import per_round_regret
+
+    df = per_round_regret(scan(results)).collect()
+    for (_, _), g in df.group_by(["cell_id", "repetition"]):
+        t = g["t"].to_numpy().astype(float)
+        r = g["agent_regret"].to_numpy()
+        assert np.all(np.diff(t) > 0), "rows sorted by t within a repetition"
+        expected = np.concatenate([[r[0] / t[0]], np.diff(r) / np.diff(t)])
+        assert np.allclose(g["round_regret"].to_numpy(), expected, rtol=1e-12, atol=0)
+    # A per-round regret cannot exceed the largest gap (rewards in [-1, 1]
+    # on the fixture's sphere: gaps <= 2) nor be negative by more than rounding.
+    assert df["round_regret"].min() > -1e-9 and df["round_regret"].max() <= 2.0
 
 
 def test_families_come_from_the_engine_and_split_a_mixed_job(tmp_path: Path) -> None:
