@@ -85,11 +85,13 @@ pub enum Command {
         /// Worker threads per task (for memory and time).
         #[arg(long, default_value_t = 2, value_parser = at_least_one)]
         threads: usize,
-        /// Assumed agent-steps per second per thread (measure with `fedbandits
-        /// bench`). Default: the slowest of the job's families at rates
-        /// measured on a 2-core development VM, 2e5 for the linear family and
-        /// 1e6 for the gossip family.
-        #[arg(long)]
+        /// Agent-steps per second per thread of each family's reference
+        /// workload (measure with `fedbandits bench`; linear: d = 10,
+        /// K = 100). Each cell's time is its agent-steps weighted by the
+        /// engine's time model (linear cells cost more with K and d: d = 128 is
+        /// about 30x d = 10). Default: rates measured on the 2-core
+        /// development VM, 2e5 (linear), 1e6 (gossip), 5e5 (combinatorial).
+        #[arg(long, value_parser = positive_rate)]
         rate: Option<f64>,
         /// Print every shard's line (default: the first 10 and the last 5).
         #[arg(long)]
@@ -271,7 +273,6 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             if let Some(o) = out {
                 job.output = o;
             }
-            let rate = rate.unwrap_or_else(|| default_rate(&job));
             emit(&plan_text(&job, tasks.max(1), threads.max(1), rate, all));
             Ok(())
         }
@@ -400,22 +401,6 @@ fn hms(secs: f64) -> String {
     format!("{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
 }
 
-/// Agent-steps per second per thread assumed for a job: the slowest of its
-/// families' rates, measured with `fedbandits bench` on the 2-core
-/// development VM (linear_d10_k100_m100: about 2.5e5 per thread, rounded
-/// down; gossip_n10_m5: about 1.2e6 to 2e6).
-pub fn default_rate(job: &Job) -> f64 {
-    job.cells
-        .iter()
-        .map(|c| match c.config {
-            crate::algo::CellConfig::Linear(_) => 2.0e5,
-            crate::algo::CellConfig::Gossip(_) => 1.0e6,
-            crate::algo::CellConfig::Comb(_) => 1.0e5,
-        })
-        .reduce(f64::min)
-        .unwrap_or(2.0e5)
-}
-
 /// The text of `fedbandits validate`: the expanded grid, totals, memory
 /// estimate for `threads` worker threads, results directory and the
 /// accountant's warnings.
@@ -443,18 +428,35 @@ pub fn validate_text(job: &Job, threads: usize) -> String {
     out
 }
 
-/// The text of `fedbandits plan`.
-pub fn plan_text(job: &Job, tasks: usize, threads: usize, rate: f64, all: bool) -> String {
-    let loads = crate::job::shard::shard_loads(&job.cells, job.repetitions, tasks);
-    let units = job.cells.len() * job.repetitions as usize;
+/// The text of `fedbandits plan`. Times come from the engine's time model
+/// ([`crate::sim::cost`]): each cell's agent-steps weighted by its relative
+/// cost, at `rate` agent-steps/s per thread for each family's reference
+/// workload (default: the family's measured rate).
+pub fn plan_text(job: &Job, tasks: usize, threads: usize, rate: Option<f64>, all: bool) -> String {
+    use crate::sim::cost;
+    let reps = job.repetitions as usize;
+    let owner = crate::job::shard::assign_units(&job.cells, job.repetitions, tasks);
+    // Per shard: (units, agent-steps, thread-seconds).
+    let mut loads = vec![(0usize, 0u64, 0.0f64); tasks.max(1)];
+    for (u, &s) in owner.iter().enumerate() {
+        let cell = &job.cells[u / reps];
+        let steps = cell.agent_steps_per_rep();
+        loads[s].0 += 1;
+        loads[s].1 += steps;
+        loads[s].2 += cost::thread_seconds(&cell.config, steps, rate);
+    }
+    let units = job.cells.len() * reps;
     let total = job.total_agent_steps();
     let mut sorted: Vec<u64> = loads.iter().map(|l| l.1).collect();
     sorted.sort_unstable();
     let max = sorted.last().copied().unwrap_or(0);
     let mean = total as f64 / tasks as f64;
     let per_fed = crate::sim::max_memory_per_federation(job);
-    let secs = |steps: u64| steps as f64 / (rate * threads as f64);
-    let limit = (secs(max) * 1.5).max(600.0);
+    // Wall time of a task: its thread-seconds over its threads.
+    let wall = |thread_secs: f64| thread_secs / threads as f64;
+    let longest = loads.iter().map(|l| l.2).fold(0.0, f64::max);
+    let total_secs: f64 = loads.iter().map(|l| l.2).sum();
+    let limit = (wall(longest) * 1.5).max(600.0);
     let mut out = format!(
         "job {}: {} cells x {} repetitions = {units} units, {total} agent-steps ({:.3e})\n",
         job.name,
@@ -475,10 +477,14 @@ pub fn plan_text(job: &Job, tasks: usize, threads: usize, rate: f64, all: bool) 
         human_bytes(per_fed * threads as u64 + (64 << 20)),
         human_bytes(per_fed)
     );
+    let rates = match rate {
+        Some(r) => format!("{r:.2e} agent-steps/s per thread at each family's reference workload"),
+        None => "the CPU time model (linear d = 10, K = 100: 2e5 agent-steps/s per thread)".to_string(),
+    };
     out += &format!(
-        "time per task at {rate:.2e} agent-steps/s per thread: longest {} (total {:.1} core-hours)\n",
-        hms(secs(max)),
-        secs(total) * threads as f64 / 3600.0
+        "time per task at {rates}: longest {} (total {:.1} core-hours, CPU; no GPU rate measured)\n",
+        hms(wall(longest)),
+        total_secs / 3600.0
     );
     out += &format!("results: {}\n", job.results_dir().display());
     out += &format!(
@@ -488,9 +494,9 @@ pub fn plan_text(job: &Job, tasks: usize, threads: usize, rate: f64, all: bool) 
         hms(limit)
     );
     out += "shard  units      agent-steps  est. time\n";
-    for (i, (u, steps)) in loads.iter().enumerate() {
+    for (i, (u, steps, secs)) in loads.iter().enumerate() {
         if all || i < 10 || i + 5 >= loads.len() {
-            out += &format!("{i:>5}  {u:>5}  {steps:>15}  {}\n", hms(secs(*steps)));
+            out += &format!("{i:>5}  {u:>5}  {steps:>15}  {}\n", hms(wall(*secs)));
         } else if i == 10 {
             out += "  ...  (--all prints every shard)\n";
         }
@@ -602,6 +608,14 @@ pub fn emit(text: &str) {
 }
 
 /// A count flag's value: an integer >= 1.
+fn positive_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        Ok(_) => Err("must be a positive number of agent-steps per second, e.g. 2e5".into()),
+        Err(e) => Err(format!("expected a number of agent-steps per second, e.g. 2e5 ({e})")),
+    }
+}
+
 fn at_least_one(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
         Ok(n) if n >= 1 => Ok(n),

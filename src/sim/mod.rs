@@ -3,6 +3,7 @@
 //! runner that spreads repetitions over threads, skips finished cells and
 //! writes results ([`runner`]).
 
+pub mod cost;
 pub mod merge;
 pub mod runner;
 

@@ -158,6 +158,11 @@ fn invalid_jobs_exit_2_with_file_line_key() {
     }
     let o = run(&["plan", job.to_str().unwrap(), "--tasks", "0"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    for rate in ["0", "-1", "inf", "fast"] {
+        let o = run(&["plan", job.to_str().unwrap(), "--tasks", "2", &format!("--rate={rate}")]);
+        assert_eq!(o.status.code(), Some(2), "--rate {rate}: {}", stderr(&o));
+        assert!(stderr(&o).contains("agent-steps per second"), "{}", stderr(&o));
+    }
     // A device named as the job file is read up to the size limit, not
     // forever (found by the loader fuzzer's neighbours: data, graph_edges).
     if Path::new("/dev/zero").exists() {
@@ -443,6 +448,54 @@ print("python ok", t.num_rows)
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(String::from_utf8_lossy(&o.stdout).contains("python ok 90"));
+}
+
+/// `plan`'s times follow the time model: at equal agent-steps a d = 128 shard
+/// takes about 30x a d = 10 shard (measured 4.5e3 against 1.5e5 agent-steps/s,
+/// `sim::cost`), and `--rate` scales every estimate.
+#[test]
+fn plan_weights_cells_by_their_cost() {
+    let dir = tempdir("plan-cost");
+    let job = write_job(
+        &dir,
+        "cost.yaml",
+        "name: cost\nrepetitions: 1\nhorizon: 1000000\nalgorithm: feducb_centralized\nenvironment: linear_gap\n\
+         params: {m: 10, epsilon: 1.0, delta: 0.1}\ngrid: {d: [10, 128]}\n",
+    );
+    let secs = |rate: Option<&str>| -> Vec<f64> {
+        let mut args = vec!["plan", job.to_str().unwrap(), "--tasks", "2", "--threads", "1"];
+        if let Some(r) = rate {
+            args.extend(["--rate", r]);
+        }
+        let o = run(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(text.contains("core-hours, CPU; no GPU rate measured"), "{text}");
+        // shard lines: index, units, agent-steps, hh:mm:ss
+        let rows: Vec<f64> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("shard"))
+            .skip(1)
+            .map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                assert_eq!(f[2], "10000000", "{text}");
+                let hms: Vec<f64> = f[3].split(':').map(|x| x.parse().unwrap()).collect();
+                hms[0] * 3600.0 + hms[1] * 60.0 + hms[2]
+            })
+            .collect();
+        assert_eq!(rows.len(), 2, "{text}");
+        rows
+    };
+    let model = secs(None);
+    let (hi, lo) = (model[0].max(model[1]), model[0].min(model[1]));
+    // 1e7 agent-steps at 2e5/s is 50 s for d = 10.
+    assert!((lo - 50.0).abs() <= 1.0, "{model:?}");
+    assert!(hi / lo > 20.0 && hi / lo < 45.0, "{model:?}");
+    let fast = secs(Some("4e5"));
+    assert!(
+        (fast[0] + fast[1] - (model[0] + model[1]) / 2.0).abs() <= 2.0,
+        "{fast:?} vs {model:?}"
+    );
 }
 
 #[test]

@@ -26,7 +26,7 @@
 //! on every run); minimal inputs worth keeping go to `job_corpus/`, which
 //! `corpus_files_are_handled` replays with their expected outcome.
 
-use fedbandits::cli::{default_rate, plan_text, validate_text};
+use fedbandits::cli::{plan_text, validate_text};
 use fedbandits::job::params::{self, Kind, PARAMS};
 use fedbandits::job::{Job, JobError, MAX_CELLS};
 use proptest::prelude::*;
@@ -114,7 +114,7 @@ fn check(text: &str) -> Result<Outcome, TestCaseError> {
             let rounds = job.checkpoint_rounds();
             prop_assert!(rounds.last() == Some(&job.horizon) && rounds.windows(2).all(|w| w[0] < w[1]));
             prop_assert!(validate_text(&job, 4).contains("totals:"));
-            prop_assert!(plan_text(&job, 7, 2, default_rate(&job), false).contains("results:"));
+            prop_assert!(plan_text(&job, 7, 2, None, false).contains("results:"));
             let again = Job::parse(Path::new(FILE), text).map_err(|e| TestCaseError::fail(e.to_string()))?;
             prop_assert_eq!(again.identity(), job.identity());
             Ok(Outcome::Accepted(job.cells.len()))
