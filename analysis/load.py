@@ -232,6 +232,36 @@ def per_round_regret(lf: pl.LazyFrame, column: str = "agent_regret") -> pl.LazyF
     return lf.sort([*keys, "t"]).with_columns(window.fill_null(pl.col(column) / t).alias("round_regret"))
 
 
+def window_regret(lf: pl.LazyFrame, edges: list[int], by: list[str], column: str = "agent_regret") -> pl.DataFrame:
+    """Regret per round over windows of the horizon: for consecutive `edges`
+    (rounds, e.g. [0, 10**5, 10**6]) the increase of `column` between the
+    checkpoints nearest to each edge divided by the rounds between them, per
+    repetition, then the mean and sd over repetitions per `by` group.
+    Columns: by..., t_from, t_to, n, mean, sd (the window's actual
+    checkpoints, t_from = 0 for an edge of 0)."""
+    df = lf.select(list(dict.fromkeys([*by, "job", "cell_id", "repetition", "t", column]))).collect()
+    ts = sorted(set(df["t"].to_list()))
+    if not ts:
+        raise ResultsError("window_regret: no rows")
+
+    def nearest(e: int) -> int:
+        return 0 if e <= 0 else min(ts, key=lambda t: abs(t - e))
+
+    rows = []
+    for a, b in zip(edges, edges[1:]):
+        ta, tb = nearest(a), nearest(b)
+        if tb <= ta:
+            raise ResultsError(f"window_regret: edges {a} and {b} map to the same checkpoint {tb}")
+        lo = df.filter(pl.col("t") == ta).select(["job", "cell_id", "repetition", pl.col(column).alias("lo")]) if ta else None
+        hi = df.filter(pl.col("t") == tb)
+        w = hi.join(lo, on=["job", "cell_id", "repetition"]) if lo is not None else hi.with_columns(lo=pl.lit(0.0))
+        w = w.with_columns(((pl.col(column) - pl.col("lo")) / float(tb - ta)).alias("w"))
+        g = w.group_by(by).agg(pl.len().alias("n"), pl.col("w").mean().alias("mean"), pl.col("w").std().alias("sd"))
+        rows.append(g.with_columns(t_from=pl.lit(ta, pl.UInt64), t_to=pl.lit(tb, pl.UInt64)))
+    out = pl.concat(rows)
+    return out.select([*by, "t_from", "t_to", "n", "mean", "sd"]).sort([*by, "t_from"])
+
+
 def to_pandas(path: str | Path):
     """The same data as a pandas DataFrame (needs pandas installed), with
     pandas' nullable types as `pd.read_parquet(..., dtype_backend=

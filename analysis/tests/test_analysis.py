@@ -174,6 +174,28 @@ def test_per_round_regret_is_the_slope_between_checkpoints(results: Path) -> Non
     assert df["round_regret"].min() > -1e-9 and df["round_regret"].max() <= 2.0
 
 
+def test_window_regret_averages_the_per_round_slope(results: Path) -> None:
+    from fedbandits_analysis.load import ResultsError, window_regret
+
+    df = scan(results).collect()
+    ts = sorted(set(df["t"].to_list()))
+    mid, end = ts[len(ts) // 2], ts[-1]
+    got = window_regret(scan(results), [0, mid, end], ["cell_id"])
+    assert got.height == 2 * df["cell_id"].n_unique()
+    for row in got.iter_rows(named=True):
+        cell = df.filter(pl.col("cell_id") == row["cell_id"]).sort("repetition")
+        a = cell.filter(pl.col("t") == row["t_from"])["agent_regret"].to_numpy() if row["t_from"] else 0.0
+        b = cell.filter(pl.col("t") == row["t_to"])["agent_regret"].to_numpy()
+        expected = (b - a) / (row["t_to"] - row["t_from"])
+        assert row["n"] == len(b)
+        assert np.isclose(row["mean"], expected.mean(), rtol=1e-12), row
+    # an edge between checkpoints maps to the nearest one; two edges on one
+    # checkpoint are an error, not a division by zero
+    assert window_regret(scan(results), [0, end - 1], ["cell_id"])["t_to"].unique().to_list() == [end]
+    with pytest.raises(ResultsError, match="same checkpoint"):
+        window_regret(scan(results), [end, end + 1], ["cell_id"])
+
+
 def test_families_come_from_the_engine_and_split_a_mixed_job(tmp_path: Path) -> None:
     from fedbandits_analysis.load import families, scan_family
 
