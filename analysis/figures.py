@@ -309,11 +309,13 @@ def figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
     elif base == "dubey_fig1c":
         made.append(final_vs(lf, "d", [], out / f"{job}.png", f"Dubey & Pentland Fig. 1C{small}: regret vs d"))
     elif base in ("zhou_fig2a", "zhou_fig2b"):
+        # The authors' plot script: time-average regret against the round
+        # on linear axes (their band is +-1 standard error; ours 95%).
         by = ["protocol", "epsilon"]
-        made.append(regret_curves(lf, by, out / f"{job}.png", f"Zhou & Chowdhury Fig. {base[-2:]}{small}", value="time_avg_regret"))
+        made.append(regret_curves(lf, by, out / f"{job}.png", f"Zhou & Chowdhury Fig. {base[-2:]}{small}", value="time_avg_regret", logx=False))
     elif base == "zhou_fig2c":
         made.append(
-            regret_curves(lf, ["algorithm", "epsilon"], out / f"{job}.png", f"Zhou & Chowdhury Fig. 2c{small} (synthetic data)", value="time_avg_regret")
+            regret_curves(lf, ["algorithm", "epsilon"], out / f"{job}.png", f"Zhou & Chowdhury Fig. 2c{small} (synthetic data)", value="time_avg_regret", logx=False)
         )
     elif base in ("zhu_fig1a", "zhu_fig1b"):
         size = small
