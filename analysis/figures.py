@@ -294,7 +294,8 @@ def figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
     made = []
     if base == "dubey_fig1a":
         made.append(final_vs(lf, "epsilon", ["m"], out / f"{job}.png", f"Dubey & Pentland Fig. 1A{small}: regret vs epsilon", logx=True))
-        made.append(final_vs(lf, "m", ["epsilon"], out / f"{job}_vs_m.png", f"Dubey & Pentland Fig. 1A{small}: regret vs M"))
+        if "m" in varying(lf, ["m"]):
+            made.append(final_vs(lf, "m", ["epsilon"], out / f"{job}_vs_m.png", f"Dubey & Pentland Fig. 1A{small}: regret vs M"))
         made.append(
             regret_curves(
                 lf, varying(lf, ["m", "private", "epsilon"]), out / f"{job}_round.png", f"Dubey & Pentland Fig. 1A{small}: regret per round", value="round_regret"
