@@ -5,7 +5,7 @@
 renders every figure whose data are present: for each job found under
 RESULTS_DIR, the figure its name calls for (dubey_fig1a: final regret
 against epsilon per M and against M per epsilon; dubey_fig1b: regret curves and communication rounds per
-sync regime; dubey_fig1c: final regret against d; zhou_fig2a/2b/2c:
+sync regime; dubey_fig1c: regret curves per d and final regret against d; zhou_fig2a/2b/2c:
 time-average regret curves per protocol or algorithm; zhu_fig1a/1b:
 regret curves and the private regret against epsilon with the paper's
 1/epsilon slope; zhu_diabetes: regret curves; solanki_exp1: regret curves
@@ -308,10 +308,12 @@ def figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
             )
         )
     elif base == "dubey_fig1b":
-        made.append(regret_curves(lf, ["private", "sync"], out / f"{job}_regret.png", f"Dubey & Pentland Fig. 1B{small}: regret"))
+        # The paper's Fig. 1B and 1C: regret curves against T on linear axes.
+        made.append(regret_curves(lf, ["private", "sync"], out / f"{job}_regret.png", f"Dubey & Pentland Fig. 1B{small}: regret", logx=False))
         made.append(communication(lf, ["private", "sync"], out / f"{job}_communication.png", f"Dubey & Pentland Fig. 1B{small}: communication"))
     elif base == "dubey_fig1c":
-        made.append(final_vs(lf, "d", [], out / f"{job}.png", f"Dubey & Pentland Fig. 1C{small}: regret vs d"))
+        made.append(regret_curves(lf, ["d"], out / f"{job}.png", f"Dubey & Pentland Fig. 1C{small}: regret per d", logx=False))
+        made.append(final_vs(lf, "d", [], out / f"{job}_vs_d.png", f"Dubey & Pentland Fig. 1C{small}: final regret vs d"))
     elif base in ("zhou_fig2a", "zhou_fig2b"):
         # The authors' plot script: time-average regret against the round
         # on linear axes (their band is +-1 standard error; ours 95%).
