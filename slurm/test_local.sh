@@ -81,7 +81,10 @@ for _ in $(seq 100); do sinfo -h -o %T 2>/dev/null | grep -q idle && break; slee
 log "cluster up: $(sinfo -h -o '%P %D %T %c')"
 
 cd "$work"
+# The job's name is set: a name taken from this file name (with a space)
+# is refused, as every job name outside [A-Za-z0-9_.-] is.
 cat > "slurm test.yaml" <<'JOB'
+name: slurm_test
 seed: 4
 repetitions: 3
 horizon: 300000
@@ -171,7 +174,7 @@ grep -q "fedbandits task 2/3" fedbandits-"${arrays#*:}"_0.out || { log "the seco
 
 # The merged data must equal a single-process run of the same job.
 "$bin" run "slurm test.yaml" --out single --quiet >/dev/null 2>&1
-"$py" - "out dir/slurm test" "single/slurm test" <<'PY'
+"$py" - "out dir/slurm_test" "single/slurm_test" <<'PY'
 import sys, glob
 import pyarrow.parquet as pq
 def rows(d):

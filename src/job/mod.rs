@@ -6,6 +6,7 @@
 //! is reported once with file, line, key and the allowed values
 //! ([`JobError::Invalid`]). See README.md for the format.
 
+pub mod name;
 pub mod params;
 pub mod shard;
 
@@ -356,6 +357,10 @@ pub const MAX_JOB_BYTES: usize = 1 << 20;
 /// jobs): checked before any cell is built.
 pub const MAX_CELLS: usize = 100_000;
 
+/// The most (cell, repetition) units a job may have: each is a file in
+/// `.units/` and an entry of the shard assignment.
+pub const MAX_UNITS: u64 = 1_000_000;
+
 /// The most checkpoint rounds per repetition: each is a row of output per
 /// repetition (about 400 bytes), held in memory until the repetition ends.
 pub const MAX_CHECKPOINTS: u64 = 100_000;
@@ -366,6 +371,17 @@ pub const MAX_GRAPH_AGENTS: usize = 1000;
 
 /// The largest edge-list file (`graph_edges`) read.
 pub const MAX_EDGE_FILE_BYTES: usize = 64 << 20;
+
+/// A key equal for two grid values exactly when `==` says they are equal
+/// (0.0 and -0.0 included), for finding a repeated value by hashing.
+fn dedup_key(v: &Value) -> (u8, u64, &str) {
+    match v {
+        Value::Int(i) => (0, *i as u64, ""),
+        Value::Float(f) => (1, if *f == 0.0 { 0 } else { f.to_bits() }, ""),
+        Value::Str(s) => (2, 0, s.as_str()),
+        Value::Bool(b) => (3, u64::from(*b), ""),
+    }
+}
 
 /// Reads at most `limit` bytes of a UTF-8 text file: a device or a huge
 /// file named by mistake gives a short read, never an unbounded one.
@@ -452,19 +468,7 @@ impl Parser<'_> {
             }
             top.insert(k, v);
         }
-        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("job").to_owned();
-        let name = match top.get("name") {
-            None => Some(stem),
-            Some(v) => match v.as_str() {
-                Some(s) if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)) => {
-                    Some(s.to_owned())
-                }
-                _ => {
-                    self.problem(&["name"], "expected a non-empty name of letters, digits, '_', '-', '.'");
-                    None
-                }
-            },
-        };
+        let name = self.name(top.get("name"), path);
         if top.get("description").is_some_and(|v| !v.is_string()) {
             self.problem(&["description"], "expected a string");
         }
@@ -558,6 +562,18 @@ impl Parser<'_> {
                 &["horizon"],
                 "the job's agent-steps (agents x horizon x repetitions over all cells) exceed 2^64; reduce the \
                  horizon, agents or repetitions",
+            );
+            return None;
+        }
+        let units = cells.len() as u64 * u64::from(repetitions);
+        if units > MAX_UNITS {
+            self.problem(
+                &["repetitions"],
+                format!(
+                    "{} cell(s) x {repetitions} repetitions = {units} units (one result file each), above the limit \
+                     of {MAX_UNITS}; split the sweep into several jobs or use fewer repetitions",
+                    cells.len()
+                ),
             );
             return None;
         }
@@ -778,6 +794,45 @@ impl Parser<'_> {
         ok.then_some(out)
     }
 
+    /// The job name: `name:`, or else the file name without its extension,
+    /// either checked against [`name::NAME_RULE`].
+    fn name(&mut self, v: Option<&serde_yaml::Value>, path: &Path) -> Option<String> {
+        let Some(v) = v else {
+            let stem = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            return match name::check_name(&stem) {
+                Ok(()) => Some(stem),
+                Err(why) => {
+                    self.problem(
+                        &["name"],
+                        format!(
+                            "missing, and the file name gives {stem:?}, which is not a valid job name ({why}): set \
+                             `name:` or rename the file; {}",
+                            name::NAME_RULE
+                        ),
+                    );
+                    None
+                }
+            };
+        };
+        let Some(s) = v.as_str() else {
+            self.problem(&["name"], format!("expected a string; {}", name::NAME_RULE));
+            return None;
+        };
+        match name::check_name(s) {
+            Ok(()) => Some(s.to_owned()),
+            Err(why) => {
+                self.problem(
+                    &["name"],
+                    format!("{s:?} is not a valid job name ({why}); {}", name::NAME_RULE),
+                );
+                None
+            }
+        }
+    }
+
     fn grid(&mut self, v: Option<&serde_yaml::Value>) -> Option<Vec<(String, Vec<Value>)>> {
         let mut out = Vec::new();
         let Some(v) = v else {
@@ -854,6 +909,17 @@ impl Parser<'_> {
             self.problem(
                 path,
                 "linspace/logspace apply to real-valued parameters only; list the values",
+            );
+            return None;
+        }
+        // Checked before a value is built: the count alone may be 10^12.
+        if n > MAX_CELLS as u64 {
+            self.problem(
+                path,
+                format!(
+                    "{which} of {n} values: the grid would expand to at least {n} cells, above the limit of \
+                     {MAX_CELLS} cells; split the sweep into several jobs (each `grid:` axis multiplies)"
+                ),
             );
             return None;
         }
@@ -968,11 +1034,11 @@ impl Parser<'_> {
             return Vec::new();
         };
         for (k, vals) in axes {
-            for (i, v) in vals.iter().enumerate() {
-                if vals[..i].contains(v) {
-                    self.problem(&["grid", k], format!("value {} appears twice; list each value once", v));
-                    return Vec::new();
-                }
+            // Hashed: an axis may hold up to MAX_CELLS values.
+            let mut seen = std::collections::HashSet::with_capacity(vals.len());
+            if let Some(v) = vals.iter().find(|v| !seen.insert(dedup_key(v))) {
+                self.problem(&["grid", k], format!("value {} appears twice; list each value once", v));
+                return Vec::new();
             }
         }
         let mut cells: Vec<Cell> = Vec::new();
