@@ -7,7 +7,9 @@
 # failed sbatch calls, submits a small job (a file name and `output:` with
 # spaces) through slurm/submit.sh as 3 shards, which MaxArraySize splits into
 # two arrays, sends SIGTERM to one task mid-run (it snapshots, exits 3 and
-# requeues itself), waits for the merge job, checks the merged data equal a
+# requeues itself), checks that array tasks wrote the job directory at the
+# same time (the directory lock serializes versions, not shards), waits for
+# the merge job, checks the merged data equal a
 # single-process run of the same job, and stops every daemon it started, by
 # PID.
 set -euo pipefail
@@ -151,17 +153,25 @@ scancel --signal=TERM --batch "${array}_1" || true
 
 # Wait for everything (array and merge) to leave the queue. A requeued task
 # waits for its begin time (Slurm delays requeued jobs); release it at once.
+# Meanwhile count the runs registered as writers of the job directory at
+# once (.writers/, one file per live run): array tasks of one job must run in
+# parallel, not wait for each other's locks.
 deadline=$((SECONDS + 300))
 released=0
+overlap=0
 while [ -n "$(squeue -h 2>/dev/null)" ]; do
+  n=$(ls -1 "out dir/slurm_test/.writers" 2>/dev/null | wc -l)
+  [ "$n" -gt "$overlap" ] && overlap=$n
   [ $SECONDS -gt $deadline ] && { log "timeout waiting for jobs"; squeue; exit 1; }
   if [ $released -eq 0 ] && squeue -h -j "${array}_1" -o '%T %r' 2>/dev/null | grep -q '^PENDING BeginTime'; then
     log "task ${array}_1 requeued (pending on its begin time); releasing it now"
     scontrol update JobId="${array}_1" StartTime=now || true
     released=1
   fi
-  sleep 1
+  sleep 0.2
 done
+log "at most $overlap array tasks were writing the job directory at once"
+[ "$overlap" -ge 2 ] || { log "array tasks never ran at the same time"; exit 1; }
 log "task logs:"
 for f in fedbandits-*_*.out; do sed "s/^/[slurm-test]   $f: /" "$f"; done
 log "merge log:"

@@ -4,9 +4,9 @@
 //! Every parameter of the registry ([`crate::job::params::PARAMS`]) is its own
 //! typed, nullable column (null where the cell's algorithm or environment does
 //! not use it). Files carry key-value metadata: the job YAML, crate version,
-//! git commit, semantics version. Files are written to `<name>.tmp-<pid>` in
-//! the same directory, flushed, synced and renamed, so a reader never sees a
-//! partial file under a final name.
+//! git commit, semantics version. Files are written atomically
+//! ([`files::write_bytes_atomic`]), so a reader never sees a partial file
+//! under a final name; [`lock`] keeps one job version writing a directory.
 
 use crate::job::params::{Kind, PARAMS, Value};
 use crate::job::{Cell, Job, SEMANTICS_VERSION};
@@ -19,10 +19,14 @@ use parquet::basic::Compression;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use thiserror::Error;
+
+pub mod files;
+pub mod lock;
+
+pub use files::write_bytes_atomic;
 
 /// The curve at one checkpoint.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -507,43 +511,6 @@ pub fn write_parquet_atomic_with(
         ));
     }
     write_bytes_atomic(path, &bytes)
-}
-
-/// Test-only fault injection: with FEDBANDITS_FAULT_WRITE=N in the
-/// environment the process aborts in the middle of its N-th atomic write
-/// (after part of the temporary file is written), as a crash would. Used by
-/// the kill tests to show that no partial file ever appears under a final
-/// name. Without the variable this does nothing.
-fn fault_point() -> bool {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static WRITES: AtomicU64 = AtomicU64::new(0);
-    let n = WRITES.fetch_add(1, Ordering::SeqCst) + 1;
-    std::env::var("FEDBANDITS_FAULT_WRITE")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        == Some(n)
-}
-
-/// Writes `bytes` to `path` atomically (temporary file, fsync, rename).
-pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let file_name = path.file_name().and_then(|s| s.to_str()).unwrap_or("out");
-    let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
-    let mut file = File::create(&tmp).map_err(io(&tmp))?;
-    if fault_point() {
-        let _ = file.write_all(&bytes[..bytes.len() / 2]);
-        let _ = file.sync_all();
-        std::process::abort();
-    }
-    file.write_all(bytes).map_err(io(&tmp))?;
-    file.sync_all().map_err(io(&tmp))?;
-    drop(file);
-    std::fs::rename(&tmp, path).map_err(io(path))?;
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
 }
 
 /// The magic bytes of a sealed (checksummed) binary file.

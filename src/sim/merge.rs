@@ -5,7 +5,7 @@
 //! data files.
 
 use crate::job::Job;
-use crate::output::{self, OutputError};
+use crate::output::{self, OutputError, lock};
 use arrow_array::cast::AsArray;
 use arrow_array::types::UInt32Type;
 use std::collections::BTreeMap;
@@ -32,6 +32,31 @@ pub enum MergeError {
     /// Files from different jobs.
     #[error("{0}: part files come from different job files; merge one job at a time")]
     Mixed(PathBuf),
+    /// A run is writing the directory.
+    #[error(
+        "{dir}: {writers} still running here; merge after it ends (the manifest would describe a directory that is \
+         still changing)"
+    )]
+    Busy {
+        /// Results directory.
+        dir: PathBuf,
+        /// The live writers.
+        writers: String,
+    },
+    /// A part file of another job (its metadata names another job than the
+    /// directory).
+    #[error(
+        "{path} holds results of job {found:?}, but the directory is {dir_name:?}: it was copied or moved here; \
+         move it back to the results directory of {found:?} and merge again"
+    )]
+    Foreign {
+        /// The part file.
+        path: PathBuf,
+        /// The job name in its metadata.
+        found: String,
+        /// The directory's name.
+        dir_name: String,
+    },
     /// Writing the manifest failed.
     #[error("{path}: {source}")]
     Io {
@@ -61,8 +86,8 @@ pub struct MergeReport {
     pub manifest: PathBuf,
 }
 
-/// Checks `dir` and writes its manifest.
-pub fn merge(dir: &Path) -> Result<MergeReport, MergeError> {
+/// The part files (`part-*.parquet`) directly in `dir`, sorted.
+fn part_files(dir: &Path) -> Result<Vec<PathBuf>, MergeError> {
     let mut parts: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|source| MergeError::Io {
             path: dir.to_path_buf(),
@@ -78,21 +103,40 @@ pub fn merge(dir: &Path) -> Result<MergeReport, MergeError> {
     if parts.is_empty() {
         return Err(MergeError::Empty(dir.to_path_buf()));
     }
+    Ok(parts)
+}
+
+/// The job all `parts` come from: each part's job name must be the
+/// directory's and its job YAML the same as the others'.
+fn parts_job(dir: &Path, parts: &[PathBuf]) -> Result<Job, MergeError> {
+    let dir_name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("job");
+    for p in parts {
+        let found = output::read_metadata_key(p, "fedbandits.job_name")?.unwrap_or_default();
+        if found != dir_name {
+            return Err(MergeError::Foreign {
+                path: p.clone(),
+                found,
+                dir_name: dir_name.to_owned(),
+            });
+        }
+    }
     let yaml = output::read_metadata_key(&parts[0], "fedbandits.job_yaml")?.unwrap_or_default();
     for p in &parts[1..] {
         if output::read_metadata_key(p, "fedbandits.job_yaml")?.as_deref() != Some(yaml.as_str()) {
             return Err(MergeError::Mixed(dir.to_path_buf()));
         }
     }
-    let job_name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("job");
-    let job = Job::parse(Path::new(&format!("{job_name}.yaml")), &yaml).map_err(|e| MergeError::Job {
+    Job::parse(Path::new(&format!("{dir_name}.yaml")), &yaml).map_err(|e| MergeError::Job {
         path: parts[0].clone(),
         message: e.to_string(),
-    })?;
+    })
+}
+
+/// (cell id, repetition) -> the part files holding it.
+fn units_present(job: &Job, parts: &[PathBuf]) -> Result<BTreeMap<(String, u32), Vec<PathBuf>>, MergeError> {
     let ck = job.checkpoint_rounds().len();
-    // (cell id, rep) -> files holding it
     let mut seen: BTreeMap<(String, u32), Vec<PathBuf>> = BTreeMap::new();
-    for p in &parts {
+    for p in parts {
         for b in output::read_parquet(p)? {
             let (Some(cells), Some(reps)) = (
                 b.column_by_name("cell_id").and_then(|c| c.as_string_opt::<i32>()),
@@ -110,6 +154,102 @@ pub fn merge(dir: &Path) -> Result<MergeReport, MergeError> {
             }
         }
     }
+    Ok(seen)
+}
+
+/// The commands that rerun exactly the shards holding `missing` units.
+fn rerun_commands(dir: &Path, job: &Job, parts: &[PathBuf], missing: &[(String, u32)]) -> Result<String, MergeError> {
+    let out_root = dir.parent().map(Path::to_path_buf).unwrap_or_default();
+    let job_path =
+        output::read_metadata_key(&parts[0], "fedbandits.job_path")?.unwrap_or_else(|| format!("{}.yaml", job.name));
+    // The shard layout in use, from the part files' metadata.
+    let count = output::read_metadata_key(&parts[0], "fedbandits.shard")?
+        .and_then(|s| s.split('/').nth(1).and_then(|n| n.parse::<usize>().ok()))
+        .unwrap_or(1);
+    let owner = crate::job::shard::assign_units(&job.cells, job.repetitions, count);
+    let mut shards = std::collections::BTreeSet::new();
+    for (c, r) in missing {
+        if let Some(cell) = job.cells.iter().find(|x| &x.id == c) {
+            shards.insert(owner[cell.index * job.repetitions as usize + *r as usize]);
+        }
+    }
+    let list: Vec<String> = shards
+        .iter()
+        .map(|s| {
+            format!(
+                "fedbandits run {job_path} --out {} --shard {s}/{count}",
+                out_root.display()
+            )
+        })
+        .collect();
+    Ok(list.join("\n             "))
+}
+
+/// The manifest's text, its last line the XXH64 of every byte before it.
+fn manifest_text(job: &Job, r: &MergeReport) -> Result<String, MergeError> {
+    let mut text = format!(
+        "# fedbandits manifest (written by `fedbandits merge`)\njob: {}\njob_identity: \"{}\"\nsemantics_version: {}\nexpected_units: {}\npresent_units: {}\ncomplete: {}\nparts:\n",
+        job.name,
+        job.identity(),
+        crate::job::SEMANTICS_VERSION,
+        r.expected,
+        r.present,
+        r.missing.is_empty() && r.duplicates.is_empty()
+    );
+    for p in &r.parts {
+        let shard = output::read_metadata_key(p, "fedbandits.shard")?.unwrap_or_default();
+        text += &format!(
+            "  - {{file: {}, shard: \"{shard}\"}}\n",
+            p.file_name().and_then(|n| n.to_str()).unwrap_or("")
+        );
+    }
+    text += "missing:\n";
+    for (c, rep) in &r.missing {
+        text += &format!("  - {{cell_id: \"{c}\", repetition: {rep}}}\n");
+    }
+    text += "duplicates:\n";
+    for (c, rep, f) in &r.duplicates {
+        let names: Vec<&str> = f
+            .iter()
+            .filter_map(|p| p.file_name().and_then(|n| n.to_str()))
+            .collect();
+        text += &format!(
+            "  - {{cell_id: \"{c}\", repetition: {rep}, files: [{}]}}\n",
+            names.join(", ")
+        );
+    }
+    // The last line checks every byte before it (XXH64 of the text up to
+    // and including the newline before "checksum").
+    text += &format!(
+        "checksum_xxh64: \"{:016x}\"\n",
+        twox_hash::XxHash64::oneshot(0, text.as_bytes())
+    );
+    Ok(text)
+}
+
+/// Checks `dir` and writes its manifest, holding the directory's gate
+/// ([`lock::Gate`]) throughout: a second merge waits for it, and a merge
+/// while a run writes the directory is refused ([`MergeError::Busy`]).
+pub fn merge(dir: &Path) -> Result<MergeReport, MergeError> {
+    // A directory with neither parts nor runs is refused before anything is
+    // written into it.
+    if !dir.join(lock::WRITERS_DIR).is_dir() {
+        part_files(dir)?;
+    }
+    output::files::probe_writable(dir)?;
+    let gate = lock::Gate::acquire(dir, "merge")?;
+    let live = gate.live_writers()?;
+    if !live.is_empty() {
+        let writers: Vec<String> = live.iter().map(|w| format!("run {w}")).collect();
+        return Err(MergeError::Busy {
+            dir: dir.to_path_buf(),
+            writers: writers.join(", "),
+        });
+    }
+    output::files::remove_stale_tmp(&[dir.to_path_buf()], &[]);
+    let parts = part_files(dir)?;
+    let job = parts_job(dir, &parts)?;
+    let seen = units_present(&job, &parts)?;
     let mut missing = Vec::new();
     for c in &job.cells {
         for r in 0..job.repetitions {
@@ -123,88 +263,21 @@ pub fn merge(dir: &Path) -> Result<MergeReport, MergeError> {
         .filter(|(_, f)| f.len() > 1)
         .map(|((c, r), f)| (c.clone(), *r, f.clone()))
         .collect();
-    let expected = job.cells.len() * job.repetitions as usize;
-    let present = seen.len();
-    let out_root = dir.parent().map(Path::to_path_buf).unwrap_or_default();
-    let job_path =
-        output::read_metadata_key(&parts[0], "fedbandits.job_path")?.unwrap_or_else(|| format!("{job_name}.yaml"));
-    // The shard layout in use, from the part files' metadata.
-    let count = output::read_metadata_key(&parts[0], "fedbandits.shard")?
-        .and_then(|s| s.split('/').nth(1).and_then(|n| n.parse::<usize>().ok()))
-        .unwrap_or(1);
-    let rerun = (!missing.is_empty()).then(|| {
-        let owner = crate::job::shard::assign_units(&job.cells, job.repetitions, count);
-        let mut shards = std::collections::BTreeSet::new();
-        for (c, r) in &missing {
-            if let Some(cell) = job.cells.iter().find(|x| &x.id == c) {
-                shards.insert(owner[cell.index * job.repetitions as usize + *r as usize]);
-            }
-        }
-        let list: Vec<String> = shards
-            .iter()
-            .map(|s| {
-                format!(
-                    "fedbandits run {job_path} --out {} --shard {s}/{count}",
-                    out_root.display()
-                )
-            })
-            .collect();
-        list.join("\n             ")
-    });
-    let manifest = dir.join("_manifest.yaml");
-    let mut text = format!(
-        "# fedbandits manifest (written by `fedbandits merge`)\njob: {}\njob_identity: \"{}\"\nsemantics_version: {}\nexpected_units: {expected}\npresent_units: {present}\ncomplete: {}\nparts:\n",
-        job.name,
-        job.identity(),
-        crate::job::SEMANTICS_VERSION,
-        missing.is_empty() && duplicates.is_empty()
-    );
-    for p in &parts {
-        let shard = output::read_metadata_key(p, "fedbandits.shard")?.unwrap_or_default();
-        text += &format!(
-            "  - {{file: {}, shard: \"{shard}\"}}\n",
-            p.file_name().and_then(|n| n.to_str()).unwrap_or("")
-        );
-    }
-    text += "missing:\n";
-    for (c, r) in &missing {
-        text += &format!("  - {{cell_id: \"{c}\", repetition: {r}}}\n");
-    }
-    text += "duplicates:\n";
-    for (c, r, f) in &duplicates {
-        let names: Vec<&str> = f
-            .iter()
-            .filter_map(|p| p.file_name().and_then(|n| n.to_str()))
-            .collect();
-        text += &format!(
-            "  - {{cell_id: \"{c}\", repetition: {r}, files: [{}]}}\n",
-            names.join(", ")
-        );
-    }
-    // The last line checks every byte before it (XXH64 of the text up to
-    // and including the newline before "checksum").
-    text += &format!(
-        "checksum_xxh64: \"{:016x}\"\n",
-        twox_hash::XxHash64::oneshot(0, text.as_bytes())
-    );
-    output_atomic_text(&manifest, &text)?;
-    Ok(MergeReport {
+    let rerun = if missing.is_empty() {
+        None
+    } else {
+        Some(rerun_commands(dir, &job, &parts, &missing)?)
+    };
+    let report = MergeReport {
+        expected: job.cells.len() * job.repetitions as usize,
+        present: seen.len(),
         parts,
-        expected,
-        present,
         missing,
         duplicates,
         rerun,
-        manifest,
-    })
-}
-
-fn output_atomic_text(path: &Path, text: &str) -> Result<(), MergeError> {
-    let io = |source| MergeError::Io {
-        path: path.to_path_buf(),
-        source,
+        manifest: dir.join("_manifest.yaml"),
     };
-    let tmp = path.with_extension(format!("yaml.tmp-{}", std::process::id()));
-    std::fs::write(&tmp, text).map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)
+    output::write_bytes_atomic(&report.manifest, manifest_text(&job, &report)?.as_bytes())?;
+    drop(gate);
+    Ok(report)
 }

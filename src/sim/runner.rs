@@ -4,13 +4,15 @@
 //! finally the shard's part file `<results>/part-IIIII-of-NNNNN.parquet` is
 //! assembled. A rerun skips units whose file exists (the cell key covers
 //! parameters, seed, repetitions, checkpoints and engine semantics) and says
-//! so. Nothing is ever deleted.
+//! so. Nothing is ever deleted but the temporary files of writers that are
+//! gone. One version of a job writes a directory at a time
+//! ([`claim_directory`]).
 
 use super::{CellBatch, RepOutcome, RepResult, Snapshots, run_rep_resumable};
 use crate::backend::{Backend, Placement, Selection};
 use crate::job::shard::{Shard, assign_units};
 use crate::job::{Cell, Job};
-use crate::output::{self, OutputError};
+use crate::output::{self, OutputError, lock};
 use arrow_array::RecordBatch;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, UInt32Type, UInt64Type};
@@ -76,6 +78,25 @@ pub enum RunError {
         dir: PathBuf,
         /// What differs.
         what: String,
+    },
+    /// Another process is writing the results directory in a way this run
+    /// must not overlap (another version of the job, or the same shard).
+    #[error("{dir}: {what}")]
+    Busy {
+        /// Results directory.
+        dir: PathBuf,
+        /// Who writes it and what to do.
+        what: String,
+    },
+    /// The results directory cannot be written (found before any work).
+    #[error(
+        "cannot write results in {dir}: {source}; fix its permissions or free space, or run with --out ANOTHER_DIR"
+    )]
+    NotWritable {
+        /// Results directory.
+        dir: PathBuf,
+        /// What the write probe met.
+        source: OutputError,
     },
     /// A cell file exists but cannot be used.
     #[error("{path}: existing result is unusable ({message}); move it away and rerun to recompute it")]
@@ -332,6 +353,54 @@ pub fn shard_units(job: &Job, shard: Shard) -> Vec<Unit> {
         .collect()
 }
 
+/// Claims `dir` for this run before any work: checks that it can be written
+/// (`.units/`, and `.snapshots/` when snapshotting), then, under the
+/// directory's gate ([`lock::Gate`]), refuses it while another version of
+/// the job or another run of the same shard is writing it, refuses results
+/// of another job ([`check_directory`]), removes the temporary files of
+/// writers that are gone, and registers this run as a writer until the
+/// returned lock is dropped. Runs of other shards of the same job proceed
+/// in parallel.
+pub fn claim_directory(dir: &Path, job: &Job, opts: &RunOptions) -> Result<lock::WriterLock, RunError> {
+    let mut writable = vec![dir.to_path_buf(), dir.join(".units")];
+    if opts.snapshot_every.is_some() {
+        writable.push(dir.join(".snapshots"));
+    }
+    for d in &writable {
+        output::files::probe_writable(d).map_err(|source| RunError::NotWritable {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    let gate = lock::Gate::acquire(dir, "run")?;
+    let me = lock::Writer::me(&job.identity(), &format!("{}/{}", opts.shard.index, opts.shard.count));
+    let live = gate.live_writers()?;
+    if let Some(w) = live.iter().find(|w| w.identity != me.identity) {
+        return Err(RunError::Busy {
+            dir: dir.to_path_buf(),
+            what: format!(
+                "another version of job {} (identity {}, this one's is {}) is running here: {w}. Writing here \
+                 would mix two versions of the job; wait for it to end (or stop it), or run with --out ANOTHER_DIR",
+                job.name, w.identity, me.identity
+            ),
+        });
+    }
+    if let Some(w) = live.iter().find(|w| w.shard == me.shard) {
+        return Err(RunError::Busy {
+            dir: dir.to_path_buf(),
+            what: format!(
+                "shard {} of job {} is already running here: {w}; wait for it to end, or stop it and rerun \
+                 (finished repetitions are kept)",
+                me.shard, job.name
+            ),
+        });
+    }
+    check_directory(dir, job)?;
+    let pids: Vec<u32> = live.iter().map(|w| w.pid).collect();
+    output::files::remove_stale_tmp(&[dir.to_path_buf(), dir.join(".units"), dir.join(".snapshots")], &pids);
+    Ok(gate.register(&me)?)
+}
+
 /// Runs (this shard of) a job. The unit of work, sharding and resume is one
 /// repetition of one cell: each finished unit is written atomically to
 /// `.units/`, a rerun skips units already there, and the shard's part file is
@@ -341,7 +410,7 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
     let dir = opts.out.clone().unwrap_or_else(|| job.output.clone()).join(&job.name);
     let mine = shard_units(job, opts.shard);
     let checkpoints = job.checkpoint_rounds();
-    check_directory(&dir, job)?;
+    let _writer = claim_directory(&dir, job, opts)?;
     // Finished units are verified now (before any work) and kept for the
     // part file, so each is read once.
     let (mut pending, mut skipped) = (Vec::new(), Vec::new());

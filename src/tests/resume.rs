@@ -76,7 +76,12 @@ fn finish(job: &Path, out: &Path) {
 }
 
 fn reference(job: &Path) -> Vec<String> {
-    let out = tempdir("ref");
+    // One reference directory per test (they run in parallel).
+    let tag = job
+        .parent()
+        .and_then(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned());
+    let out = tempdir(&format!("ref-{}", tag.unwrap_or_default()));
     finish(job, &out);
     rows(&out.join("resume"))
 }
@@ -205,4 +210,18 @@ fn sigkill_at_ten_points_and_aborted_writes_lose_nothing() {
     assert_eq!(aborted, 7, "every injected fault must have hit");
     finish(&job, &out);
     assert_eq!(rows(&out.join("resume")), want);
+    // The rerun removed the temporary files the aborted writers left.
+    for d in [
+        out.join("resume"),
+        out.join("resume/.units"),
+        out.join("resume/.snapshots"),
+    ] {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let left: Vec<String> = rd
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains(".tmp-"))
+            .collect();
+        assert!(left.is_empty(), "{}: {left:?}", d.display());
+    }
 }

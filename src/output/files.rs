@@ -1,0 +1,185 @@
+//! Files in a results directory: atomic writes, their temporary files, and
+//! the check that a directory can be written before any work starts.
+//!
+//! An atomic write goes to `.<name>.tmp-<pid>` beside its target, is synced
+//! and renamed; a reader never sees a partial file under a final name. A
+//! write that fails removes its temporary file; one whose process died
+//! (kill -9, a crash) leaves it, and [`remove_stale_tmp`] removes those of
+//! writers no longer alive before a run starts.
+
+use super::OutputError;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> OutputError + '_ {
+    move |source| OutputError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Test-only fault injection: with FEDBANDITS_FAULT_WRITE=N in the
+/// environment the process aborts in the middle of its N-th atomic write
+/// (after part of the temporary file is written), as a crash would. Used by
+/// the kill tests to show that no partial file ever appears under a final
+/// name. Without the variable this does nothing.
+fn fault_point() -> bool {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, Ordering::SeqCst) + 1;
+    std::env::var("FEDBANDITS_FAULT_WRITE")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        == Some(n)
+}
+
+/// The temporary file of an atomic write of `path` by this process.
+fn tmp_path(path: &Path) -> PathBuf {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let file_name = path.file_name().and_then(|s| s.to_str()).unwrap_or("out");
+    dir.join(format!(".{file_name}.tmp-{}", std::process::id()))
+}
+
+/// The writer's pid of a temporary file name written by [`write_bytes_atomic`]
+/// (`.<name>.tmp-<pid>`), or None for any other name.
+pub fn tmp_pid(file_name: &str) -> Option<u32> {
+    let (head, pid) = file_name.rsplit_once(".tmp-")?;
+    (file_name.starts_with('.') && head.len() > 1).then_some(())?;
+    pid.parse().ok()
+}
+
+/// Writes `bytes` to `path` atomically (temporary file, fsync, rename). On
+/// failure (a full disk, a rename refused) the temporary file is removed.
+pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let tmp = tmp_path(path);
+    let result = write_then_rename(&tmp, path, bytes);
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result?;
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+fn write_then_rename(tmp: &Path, path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+    let mut file = File::create(tmp).map_err(io(tmp))?;
+    if fault_point() {
+        let _ = file.write_all(&bytes[..bytes.len() / 2]);
+        let _ = file.sync_all();
+        std::process::abort();
+    }
+    file.write_all(bytes).map_err(io(tmp))?;
+    file.sync_all().map_err(io(tmp))?;
+    drop(file);
+    std::fs::rename(tmp, path).map_err(io(path))
+}
+
+/// Removes the temporary files (`.<name>.tmp-<pid>`) directly in `dirs`
+/// whose writer is not in `live` (the pids of the processes still writing
+/// this directory, on any host: a pid seen there is kept, the safe side of
+/// a pid reused across hosts). Returns the files removed. The caller holds
+/// the directory's gate ([`super::lock::Gate`]), so no new writer starts
+/// meanwhile.
+pub fn remove_stale_tmp(dirs: &[PathBuf], live: &[u32]) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    for d in dirs {
+        let Ok(rd) = std::fs::read_dir(d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name();
+            let Some(pid) = name.to_str().and_then(tmp_pid) else {
+                continue;
+            };
+            if !live.contains(&pid)
+                && e.file_type().is_ok_and(|t| t.is_file())
+                && std::fs::remove_file(e.path()).is_ok()
+            {
+                removed.push(e.path());
+            }
+        }
+    }
+    removed.sort();
+    removed
+}
+
+/// Checks that files can be created in `dir` (created if missing) by
+/// creating and removing a probe file: a read-only or full directory is
+/// found before any work, not after the first result is computed.
+pub fn probe_writable(dir: &Path) -> Result<(), OutputError> {
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let probe = dir.join(format!(".probe.tmp-{}", std::process::id()));
+    let written = File::create(&probe).and_then(|mut f| f.write_all(b"fedbandits write probe\n"));
+    let _ = std::fs::remove_file(&probe);
+    written.map_err(io(dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("fedbandits-files-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn names(d: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_failed_write_leaves_no_temporary_file() {
+        let d = scratch("fail");
+        // The target is a non-empty directory: the data is written to the
+        // temporary file, then the rename fails.
+        std::fs::create_dir_all(d.join("part.parquet").join("x")).unwrap();
+        let err = write_bytes_atomic(&d.join("part.parquet"), b"data").unwrap_err();
+        assert!(err.to_string().contains("part.parquet"), "{err}");
+        assert_eq!(names(&d), ["part.parquet"]);
+        write_bytes_atomic(&d.join("ok.bin"), b"data").unwrap();
+        assert_eq!(names(&d), ["ok.bin", "part.parquet"]);
+    }
+
+    #[test]
+    fn stale_temporary_files_of_dead_writers_are_removed_live_ones_kept() {
+        let d = scratch("stale");
+        for n in [
+            ".a.parquet.tmp-11",
+            ".b.bin.tmp-22",
+            "c.tmp-33",
+            ".d.tmp-x",
+            "part.parquet",
+        ] {
+            std::fs::write(d.join(n), b"x").unwrap();
+        }
+        let removed = remove_stale_tmp(&[d.clone(), d.join("missing")], &[22]);
+        assert_eq!(removed, [d.join(".a.parquet.tmp-11")]);
+        assert_eq!(names(&d), [".b.bin.tmp-22", ".d.tmp-x", "c.tmp-33", "part.parquet"]);
+        assert_eq!(tmp_pid(".x.tmp-42"), Some(42));
+        assert_eq!(tmp_pid("._manifest.yaml.tmp-7"), Some(7));
+        assert_eq!(tmp_pid(".tmp-42"), None);
+    }
+
+    #[test]
+    fn probe_finds_an_unwritable_directory() {
+        let d = scratch("probe");
+        probe_writable(&d.join("new")).unwrap();
+        assert!(names(&d.join("new")).is_empty(), "the probe is removed");
+        // A path under a regular file cannot be written (root ignores
+        // permission bits; this fails for every user).
+        std::fs::write(d.join("file"), b"x").unwrap();
+        assert!(probe_writable(&d.join("file").join("sub")).is_err());
+    }
+}

@@ -1,0 +1,374 @@
+//! Nothing silently lost or mixed outside the run loop (issue 25): job
+//! names stay inside the output root, oversized grids are refused before
+//! anything is built, one version of a job writes a directory at a time
+//! (shards of one job in parallel), an unwritable directory is found before
+//! any work, the engine's temporary files do not outlive their writers, and
+//! `merge` refuses a part of another job. Each test failed on the engine
+//! before these checks existed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fedbandits"))
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("fedbandits-dir-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("binary runs")
+}
+
+/// A small job; `{name}`, `{seed}` and `{horizon}` are filled in.
+const JOB: &str = "\
+name: {name}
+seed: {seed}
+repetitions: 2
+horizon: {horizon}
+checkpoints: {log_points: 5}
+algorithm: [independent, private_fedlinucb]
+environment: linear_sphere
+params: {m: 3, d: 4, k: 9, delta: 0.1, epsilon: 1}
+";
+
+fn job(dir: &Path, file: &str, name: &str, seed: u64, horizon: u64) -> PathBuf {
+    let text = JOB
+        .replace("{name}", name)
+        .replace("{seed}", &seed.to_string())
+        .replace("{horizon}", &horizon.to_string());
+    let p = dir.join(file);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn run_job(job: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["run", job.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+/// A background run, killed if the test fails while it runs (its horizon
+/// is 10^9 rounds: it must not outlive the test).
+struct Running(Option<Child>);
+
+impl Running {
+    fn id(&self) -> u32 {
+        self.0.as_ref().map_or(0, Child::id)
+    }
+
+    /// SIGTERM (the run snapshots and exits 3); its exit code.
+    fn stop(mut self) -> Option<i32> {
+        let mut child = self.0.take()?;
+        let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+        child.wait().unwrap().code()
+    }
+
+    /// SIGKILL, as a crash or an out-of-memory kill would.
+    fn kill(mut self) {
+        if let Some(mut child) = self.0.take() {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Starts a long run in the background and waits until it has registered
+/// as a writer of `out/<name>` (a file `.writers/<host>-<pid>-<n>`).
+fn start_long(job: &Path, out: &Path, name: &str, shard: &str) -> Running {
+    let child = bin()
+        .args([
+            "run",
+            job.to_str().unwrap(),
+            "--quiet",
+            "--threads",
+            "1",
+            "--shard",
+            shard,
+        ])
+        .args(["--snapshot-every", "1000", "--out"])
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut run = Running(Some(child));
+    let dir = out.join(name).join(".writers");
+    let mine = format!("-{}-", run.id());
+    let registered = || {
+        std::fs::read_dir(&dir)
+            .map(|r| r.flatten().any(|e| e.file_name().to_string_lossy().contains(&mine)))
+            .unwrap_or(false)
+    };
+    let start = Instant::now();
+    while !registered() {
+        if let Some(child) = run.0.as_mut()
+            && child.try_wait().unwrap().is_some()
+        {
+            let mut err = String::new();
+            let _ = std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err);
+            panic!("the long run ended early: {err}");
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the long run never registered"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    run
+}
+
+#[test]
+fn job_names_that_leave_or_hide_in_the_output_root_are_refused() {
+    let dir = tempdir("names");
+    let out = dir.join("root").join("out");
+    for bad in ["..", ".", ".units", "_audit", "a/b", "a b"] {
+        let j = job(&dir, "j.yaml", &format!("\"{bad}\""), 1, 200);
+        for cmd in ["validate", "run"] {
+            let o = if cmd == "run" {
+                run_job(&j, &out, &[])
+            } else {
+                run(&["validate", j.to_str().unwrap()])
+            };
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "{cmd} name {bad:?}: {err}");
+            assert!(
+                err.contains("j.yaml:1: name:") && err.contains("not a valid job name"),
+                "{err}"
+            );
+            assert!(err.contains("not starting with '.' or '_'"), "states the rule: {err}");
+        }
+    }
+    // A name taken from the file name follows the same rule.
+    let text = std::fs::read_to_string(dir.join("j.yaml")).unwrap();
+    let body: String = text.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    for file in ["....yaml", "with space.yaml", "_x.yaml"] {
+        std::fs::write(dir.join(file), &body).unwrap();
+        let o = run_job(&dir.join(file), &out, &[]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{file}: {err}");
+        assert!(
+            err.contains("the file name gives") && err.contains("set `name:`"),
+            "{err}"
+        );
+    }
+    assert!(!dir.join("root").exists(), "nothing written for a refused name");
+    std::fs::write(dir.join("fine.name.yaml"), &body).unwrap();
+    assert!(run_job(&dir.join("fine.name.yaml"), &out, &[]).status.success());
+    assert!(out.join("fine.name").join("part-00000-of-00001.parquet").exists());
+}
+
+#[test]
+fn oversized_grids_are_refused_before_anything_is_built() {
+    let dir = tempdir("grids");
+    let base = "horizon: 10\nalgorithm: independent\nenvironment: linear_sphere\nparams: {m: 3, d: 4, k: 9}\n";
+    for (grid, needle) in [
+        // 10^12 values: building them aborted the process (exit 134).
+        (
+            "grid: {noise_std: {linspace: [0.1, 1, 1000000000000]}}\n",
+            "linspace of 1000000000000 values",
+        ),
+        (
+            "grid: {noise_std: {logspace: [0.1, 1, 100000000]}}\n",
+            "logspace of 100000000 values",
+        ),
+        (
+            "grid: {noise_std: {linspace: [0.1, 1, 100001]}}\n",
+            "linspace of 100001 values",
+        ),
+        (
+            "grid: {noise_std: {linspace: [0.1, 1, 1000]}, lambda: {linspace: [0.5, 2, 1000]}}\n",
+            "the grid expands to 1000000 combinations",
+        ),
+        // 10^5 cells x 10^6 repetitions = 10^11 units: the shard
+        // assignment's allocation aborted `run`.
+        (
+            "repetitions: 1000000\ngrid: {noise_std: {linspace: [0.1, 1, 100000]}}\n",
+            "= 100000000000 units",
+        ),
+    ] {
+        let p = dir.join("big.yaml");
+        std::fs::write(&p, format!("{base}{grid}")).unwrap();
+        for o in [
+            run(&["validate", p.to_str().unwrap()]),
+            run_job(&p, &dir.join("out"), &[]),
+        ] {
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "{grid}: {err}");
+            assert!(err.contains("big.yaml") && err.contains(needle), "{grid}: {err}");
+            assert!(!err.contains("panicked") && !err.contains("memory allocation"), "{err}");
+        }
+    }
+    assert!(!dir.join("out").exists());
+}
+
+#[test]
+fn one_version_of_a_job_writes_a_directory_shards_run_in_parallel() {
+    let dir = tempdir("versions");
+    let out = dir.join("out");
+    let long = job(&dir, "v7.yaml", "kjob", 7, 1_000_000_000);
+    let edited_dir = dir.join("edited");
+    std::fs::create_dir_all(&edited_dir).unwrap();
+    let edited = job(&edited_dir, "v7.yaml", "kjob", 8, 1_000_000_000);
+    let a = start_long(&long, &out, "kjob", "0/2");
+    let pid = a.id().to_string();
+    // Another version of the job: refused at start, naming the writer.
+    let o = run_job(&edited, &out, &["--shard", "1/2"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("another version of job kjob") && err.contains(&format!("pid {pid}")),
+        "{err}"
+    );
+    // The same shard again: refused, naming the writer.
+    let o = run_job(&long, &out, &["--shard", "0/2"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("shard 0/2 of job kjob is already running") && err.contains(&pid),
+        "{err}"
+    );
+    // merge while a run writes: refused.
+    let o = run(&["merge", out.join("kjob").to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("still running here") && err.contains(&pid), "{err}");
+    // Another shard of the same job runs beside it (and is stopped).
+    let b = start_long(&long, &out, "kjob", "1/2");
+    assert_eq!(std::fs::read_dir(out.join("kjob/.writers")).unwrap().count(), 2);
+    assert_eq!(b.stop(), Some(3));
+    assert_eq!(a.stop(), Some(3));
+    // kill -9 leaves no stale lock: a run of the same shard proceeds, and
+    // the dead writer's registration is gone.
+    start_long(&long, &out, "kjob", "0/2").kill();
+    let left = std::fs::read_dir(out.join("kjob/.writers")).unwrap().count();
+    assert_eq!(left, 1, "the killed run's registration stays until the next run looks");
+    let d = start_long(&long, &out, "kjob", "0/2");
+    assert_eq!(std::fs::read_dir(out.join("kjob/.writers")).unwrap().count(), 1);
+    assert_eq!(d.stop(), Some(3));
+    assert_eq!(std::fs::read_dir(out.join("kjob/.writers")).unwrap().count(), 0);
+}
+
+#[test]
+fn two_versions_started_together_leave_one_consistent_directory() {
+    // The probe's case: both exited 0 and the part held only one of them.
+    let dir = tempdir("race");
+    let out = dir.join("out");
+    let a = job(&dir, "race.yaml", "race", 7, 20_000);
+    std::fs::create_dir_all(dir.join("b")).unwrap();
+    let b = job(&dir.join("b"), "race.yaml", "race", 8, 20_000);
+    let spawn = |j: &Path| {
+        bin()
+            .args(["run", j.to_str().unwrap(), "--quiet", "--threads", "1", "--out"])
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (ca, cb) = (spawn(&a), spawn(&b));
+    let (oa, ob) = (ca.wait_with_output().unwrap(), cb.wait_with_output().unwrap());
+    let ok = [oa.status.success(), ob.status.success()];
+    assert_eq!(
+        ok.iter().filter(|&&s| s).count(),
+        1,
+        "exactly one wins: {}{}",
+        stderr(&oa),
+        stderr(&ob)
+    );
+    let winner = if ok[0] { &a } else { &b };
+    // The directory is the winner's alone: a rerun of it finds everything.
+    let o = run_job(winner, &out, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read_dir(out.join("race/.units")).unwrap().count(), 4);
+}
+
+#[test]
+fn an_unwritable_directory_is_refused_before_any_work() {
+    let dir = tempdir("readonly");
+    let j = job(&dir, "ro.yaml", "ro", 1, 200_000);
+    let out = dir.join("out");
+    std::fs::create_dir_all(out.join("ro")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    for (d, mode) in [(&dir, 0o755), (&out, 0o777), (&out.join("ro"), 0o555)] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    // Root ignores permission bits: run as nobody (setpriv, util-linux).
+    let root = std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0);
+    let mut c = if root.unwrap_or(false) {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_fedbandits"));
+        c
+    } else {
+        bin()
+    };
+    let o = c
+        .args(["run", j.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot write results in") && err.contains("Permission denied"),
+        "{err}"
+    );
+    assert!(std::fs::read_dir(out.join("ro")).unwrap().count() == 0);
+}
+
+#[test]
+fn stale_temporary_files_are_removed_and_merge_refuses_another_jobs_part() {
+    let dir = tempdir("tmp");
+    let out = dir.join("out");
+    let small = job(&dir, "small.yaml", "small", 1, 300);
+    assert!(run_job(&small, &out, &[]).status.success());
+    // Leftovers of killed writers (a pid above any pid_max) in the job
+    // directory and .units/; a rerun that rewrites the part removes them.
+    let dead = "4294967000";
+    let leftovers = [
+        out.join(format!("small/.part-00000-of-00001.parquet.tmp-{dead}")),
+        out.join(format!("small/.units/.x-000000.parquet.tmp-{dead}")),
+    ];
+    for f in &leftovers {
+        std::fs::write(f, b"partial").unwrap();
+    }
+    std::fs::remove_file(out.join("small/part-00000-of-00001.parquet")).unwrap();
+    assert!(run_job(&small, &out, &[]).status.success());
+    for f in &leftovers {
+        assert!(!f.exists(), "{} left", f.display());
+    }
+    // merge: a part of job `other` copied into small/ is refused.
+    let other = job(&dir, "other.yaml", "other", 1, 300);
+    assert!(run_job(&other, &out, &[]).status.success());
+    std::fs::copy(
+        out.join("other/part-00000-of-00001.parquet"),
+        out.join("small/part-00000-of-00001.parquet"),
+    )
+    .unwrap();
+    let o = run(&["merge", out.join("small").to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("holds results of job \"other\", but the directory is \"small\""),
+        "{err}"
+    );
+    assert!(!out.join("small/_manifest.yaml").exists());
+}
