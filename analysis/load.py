@@ -1,9 +1,25 @@
 """Load a fedbandits results directory as a tidy Polars LazyFrame.
 
 `scan(path)` accepts a job's results directory (`results/<job>/`), a root
-holding several jobs (`results/`), or a single Parquet file. It checks the
-schema and the engine's semantics version and raises `ResultsError` with a
-message saying what is wrong and what to do.
+holding several jobs (`results/`), or a single Parquet file. It trusts a
+directory only as far as it can check it (`checked_files`), and raises
+`ResultsError` with a message saying what is wrong and the command that
+fixes it:
+- every file: readable, its data checksum, the engine's semantics version,
+  the required columns;
+- every job directory: one job identity throughout (no two versions of a
+  job mixed), the job name of every part equal to the directory's name, no
+  repetition in two parts;
+- completeness: the parts present are exactly those `_manifest.yaml` lists
+  (when `fedbandits merge` wrote one), and it says `complete: true`; without
+  a manifest, a complete set of one shard layout (`part-00000-of-N` to
+  `part-(N-1)-of-N`); a single file given by path must be a whole run
+  (`-of-00001`).
+
+`allow_partial=True` (every entry point takes it) reads an incomplete run
+on purpose: the completeness checks are skipped, the others kept, and the
+frame gets a Boolean column `results_complete`, false on the rows of every
+job directory (or file) that failed a completeness check.
 """
 
 from __future__ import annotations
@@ -118,29 +134,155 @@ def check_overlap(files: list[Path], metadata: list[dict[bytes, bytes]]) -> None
                 )
 
 
-def check_manifests(files: list[Path]) -> None:
-    """Verifies the checksum line of each `_manifest.yaml` beside the files."""
+MANIFEST = "_manifest.yaml"
+
+
+def _meta(md: dict[bytes, bytes], key: str, default: str = "") -> str:
+    return md.get(f"fedbandits.{key}".encode(), default.encode()).decode()
+
+
+def read_manifest(d: Path) -> dict | None:
+    """The `_manifest.yaml` of job directory `d` after checking its checksum
+    line, as {"job", "job_identity", "complete", "expected", "present",
+    "parts": {file name: shard}}; None when there is none."""
+    import re
+
     import xxhash
 
-    for d in sorted({f.parent for f in files}):
-        m = d / "_manifest.yaml"
-        if not m.exists():
-            continue
-        text = m.read_text()
-        body, sep, last = text.rpartition("checksum_xxh64: ")
-        stated = last.strip().strip('"')
-        if not sep or f"{xxhash.xxh64(body.encode()).intdigest():016x}" != stated:
-            raise ResultsError(f"{m}: checksum mismatch (damaged or edited): rerun `fedbandits merge {d}`")
+    m = d / MANIFEST
+    if not m.exists():
+        return None
+    text = m.read_text()
+    body, sep, last = text.rpartition("checksum_xxh64: ")
+    stated = last.strip().strip('"')
+    if not sep or f"{xxhash.xxh64(body.encode()).intdigest():016x}" != stated:
+        raise ResultsError(f"{m}: checksum mismatch (damaged or edited): rerun `fedbandits merge {d}`")
+
+    def field(name: str) -> str:
+        found = re.search(rf"^{name}: (.*)$", body, re.M)
+        return found.group(1).strip().strip('"') if found else ""
+
+    parts = dict(re.findall(r'^  - \{file: (.*), shard: "(.*)"\}$', body, re.M))
+    return {
+        "job": field("job"),
+        "job_identity": field("job_identity"),
+        "complete": field("complete") == "true",
+        "expected": field("expected_units"),
+        "present": field("present_units"),
+        "parts": parts,
+    }
 
 
-def scan(path: str | Path) -> pl.LazyFrame:
-    """All results under `path` as one LazyFrame (one row per cell, repetition, t).
-    Files are checked (checksum, engine version, columns) and refused when
-    two of them hold the same repetition."""
-    files = parquet_files(path)
-    check_overlap(files, [check_file(f) for f in files])
-    check_manifests(files)
-    lf = pl.scan_parquet([str(f) for f in files])
+def _rerun(md: dict[bytes, bytes], root: Path, shard: str) -> str:
+    """The command that (re)computes one shard of the job `md` describes."""
+    job_path = _meta(md, "job_path", f"{_meta(md, 'job_name', 'JOB')}.yaml")
+    return f"fedbandits run {job_path} --out {root} --shard {shard}"
+
+
+def _check_one_job(d: Path, files: list[Path], mds: list[dict[bytes, bytes]]) -> None:
+    """One job directory holds one version of one job: the same identity in
+    every part, and every part's job name the directory's."""
+    first = _meta(mds[0], "job_identity", "none")
+    for f, md in zip(files, mds):
+        ident = _meta(md, "job_identity", "none")
+        if ident != first:
+            raise ResultsError(
+                f"{d}: mixes two versions of job {_meta(md, 'job_name')!r}: {files[0].name} has job identity "
+                f"{first}, {f.name} has {ident} (the job was edited between runs: seed, grid, horizon, ...). "
+                f"Move the parts of the version you do not want out of {d}, then `fedbandits merge {d}` lists "
+                f"what the other needs"
+            )
+        name = _meta(md, "job_name")
+        if name != d.name:
+            raise ResultsError(
+                f"{f}: holds results of job {name!r} but lies in directory {d.name!r} (copied or moved): move it "
+                f"back to the results directory of {name!r}, or rename the directory to {name!r}"
+            )
+
+
+def _completeness(d: Path, files: list[Path], mds: list[dict[bytes, bytes]]) -> str | None:
+    """Why the parts of job directory `d` are not a complete run (None when
+    they are): checked against `_manifest.yaml`, or without one against
+    the shard layout the parts were written with."""
+    manifest = read_manifest(d)
+    identity = _meta(mds[0], "job_identity", "none")
+    if manifest is not None and manifest["job_identity"] != identity:
+        raise ResultsError(
+            f"{d / MANIFEST}: written for job identity {manifest['job_identity']}, but the parts have {identity} "
+            f"(another version of the job): rerun `fedbandits merge {d}`"
+        )
+    present = {f.name for f in files}
+    if manifest is not None:
+        listed = manifest["parts"]
+        missing = sorted(set(listed) - present)
+        if missing:
+            cmds = "; ".join(_rerun(mds[0], d.parent, listed[m]) for m in missing)
+            return (
+                f"{d}: {', '.join(missing)} listed in {MANIFEST} but missing: restore it, or recompute it with "
+                f"`{cmds}`, then `fedbandits merge {d}`"
+            )
+        extra = sorted(present - set(listed))
+        if extra:
+            return f"{d}: {', '.join(extra)} not in {MANIFEST} (written after the last merge): run `fedbandits merge {d}`"
+        if not manifest["complete"]:
+            return (
+                f"{d}: {MANIFEST} says the run is incomplete ({manifest['present']} of {manifest['expected']} "
+                f"repetition units present): `fedbandits merge {d}` prints the commands that complete it"
+            )
+        return None
+    layouts = sorted({_meta(md, "shard", "?").partition("/")[2] for md in mds})
+    if len(layouts) != 1 or not layouts[0].isdigit():
+        return f"{d}: parts of several shard layouts (of {', '.join(layouts)}): keep one layout's parts and run `fedbandits merge {d}`"
+    count = int(layouts[0])
+    have = {_meta(md, "shard").partition("/")[0] for md in mds}
+    missing_shards = [i for i in range(count) if str(i) not in have]
+    if missing_shards:
+        names = ", ".join(f"part-{i:05d}-of-{count:05d}.parquet" for i in missing_shards)
+        cmds = "; ".join(_rerun(mds[0], d.parent, f"{i}/{count}") for i in missing_shards)
+        return f"{d}: shard(s) missing: {names}; compute them with `{cmds}`, then `fedbandits merge {d}`"
+    return None
+
+
+def checked_files(path: str | Path, allow_partial: bool = False) -> tuple[list[Path], dict[Path, bool]]:
+    """The part files under `path` after every check of the module doc, and
+    for each whether its job directory (or, for a single file, the file) is
+    a complete run. Raises ResultsError on the first failed check, and on a
+    failed completeness check only when `allow_partial` is false."""
+    p = Path(path)
+    files = parquet_files(p)
+    mds = [check_file(f) for f in files]
+    dirs = [] if p.is_file() else sorted({f.parent for f in files})
+    by_dir = {d: ([f for f in files if f.parent == d], [m for f, m in zip(files, mds) if f.parent == d]) for d in dirs}
+    for d, (fs, ms) in by_dir.items():
+        _check_one_job(d, fs, ms)
+    check_overlap(files, mds)
+    if p.is_file():
+        shard = _meta(mds[0], "shard", "0/1")
+        why = None if shard.endswith("/1") else f"{p}: one shard (shard {shard}) of a sharded run; scan its directory"
+        groups = [(files, why)]
+    else:
+        groups = [(fs, _completeness(d, fs, ms)) for d, (fs, ms) in by_dir.items()]
+    complete: dict[Path, bool] = {}
+    for fs, why in groups:
+        if why is not None and not allow_partial:
+            raise ResultsError(f"{why} (or read what is there with allow_partial=True)")
+        complete.update({f: why is None for f in fs})
+    return files, complete
+
+
+def scan(path: str | Path, allow_partial: bool = False) -> pl.LazyFrame:
+    """All results under `path` as one LazyFrame (one row per cell, repetition, t),
+    after the checks of the module doc. With `allow_partial=True` an
+    incomplete run is read as it is, and the Boolean column
+    `results_complete` says which rows come from a complete one."""
+    files, complete = checked_files(path, allow_partial)
+    if allow_partial:
+        lf = pl.concat(
+            [pl.scan_parquet(str(f)).with_columns(results_complete=pl.lit(complete[f])) for f in files],
+            how="vertical",
+        )
+    else:
+        lf = pl.scan_parquet([str(f) for f in files])
     schema = lf.collect_schema()
     for col, dtype in REQUIRED.items():
         if schema[col] != dtype:
@@ -148,14 +290,14 @@ def scan(path: str | Path) -> pl.LazyFrame:
     return lf
 
 
-def families(path: str | Path) -> dict[str, dict[str, list[str]]]:
+def families(path: str | Path, allow_partial: bool = False) -> dict[str, dict[str, list[str]]]:
     """The engine's family registry, as written into the results' metadata:
     {family: {"algorithms": [...], "environments": [...], "columns": [...]}},
     where "columns" are the output columns only that family fills."""
     import json
 
     merged: dict[str, dict[str, list[str]]] = {}
-    for f in parquet_files(path):
+    for f in checked_files(path, allow_partial)[0]:
         md = pq.read_metadata(f).metadata or {}
         raw = md.get(b"fedbandits.families")
         if raw is None:
@@ -164,14 +306,14 @@ def families(path: str | Path) -> dict[str, dict[str, list[str]]]:
     return merged
 
 
-def scan_family(path: str | Path, family: str) -> pl.LazyFrame:
+def scan_family(path: str | Path, family: str, allow_partial: bool = False) -> pl.LazyFrame:
     """The rows of one family's algorithms, without the columns only other
     families fill."""
-    reg = families(path)
+    reg = families(path, allow_partial)
     if family not in reg:
         raise ResultsError(f"{path}: unknown family {family!r}; the results' engine knows {sorted(reg)}")
     others = {c for name, f in reg.items() if name != family for c in f["columns"]} - set(reg[family]["columns"])
-    lf = scan(path).filter(pl.col("algorithm").is_in(reg[family]["algorithms"]))
+    lf = scan(path, allow_partial).filter(pl.col("algorithm").is_in(reg[family]["algorithms"]))
     return lf.drop([c for c in lf.collect_schema().names() if c in others])
 
 
@@ -262,7 +404,7 @@ def window_regret(lf: pl.LazyFrame, edges: list[int], by: list[str], column: str
     return out.select([*by, "t_from", "t_to", "n", "mean", "sd"]).sort([*by, "t_from"])
 
 
-def to_pandas(path: str | Path):
+def to_pandas(path: str | Path, allow_partial: bool = False):
     """The same data as a pandas DataFrame (needs pandas installed), with
     pandas' nullable types as `pd.read_parquet(..., dtype_backend=
     "numpy_nullable")` gives them: a parameter that is null for some cells
@@ -282,7 +424,7 @@ def to_pandas(path: str | Path):
     for bits in (8, 16, 32, 64):
         mapping[getattr(pa, f"int{bits}")()] = pd.api.types.pandas_dtype(f"Int{bits}")
         mapping[getattr(pa, f"uint{bits}")()] = pd.api.types.pandas_dtype(f"UInt{bits}")
-    return scan(path).collect().to_arrow().to_pandas(types_mapper=mapping.get)
+    return scan(path, allow_partial).collect().to_arrow().to_pandas(types_mapper=mapping.get)
 
 
 def summarize(lf: pl.LazyFrame, by: list[str], value: str = "agent_regret") -> pl.DataFrame:
