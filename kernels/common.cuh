@@ -252,6 +252,17 @@ FB_DEV double fb_normal_at(fb_u64 key, fb_u64 index) {
     return c;
 }
 
+// rng::keyed::normal_entry: entry e of key's sequence, component e % 2 of the
+// Box-Muller pair e / 2 (entry 2p is fb_normal_at(key, p)).
+FB_DEV double fb_normal_entry(fb_u64 key, fb_u64 e) {
+    fb_u64 h = key ^ ((e >> 1) * 0xD2B74407B1CE6E93ull);
+    fb_u64 a = fb_splitmix64(&h);
+    fb_u64 b = fb_splitmix64(&h);
+    double c, s;
+    fb_box_muller_f64(a, b, &c, &s);
+    return (e & 1ull) ? s : c;
+}
+
 // rng::uniform_at: a uniform on (0, 1) as a pure function of (key, index).
 FB_DEV double fb_uniform_at(fb_u64 key, fb_u64 index) {
     fb_u64 h = key ^ (index * 0xD2B74407B1CE6E93ull);

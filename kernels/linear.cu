@@ -159,38 +159,54 @@ extern "C" __global__ void fb_refactor(int n, int m, int d, const double* base, 
     if (jitter != 0.0) failures[f] += 1;
 }
 
-// Per (agent, entry): add the local sums (gram, bias) to the agent's exact
-// running tree sum `tsum` (privacy/tree.rs: a node's noise is regenerated from
-// its key when a release needs it, so nothing per level is stored).
-extern "C" __global__ void fb_tree_insert(int n, int d, const double* gram, const double* bias, double* tsum) {
+// Entry e of the Zhou & Chowdhury node noise of the node with key `key`
+// (privacy::tree::symmetric_gaussian): sigma normal_entry per entry, Gram
+// part (Z + Z^T)/2 (upper entry first, as the CPU adds them).
+FB_DEV double fb_zhou_noise_entry(fb_u64 key, int d, int e, double sigma) {
+    int dd = d * d;
+    if (e >= dd) return sigma * fb_normal_entry(key, (fb_u64)e);
+    int i = e / d, j = e % d;
+    if (i == j) return sigma * fb_normal_entry(key, (fb_u64)e);
+    int lo = i < j ? i : j, hi = i < j ? j : i;
+    return 0.5 * (sigma * fb_normal_entry(key, (fb_u64)(lo * d + hi)) + sigma * fb_normal_entry(key, (fb_u64)(hi * d + lo)));
+}
+
+// Per (agent, entry): leaf `leaf` of every agent's tree (privacy/tree.rs,
+// AgentTrees::contribute). The exact running sum `tsum` takes the local sums
+// (gram, bias); the running sum of the live nodes' noise `nsum` loses the
+// nodes leaf `leaf` closes (lowest level first) and gains node `leaf`'s own
+// (a power of two closes every node: nsum restarts as node `leaf`'s noise).
+// Each node's noise is regenerated from its key, fold_more(akey, node).
+extern "C" __global__ void fb_tree_insert(int n, int d, fb_u64 leaf, double sigma, const fb_u64* akey,
+                                          const double* gram, const double* bias, double* tsum, double* nsum) {
     long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     int dd = d * d, width = dd + d;
     if (t >= (long long)n * width) return;
     long long g = t / width;
     int e = (int)(t % width);
     tsum[t] += e < dd ? gram[g * dd + e] : bias[g * d + (e - dd)];
-}
-
-// Entry e of the Zhou & Chowdhury node noise of the node with key `key`
-// (privacy::tree::symmetric_gaussian): sigma N(0,1) per entry, Gram part (Z + Z^T)/2.
-FB_DEV double fb_zhou_noise_entry(fb_u64 key, int d, int e, double sigma) {
-    int dd = d * d;
-    if (e >= dd) return sigma * fb_normal_at(key, (fb_u64)e);
-    int i = e / d, j = e % d;
-    if (i == j) return sigma * fb_normal_at(key, (fb_u64)e);
-    int lo = i < j ? i : j, hi = i < j ? j : i;
-    return 0.5 * (sigma * fb_normal_at(key, (fb_u64)(lo * d + hi)) + sigma * fb_normal_at(key, (fb_u64)(hi * d + lo)));
+    double fresh = fb_zhou_noise_entry(fb_fold_more(akey[g], leaf), d, e, sigma);
+    if ((leaf & (leaf - 1)) == 0) {
+        nsum[t] = fresh;
+        return;
+    }
+    double v = nsum[t];
+    int level = FB_CTZ64(leaf);
+    for (int j = 0; j < level; ++j) {
+        fb_u64 node = ((leaf - 1) >> j) << j;
+        v -= fb_zhou_noise_entry(fb_fold_more(akey[g], node), d, e, sigma);
+    }
+    nsum[t] = v + fresh;
 }
 
 // Per (federation, entry): the server's output after leaf `leaf`. Private:
 // the sum over agents (in order) of each agent's release, its exact running
-// sum plus the noise of its live nodes (lowest level first; node named by
-// the leaf that closed it, key fold_more(akey, node)), exactly the CPU's
+// sum plus its live nodes' noise sum, exactly the CPU's
 // AgentTrees::contribute order; base = lambda I + Gram part, u_syn = bias
 // part. Not private: base += sum of the agents' local sums.
-extern "C" __global__ void fb_sync_reduce(int nfed, int m, int d, fb_u64 leaf, int private_, double sigma,
-                                          double lambda, const double* tsum, const fb_u64* akey, const double* gram,
-                                          const double* bias, double* base, double* usyn) {
+extern "C" __global__ void fb_sync_reduce(int nfed, int m, int d, int private_, double lambda, const double* tsum,
+                                          const double* nsum, const double* gram, const double* bias, double* base,
+                                          double* usyn) {
     long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     int dd = d * d, width = dd + d;
     if (t >= (long long)nfed * width) return;
@@ -201,11 +217,7 @@ extern "C" __global__ void fb_sync_reduce(int nfed, int m, int d, fb_u64 leaf, i
         for (int i = 0; i < m; ++i) {
             long long g = f * m + i;
             s += tsum[g * width + e];
-            for (int j = 0; j < 64; ++j)
-                if ((leaf >> j) & 1ull) {
-                    fb_u64 node = (leaf >> j) << j;
-                    s += fb_zhou_noise_entry(fb_fold_more(akey[g], node), d, e, sigma);
-                }
+            s += nsum[g * width + e];
         }
         if (e < dd) {
             double diag = (e / d == e % d) ? lambda : 0.0;

@@ -48,13 +48,26 @@ pub fn ln(x: f64) -> f64 {
     if x == f64::INFINITY {
         return x;
     }
-    let mut bits = x.to_bits();
-    let mut k: i64 = 0;
+    let bits = x.to_bits();
     if bits < 0x0010_0000_0000_0000 {
         // Subnormal: scale by 2^54.
-        bits = (x * 18_014_398_509_481_984.0).to_bits();
-        k -= 54;
+        return ln_core((x * 18_014_398_509_481_984.0).to_bits(), -54);
     }
+    ln_core(bits, 0)
+}
+
+/// [`ln`] of a positive, normal, finite `x`, without branches (so a loop
+/// of it vectorizes): the same operations, so the same bits.
+#[inline(always)]
+pub fn ln_normal_positive(x: f64) -> f64 {
+    ln_core(x.to_bits(), 0)
+}
+
+/// ln of the positive normal double whose bits are `bits`, plus k0 ln 2
+/// (k0 = -54 undoes [`ln`]'s scaling of a subnormal by 2^54).
+#[inline(always)]
+fn ln_core(bits: u64, k0: i64) -> f64 {
+    let mut k = k0;
     let hx = (bits >> 32) as u32;
     k += i64::from(hx >> 20) - 1023;
     let hm = hx & 0x000f_ffff;
@@ -71,7 +84,8 @@ pub fn ln(x: f64) -> f64 {
     let t2 = z * (LG1 + w * (LG3 + w * (LG5 + w * LG7)));
     let r = t2 + t1;
     let hfsq = 0.5 * f * f;
-    let dk = k as f64;
+    // |k| < 1100: through i32, whose conversion vectorizes (same value).
+    let dk = f64::from(k as i32);
     dk * LN2_HI - ((hfsq - (s * (hfsq + r) + dk * LN2_LO)) - f)
 }
 

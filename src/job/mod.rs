@@ -41,7 +41,13 @@ use thiserror::Error;
 /// any sum (`clip_rewards`, default true for private_fedlinucb and private
 /// FedUCB; linear_sphere values change, linear_gap's rewards are in {0, 1}
 /// and do not), counted in `clipped_observations`.
-pub const SEMANTICS_VERSION: u32 = 4;
+/// 5 -- tree node noise (private_fedlinucb's ldp/sdp_amp/alt, private
+/// FedUCB) is generated two entries per Box-Muller pair
+/// ([`crate::rng::keyed`]; FedUCB's node in the leaf's own layout) and each
+/// agent keeps the running sum of its live nodes' noise
+/// ([`crate::privacy::tree`]): every private tree cell's noise bits and
+/// sums change (same distribution); non-private cells are unchanged.
+pub const SEMANTICS_VERSION: u32 = 5;
 
 /// One problem in a job file.
 #[derive(Clone, Debug, PartialEq)]

@@ -12,14 +12,20 @@
 //! Here the sum of the live p-sums is kept as what it is, the exact running
 //! sum of all leaves, and a node's noise is a pure function of its key
 //! (agent noise key, node), where the node is named by the leaf that closed
-//! it: for the set bit j of k that is (k >> j) << j. So the release is
-//! `sum + sum over live nodes of noise(node)`, every node's noise is the same
-//! each time it is used (drawn "once" in the mechanism's sense), and nothing
-//! per level is stored: an agent's privacy state is one width-vector,
-//! O(d^2), whatever the horizon (before: 2 x levels x width). The cost moves
-//! to regenerating popcount(k) nodes' noise per release, which the noise
-//! functions do entry by entry ([`crate::rng::normal_at`]), so a GPU thread
-//! per entry computes the same bits.
+//! it: for the set bit j of k that is (k >> j) << j. Beside it each agent
+//! keeps the running sum of its live nodes' noise: leaf k subtracts the
+//! noise of the i_k nodes it closes (the live nodes of k - 1 below level
+//! i_k, regenerated from their keys) and adds the noise of node k; at a
+//! power of two every earlier node closes and the sum restarts as node k's
+//! noise exactly (so rounding cannot accumulate across powers of two). The
+//! release is `sum + noise`: every node's noise is the same each time it is
+//! used (drawn "once" in the mechanism's sense), nothing per level is
+//! stored (two width-vectors per agent, O(d^2), whatever the horizon), and
+//! a release regenerates i_k + 1 nodes, two on average, instead of the
+//! popcount(k) live ones (about log2(k) / 2). The noise functions fill a
+//! node in vectorized blocks ([`crate::rng::keyed`]), entry by entry a pure
+//! function of (node key, entry), so a GPU thread per entry computes the
+//! same bits (`fb_tree_insert` in `kernels/linear.cu`).
 
 use thiserror::Error;
 
@@ -33,12 +39,14 @@ pub struct TreeFull {
     pub leaf: u64,
 }
 
-/// One agent's binary-counter tree: the exact running sum and the leaf count.
+/// One agent's binary-counter tree: the exact running sum of its leaves,
+/// the running sum of its live nodes' noise, and the leaf count.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Tree {
     levels: usize,
     leaves: u64,
     sum: Vec<f64>,
+    noise: Vec<f64>,
 }
 
 impl Tree {
@@ -48,6 +56,7 @@ impl Tree {
             levels,
             leaves: 0,
             sum: vec![0.0; width],
+            noise: vec![0.0; width],
         }
     }
 
@@ -56,8 +65,9 @@ impl Tree {
         self.leaves
     }
 
-    /// Inserts the next leaf.
-    pub fn insert(&mut self, leaf: &[f64]) -> Result<(), TreeFull> {
+    /// Inserts the next leaf into the exact sum (the noise sum is the
+    /// caller's: [`AgentTrees::contribute`]).
+    fn insert(&mut self, leaf: &[f64]) -> Result<u64, TreeFull> {
         let k = self.leaves + 1;
         if k.trailing_zeros() as usize >= self.levels {
             return Err(TreeFull {
@@ -69,7 +79,7 @@ impl Tree {
             *s += l;
         }
         self.leaves = k;
-        Ok(())
+        Ok(k)
     }
 
     /// The live nodes of the current release, lowest level first: each is
@@ -78,12 +88,20 @@ impl Tree {
         live_nodes(self.leaves)
     }
 
-    /// Adds the exact prefix sum to `out`.
-    pub fn add_sum(&self, out: &mut [f64]) {
-        for (o, s) in out.iter_mut().zip(&self.sum) {
+    /// Adds the release, exact prefix sum plus the live nodes' noise, to
+    /// `out` (sum first, then noise, entry by entry).
+    pub fn add_release(&self, out: &mut [f64]) {
+        for (o, (s, z)) in out.iter_mut().zip(self.sum.iter().zip(&self.noise)) {
             *o += s;
+            *o += z;
         }
     }
+}
+
+/// The nodes leaf `k` closes (lowest level first): the live nodes of
+/// `k - 1` below the level of `k`'s lowest set bit.
+pub fn closed_nodes(k: u64) -> impl Iterator<Item = u64> {
+    (0..k.trailing_zeros()).map(move |j| ((k - 1) >> j) << j)
 }
 
 /// The live nodes after `leaves` leaves (one per set bit, lowest first),
@@ -138,9 +156,11 @@ impl AgentTrees {
         }
     }
 
-    /// Inserts agent `i`'s next leaf and adds the agent's release (exact
-    /// prefix sum plus the noise of its live nodes, each filled by
-    /// `draw(node_noise, node_key)`) to `out`.
+    /// Inserts agent `i`'s next leaf k and adds the agent's release (exact
+    /// prefix sum plus the noise of its live nodes) to `out`. The noise sum
+    /// loses the nodes k closes and gains node k's noise, each filled by
+    /// `draw(node_noise, node_key)`; at a power of two it restarts as node
+    /// k's noise.
     pub fn contribute(
         &mut self,
         i: usize,
@@ -149,28 +169,36 @@ impl AgentTrees {
         mut draw: impl FnMut(&mut [f64], u64),
     ) -> Result<(), TreeFull> {
         let tree = &mut self.trees[i];
-        tree.insert(leaf)?;
-        tree.add_sum(out);
-        for node in live_nodes(tree.leaves) {
-            draw(&mut self.z, Self::node_key(self.keys[i], node));
-            for (o, z) in out.iter_mut().zip(&self.z) {
-                *o += z;
+        let k = tree.insert(leaf)?;
+        let key = self.keys[i];
+        if k.is_power_of_two() {
+            draw(&mut tree.noise, Self::node_key(key, k));
+        } else {
+            for node in closed_nodes(k) {
+                draw(&mut self.z, Self::node_key(key, node));
+                for (n, z) in tree.noise.iter_mut().zip(&self.z) {
+                    *n -= z;
+                }
+            }
+            draw(&mut self.z, Self::node_key(key, k));
+            for (n, z) in tree.noise.iter_mut().zip(&self.z) {
+                *n += z;
             }
         }
+        tree.add_release(out);
         Ok(())
     }
 }
 
 /// Fills one tree node's noise for a flat (d x d Gram, d bias) leaf, entry
 /// by entry a pure function of the node's key (so a GPU thread per entry
-/// computes the same bits): Z_e = sigma normal_at(key, e) for every entry,
-/// then the Gram part is symmetrized, (Z + Z^T)/2 (Zhou & Chowdhury's node
-/// noise, as in the authors' code).
+/// computes the same bits): Z_e = sigma normal_entry(key, e) for every
+/// entry ([`crate::rng::keyed`], generated in vectorized blocks), then the
+/// Gram part is symmetrized, (Z + Z^T)/2 (Zhou & Chowdhury's node noise, as
+/// in the authors' code).
 pub fn symmetric_gaussian(z: &mut [f64], d: usize, sigma: f64, key: u64) {
     debug_assert_eq!(z.len(), d * d + d);
-    for (e, v) in z.iter_mut().enumerate() {
-        *v = sigma * crate::rng::normal_at(key, e as u64);
-    }
+    crate::rng::keyed::fill_normals_at(key, sigma, z);
     for i in 0..d {
         for j in i + 1..d {
             let s = 0.5 * (z[i * d + j] + z[j * d + i]);
@@ -183,7 +211,7 @@ pub fn symmetric_gaussian(z: &mut [f64], d: usize, sigma: f64, key: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::{Stream, normal_at};
+    use crate::rng::Stream;
 
     /// The textbook tree (stored p-sums and node noise drawn when the node is
     /// created), as the reference the key-regenerated form must equal.
@@ -194,7 +222,15 @@ mod tests {
     }
 
     impl Textbook {
-        fn insert(&mut self, leaf: &[f64], key: u64) {
+        fn new(width: usize, levels: usize) -> Self {
+            Self {
+                psum: vec![vec![0.0; width]; levels],
+                noise: vec![vec![0.0; width]; levels],
+                leaves: 0,
+            }
+        }
+
+        fn insert(&mut self, leaf: &[f64], key: u64, draw: &impl Fn(&mut [f64], u64)) {
             let k = self.leaves + 1;
             let level = k.trailing_zeros() as usize;
             let mut node = leaf.to_vec();
@@ -206,60 +242,107 @@ mod tests {
                 self.noise[j].fill(0.0);
             }
             self.psum[level] = node;
-            let nk = AgentTrees::node_key(key, k);
-            self.noise[level] = (0..leaf.len() as u64).map(|e| normal_at(nk, e)).collect();
+            draw(&mut self.noise[level], AgentTrees::node_key(key, k));
             self.leaves = k;
         }
 
-        fn release(&self) -> Vec<f64> {
-            let mut out = vec![0.0; self.psum[0].len()];
+        /// The release, and the largest magnitude of its terms (the scale of
+        /// its rounding error).
+        fn release(&self, out: &mut [f64]) -> f64 {
+            out.fill(0.0);
+            let mut scale = 0.0f64;
             for j in 0..self.psum.len() {
                 if (self.leaves >> j) & 1 == 1 {
                     for (o, (p, z)) in out.iter_mut().zip(self.psum[j].iter().zip(&self.noise[j])) {
                         *o += p + z;
+                        scale = scale.max(p.abs()).max(z.abs());
                     }
                 }
             }
-            out
+            scale
         }
     }
 
+    /// 2^20 leaves of width d^2 + d at d = 10 (symmetric Gaussian node
+    /// noise, leaves of magnitude 1): after every leaf the release equals
+    /// the textbook tree's to 1e-9 relative to the largest term (the noise
+    /// sum is updated incrementally, so this bounds its drift).
     #[test]
-    fn release_equals_the_textbook_tree() {
-        let (width, levels) = (3, 8);
+    fn release_equals_the_textbook_tree_over_2_pow_20_leaves() {
+        let (d, levels, leaves) = (10usize, 21usize, 1u64 << 20);
+        let width = d * d + d;
+        let draw = |z: &mut [f64], nk: u64| symmetric_gaussian(z, d, 1.0, nk);
         let mut trees = AgentTrees::new(1, width, levels, &[5, 6]);
         let key = trees.keys[0];
-        let mut book = Textbook {
-            psum: vec![vec![0.0; width]; levels],
-            noise: vec![vec![0.0; width]; levels],
-            leaves: 0,
-        };
+        let mut book = Textbook::new(width, levels);
         let mut s = Stream::new(&[11]);
-        for k in 1..=255u64 {
-            let leaf: Vec<f64> = (0..width).map(|_| s.uniform()).collect();
-            book.insert(&leaf, key);
-            let mut rel = vec![0.0; width];
-            trees
-                .contribute(0, &leaf, &mut rel, |z, nk| {
-                    for (e, v) in z.iter_mut().enumerate() {
-                        *v = normal_at(nk, e as u64);
-                    }
-                })
-                .unwrap();
-            let used: Vec<u64> = trees.trees[0].nodes_used().collect();
-            assert_eq!(used.len(), k.count_ones() as usize);
-            assert!(used.len() <= (63 - k.leading_zeros()) as usize + 1);
-            for (a, b) in rel.iter().zip(book.release()) {
-                // Same noise bits; only the order of the exact sums differs.
-                assert!((a - b).abs() < 1e-12, "k={k}: {a} vs {b}");
+        let (mut leaf, mut rel, mut want) = (vec![0.0; width], vec![0.0; width], vec![0.0; width]);
+        let mut worst = 0.0f64;
+        for k in 1..=leaves {
+            for v in &mut leaf {
+                *v = s.uniform() - 0.5;
             }
+            book.insert(&leaf, key, &draw);
+            rel.fill(0.0);
+            trees.contribute(0, &leaf, &mut rel, draw).unwrap();
+            let scale = book.release(&mut want).max(1.0);
+            for (a, b) in rel.iter().zip(&want) {
+                worst = worst.max((a - b).abs() / scale);
+            }
+            assert!(worst < 1e-9, "k = {k}: relative difference {worst:e}");
         }
-        let err = trees.contribute(0, &[0.0; 3], &mut [0.0; 3], |_, _| {});
+        assert!(worst > 0.0, "the two forms add in different orders");
+        let mut full = AgentTrees::new(1, 3, 8, &[1]);
+        for _ in 0..255 {
+            full.contribute(0, &[0.0; 3], &mut [0.0; 3], |_, _| {}).unwrap();
+        }
+        let err = full.contribute(0, &[0.0; 3], &mut [0.0; 3], |_, _| {});
         assert_eq!(
             err,
             Err(TreeFull { levels: 8, leaf: 256 }),
             "leaf 256 must not fit 8 levels"
         );
+    }
+
+    /// Every node's noise enters each release it belongs to exactly once:
+    /// with node noise (1, node, node^2) (exact in f64 here), the noise part
+    /// of the release after leaf k is (popcount(k), sum, sum of squares)
+    /// over the live nodes of k; and nodes are regenerated i_k + 1 times per
+    /// leaf, two on average.
+    #[test]
+    fn every_live_node_enters_each_release_exactly_once() {
+        let mut trees = AgentTrees::with_keys(vec![0], 3, 18);
+        let drawn = std::cell::Cell::new(0u64);
+        let leaves = 1u64 << 16;
+        for k in 1..=leaves {
+            let mut rel = [0.0; 3];
+            trees
+                .contribute(0, &[0.0; 3], &mut rel, |z, nk| {
+                    drawn.set(drawn.get() + 1);
+                    // Which node: the one among k and those it closes with
+                    // this key.
+                    let node = node_of(nk, k);
+                    z.copy_from_slice(&[1.0, node as f64, (node * node) as f64]);
+                })
+                .unwrap();
+            let live: Vec<u64> = live_nodes(k).collect();
+            let want = [
+                live.len() as f64,
+                live.iter().sum::<u64>() as f64,
+                live.iter().map(|n| n * n).sum::<u64>() as f64,
+            ];
+            assert_eq!(rel, want, "k = {k}");
+        }
+        assert!(drawn.get() < 2 * leaves, "{} draws for {leaves} leaves", drawn.get());
+    }
+
+    /// The node (among those leaf k can draw: k and the nodes it closes)
+    /// whose key under agent key 0 is `nk`.
+    fn node_of(nk: u64, k: u64) -> u64 {
+        std::iter::once(k)
+            .chain(closed_nodes(k))
+            .find(|&n| AgentTrees::node_key(0, n) == nk)
+            .expect("a drawn node is k or one it closes")
     }
 
     #[test]
@@ -268,15 +351,18 @@ mod tests {
         // the same key each time, and distinct from the other nodes' keys.
         let used: Vec<Vec<u64>> = (4..=7).map(|k| live_nodes(k).collect()).collect();
         assert_eq!(used, vec![vec![4], vec![5, 4], vec![6, 4], vec![7, 6, 4]]);
+        assert_eq!(closed_nodes(8).collect::<Vec<_>>(), vec![7, 6, 4]);
+        assert_eq!(closed_nodes(6).collect::<Vec<_>>(), vec![5]);
+        assert_eq!(closed_nodes(5).count(), 0);
         let key = crate::rng::fold_key(&[1, 2]);
         assert_eq!(AgentTrees::node_key(key, 4), crate::rng::fold_key(&[1, 2, 4]));
         assert_ne!(AgentTrees::node_key(key, 4), AgentTrees::node_key(key, 6));
     }
 
     #[test]
-    fn state_is_one_vector_per_agent() {
+    fn state_is_two_vectors_per_agent() {
         let t = AgentTrees::new(100, 16_512, 25, &[1]);
-        let floats: usize = t.trees.iter().map(|x| x.sum.len()).sum::<usize>() + t.z.len();
-        assert_eq!(floats, 101 * 16_512);
+        let floats: usize = t.trees.iter().map(|x| x.sum.len() + x.noise.len()).sum::<usize>() + t.z.len();
+        assert_eq!(floats, 201 * 16_512);
     }
 }

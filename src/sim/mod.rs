@@ -34,7 +34,8 @@ const PROGRESS_EVERY: u64 = 1024;
 /// 2: lockstep repetitions snapshot the loop and the CPU batch state.
 /// 4: agents carry their reward bound and clip count.
 /// 5: the file is sealed with a checksum ([`crate::output::seal`]).
-const SNAPSHOT_VERSION: u32 = 5;
+/// 6: a privacy tree carries its live nodes' noise sum.
+const SNAPSHOT_VERSION: u32 = 6;
 
 /// Periodic snapshots of a running repetition.
 pub struct Snapshots<'a> {

@@ -36,7 +36,6 @@ use crate::env::LinearEnv;
 use crate::linalg;
 use crate::privacy::accountant::{Mechanism, NoiseModel};
 use crate::privacy::tree::AgentTrees;
-use crate::rng::normal_at;
 
 /// FedUCB's constants for one configuration.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -281,27 +280,26 @@ impl FedUcb {
 }
 
 /// One PRIVATIZER node's noise in the flat (Gram, bias) layout, entry by
-/// entry a pure function of the node's key: N_hat is (d+1)x(d+1) with
-/// N_hat_ij = sigma normal_at(key, i (d+1) + j), N = (N_hat + N_hat^T)/sqrt(2)
-/// (so the diagonal is sqrt(2) N_hat_ii); the Gram part is N's top-left
-/// d x d block, the bias part the first d entries of its last column (the
-/// y^2 corner is unused).
+/// entry a pure function of the node's key. Dubey & Pentland draw N_hat,
+/// (d+1)x(d+1) with i.i.d. N(0, sigma^2) entries, and add N = (N_hat +
+/// N_hat^T)/sqrt(2) to [x; y][x; y]^T: off-diagonal entries N(0, sigma^2),
+/// diagonal entries N(0, 2 sigma^2), the (i, d+1) column entries N(0,
+/// sigma^2), all independent but for the symmetry. This draws exactly that
+/// distribution from the d^2 + d entries Z_e = sigma normal_entry(key, e)
+/// of the leaf's layout ([`crate::rng::keyed`], generated in vectorized
+/// blocks): Gram (i, j) and (j, i) get (Z_ij + Z_ji)/sqrt(2) (the diagonal
+/// (Z_ii + Z_ii)/sqrt(2) = sqrt(2) Z_ii), the bias entries Z itself (the one
+/// normal (N_hat_{i,d+1} + N_hat_{d+1,i})/sqrt(2) is a single N(0, sigma^2)
+/// draw). The y^2 corner is unused.
 pub fn dubey_noise(z: &mut [f64], d: usize, sigma: f64, key: u64) {
-    let n = d + 1;
-    let dd = d * d;
+    debug_assert_eq!(z.len(), d * d + d);
     let inv_sqrt2 = std::f64::consts::FRAC_1_SQRT_2;
-    let nhat = |i: usize, j: usize| sigma * normal_at(key, (i * n + j) as u64);
+    crate::rng::keyed::fill_normals_at(key, sigma, z);
     for i in 0..d {
-        for j in i..n {
-            let a = nhat(i, j);
-            let b = if i == j { a } else { nhat(j, i) };
-            let v = (a + b) * inv_sqrt2;
-            if j < d {
-                z[i * d + j] = v;
-                z[j * d + i] = v;
-            } else {
-                z[dd + i] = v;
-            }
+        for j in i..d {
+            let v = (z[i * d + j] + z[j * d + i]) * inv_sqrt2;
+            z[i * d + j] = v;
+            z[j * d + i] = v;
         }
     }
 }

@@ -82,6 +82,8 @@ struct Bufs {
     usyn: DevPtr,
     scratch: DevPtr,
     tsum: DevPtr,
+    /// Per agent, the running sum of its tree's live nodes' noise.
+    nsum: DevPtr,
     akey: DevPtr,
     ustate: DevPtr,
     pstate: DevPtr,
@@ -207,6 +209,7 @@ impl<'a> CudaLinear<'a> {
             usyn: upload_slice(lr, &z(nf * d))?,
             scratch: lr.alloc_zeroed(n.max(nf) * 3 * dd * 8)?,
             tsum: lr.alloc_zeroed(if private { n * width * 8 } else { 8 })?,
+            nsum: lr.alloc_zeroed(if private { n * width * 8 } else { 8 })?,
             akey: upload_slice(lr, &akey)?,
             ustate: upload_slice(lr, &ustate)?,
             pstate: match &batch.random_policy {
@@ -396,9 +399,13 @@ impl LinearOps for CudaLinear<'_> {
                     &[
                         Arg::I32(ni),
                         Arg::I32(di),
+                        Arg::U64(index),
+                        Arg::F64(s.sigma),
+                        p(s.bufs.akey),
                         p(s.bufs.gram),
                         p(s.bufs.bias),
                         p(s.bufs.tsum),
+                        p(s.bufs.nsum),
                     ],
                 )?;
             }
@@ -409,12 +416,10 @@ impl LinearOps for CudaLinear<'_> {
                     Arg::I32(nfi),
                     Arg::I32(mi),
                     Arg::I32(di),
-                    Arg::U64(index),
                     Arg::I32(i32::from(private)),
-                    Arg::F64(s.sigma),
                     Arg::F64(s.lambda),
                     p(s.bufs.tsum),
-                    p(s.bufs.akey),
+                    p(s.bufs.nsum),
                     p(s.bufs.gram),
                     p(s.bufs.bias),
                     p(s.bufs.base),
