@@ -19,7 +19,9 @@ use std::time::Instant;
 
 /// (name, default federations, job YAML with `{T}` for the rounds).
 /// `feducb_d128` is FedUCB at the dimension of Dubey & Pentland's Fig. 1C
-/// (d = 128, K = 100, M = 100), where the d^2 work per action dominates.
+/// (d = 128, K = 100, M = 100), where the d^2 work per action dominates;
+/// `feducb_private_every_d10` syncs (and privatizes a tree release) every
+/// round, `feducb_every_d10` is the same without privacy, its reference.
 const WORKLOADS: &[(&str, u32, &str)] = &[
     (
         "linear_d10_k100_m100",
@@ -30,6 +32,16 @@ const WORKLOADS: &[(&str, u32, &str)] = &[
         "feducb_d10_k100_m100",
         64,
         "algorithm: feducb_centralized\nenvironment: linear_gap\nhorizon: {T}\nparams: {d: 10, k: 100, m: 100, epsilon: 1.0, delta: 0.1, sync: log}\n",
+    ),
+    (
+        "feducb_private_every_d10",
+        64,
+        "algorithm: feducb_centralized\nenvironment: linear_gap\nhorizon: {T}\nparams: {d: 10, k: 100, m: 100, epsilon: 1.0, delta: 0.1, sync: every_round}\n",
+    ),
+    (
+        "feducb_every_d10",
+        64,
+        "algorithm: feducb_centralized\nenvironment: linear_gap\nhorizon: {T}\nparams: {d: 10, k: 100, m: 100, private: false, sync: every_round}\n",
     ),
     (
         "decentralized_ring_m16_d10",

@@ -23,6 +23,12 @@
 //! that dominates from d ~ 100). The gossip and combinatorial families use
 //! a flat rate: their per-step work is small and their paper workloads vary
 //! little. Estimates, not promises: a shared machine can be 2x slower.
+//!
+//! Private tree releases add their own term: a release regenerates about
+//! two tree nodes of d^2 + d noise entries per agent on average
+//! ([`crate::privacy::tree`]), at [`NOISE_ENTRY_SECONDS`] each. That is
+//! what makes FedUCB's private `every_round` cells slower than the `log`
+//! ones (a release every round instead of a few hundred in all).
 
 use crate::algo::CellConfig;
 
@@ -52,16 +58,86 @@ fn linear_micros(d: f64, k: f64) -> f64 {
     1.0 + 0.0064 * k * d + 7.0e-5 * d * d * d
 }
 
+/// Seconds per regenerated noise entry of a tree node: `fedbandits bench
+/// --only feducb_ --rounds 2000 --federations 4 --threads 1` on the 2-core
+/// VM gave feducb_private_every_d10 1.26e5 and feducb_every_d10 1.79e5
+/// agent-steps/s, 2.3 us more per agent-step for two nodes of 110 entries
+/// (1.0e-8 s an entry, the release's own bookkeeping included; the block
+/// generator alone measured 6.4e-9 to 7.3e-9).
+pub const NOISE_ENTRY_SECONDS: f64 = 1.0e-8;
+
+/// Tree-node noise entries a cell regenerates per agent-step on average:
+/// two nodes of d^2 + d entries per release, a release per agent every
+/// round for FedUCB's `every_round` and every B rounds for
+/// Private-FedLinUCB's tree protocols. FedUCB's data-dependent regimes
+/// (`log`, `sqrt_m`, a threshold) release rarely and count 0, as does the
+/// decentralized variant (its broadcasts are data-dependent too).
+pub fn noise_entries_per_step(cfg: &CellConfig) -> f64 {
+    use crate::algo::linear::{LinearAlgorithm, Protocol, SyncRegime};
+    let CellConfig::Linear(c) = cfg else {
+        return 0.0;
+    };
+    let node = 2.0 * (c.env.d * c.env.d + c.env.d) as f64;
+    match c.algorithm {
+        _ if c.privacy.is_none() => 0.0,
+        LinearAlgorithm::FeducbCentralized if matches!(c.sync, SyncRegime::EveryRound) => node,
+        LinearAlgorithm::PrivateFedlinucb if matches!(c.protocol, Protocol::Ldp | Protocol::SdpAmp | Protocol::Alt) => {
+            node / c.batch_size.max(1) as f64
+        }
+        _ => 0.0,
+    }
+}
+
 /// Estimated seconds on one thread for `agent_steps` of the cell, at
 /// `rate` agent-steps/s per thread for the family's reference workload
-/// (default: [`reference_rate`]).
+/// (default: [`reference_rate`]), plus its tree releases
+/// ([`noise_entries_per_step`]).
 pub fn thread_seconds(cfg: &CellConfig, agent_steps: u64, rate: Option<f64>) -> f64 {
-    agent_steps as f64 * relative_cost(cfg) / rate.unwrap_or_else(|| reference_rate(cfg))
+    let steps = agent_steps as f64;
+    steps * relative_cost(cfg) / rate.unwrap_or_else(|| reference_rate(cfg))
+        + steps * noise_entries_per_step(cfg) * NOISE_ENTRY_SECONDS
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tree_releases_are_charged_per_release() {
+        let job = crate::job::Job::parse(
+            std::path::Path::new("cost.yaml"),
+            "horizon: 100\nalgorithm: [feducb_centralized, private_fedlinucb]\nenvironment: linear_gap\n\
+             params: {m: 4, d: 10, k: 100, epsilon: 1, delta: 0.1, batch_size: 25}\n\
+             grid: {sync: [every_round, log], private: [true, false], protocol: [ldp, sdp_vecsum]}\n",
+        )
+        .unwrap();
+        let entries: Vec<(String, f64)> = job
+            .cells
+            .iter()
+            .map(|c| (job.short_label(c), noise_entries_per_step(&c.config)))
+            .collect();
+        let get = |needle: &[&str]| {
+            entries
+                .iter()
+                .filter(|(l, _)| needle.iter().all(|n| l.contains(n)))
+                .map(|e| e.1)
+                .collect::<Vec<f64>>()
+        };
+        assert_eq!(get(&["feducb", "every_round", "private=true"]), [220.0]);
+        assert_eq!(get(&["feducb", "every_round", "private=false"]), [0.0]);
+        assert_eq!(get(&["feducb", "sync=log", "private=true"]), [0.0]);
+        assert_eq!(get(&["private_fedlinucb", "ldp"]), [220.0 / 25.0]);
+        assert_eq!(get(&["private_fedlinucb", "sdp_vecsum"]), [0.0]);
+        // Private every_round at d = 10: 2.2 us more per agent-step, about
+        // the 1.4x the two bench workloads measured.
+        let label = |c: &&crate::job::Cell| {
+            let l = job.short_label(c);
+            l.contains("every_round") && l.contains("private=true")
+        };
+        let cfg = &job.cells.iter().find(label).unwrap().config;
+        let base = thread_seconds(cfg, 1_000_000, Some(2e5)) - 1e6 * 220.0 * NOISE_ENTRY_SECONDS;
+        assert!((thread_seconds(cfg, 1_000_000, Some(2e5)) / base - 1.44).abs() < 0.05);
+    }
 
     #[test]
     fn linear_model_matches_its_measurements_within_20_percent() {
