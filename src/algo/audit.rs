@@ -27,12 +27,13 @@ use super::combinatorial::{CombAlgorithm, p_fcb};
 use super::linear::{LinearAlgorithm, LinearConfig, Protocol, fedlinucb, feducb};
 use crate::backend::combinatorial::{p_fcb_message, p_fcb_noise_scale};
 use crate::backend::cpu::CpuBackend;
+use crate::backend::cpu::lockstep::CpuLinear;
 use crate::backend::{AgentState, Backend, BatchRef, StepResult, Workspace};
 use crate::env::{AgentStreams, LinearEnv};
 use crate::linalg::LltError;
 use crate::privacy::accountant::Neighbours;
 use crate::privacy::audit::{AuditOutcome, Harness, audit, leaf_of};
-use crate::privacy::tree::symmetric_gaussian;
+use crate::privacy::tree::{dubey_noise, symmetric_gaussian};
 use crate::privacy::vecsum::VecSum;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -114,7 +115,7 @@ pub fn harness(cell: &CellConfig, noise_scale: f64) -> Result<(Harness, f64), St
                             d,
                             levels: c.levels,
                             p: [leaf_of(&pts[0].0, pts[0].1), leaf_of(&pts[1].0, pts[1].1)],
-                            noise: Box::new(move |z, key| feducb::dubey_noise(z, d, sigma, key)),
+                            noise: Box::new(move |z, key| dubey_noise(z, d, sigma, key)),
                         },
                         delta,
                     ))
@@ -164,8 +165,9 @@ pub fn harness(cell: &CellConfig, noise_scale: f64) -> Result<(Harness, f64), St
 
 /// A CPU backend through which the schedule attack's neighbouring data are
 /// fed: agent `attacker` (silo 2) has no users, and in world 1 agent 0's
-/// user of round `round` is absent. FedUCB steps agents 0..M in order once
-/// per round, so call c is agent c mod M in round c / M + 1. An absent user
+/// user of round `round` is absent. FedUCB's CPU operations step agents
+/// 0..M in order once per round ([`CpuLinear::rounds_on`]), so call c is
+/// agent c mod M in round c / M + 1. An absent user
 /// still draws its decision set and reward (on scratch state), so every
 /// other user's data is the same in both worlds; its action is the zero
 /// vector, which changes no sum, and it has no regret.
@@ -231,7 +233,7 @@ impl Backend for NeighbourFeed {
     }
 
     fn supports(&self, _batch: BatchRef<'_>) -> Result<(), String> {
-        Err("the schedule attack's feed runs FedUCB objects only".into())
+        Err("the schedule attack's feed steps agents only".into())
     }
 
     fn linear_ops<'a>(
@@ -264,8 +266,11 @@ fn first_sync(cfg: &LinearConfig, env_key: &[u64], trial: u64, world: Option<u64
     let algo_key = [env_key[0], 0xa7, trial];
     match cfg.algorithm {
         LinearAlgorithm::FeducbCentralized => {
-            use super::Federation;
-            let mut fed = super::linear::build(cfg, env_key, &algo_key)?;
+            // FedUCB's lockstep operations, every agent step fed through
+            // the neighbouring data; one round at a time, until the
+            // federation's own test syncs.
+            let batch = super::linear::linear_batch(cfg, vec![env_key.to_vec()], &[algo_key.to_vec()])?;
+            let mut ops = CpuLinear::new(&batch).map_err(|e| e.to_string())?;
             let feed = NeighbourFeed {
                 m: cfg.m as u64,
                 attacker: 1,
@@ -273,9 +278,11 @@ fn first_sync(cfg: &LinearConfig, env_key: &[u64], trial: u64, world: Option<u64
                 calls: AtomicU64::new(0),
                 scratch: std::sync::Mutex::new((Vec::new(), Vec::new())),
             };
+            let mut obs = Vec::new();
             for t in 1..=cfg.horizon {
-                fed.round(t, &feed);
-                if fed.counters().sync_rounds > 0 {
+                ops.rounds_on(&feed, t, 1, &[]);
+                crate::backend::LinearOps::observe(&mut ops, &mut obs).map_err(|e| e.to_string())?;
+                if obs.first().is_some_and(|o| o.syncs > 0) {
                     return Ok(t as f64);
                 }
             }
@@ -322,9 +329,9 @@ impl crate::backend::LinearOps for SyncRecorder<'_> {
     fn max_rounds(&self) -> usize {
         self.inner.max_rounds()
     }
-    fn rounds(&mut self, t0: u64, betas: &[f64]) -> Result<(), crate::backend::BatchError> {
-        self.t = t0 + betas.len() as u64 - 1;
-        self.inner.rounds(t0, betas)
+    fn rounds(&mut self, t0: u64, count: usize, betas: &[f64]) -> Result<(), crate::backend::BatchError> {
+        self.t = t0 + count as u64 - 1;
+        self.inner.rounds(t0, count, betas)
     }
     fn refactor(&mut self) -> Result<(), crate::backend::BatchError> {
         self.inner.refactor()

@@ -1,17 +1,13 @@
 //! Bandit algorithms. Each algorithm is one file, named as in its paper.
-//! An algorithm with a fixed schedule is a description (a
-//! [`crate::backend::LinearBatch`]) run by the one round loop of
-//! [`linear::lockstep`] over a backend's batched operations; FedUCB is still
-//! a [`Federation`] object over the CPU's agent state
-//! ([`crate::backend::cpu::bank::AgentBank`]).
+//! An algorithm is a description (a [`crate::backend::LinearBatch`], a
+//! gossip or a combinatorial batch) run by its family's one round loop
+//! ([`linear::lockstep`], [`rounds`]) over a backend's batched operations.
 
 pub mod audit;
 pub mod combinatorial;
 pub mod gossip;
 pub mod linear;
 pub mod rounds;
-
-use crate::backend::Backend;
 
 /// A cell's resolved configuration, whatever its family.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -99,15 +95,4 @@ pub struct Counters {
     /// family; the column `clipped_observations`).
     #[serde(default)]
     pub clipped_rewards: u64,
-}
-
-/// A federation of agents playing one algorithm in one environment instance.
-pub trait Federation: Send {
-    /// Plays round `t` (1-based) for every agent; returns the round's group
-    /// pseudo-regret.
-    fn round(&mut self, t: u64, backend: &dyn Backend) -> f64;
-    /// Counters so far.
-    fn counters(&self) -> Counters;
-    /// Cumulative pseudo-regret of each agent.
-    fn agent_regret(&self) -> &[f64];
 }

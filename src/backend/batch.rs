@@ -21,7 +21,10 @@
 //! * [`LinearOps::sync`]: the server's [`Release`] (exact sum, each agent's
 //!   tree release with its node noise regenerated from its key, or the
 //!   vector-summation protocol) becomes every agent's base and bias, and the
-//!   local sums reset.
+//!   local sums reset. Under an adaptive rule ([`SyncWhen::Adaptive`],
+//!   FedUCB) the same happens per federation inside
+//!   [`LinearOps::rounds`], when that federation's determinant test fires
+//!   (or, on a [`Network`], as its agents' broadcasts arrive).
 //! * [`LinearOps::observe`]: each federation's regret and failure counts.
 
 use crate::env::LinearEnvSpec;
@@ -30,10 +33,15 @@ use crate::privacy::vecsum::VecSum;
 /// The synchronization of a federated batch.
 #[derive(Clone, Debug)]
 pub struct SyncRule {
-    /// Sync after every `every`-th round.
-    pub every: u64,
+    /// When federations sync.
+    pub when: SyncWhen,
     /// What the server releases.
     pub release: Release,
+    /// The diagonal the released Gram sum is shifted by: each agent's base
+    /// becomes `diag` I + released Gram (FedLinUCB: lambda; FedUCB: M x
+    /// the PRIVATIZER's shift). [`Release::Exact`] ignores it (the base
+    /// accumulates the local sums).
+    pub diag: f64,
     /// Messages one sync sends (for the `messages` counter).
     pub messages_per_sync: u64,
 }
@@ -47,23 +55,120 @@ impl SyncRule {
             _ => 0.0,
         }
     }
+
+    /// The adaptive rule, if the schedule depends on the data.
+    pub fn adaptive(&self) -> Option<&AdaptiveSync> {
+        match &self.when {
+            SyncWhen::Adaptive(a) => Some(a),
+            SyncWhen::Every(_) => None,
+        }
+    }
+}
+
+/// When the federations of a batch sync.
+#[derive(Clone, Debug)]
+pub enum SyncWhen {
+    /// After every `n`-th round, every federation together (the lockstep
+    /// loop schedules it).
+    Every(u64),
+    /// When a federation's own determinant test fires (each federation on
+    /// its own schedule; the backend decides inside its rounds).
+    Adaptive(AdaptiveSync),
+}
+
+/// Dubey & Pentland's determinant test (FedUCB, line 12): after playing,
+/// agent i of a federation requests a sync when
+/// log det(V_i + c_i I) - log det(S) > D / Delta t_i, with Delta t_i the
+/// rounds since the last sync (or, on a graph, [`Network`]: since its slot
+/// last broadcast, plus one). log det V_i is kept by the matrix
+/// determinant lemma in the UCB step, log det(V_i + c_i I) by a second
+/// inverse updated by Sherman-Morrison (only when c_i > 0); both are rebuilt
+/// at refactorizations. A federation where any agent requests syncs after
+/// the round (centralized) or the requester's broadcast starts (graph).
+#[derive(Clone, Debug)]
+pub struct AdaptiveSync {
+    /// D.
+    pub threshold: f64,
+    /// Every round, whatever the test says (`sync: every_round`).
+    pub every_round: bool,
+    /// c_i per agent, federation-major (`federations x m`); empty: no shift
+    /// (the test uses log det V_i).
+    pub shifts: Vec<f64>,
+}
+
+/// The decentralized topology of Dubey & Pentland's Section 4.2: agents on
+/// a graph, each with `gamma` slots of UCB state (round t plays slot
+/// t mod gamma); a broadcast travels `gamma` hops, one hop per round.
+#[derive(Clone, Debug)]
+pub struct Network {
+    /// Each federation's graph.
+    pub graphs: Vec<crate::graph::Graph>,
+    /// Hops a message travels.
+    pub gamma: usize,
+    /// Each agent's initial S diagonal n_i rho_min (federation-major).
+    pub bases: Vec<f64>,
+    /// Added to a slot's S diagonal the first time it hears from each
+    /// sender (shift - rho_min).
+    pub first_heard: f64,
+}
+
+/// The confidence width of an agent's round.
+pub enum Width {
+    /// beta_t, the same for every agent.
+    Schedule(Box<dyn Fn(u64) -> f64 + Send + Sync>),
+    /// Dubey & Pentland's Proposition 2, from the agent's own log det V:
+    /// beta = scale ((sigma sqrt(max(0, offset + log det V)) + tail1) +
+    /// tail2), per agent (federation-major); a negative argument is clamped
+    /// and counted (`beta_clamps`).
+    LogDet {
+        /// confidence_scale.
+        scale: f64,
+        /// The reward noise's sub-Gaussian constant.
+        sigma: f64,
+        /// Per agent: (offset, tail1, tail2).
+        agents: Vec<(f64, f64, f64)>,
+    },
+}
+
+impl Width {
+    /// The width of round t where it is the same for every agent.
+    pub fn at(&self, t: u64) -> Option<f64> {
+        match self {
+            Width::Schedule(f) => Some(f(t)),
+            Width::LogDet { .. } => None,
+        }
+    }
+}
+
+/// Proposition 2's width of one agent: `(beta, clamped)`.
+#[inline]
+pub fn logdet_width(scale: f64, sigma: f64, (offset, tail1, tail2): (f64, f64, f64), logdet: f64) -> (f64, bool) {
+    let arg = offset + logdet;
+    (scale * (sigma * arg.max(0.0).sqrt() + tail1 + tail2), arg < 0.0)
 }
 
 /// What the server releases at a sync; it becomes every agent's
-/// lambda I + W_syn and U_syn.
+/// `diag` I + W_syn and U_syn.
 #[derive(Clone, Debug)]
 pub enum Release {
-    /// The exact sums: W_syn and U_syn accumulate every agent's local sums.
+    /// The exact sums: W_syn and U_syn accumulate every agent's local sums
+    /// (FedLinUCB).
     Exact,
+    /// The exact running total of every agent's local sums (FedUCB without
+    /// privacy: S = diag I + total); on a graph, each broadcast sends the
+    /// slot's local sums.
+    Cumulative,
     /// The sum of the agents' binary-counter tree releases
-    /// ([`crate::privacy::tree`]) with symmetric Gaussian node noise
-    /// ([`crate::privacy::tree::symmetric_gaussian`]) of standard deviation
-    /// `sigma`, keyed by [`LinearBatch::noise_keys`].
+    /// ([`crate::privacy::tree`]) with symmetric Gaussian node noise of
+    /// standard deviation `sigma`, keyed by [`LinearBatch::noise_keys`]; on
+    /// a graph, a slot's broadcast sends the increment of its release.
     Tree {
         /// Node noise standard deviation.
         sigma: f64,
         /// Levels of each agent's tree.
         levels: usize,
+        /// How the node's Gram part is symmetrized.
+        noise: crate::privacy::tree::NodeNoise,
     },
     /// The shuffle vector-summation protocol ([`crate::privacy::vecsum`]):
     /// `proto` is a federation's initial protocol state; `keys` hold, per
@@ -84,8 +189,9 @@ pub struct LinearBatch {
     /// Environment key of each federation (job seed, environment scope,
     /// repetition).
     pub env_keys: Vec<Vec<u64>>,
-    /// Folded privacy-noise key of each agent, federation-major
-    /// (`federations x m`; empty when there is no noise).
+    /// Folded privacy-noise key of each agent (of each slot on a
+    /// [`Network`]), federation-major (`federations x m` or `federations x
+    /// m x gamma`; empty when there is no noise).
     pub noise_keys: Vec<u64>,
     /// Agents per federation.
     pub m: usize,
@@ -93,10 +199,12 @@ pub struct LinearBatch {
     pub horizon: u64,
     /// V_0 = lambda I.
     pub lambda: f64,
-    /// The confidence width of round t (1-based).
-    pub beta: Box<dyn Fn(u64) -> f64 + Send + Sync>,
+    /// The confidence width.
+    pub beta: Width,
     /// Synchronization, if federated.
     pub sync: Option<SyncRule>,
+    /// The graph of a decentralized federation (None: a server).
+    pub network: Option<Network>,
     /// Refactorize V^{-1} after this many rank-1 updates.
     pub refactor_every: u32,
     /// `Some(keys)`: the agents play uniformly random actions drawn from the
@@ -131,8 +239,9 @@ impl LinearBatch {
             m,
             horizon,
             lambda,
-            beta,
+            beta: Width::Schedule(beta),
             sync: None,
+            network: None,
             refactor_every,
             random_policy,
             reward_bound,
@@ -142,6 +251,12 @@ impl LinearBatch {
     /// Federations in the batch.
     pub fn federations(&self) -> usize {
         self.env_keys.len()
+    }
+
+    /// Whether each federation decides its own sync rounds (the backend
+    /// counts them), rather than the lockstep loop.
+    pub fn adaptive(&self) -> bool {
+        self.sync.as_ref().is_some_and(|s| s.adaptive().is_some())
     }
 }
 
@@ -157,6 +272,15 @@ pub struct Observation {
     pub cholesky_failures: u64,
     /// Rewards that clipping changed.
     pub clipped_rewards: u64,
+    /// Confidence widths whose square-root argument was clamped
+    /// ([`Width::LogDet`]).
+    pub beta_clamps: u64,
+    /// Syncs (sync requests on a [`Network`]) so far, where the federation
+    /// decides them ([`SyncWhen::Adaptive`]; 0 otherwise).
+    pub syncs: u64,
+    /// Messages so far, where the federation decides its syncs (0
+    /// otherwise).
+    pub messages: u64,
 }
 
 /// The batched operations of the linear family on one backend, over every
@@ -165,9 +289,14 @@ pub struct Observation {
 pub trait LinearOps {
     /// Most rounds one [`LinearOps::rounds`] call may run.
     fn max_rounds(&self) -> usize;
-    /// Runs rounds `t0 .. t0 + betas.len()` (round `t0 + r` with width
-    /// `betas[r]`).
-    fn rounds(&mut self, t0: u64, betas: &[f64]) -> Result<(), BatchError>;
+    /// Runs rounds `t0 .. t0 + count`: round `t0 + r` with width `betas[r]`
+    /// ([`Width::Schedule`]) or, with `betas` empty, each agent's own
+    /// ([`Width::LogDet`]). Under [`SyncWhen::Adaptive`] each federation
+    /// ends each round with its own events: its refactorization when its
+    /// agents have taken `refactor_every` rank-1 updates since their last
+    /// factorization, then its sync when its test fired (on a
+    /// [`Network`], the requests, broadcasts and deliveries of the round).
+    fn rounds(&mut self, t0: u64, count: usize, betas: &[f64]) -> Result<(), BatchError>;
     /// Rebuilds every agent's V^{-1} and log det from base + local Gram.
     fn refactor(&mut self) -> Result<(), BatchError>;
     /// The `index`-th (1-based) synchronization of every federation.
@@ -194,6 +323,9 @@ pub struct BatchPoint {
     /// Rewards that clipping changed so far.
     #[serde(default)]
     pub clipped_rewards: u64,
+    /// Confidence widths clamped so far.
+    #[serde(default)]
+    pub beta_clamps: u64,
 }
 
 /// Why a batch did not run.

@@ -23,7 +23,10 @@ pub mod cuda;
 pub mod dense;
 pub mod gossip;
 
-pub use batch::{BatchError, BatchPoint, LinearBatch, LinearOps, Observation, Release, SyncRule};
+pub use batch::{
+    AdaptiveSync, BatchError, BatchPoint, LinearBatch, LinearOps, Network, Observation, Release, SyncRule, SyncWhen,
+    Width, logdet_width,
+};
 pub use gossip::{GossipBatch, GossipOps};
 
 use crate::env::{AgentStreams, DecisionSet, LinearEnv};

@@ -138,7 +138,7 @@ pub fn run(sel: &Selection, opts: &BenchOptions) -> Result<(), RunError> {
                 let cpu = sel.cpu_backend();
                 pool.install(|| {
                     reps.par_iter().with_max_len(1).for_each(|&rep| {
-                        let _ = run_rep(cell, 1, rep, &ck, cpu, &|_| {});
+                        let _ = run_rep(cell, 1, rep, &ck, &|_| {});
                     });
                 });
                 ("cpu", cpu)

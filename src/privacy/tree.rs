@@ -208,6 +208,53 @@ pub fn symmetric_gaussian(z: &mut [f64], d: usize, sigma: f64, key: u64) {
     }
 }
 
+/// One PRIVATIZER node's noise in the flat (Gram, bias) layout of Dubey &
+/// Pentland's FedUCB, entry by entry a pure function of the node's key.
+/// The paper draws N_hat, (d+1)x(d+1) with i.i.d. N(0, sigma^2) entries, and
+/// adds N = (N_hat + N_hat^T)/sqrt(2) to [x; y][x; y]^T: off-diagonal entries
+/// N(0, sigma^2), diagonal entries N(0, 2 sigma^2), the (i, d+1) column
+/// entries N(0, sigma^2), all independent but for the symmetry. This draws
+/// exactly that distribution from the d^2 + d entries Z_e = sigma
+/// normal_entry(key, e) of the leaf's layout ([`crate::rng::keyed`],
+/// generated in vectorized blocks): Gram (i, j) and (j, i) get (Z_ij +
+/// Z_ji)/sqrt(2) (the diagonal (Z_ii + Z_ii)/sqrt(2) = sqrt(2) Z_ii), the
+/// bias entries Z itself (the one normal (N_hat_{i,d+1} +
+/// N_hat_{d+1,i})/sqrt(2) is a single N(0, sigma^2) draw). The y^2 corner
+/// is unused.
+pub fn dubey_noise(z: &mut [f64], d: usize, sigma: f64, key: u64) {
+    debug_assert_eq!(z.len(), d * d + d);
+    let inv_sqrt2 = std::f64::consts::FRAC_1_SQRT_2;
+    crate::rng::keyed::fill_normals_at(key, sigma, z);
+    for i in 0..d {
+        for j in i..d {
+            let v = (z[i * d + j] + z[j * d + i]) * inv_sqrt2;
+            z[i * d + j] = v;
+            z[j * d + i] = v;
+        }
+    }
+}
+
+/// Which symmetric Gaussian a tree node's noise is: the two papers
+/// symmetrize the Gram part differently.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum NodeNoise {
+    /// Zhou & Chowdhury: (Z + Z^T)/2 ([`symmetric_gaussian`]).
+    Half,
+    /// Dubey & Pentland: (Z + Z^T)/sqrt(2) ([`dubey_noise`]).
+    Dubey,
+}
+
+impl NodeNoise {
+    /// Fills `z` (d x d Gram, then d bias entries) with the node noise of
+    /// key `key` at standard deviation `sigma`.
+    pub fn fill(self, z: &mut [f64], d: usize, sigma: f64, key: u64) {
+        match self {
+            NodeNoise::Half => symmetric_gaussian(z, d, sigma, key),
+            NodeNoise::Dubey => dubey_noise(z, d, sigma, key),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,8 +10,7 @@ pub mod runner;
 use crate::algo::combinatorial::{CombPoint, comb_batch};
 use crate::algo::gossip::{GossipPoint, gossip_batch};
 use crate::algo::linear::lockstep::Lockstep;
-use crate::algo::linear::{AnyFederation, build};
-use crate::algo::{CellConfig, Counters, Federation};
+use crate::algo::{CellConfig, Counters};
 use crate::backend::combinatorial::CombBatch;
 use crate::backend::cpu::combinatorial::CpuComb;
 use crate::backend::cpu::gossip::CpuGossip;
@@ -35,7 +34,8 @@ const PROGRESS_EVERY: u64 = 1024;
 /// 4: agents carry their reward bound and clip count.
 /// 5: the file is sealed with a checksum ([`crate::output::seal`]).
 /// 6: a privacy tree carries its live nodes' noise sum.
-const SNAPSHOT_VERSION: u32 = 6;
+/// 7: FedUCB runs on the lockstep core (no federation objects).
+const SNAPSHOT_VERSION: u32 = 7;
 
 /// Periodic snapshots of a running repetition.
 pub struct Snapshots<'a> {
@@ -58,13 +58,11 @@ struct RepSnapshot<S> {
     state: S,
 }
 
-/// How a repetition runs: the linear lockstep loop over a batch of one
-/// federation, the gossip family's loop, or a federation object (FedUCB).
+/// How a repetition runs: its family's loop over a batch of one federation.
 enum RepPlan {
     Linear(LinearBatch),
     Gossip(GossipBatch),
     Comb(CombBatch),
-    Federation,
 }
 
 impl RepPlan {
@@ -78,10 +76,12 @@ impl RepPlan {
                 let (env_keys, algo_keys) = rep_keys(cell, seed, &[rep]);
                 RepPlan::Comb(comb_batch(cfg, &env_keys, &algo_keys))
             }
-            CellConfig::Linear(_) => match cell_batch(cell, seed, &[rep]) {
-                Ok(CellBatch::Linear(b)) => RepPlan::Linear(b),
-                _ => RepPlan::Federation,
-            },
+            CellConfig::Linear(cfg) => {
+                let (env_keys, algo_keys) = rep_keys(cell, seed, &[rep]);
+                RepPlan::Linear(
+                    crate::algo::linear::linear_batch(cfg, env_keys, &algo_keys).map_err(BatchError::Unsupported)?,
+                )
+            }
         })
     }
 }
@@ -104,45 +104,26 @@ enum RepState {
         t: u64,
         points: Vec<Vec<CombPoint>>,
     },
-    Federation {
-        fed: AnyFederation,
-        t: u64,
-        group: f64,
-        points: Vec<CurvePoint>,
-    },
 }
 
 impl RepState {
-    fn start(cell: &Cell, seed: u64, rep: u32, plan: &RepPlan) -> Result<Self, BatchError> {
-        Ok(match (plan, &cell.config) {
-            (RepPlan::Linear(b), _) => RepState::Lockstep {
+    fn start(plan: &RepPlan) -> Result<Self, BatchError> {
+        Ok(match plan {
+            RepPlan::Linear(b) => RepState::Lockstep {
                 step: Lockstep::new(),
                 ops: CpuLinear::new(b)?,
                 points: vec![Vec::new()],
             },
-            (RepPlan::Gossip(b), _) => RepState::Gossip {
+            RepPlan::Gossip(b) => RepState::Gossip {
                 ops: CpuGossip::new(b)?,
                 t: 0,
                 points: vec![Vec::new()],
             },
-            (RepPlan::Comb(b), _) => RepState::Comb {
+            RepPlan::Comb(b) => RepState::Comb {
                 ops: CpuComb::new(b)?,
                 t: 0,
                 points: vec![Vec::new()],
             },
-            (RepPlan::Federation, CellConfig::Linear(cfg)) => {
-                let env_key = [seed, cell.env_scope, u64::from(rep)];
-                let algo_key = [seed, cell.cell_scope, u64::from(rep)];
-                RepState::Federation {
-                    fed: build(cfg, &env_key, &algo_key).map_err(BatchError::Unsupported)?,
-                    t: 0,
-                    group: 0.0,
-                    points: Vec::new(),
-                }
-            }
-            (RepPlan::Federation, CellConfig::Gossip(_) | CellConfig::Comb(_)) => {
-                return Err(BatchError::Failed("a batched cell without its batch".into()));
-            }
         })
     }
 
@@ -153,26 +134,18 @@ impl RepState {
             (RepState::Lockstep { .. }, RepPlan::Linear(_))
                 | (RepState::Gossip { .. }, RepPlan::Gossip(_))
                 | (RepState::Comb { .. }, RepPlan::Comb(_))
-                | (RepState::Federation { .. }, RepPlan::Federation)
         )
     }
 
     fn t(&self) -> u64 {
         match self {
             RepState::Lockstep { step, .. } => step.t,
-            RepState::Gossip { t, .. } | RepState::Comb { t, .. } | RepState::Federation { t, .. } => *t,
+            RepState::Gossip { t, .. } | RepState::Comb { t, .. } => *t,
         }
     }
 
     /// Runs rounds up to `until` (at most the horizon).
-    fn advance(
-        &mut self,
-        cell: &Cell,
-        plan: &RepPlan,
-        until: u64,
-        checkpoints: &[u64],
-        backend: &dyn Backend,
-    ) -> Result<(), BatchError> {
+    fn advance(&mut self, cell: &Cell, plan: &RepPlan, until: u64, checkpoints: &[u64]) -> Result<(), BatchError> {
         let until = until.min(cell.config.horizon());
         match (self, plan) {
             (RepState::Lockstep { step, ops, points }, RepPlan::Linear(b)) => {
@@ -185,29 +158,6 @@ impl RepState {
             }
             (RepState::Comb { ops, t, points }, RepPlan::Comb(b)) => {
                 crate::algo::combinatorial::run(b, ops, *t, until, checkpoints, points)?;
-                *t = until.max(*t);
-                Ok(())
-            }
-            (RepState::Federation { fed, t, group, points }, RepPlan::Federation) => {
-                let mut next = checkpoints[checkpoints.partition_point(|&c| c <= *t)..]
-                    .iter()
-                    .peekable();
-                let m = cell.config.agents() as f64;
-                for r in *t + 1..=until {
-                    *group += fed.round(r, backend);
-                    if next.peek() == Some(&&r) {
-                        next.next();
-                        points.push(CurvePoint {
-                            t: r,
-                            group_regret: *group,
-                            agent_regret_mean: *group / m,
-                            agent_regret_max: fed.agent_regret().iter().copied().fold(f64::NEG_INFINITY, f64::max),
-                            counters: fed.counters(),
-                            gossip: None,
-                            comb: None,
-                        });
-                    }
-                }
                 *t = until.max(*t);
                 Ok(())
             }
@@ -243,7 +193,6 @@ impl RepState {
                 .map(|p| comb_point(p, b))
                 .collect(),
             (RepState::Comb { .. }, _) => Vec::new(),
-            (RepState::Federation { points, .. }, _) => points,
         }
     }
 }
@@ -353,6 +302,7 @@ fn curve_point(p: BatchPoint, m: usize) -> CurvePoint {
     );
     c.counters.cholesky_failures = p.cholesky_failures;
     c.counters.clipped_rewards = p.clipped_rewards;
+    c.counters.beta_clamps = p.beta_clamps;
     c
 }
 
@@ -385,15 +335,8 @@ pub enum SnapshotError {
 
 /// Runs repetition `rep` of `cell`. `progress` receives agent-steps done
 /// since its previous call.
-pub fn run_rep(
-    cell: &Cell,
-    seed: u64,
-    rep: u32,
-    checkpoints: &[u64],
-    backend: &dyn Backend,
-    progress: &(dyn Fn(u64) + Sync),
-) -> RepResult {
-    match run_rep_resumable(cell, seed, rep, checkpoints, backend, progress, None) {
+pub fn run_rep(cell: &Cell, seed: u64, rep: u32, checkpoints: &[u64], progress: &(dyn Fn(u64) + Sync)) -> RepResult {
+    match run_rep_resumable(cell, seed, rep, checkpoints, progress, None) {
         Ok(RepOutcome::Done(r)) => r,
         // Without snapshots nothing can stop; a loaded job's cells build.
         _ => RepResult {
@@ -407,14 +350,13 @@ pub fn run_rep(
 /// Like [`run_rep`], resuming from and writing snapshots when `snap` is
 /// given. The snapshot holds the whole repetition (every random stream
 /// included), so a resumed repetition is bit-identical to an uninterrupted
-/// one. Algorithms with a batched form run through the lockstep loop as a
-/// batch of one federation on the CPU; FedUCB as its federation object.
+/// one. Every algorithm runs through its family's loop as a batch of one
+/// federation on the CPU.
 pub fn run_rep_resumable(
     cell: &Cell,
     seed: u64,
     rep: u32,
     checkpoints: &[u64],
-    backend: &dyn Backend,
     progress: &(dyn Fn(u64) + Sync),
     snap: Option<&Snapshots<'_>>,
 ) -> Result<RepOutcome, SnapshotError> {
@@ -441,13 +383,13 @@ pub fn run_rep_resumable(
             progress(snapshot.state.t() * m);
             (snapshot.state, snapshot.wall_before)
         }
-        None => (RepState::start(cell, seed, rep, &plan)?, 0.0),
+        None => (RepState::start(&plan)?, 0.0),
     };
     let horizon = cell.config.horizon();
     let mut last_snapshot = Instant::now();
     while state.t() < horizon {
         let t0 = state.t();
-        state.advance(cell, &plan, (t0 / CHECK_EVERY + 1) * CHECK_EVERY, checkpoints, backend)?;
+        state.advance(cell, &plan, (t0 / CHECK_EVERY + 1) * CHECK_EVERY, checkpoints)?;
         let t = state.t();
         progress((t - t0) * m);
         let Some(s) = snap else { continue };
@@ -501,7 +443,7 @@ impl CellBatch {
 }
 
 /// Repetitions `reps` of `cell` as one batch for a backend's batched path,
-/// or why the cell's algorithm has no batched form (FedUCB).
+/// or why it cannot be built (a graph that cannot be built).
 pub fn cell_batch(cell: &Cell, seed: u64, reps: &[u32]) -> Result<CellBatch, String> {
     let (env_keys, algo_keys) = rep_keys(cell, seed, reps);
     match &cell.config {

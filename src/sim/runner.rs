@@ -497,7 +497,6 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
             _ => cpu_units.extend(reps.iter().map(|&r| (c, r))),
         }
     }
-    let backend = sel.cpu_backend();
 
     let done = std::sync::atomic::AtomicUsize::new(0);
     let stopped = std::sync::atomic::AtomicUsize::new(0);
@@ -523,7 +522,7 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
                         fe.get_or_insert(e);
                     }
                 };
-                let r = match run_rep_resumable(cell, job.seed, rep, &checkpoints, backend, &progress, snap.as_ref()) {
+                let r = match run_rep_resumable(cell, job.seed, rep, &checkpoints, &progress, snap.as_ref()) {
                     Ok(RepOutcome::Done(r)) => r,
                     Ok(RepOutcome::Stopped) => {
                         stopped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

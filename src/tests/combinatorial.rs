@@ -138,7 +138,6 @@ fn a_batch_equals_each_federation_alone() {
 /// for bit.
 #[test]
 fn combinatorial_jobs_run_resume_and_write_their_columns() {
-    use fedbandits::backend::cpu::CpuBackend;
     use fedbandits::job::Job;
     use fedbandits::sim::{RepOutcome, Snapshots, run_rep, run_rep_resumable};
     let job = Job::parse(
@@ -152,7 +151,7 @@ fn combinatorial_jobs_run_resume_and_write_their_columns() {
     let dir = std::env::temp_dir().join(format!("fedbandits-comb-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for cell in &job.cells {
-        let whole = run_rep(cell, job.seed, 1, &ck, &CpuBackend, &|_| {});
+        let whole = run_rep(cell, job.seed, 1, &ck, &|_| {});
         assert!(whole.points.last().unwrap().comb.is_some());
         let stop = std::sync::atomic::AtomicBool::new(true);
         let snap = Snapshots {
@@ -160,19 +159,17 @@ fn combinatorial_jobs_run_resume_and_write_their_columns() {
             every: std::time::Duration::ZERO,
             stop: &stop,
         };
-        let first = run_rep_resumable(cell, job.seed, 1, &ck, &CpuBackend, &|_| {}, Some(&snap)).unwrap();
+        let first = run_rep_resumable(cell, job.seed, 1, &ck, &|_| {}, Some(&snap)).unwrap();
         assert!(matches!(first, RepOutcome::Stopped));
         stop.store(false, std::sync::atomic::Ordering::Relaxed);
-        let RepOutcome::Done(resumed) =
-            run_rep_resumable(cell, job.seed, 1, &ck, &CpuBackend, &|_| {}, Some(&snap)).unwrap()
-        else {
+        let RepOutcome::Done(resumed) = run_rep_resumable(cell, job.seed, 1, &ck, &|_| {}, Some(&snap)).unwrap() else {
             panic!("did not finish");
         };
         assert_eq!(resumed.points, whole.points, "{}", cell.label());
     }
     let _ = std::fs::remove_dir_all(&dir);
     let col = |cell: usize, name: &str| {
-        let r = run_rep(&job.cells[cell], job.seed, 0, &ck, &CpuBackend, &|_| {});
+        let r = run_rep(&job.cells[cell], job.seed, 0, &ck, &|_| {});
         let b = fedbandits::output::cell_batch(&job, &job.cells[cell], &[r], "cpu").unwrap();
         let c = b.column_by_name(name).unwrap().clone();
         (c.null_count(), b.num_rows())
@@ -311,7 +308,7 @@ fn the_exact_oracle_is_a_job_option_with_nonnegative_regret() {
     for cell in &ok.cells {
         let ck = ok.checkpoint_rounds();
         assert_eq!(ck.len(), 300);
-        let r = fedbandits::sim::run_rep(cell, ok.seed, 0, &ck, &fedbandits::backend::cpu::CpuBackend, &|_| {});
+        let r = fedbandits::sim::run_rep(cell, ok.seed, 0, &ck, &|_| {});
         let g: Vec<f64> = r.points.iter().map(|p| p.group_regret).collect();
         assert!(
             g.windows(2).all(|w| w[1] >= w[0] - 1e-9),

@@ -96,7 +96,7 @@ fn assert_parity_on(dev: &CudaBackend, yaml: &str) -> u64 {
     for cell in &job.cells {
         let gpu = run_batch(cell, job.seed, &reps, &ck, dev, &|_| {}).unwrap_or_else(|e| panic!("{e}"));
         for (r, g) in reps.iter().zip(&gpu) {
-            let cpu = run_rep(cell, job.seed, *r, &ck, &CpuBackend, &|_| {});
+            let cpu = run_rep(cell, job.seed, *r, &ck, &|_| {});
             assert_eq!(cpu.points.len(), g.points.len());
             for (a, b) in cpu.points.iter().zip(&g.points) {
                 assert_eq!(a.t, b.t);
@@ -229,7 +229,7 @@ fn unsupported_cells_are_refused_not_miscomputed() {
     .unwrap_or_else(|e| panic!("{e}"));
     let dev = emulated();
     for cell in &job.cells {
-        // FedUCB has no batched form; random and independent have one, but
+        // FedUCB has no kernels yet; random and independent have, but
         // linear_gap at d = 40, K = 100 does not fit the cooperative kernel's
         // shared memory: all are refused.
         let e = run_batch(cell, 1, &[0], &[10], &dev, &|_| {}).unwrap_err();
@@ -266,7 +266,7 @@ fn placement_under_cuda_and_auto() {
                 .map_err(String::as_str),
         )
         .unwrap_err();
-    assert!(e.contains("no batched form"), "{e}");
+    assert!(e.contains("FedUCB") && e.contains("no kernels yet"), "{e}");
     for b in [&b0, &b1] {
         let p = auto
             .place(

@@ -213,7 +213,6 @@ fn a_batch_equals_each_federation_alone_and_privacy_changes_play() {
 /// irrelevant (one cell, not one per c_priv).
 #[test]
 fn gossip_jobs_run_resume_and_write_their_columns() {
-    use fedbandits::backend::cpu::CpuBackend;
     use fedbandits::job::Job;
     use fedbandits::sim::{RepOutcome, Snapshots, run_rep, run_rep_resumable};
     let job = Job::parse(
@@ -233,7 +232,7 @@ fn gossip_jobs_run_resume_and_write_their_columns() {
     let dir = std::env::temp_dir().join(format!("fedbandits-gossip-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for cell in &job.cells {
-        let whole = run_rep(cell, job.seed, 1, &ck, &CpuBackend, &|_| {});
+        let whole = run_rep(cell, job.seed, 1, &ck, &|_| {});
         let last = whole.points.last().unwrap();
         let g = last.gossip.expect("gossip metrics");
         assert!(g.lambda2 > 0.0 && g.lambda2 < 1.0, "{}", g.lambda2);
@@ -245,12 +244,10 @@ fn gossip_jobs_run_resume_and_write_their_columns() {
             every: std::time::Duration::ZERO,
             stop: &stop,
         };
-        let first = run_rep_resumable(cell, job.seed, 1, &ck, &CpuBackend, &|_| {}, Some(&snap)).unwrap();
+        let first = run_rep_resumable(cell, job.seed, 1, &ck, &|_| {}, Some(&snap)).unwrap();
         assert!(matches!(first, RepOutcome::Stopped), "stops at the first check");
         stop.store(false, std::sync::atomic::Ordering::Relaxed);
-        let RepOutcome::Done(resumed) =
-            run_rep_resumable(cell, job.seed, 1, &ck, &CpuBackend, &|_| {}, Some(&snap)).unwrap()
-        else {
+        let RepOutcome::Done(resumed) = run_rep_resumable(cell, job.seed, 1, &ck, &|_| {}, Some(&snap)).unwrap() else {
             panic!("did not finish");
         };
         assert_eq!(resumed.points, whole.points, "{}", cell.label());
@@ -258,7 +255,7 @@ fn gossip_jobs_run_resume_and_write_their_columns() {
     let _ = std::fs::remove_dir_all(&dir);
     // The output: gossip columns filled, linear-only columns null.
     let cell = &job.cells[0];
-    let r = run_rep(cell, job.seed, 0, &ck, &CpuBackend, &|_| {});
+    let r = run_rep(cell, job.seed, 0, &ck, &|_| {});
     let b = fedbandits::output::cell_batch(&job, cell, &[r], "cpu").unwrap();
     for col in [
         "consensus_error",
@@ -323,7 +320,6 @@ fn a_job_mixing_families_pairs_each_algorithm_with_its_environments() {
 
 #[test]
 fn without_clipping_nothing_is_clipped_and_no_epsilon_is_claimed() {
-    use fedbandits::backend::cpu::CpuBackend;
     use fedbandits::job::Job;
     use fedbandits::sim::run_rep;
     let job = Job::parse(
@@ -336,7 +332,7 @@ fn without_clipping_nothing_is_clipped_and_no_epsilon_is_claimed() {
         .cells
         .iter()
         .map(|c| {
-            run_rep(c, job.seed, 0, &ck, &CpuBackend, &|_| {})
+            run_rep(c, job.seed, 0, &ck, &|_| {})
                 .points
                 .last()
                 .unwrap()

@@ -4,7 +4,6 @@
 //! right comparison). Where a paper's claim does not reproduce, the test pins
 //! what is true instead and says so.
 
-use fedbandits::backend::cpu::CpuBackend;
 use fedbandits::job::{Cell, Job};
 use fedbandits::sim::{RepResult, run_rep};
 use rayon::prelude::*;
@@ -19,7 +18,7 @@ fn finals(job: &Job, cell: &Cell) -> Vec<f64> {
     (0..job.repetitions)
         .into_par_iter()
         .map(|r| {
-            let res: RepResult = run_rep(cell, job.seed, r, &ck, &CpuBackend, &|_| {});
+            let res: RepResult = run_rep(cell, job.seed, r, &ck, &|_| {});
             res.points[0].agent_regret_mean
         })
         .collect()
@@ -139,7 +138,7 @@ fn dubey_private_first_sync_is_a_fraction_of_the_horizon() {
              params: {{m: 10, d: 10, delta: 0.1, sync: log, epsilon: 1, private: {private}}}\n"
         ));
         let ck: Vec<u64> = (1..=horizon / 100).map(|i| i * 100).collect();
-        let res = run_rep(&j.cells[0], j.seed, 0, &ck, &CpuBackend, &|_| {});
+        let res = run_rep(&j.cells[0], j.seed, 0, &ck, &|_| {});
         res.points
             .iter()
             .find(|p| p.counters.sync_rounds >= 1)

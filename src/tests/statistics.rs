@@ -18,7 +18,7 @@ fn job(yaml: &str) -> Job {
 fn run_cell(job: &Job, cell: &Cell) -> Vec<RepResult> {
     let ck = job.checkpoint_rounds();
     (0..job.repetitions)
-        .map(|r| run_rep(cell, job.seed, r, &ck, &CpuBackend, &|_| {}))
+        .map(|r| run_rep(cell, job.seed, r, &ck, &|_| {}))
         .collect()
 }
 
@@ -281,5 +281,36 @@ fn private_linear_runs_clip_rewards_and_count_what_clipping_changed() {
     for pair in gap.cells.chunks(2) {
         let points = |c: &Cell| run_cell(&gap, c).into_iter().map(|r| r.points).collect::<Vec<_>>();
         assert_eq!(points(&pair[0]), points(&pair[1]), "{}", pair[0].label());
+    }
+}
+
+/// FedUCB on the batched core: a batch of federations (four repetitions
+/// stepping together, on rayon's pool) gives each federation exactly the
+/// curve it gives run alone, for both forms, with and without privacy (the
+/// determinant test decides each federation's syncs on its own, so their
+/// schedules differ inside one batch).
+#[test]
+fn a_feducb_batch_equals_each_federation_run_alone() {
+    let j = job("seed: 8\nrepetitions: 4\nhorizon: 1500\ncheckpoints: {every: 25}\n\
+         algorithm: [feducb_centralized, feducb_decentralized]\nenvironment: linear_gap\n\
+         params: {m: 5, d: 4, k: 10, epsilon: 1, delta: 0.1, sync: threshold, threshold: 20, graph: erdos_renyi, \
+         graph_p: 0.5, gamma: 1, refactor_every: 9}\ngrid: {private: [true, false]}\n");
+    let ck = j.checkpoint_rounds();
+    let reps: Vec<u32> = (0..j.repetitions).collect();
+    for cell in &j.cells {
+        let batch = fedbandits::sim::run_batch(cell, j.seed, &reps, &ck, &CpuBackend, &|_| {})
+            .unwrap_or_else(|e| panic!("{}: {e}", cell.label()));
+        let alone = run_cell(&j, cell);
+        let syncs: Vec<Vec<u64>> = alone
+            .iter()
+            .map(|r| r.points.iter().map(|p| p.counters.sync_rounds).collect())
+            .collect();
+        if cell.label().contains("private=false") {
+            assert!(syncs.iter().any(|s| *s != syncs[0]), "{}: {syncs:?}", cell.label());
+        }
+        for (b, a) in batch.iter().zip(&alone) {
+            assert_eq!(b.points, a.points, "{} repetition {}", cell.label(), a.rep);
+        }
+        assert_ne!(alone[0].points, alone[1].points, "repetitions have their own streams");
     }
 }

@@ -24,7 +24,7 @@
 //! jitter and counted in `cholesky_failures`.
 
 use super::{Calibration, LinearAlgorithm, LinearConfig, Protocol};
-use crate::backend::{LinearBatch, Release, SyncRule};
+use crate::backend::{LinearBatch, Release, SyncRule, SyncWhen, Width};
 use crate::privacy::accountant::{Mechanism, NoiseModel};
 use crate::privacy::tree::AgentTrees;
 use crate::privacy::tree_levels;
@@ -221,6 +221,7 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]
         (true, ..) => Release::Tree {
             sigma: consts.sigma,
             levels: consts.levels,
+            noise: crate::privacy::tree::NodeNoise::Half,
         },
         (false, ..) => Release::Exact,
     };
@@ -240,12 +241,14 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]
         m,
         horizon: cfg.horizon,
         lambda: consts.lambda,
-        beta: Box::new(move |t| zhou_beta(&c, &consts, t)),
+        beta: Width::Schedule(Box::new(move |t| zhou_beta(&c, &consts, t))),
         sync: Some(SyncRule {
-            every: cfg.batch_size,
+            when: SyncWhen::Every(cfg.batch_size),
             release,
+            diag: consts.lambda,
             messages_per_sync: 2 * m as u64,
         }),
+        network: None,
         refactor_every: cfg.refactor_every,
         random_policy: None,
         reward_bound: cfg.reward_bound(),

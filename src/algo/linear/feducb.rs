@@ -27,15 +27,16 @@
 //! when c > 0). The adaptive schedule leaks information about the data (see
 //! Zhou & Chowdhury's critique); it is reported as a property of the
 //! algorithm, not fixed here.
+//!
+//! The algorithm runs on the batched core as a [`LinearBatch`] ([`batch`]):
+//! its widths, test and release are data; the lockstep loop and each
+//! backend's operations run it (on the CPU, `backend::cpu::lockstep`), the
+//! determinant test deciding each federation's syncs on its own.
 
 use super::{LinearAlgorithm, LinearConfig, SyncRegime};
-use crate::algo::{Counters, Federation};
-use crate::backend::Backend;
-use crate::backend::cpu::bank::AgentBank;
-use crate::env::LinearEnv;
-use crate::linalg;
+use crate::backend::{AdaptiveSync, LinearBatch, Release, SyncRule, SyncWhen, Width};
 use crate::privacy::accountant::{Mechanism, NoiseModel};
-use crate::privacy::tree::AgentTrees;
+use crate::privacy::tree::{AgentTrees, NodeNoise};
 
 /// FedUCB's constants for one configuration.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -150,232 +151,86 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
     })
 }
 
-/// A centralized FedUCB federation.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub struct FedUcb {
-    cfg: LinearConfig,
-    env: LinearEnv,
-    bank: AgentBank,
-    /// Syncs, messages and clamps (the bank counts its own factorization
-    /// failures).
-    counters: Counters,
-    consts: DubeyConstants,
-    /// M (rho_max - rho_min).
-    c_shift: f64,
-    /// S and its log det.
-    s_mat: Vec<f64>,
-    logdet_s: f64,
-    /// s.
-    s_vec: Vec<f64>,
-    /// (S + U_i + c I)^{-1} and its log det per agent (private only).
-    vinv_c: Vec<f64>,
-    logdet_c: Vec<f64>,
-    dt: Vec<u64>,
-    /// The agents' privatizer trees (None when not private).
-    trees: Option<AgentTrees>,
-    /// Non-private: exact sum of all agents' history.
-    total: Vec<f64>,
-    leaf: Vec<f64>,
-    release: Vec<f64>,
-    mtmp: Vec<f64>,
+/// Proposition 2's width of an agent that hears n agents (M, or n_i on a
+/// graph): (offset, tail1, tail2) with beta = scale ((sigma sqrt(max(0,
+/// offset + log det V)) + tail1) + tail2), offset = 2 log(2/alpha) -
+/// d log(n rho_min), tail1 = S sqrt(n rho_max), tail2 = kappa sqrt(n)
+/// ([`crate::backend::logdet_width`]).
+pub fn width(cfg: &LinearConfig, c: &DubeyConstants, n: f64) -> (f64, f64, f64) {
+    let offset = 2.0 * (2.0 / cfg.alpha).ln() - cfg.env.d as f64 * (n * c.rho_min).ln();
+    (offset, cfg.s_bound * (n * c.rho_max).sqrt(), c.kappa * n.sqrt())
 }
 
-impl FedUcb {
-    /// New federation.
-    pub fn new(cfg: &LinearConfig, env: LinearEnv, algo_key: &[u64]) -> Self {
-        let d = cfg.env.d;
-        let m = cfg.m;
-        let consts = DubeyConstants::new(cfg);
-        let private = cfg.privacy.is_some();
-        let c_shift = m as f64 * (consts.rho_max - consts.rho_min);
-        let s0 = m as f64 * consts.rho_min;
-        let mut s_mat = vec![0.0; d * d];
-        linalg::set_scaled_identity(&mut s_mat, d, s0);
-        let width = d * d + d;
-        let mut vinv_c1 = vec![0.0; d * d];
-        linalg::set_scaled_identity(&mut vinv_c1, d, 1.0 / (s0 + c_shift));
-        let trees = private.then(|| AgentTrees::new(cfg.m, width, consts.levels, algo_key));
-        Self {
-            bank: AgentBank::new(&env, m, s0, cfg.reward_bound()),
-            counters: Counters::default(),
-            cfg: cfg.clone(),
-            env,
-            consts,
-            c_shift,
-            logdet_s: d as f64 * s0.ln(),
-            s_mat,
-            s_vec: vec![0.0; d],
-            vinv_c: if c_shift > 0.0 { vinv_c1.repeat(m) } else { Vec::new() },
-            logdet_c: vec![d as f64 * (s0 + c_shift).ln(); m],
-            dt: vec![0; m],
-            trees,
-            total: vec![0.0; width],
-            leaf: vec![0.0; width],
-            release: vec![0.0; width],
-            mtmp: vec![0.0; d * d],
-        }
-    }
-
-    /// The constants in use.
-    pub fn constants(&self) -> DubeyConstants {
-        self.consts
-    }
-
-    fn sync(&mut self, backend: &dyn Backend) {
-        let (d, m) = (self.cfg.env.d, self.cfg.m);
-        let dd = d * d;
-        self.release.fill(0.0);
-        let sigma = self.consts.sigma_n;
-        for i in 0..m {
-            self.bank.local_leaf(i, &mut self.leaf);
-            match self.trees.as_mut() {
-                // Sized for T leaves: at most one sync per round, never full.
-                Some(trees) => {
-                    let _ = trees.contribute(i, &self.leaf, &mut self.release, |z, key| dubey_noise(z, d, sigma, key));
-                }
-                None => {
-                    for (t, l) in self.total.iter_mut().zip(&self.leaf) {
-                        *t += l;
-                    }
-                }
-            }
-        }
-        if self.trees.is_none() {
-            self.release.copy_from_slice(&self.total);
-        }
-        linalg::set_scaled_identity(&mut self.s_mat, d, m as f64 * self.consts.shift);
-        for (s, r) in self.s_mat.iter_mut().zip(&self.release[..dd]) {
-            *s += r;
-        }
-        self.s_vec.copy_from_slice(&self.release[dd..]);
-        let s_mat = std::mem::take(&mut self.s_mat);
-        let s_vec = std::mem::take(&mut self.s_vec);
-        self.bank.reset_all(&s_mat, &s_vec, backend);
-        self.logdet_s = self.bank.logdet[0];
-        if self.c_shift > 0.0 {
-            self.mtmp.copy_from_slice(&s_mat);
-            for j in 0..d {
-                self.mtmp[j * d + j] += self.c_shift;
-            }
-            let (first, rest) = self.vinv_c.split_at_mut(dd);
-            match backend.spd_inverse(&self.mtmp, d, first, &mut self.bank.ws) {
-                Ok((ld, jitter)) => {
-                    self.logdet_c.fill(ld);
-                    if jitter > 0.0 {
-                        self.counters.cholesky_failures += 1;
-                    }
-                }
-                Err(_) => self.counters.cholesky_failures += 1,
-            }
-            for chunk in rest.chunks_exact_mut(dd) {
-                chunk.copy_from_slice(first);
-            }
-        }
-        self.s_mat = s_mat;
-        self.s_vec = s_vec;
-        self.dt.fill(0);
-        self.counters.sync_rounds += 1;
-        self.counters.messages += 2 * m as u64;
+/// The determinant test of a configuration, with each agent's shift c_i =
+/// n_i (rho_max - rho_min) (none without privacy, where it is 0).
+pub fn det_test(cfg: &LinearConfig, c: &DubeyConstants, reach: impl Iterator<Item = f64>) -> AdaptiveSync {
+    AdaptiveSync {
+        threshold: c.threshold,
+        every_round: matches!(cfg.sync, SyncRegime::EveryRound),
+        shifts: if cfg.privacy.is_some() {
+            reach.map(|n| n * (c.rho_max - c.rho_min)).collect()
+        } else {
+            Vec::new()
+        },
     }
 }
 
-/// One PRIVATIZER node's noise in the flat (Gram, bias) layout, entry by
-/// entry a pure function of the node's key. Dubey & Pentland draw N_hat,
-/// (d+1)x(d+1) with i.i.d. N(0, sigma^2) entries, and add N = (N_hat +
-/// N_hat^T)/sqrt(2) to [x; y][x; y]^T: off-diagonal entries N(0, sigma^2),
-/// diagonal entries N(0, 2 sigma^2), the (i, d+1) column entries N(0,
-/// sigma^2), all independent but for the symmetry. This draws exactly that
-/// distribution from the d^2 + d entries Z_e = sigma normal_entry(key, e)
-/// of the leaf's layout ([`crate::rng::keyed`], generated in vectorized
-/// blocks): Gram (i, j) and (j, i) get (Z_ij + Z_ji)/sqrt(2) (the diagonal
-/// (Z_ii + Z_ii)/sqrt(2) = sqrt(2) Z_ii), the bias entries Z itself (the one
-/// normal (N_hat_{i,d+1} + N_hat_{d+1,i})/sqrt(2) is a single N(0, sigma^2)
-/// draw). The y^2 corner is unused.
-pub fn dubey_noise(z: &mut [f64], d: usize, sigma: f64, key: u64) {
-    debug_assert_eq!(z.len(), d * d + d);
-    let inv_sqrt2 = std::f64::consts::FRAC_1_SQRT_2;
-    crate::rng::keyed::fill_normals_at(key, sigma, z);
-    for i in 0..d {
-        for j in i..d {
-            let v = (z[i * d + j] + z[j * d + i]) * inv_sqrt2;
-            z[i * d + j] = v;
-            z[j * d + i] = v;
+/// Centralized FedUCB as a batch: V_0 = S_0 = M rho_min I, Proposition 2's
+/// width per agent, the determinant test (every round under
+/// `every_round`), and at a sync S = M shift I + the sum of the agents'
+/// PRIVATIZER releases (the trees of [`crate::privacy::tree`] with Dubey &
+/// Pentland's node noise, sized for one leaf per round) or, without
+/// privacy, of their exact sums; 2M messages per sync.
+pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]) -> LinearBatch {
+    let c = DubeyConstants::new(cfg);
+    let (m, nf) = (cfg.m, env_keys.len());
+    let mf = m as f64;
+    let private = cfg.privacy.is_some();
+    let release = if private {
+        Release::Tree {
+            sigma: c.sigma_n,
+            levels: c.levels,
+            noise: NodeNoise::Dubey,
         }
-    }
-}
-
-impl Federation for FedUcb {
-    fn round(&mut self, _t: u64, backend: &dyn Backend) -> f64 {
-        let (d, m) = (self.cfg.env.d, self.cfg.m);
-        let dd = d * d;
-        let c = &self.consts;
-        let two_log = 2.0 * (2.0 / self.cfg.alpha).ln() - d as f64 * (m as f64 * c.rho_min).ln();
-        let tail = self.cfg.s_bound * (m as f64 * c.rho_max).sqrt() + c.kappa * (m as f64).sqrt();
-        let sigma = self.cfg.subgaussian;
-        let scale = self.cfg.confidence_scale;
-        let threshold = c.threshold;
-        let mut fire = matches!(self.cfg.sync, SyncRegime::EveryRound);
-        let mut regret = 0.0;
-        for i in 0..m {
-            let arg = two_log + self.bank.logdet[i];
-            if arg < 0.0 {
-                self.counters.beta_clamps += 1;
-            }
-            let beta = scale * (sigma * arg.max(0.0).sqrt() + tail);
-            let st = self.bank.step(i, &self.env, backend, beta);
-            regret += st.regret();
-            self.dt[i] += 1;
-            let stat = if self.c_shift > 0.0 {
-                let q = linalg::sherman_morrison(
-                    &mut self.vinv_c[i * dd..(i + 1) * dd],
-                    &self.bank.ws.x,
-                    &mut self.bank.ws.w,
-                    d,
-                );
-                self.logdet_c[i] += crate::math::ln_1p(q);
-                self.logdet_c[i] - self.logdet_s
-            } else {
-                self.bank.logdet[i] - self.logdet_s
-            };
-            if stat > threshold / self.dt[i] as f64 {
-                fire = true;
-            }
-            if self.bank.since_factor[i] >= self.cfg.refactor_every {
-                self.bank.refactor(i, &self.s_mat, backend);
-                if self.c_shift > 0.0 {
-                    for (t, (s, g)) in self
-                        .mtmp
-                        .iter_mut()
-                        .zip(self.s_mat.iter().zip(&self.bank.gram[i * dd..(i + 1) * dd]))
-                    {
-                        *t = s + g;
-                    }
-                    for j in 0..d {
-                        self.mtmp[j * d + j] += self.c_shift;
-                    }
-                    match backend.spd_inverse(&self.mtmp, d, &mut self.vinv_c[i * dd..(i + 1) * dd], &mut self.bank.ws)
-                    {
-                        Ok((ld, _)) => self.logdet_c[i] = ld,
-                        Err(_) => self.counters.cholesky_failures += 1,
-                    }
-                }
-            }
-        }
-        if fire {
-            self.sync(backend);
-        }
-        regret
-    }
-
-    fn counters(&self) -> Counters {
-        Counters {
-            cholesky_failures: self.counters.cholesky_failures + self.bank.cholesky_failures,
-            clipped_rewards: self.bank.clipped,
-            ..self.counters
-        }
-    }
-
-    fn agent_regret(&self) -> &[f64] {
-        &self.bank.regret
+    } else {
+        Release::Cumulative
+    };
+    let noise_keys = if private {
+        algo_keys
+            .iter()
+            .flat_map(|k| (0..m).map(move |i| crate::rng::fold_key(&AgentTrees::noise_key(k, i))))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    LinearBatch {
+        env: cfg.env.clone(),
+        env_keys,
+        noise_keys,
+        m,
+        horizon: cfg.horizon,
+        lambda: mf * c.rho_min,
+        beta: Width::LogDet {
+            scale: cfg.confidence_scale,
+            sigma: cfg.subgaussian,
+            // The centralized form adds the two tails first.
+            agents: vec![
+                {
+                    let (offset, tail1, tail2) = width(cfg, &c, mf);
+                    (offset, tail1 + tail2, 0.0)
+                };
+                nf * m
+            ],
+        },
+        sync: Some(SyncRule {
+            when: SyncWhen::Adaptive(det_test(cfg, &c, std::iter::repeat_n(mf, nf * m))),
+            release,
+            diag: mf * c.shift,
+            messages_per_sync: 2 * m as u64,
+        }),
+        network: None,
+        refactor_every: cfg.refactor_every,
+        random_policy: None,
+        reward_bound: cfg.reward_bound(),
     }
 }

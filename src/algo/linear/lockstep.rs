@@ -12,8 +12,16 @@
 //! observation. Runs of rounds with no event between them go to the backend
 //! as one chunk (up to [`LinearOps::max_rounds`]), which is how the GPU
 //! runs many rounds per launch.
+//!
+//! FedUCB's syncs depend on each federation's data ([`SyncWhen::Adaptive`]):
+//! its federations refactorize and sync on their own schedules inside
+//! [`LinearOps::rounds`] (a per-federation mask on every backend), so the
+//! loop only cuts chunks at checkpoints, and the sync and message counts
+//! come from the backend's observations.
+//!
+//! [`SyncWhen::Adaptive`]: crate::backend::SyncWhen::Adaptive
 
-use crate::backend::{BatchError, BatchPoint, LinearBatch, LinearOps, Observation};
+use crate::backend::{BatchError, BatchPoint, LinearBatch, LinearOps, Observation, SyncWhen, Width};
 
 /// Where a batch stands in the loop (serializable, for snapshots).
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -49,9 +57,18 @@ impl Lockstep {
         points: &mut [Vec<BatchPoint>],
     ) -> Result<(), BatchError> {
         let until = until.min(batch.horizon);
-        let refactor_every = batch.refactor_every.max(1);
+        let adaptive = batch.adaptive();
+        // An adaptive batch refactorizes per federation, in its rounds.
+        let refactor_every = if adaptive {
+            u32::MAX
+        } else {
+            batch.refactor_every.max(1)
+        };
         let chunk = ops.max_rounds().max(1) as u64;
-        let sync_every = batch.sync.as_ref().map(|s| s.every.max(1));
+        let sync_every = batch.sync.as_ref().and_then(|s| match s.when {
+            SyncWhen::Every(n) => Some(n.max(1)),
+            SyncWhen::Adaptive(_) => None,
+        });
         let messages_per_sync = batch.sync.as_ref().map_or(0, |s| s.messages_per_sync);
         while self.t < until {
             let t0 = self.t + 1;
@@ -65,10 +82,12 @@ impl Lockstep {
                 end = end.min(c);
             }
             self.betas.clear();
-            self.betas.extend((t0..=end).map(|t| (batch.beta)(t)));
-            ops.rounds(t0, &self.betas)?;
+            if let Width::Schedule(beta) = &batch.beta {
+                self.betas.extend((t0..=end).map(beta));
+            }
+            ops.rounds(t0, (end - t0 + 1) as usize, &self.betas)?;
             self.t = end;
-            self.since_factor += (end - t0 + 1) as u32;
+            self.since_factor = self.since_factor.saturating_add((end - t0 + 1) as u32);
             if self.since_factor >= refactor_every {
                 ops.refactor()?;
                 self.since_factor = 0;
@@ -81,14 +100,20 @@ impl Lockstep {
             if next_check == Some(end) {
                 ops.observe(&mut self.obs)?;
                 for (curve, o) in points.iter_mut().zip(&self.obs) {
+                    let (sync_rounds, messages) = if adaptive {
+                        (o.syncs, o.messages)
+                    } else {
+                        (self.syncs, messages_per_sync * self.syncs)
+                    };
                     curve.push(BatchPoint {
                         t: end,
                         group_regret: o.group_regret,
                         agent_regret_max: o.agent_regret_max,
-                        sync_rounds: self.syncs,
-                        messages: messages_per_sync * self.syncs,
+                        sync_rounds,
+                        messages,
                         cholesky_failures: o.cholesky_failures,
                         clipped_rewards: o.clipped_rewards,
+                        beta_clamps: o.beta_clamps,
                     });
                 }
             }
@@ -114,11 +139,12 @@ mod tests {
         fn max_rounds(&self) -> usize {
             self.max
         }
-        fn rounds(&mut self, t0: u64, betas: &[f64]) -> Result<(), BatchError> {
+        fn rounds(&mut self, t0: u64, count: usize, betas: &[f64]) -> Result<(), BatchError> {
+            assert_eq!(betas.len(), count);
             for (r, b) in betas.iter().enumerate() {
                 assert_eq!(*b, (t0 + r as u64) as f64, "width of round t is beta(t)");
             }
-            self.log.push(format!("r{t0}+{}", betas.len()));
+            self.log.push(format!("r{t0}+{count}"));
             Ok(())
         }
         fn refactor(&mut self) -> Result<(), BatchError> {
@@ -152,8 +178,9 @@ mod tests {
             m: 3,
             horizon: 20,
             lambda: 1.5,
-            beta: Box::new(|t| t as f64),
+            beta: Width::Schedule(Box::new(|t| t as f64)),
             sync,
+            network: None,
             refactor_every: 7,
             random_policy: None,
             reward_bound: f64::INFINITY,
@@ -163,8 +190,9 @@ mod tests {
     #[test]
     fn events_fall_where_the_schedule_says() {
         let sync = SyncRule {
-            every: 5,
+            when: SyncWhen::Every(5),
             release: Release::Exact,
+            diag: 1.5,
             messages_per_sync: 6,
         };
         let b = batch(1, Some(sync));
@@ -194,10 +222,16 @@ mod tests {
 
     #[test]
     fn a_batch_of_federations_equals_each_run_alone() {
-        for release in [Release::Exact, Release::Tree { sigma: 0.3, levels: 3 }] {
+        let tree = Release::Tree {
+            sigma: 0.3,
+            levels: 3,
+            noise: crate::privacy::tree::NodeNoise::Half,
+        };
+        for release in [Release::Exact, tree] {
             let sync = SyncRule {
-                every: 5,
+                when: SyncWhen::Every(5),
                 release,
+                diag: 1.5,
                 messages_per_sync: 6,
             };
             let run = |b: &LinearBatch| {

@@ -1,10 +1,11 @@
 //! The linear contextual family (ALGORITHMS.md section 1).
 //!
 //! [`LinearConfig`] is a cell's fully resolved configuration (every default
-//! filled in). Algorithms with a fixed schedule describe themselves as a
-//! [`crate::backend::LinearBatch`] ([`linear_batch`]) and run through the one
-//! round loop of [`lockstep`] on every backend; FedUCB, whose schedule
-//! depends on the data, is still a [`Federation`] object ([`build`]).
+//! filled in). Every algorithm describes itself as a
+//! [`crate::backend::LinearBatch`] ([`linear_batch`]) and runs through the
+//! one round loop of [`lockstep`] on every backend; FedUCB's data-dependent
+//! schedule is part of the description (its determinant test, decided per
+//! federation by the backend's operations).
 
 pub mod fedlinucb;
 pub mod feducb;
@@ -13,9 +14,7 @@ pub mod lockstep;
 pub mod oful;
 pub mod random;
 
-use super::{Counters, Federation};
-use crate::backend::Backend;
-use crate::env::{LinearEnv, LinearEnvSpec};
+use crate::env::LinearEnvSpec;
 
 /// Linear-family algorithms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -136,77 +135,6 @@ impl LinearConfig {
     }
 }
 
-/// A linear-family federation with its own control flow (FedUCB, whose
-/// data-dependent schedule has no batched form yet), as one serializable
-/// type (snapshots). Every other algorithm runs as a [`LinearBatch`]
-/// through [`lockstep`].
-///
-/// [`LinearBatch`]: crate::backend::LinearBatch
-#[derive(serde::Serialize, serde::Deserialize)]
-pub enum AnyFederation {
-    /// `feducb_centralized`.
-    FedUcb(Box<feducb::FedUcb>),
-    /// `feducb_decentralized`.
-    Decentralized(Box<feducb_decentralized::FedUcbDecentralized>),
-}
-
-impl AnyFederation {
-    fn inner(&self) -> &dyn Federation {
-        match self {
-            AnyFederation::FedUcb(f) => f.as_ref(),
-            AnyFederation::Decentralized(f) => f.as_ref(),
-        }
-    }
-
-    fn inner_mut(&mut self) -> &mut dyn Federation {
-        match self {
-            AnyFederation::FedUcb(f) => f.as_mut(),
-            AnyFederation::Decentralized(f) => f.as_mut(),
-        }
-    }
-}
-
-impl Federation for AnyFederation {
-    fn round(&mut self, t: u64, backend: &dyn Backend) -> f64 {
-        self.inner_mut().round(t, backend)
-    }
-
-    fn counters(&self) -> Counters {
-        self.inner().counters()
-    }
-
-    fn agent_regret(&self) -> &[f64] {
-        self.inner().agent_regret()
-    }
-}
-
-/// Builds a federation of an algorithm with its own control flow (FedUCB);
-/// `Err(why)` for the others (they run as batches, [`linear_batch`]) and for
-/// a graph that cannot be built. `env_key` keys the environment streams
-/// (shared by every algorithm of a comparison); `algo_key` keys the
-/// algorithm's own streams (privacy noise, random graphs).
-pub fn build(cfg: &LinearConfig, env_key: &[u64], algo_key: &[u64]) -> Result<AnyFederation, String> {
-    let env = LinearEnv::new(&cfg.env, env_key);
-    match cfg.algorithm {
-        LinearAlgorithm::FeducbCentralized => {
-            Ok(AnyFederation::FedUcb(Box::new(feducb::FedUcb::new(cfg, env, algo_key))))
-        }
-        LinearAlgorithm::FeducbDecentralized => {
-            let mut key = algo_key.to_vec();
-            key.push(crate::rng::Purpose::Graph as u64);
-            let mut rng = crate::rng::Stream::new(&key);
-            // Deterministic graphs were validated when the job was loaded and
-            // random ones are redrawn until connected, so this cannot fail for
-            // a loaded job; a hand-built config with a bad graph gets a line.
-            let g = crate::graph::Graph::build(&cfg.graph, cfg.m, &mut rng).map_err(|e| e.to_string())?;
-            Ok(AnyFederation::Decentralized(Box::new(
-                feducb_decentralized::FedUcbDecentralized::new(cfg, env, g, algo_key),
-            )))
-        }
-        a => Err(format!("{a:?} runs as a lockstep batch")),
-    }
-}
-
 /// What a configuration's private mechanism releases, as the accountant
 /// needs it ([`crate::privacy::accountant`]); None when not private.
 pub fn mechanism(cfg: &LinearConfig) -> Option<crate::privacy::accountant::Mechanism> {
@@ -238,9 +166,9 @@ pub fn accounting(cfg: &LinearConfig) -> Option<crate::privacy::accountant::Acco
 
 /// The configuration as a lockstep batch ([`crate::backend::LinearBatch`],
 /// run by [`lockstep::Lockstep`] on any backend): `linucb`, `independent`,
-/// `random`, `fedlinucb` and `private_fedlinucb` (every protocol).
-/// `env_keys` and `algo_keys` are the federations' keys (one pair per
-/// repetition). FedUCB: `Err(why)` (it runs federation by federation).
+/// `random`, `fedlinucb`, `private_fedlinucb` (every protocol) and both
+/// forms of FedUCB. `env_keys` and `algo_keys` are the federations' keys
+/// (one pair per repetition). `Err(why)`: a graph that cannot be built.
 pub fn linear_batch(
     cfg: &LinearConfig,
     env_keys: Vec<Vec<u64>>,
@@ -252,8 +180,7 @@ pub fn linear_batch(
         LinearAlgorithm::Fedlinucb | LinearAlgorithm::PrivateFedlinucb => {
             Ok(fedlinucb::batch(cfg, env_keys, algo_keys))
         }
-        a => Err(format!(
-            "{a:?} has no batched form yet (its sync schedule depends on each federation's data)"
-        )),
+        LinearAlgorithm::FeducbCentralized => Ok(feducb::batch(cfg, env_keys, algo_keys)),
+        LinearAlgorithm::FeducbDecentralized => feducb_decentralized::batch(cfg, env_keys, algo_keys),
     }
 }

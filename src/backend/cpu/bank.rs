@@ -1,7 +1,6 @@
 //! The UCB state of one federation's agents on the CPU, struct of arrays,
 //! and the per-agent operations on it (step, refactorization, the reset
-//! after a sync). The lockstep operations ([`super::lockstep`]) and the
-//! algorithms with their own control flow (FedUCB) share it.
+//! after a sync), used by the lockstep operations ([`super::lockstep`]).
 
 use crate::backend::{AgentState, Backend, StepResult, Workspace};
 use crate::env::{AgentStreams, LinearEnv};
@@ -79,7 +78,7 @@ impl AgentBank {
     /// One UCB step of agent `i`; also adds the observation to the agent's
     /// exact local sums and its regret.
     #[inline]
-    pub fn step(&mut self, i: usize, env: &LinearEnv, backend: &dyn Backend, beta: f64) -> StepResult {
+    pub fn step<B: Backend + ?Sized>(&mut self, i: usize, env: &LinearEnv, backend: &B, beta: f64) -> StepResult {
         let (d, dd) = (self.d, self.d * self.d);
         let st = backend.ucb_step(
             env,
@@ -111,7 +110,7 @@ impl AgentBank {
     }
 
     /// Rebuilds V_i^{-1} and log det V_i from V_i = base + gram_i.
-    pub fn refactor(&mut self, i: usize, base: &[f64], backend: &dyn Backend) {
+    pub fn refactor<B: Backend + ?Sized>(&mut self, i: usize, base: &[f64], backend: &B) {
         let dd = self.d * self.d;
         let mut v = std::mem::take(&mut self.vtmp);
         for ((t, b), g) in v.iter_mut().zip(base).zip(&self.gram[i * dd..(i + 1) * dd]) {
@@ -123,7 +122,7 @@ impl AgentBank {
 
     /// After a sync: every agent gets V_i = `v` (factorized once), b_i = `b`,
     /// and empty local sums.
-    pub fn reset_all(&mut self, v: &[f64], b: &[f64], backend: &dyn Backend) {
+    pub fn reset_all<B: Backend + ?Sized>(&mut self, v: &[f64], b: &[f64], backend: &B) {
         let (d, dd) = (self.d, self.d * self.d);
         self.factor_into(0, v, backend);
         let (first, rest) = self.vinv.split_at_mut(dd);
@@ -141,7 +140,7 @@ impl AgentBank {
     }
 
     /// Sets agent `i`'s V^{-1} and log det from the full matrix `v`.
-    pub fn factor_into(&mut self, i: usize, v: &[f64], backend: &dyn Backend) {
+    pub fn factor_into<B: Backend + ?Sized>(&mut self, i: usize, v: &[f64], backend: &B) {
         let (d, dd) = (self.d, self.d * self.d);
         match backend.spd_inverse(v, d, &mut self.vinv[i * dd..(i + 1) * dd], &mut self.ws) {
             Ok((ld, jitter)) => {

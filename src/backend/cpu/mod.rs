@@ -16,6 +16,7 @@ pub mod bank;
 pub mod combinatorial;
 pub mod gossip;
 pub mod lockstep;
+pub mod peer;
 
 use super::{AgentState, Backend, BatchError, LinearBatch, LinearOps, StepResult, Workspace, clip_reward};
 use crate::env::{AgentStreams, LinearEnv};

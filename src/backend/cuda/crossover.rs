@@ -92,8 +92,9 @@ mod tests {
             m,
             horizon: 10,
             lambda: 1.0,
-            beta: Box::new(|_| 1.0),
+            beta: crate::backend::Width::Schedule(Box::new(|_| 1.0)),
             sync: None,
+            network: None,
             refactor_every: 8,
             random_policy: None,
             reward_bound: f64::INFINITY,
@@ -131,8 +132,9 @@ mod tests {
         );
         let mut fed = batch(200, 100, 10);
         fed.sync = Some(crate::backend::SyncRule {
-            every: 5,
+            when: crate::backend::SyncWhen::Every(5),
             release: crate::backend::Release::Exact,
+            diag: 1.0,
             messages_per_sync: 200,
         });
         assert!(find(&table, "NVIDIA H100 80GB", &fed).is_err(), "federated not covered");

@@ -50,6 +50,21 @@ pub fn supports(batch: &LinearBatch, shared_limit: usize) -> Result<(), CudaErro
             "the sdp_vecsum protocol has no kernels yet".into(),
         ));
     }
+    if batch.adaptive() || batch.network.is_some() || !matches!(batch.beta, crate::backend::Width::Schedule(_)) {
+        return Err(CudaError::Unsupported(
+            "FedUCB (a sync schedule decided by each federation's determinant test) has no kernels yet".into(),
+        ));
+    }
+    if let Some(crate::backend::Release::Cumulative) = batch.sync.as_ref().map(|s| &s.release) {
+        return Err(CudaError::Unsupported("a cumulative release has no kernels yet".into()));
+    }
+    if let Some(crate::backend::Release::Tree { noise, .. }) = batch.sync.as_ref().map(|s| &s.release)
+        && *noise != crate::privacy::tree::NodeNoise::Half
+    {
+        return Err(CudaError::Unsupported(
+            "Dubey & Pentland's node noise has no kernels yet".into(),
+        ));
+    }
     if batch.sync.as_ref().is_some_and(|s| s.tree_sigma() > 0.0)
         && batch.noise_keys.len() != batch.federations() * batch.m
     {
@@ -104,7 +119,8 @@ pub struct CudaLinear<'a> {
     gap: bool,
     random: bool,
     sigma: f64,
-    lambda: f64,
+    /// The released Gram's diagonal shift ([`crate::backend::SyncRule::diag`]).
+    diag: f64,
     gstride: usize,
     wstride: usize,
     chunk_max: usize,
@@ -247,7 +263,7 @@ impl<'a> CudaLinear<'a> {
             gap,
             random: batch.random_policy.is_some(),
             sigma,
-            lambda,
+            diag: batch.sync.as_ref().map_or(lambda, |r| r.diag),
             gstride,
             wstride,
             chunk_max,
@@ -296,12 +312,15 @@ impl LinearOps for CudaLinear<'_> {
         self.chunk_max
     }
 
-    fn rounds(&mut self, _t0: u64, betas: &[f64]) -> Result<(), BatchError> {
+    fn rounds(&mut self, _t0: u64, count: usize, betas: &[f64]) -> Result<(), BatchError> {
         self.ops(|s| {
             let (n, nf, p) = (s.nf * s.m, s.nf as i32, Arg::Ptr);
             let mi = s.m as i32;
             let state = s.agent_state();
             let rounds = betas.len();
+            if rounds != count {
+                return Err(CudaError::Unsupported("per-agent confidence widths".into()));
+            }
             if rounds > s.chunk_max {
                 return Err(CudaError::Unsupported(format!("{rounds} rounds in one launch")));
             }
@@ -417,7 +436,7 @@ impl LinearOps for CudaLinear<'_> {
                     Arg::I32(mi),
                     Arg::I32(di),
                     Arg::I32(i32::from(private)),
-                    Arg::F64(s.lambda),
+                    Arg::F64(s.diag),
                     p(s.bufs.tsum),
                     p(s.bufs.nsum),
                     p(s.bufs.gram),
@@ -477,6 +496,7 @@ impl LinearOps for CudaLinear<'_> {
                     .fold(f64::NEG_INFINITY, f64::max),
                 cholesky_failures: self.failures[f].max(0) as u64,
                 clipped_rewards: self.clipped[f * self.m..(f + 1) * self.m].iter().sum(),
+                ..Observation::default()
             }
         }));
         Ok(())
