@@ -22,6 +22,10 @@ use std::time::Instant;
 /// (d = 128, K = 100, M = 100), where the d^2 work per action dominates;
 /// `feducb_private_every_d10` syncs (and privatizes a tree release) every
 /// round, `feducb_every_d10` is the same without privacy, its reference.
+/// `independent_gap_d10_k100_m100` is FedUCB's reference on its own
+/// environment: `linear_gap`'s decision sets cost more to draw than
+/// `linear_sphere`'s, so FedUCB's rate is compared with it, not with
+/// `linear_d10_k100_m100` (which runs on `linear_sphere`).
 const WORKLOADS: &[(&str, u32, &str)] = &[
     (
         "linear_d10_k100_m100",
@@ -57,6 +61,11 @@ const WORKLOADS: &[(&str, u32, &str)] = &[
         "independent_d10_k100_m100",
         64,
         "algorithm: independent\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 10, k: 100, m: 100}\n",
+    ),
+    (
+        "independent_gap_d10_k100_m100",
+        64,
+        "algorithm: independent\nenvironment: linear_gap\nhorizon: {T}\nparams: {d: 10, k: 100, m: 100}\n",
     ),
     (
         "gossip_n10_m5",
