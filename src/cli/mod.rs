@@ -436,14 +436,16 @@ pub fn plan_text(job: &Job, tasks: usize, threads: usize, rate: Option<f64>, all
     use crate::sim::cost;
     let reps = job.repetitions as usize;
     let owner = crate::job::shard::assign_units(&job.cells, job.repetitions, tasks);
-    // Per shard: (units, agent-steps, thread-seconds).
-    let mut loads = vec![(0usize, 0u64, 0.0f64); tasks.max(1)];
+    // Per shard: (units, agent-steps, thread-seconds, longest unit's).
+    let mut loads = vec![(0usize, 0u64, 0.0f64, 0.0f64); tasks.max(1)];
     for (u, &s) in owner.iter().enumerate() {
         let cell = &job.cells[u / reps];
         let steps = cell.agent_steps_per_rep();
+        let secs = cost::thread_seconds(&cell.config, steps, rate);
         loads[s].0 += 1;
         loads[s].1 += steps;
-        loads[s].2 += cost::thread_seconds(&cell.config, steps, rate);
+        loads[s].2 += secs;
+        loads[s].3 = loads[s].3.max(secs);
     }
     let units = job.cells.len() * reps;
     let total = job.total_agent_steps();
@@ -452,11 +454,12 @@ pub fn plan_text(job: &Job, tasks: usize, threads: usize, rate: Option<f64>, all
     let max = sorted.last().copied().unwrap_or(0);
     let mean = total as f64 / tasks as f64;
     let per_fed = crate::sim::max_memory_per_federation(job);
-    // Wall time of a task: its thread-seconds over its threads.
-    let wall = |thread_secs: f64| thread_secs / threads as f64;
-    let longest = loads.iter().map(|l| l.2).fold(0.0, f64::max);
+    // Wall time of a task: its thread-seconds over its threads, but no less
+    // than its longest unit (a repetition runs on one thread).
+    let wall = |l: &(usize, u64, f64, f64)| (l.2 / threads as f64).max(l.3);
+    let longest = loads.iter().map(wall).fold(0.0, f64::max);
     let total_secs: f64 = loads.iter().map(|l| l.2).sum();
-    let limit = (wall(longest) * 1.5).max(600.0);
+    let limit = (longest * 1.5).max(600.0);
     let mut out = format!(
         "job {}: {} cells x {} repetitions = {units} units, {total} agent-steps ({:.3e})\n",
         job.name,
@@ -483,7 +486,7 @@ pub fn plan_text(job: &Job, tasks: usize, threads: usize, rate: Option<f64>, all
     };
     out += &format!(
         "time per task at {rates}: longest {} (total {:.1} core-hours, CPU; no GPU rate measured)\n",
-        hms(wall(longest)),
+        hms(longest),
         total_secs / 3600.0
     );
     out += &format!("results: {}\n", job.results_dir().display());
@@ -494,9 +497,10 @@ pub fn plan_text(job: &Job, tasks: usize, threads: usize, rate: Option<f64>, all
         hms(limit)
     );
     out += "shard  units      agent-steps  est. time\n";
-    for (i, (u, steps, secs)) in loads.iter().enumerate() {
+    for (i, l) in loads.iter().enumerate() {
+        let (u, steps) = (l.0, l.1);
         if all || i < 10 || i + 5 >= loads.len() {
-            out += &format!("{i:>5}  {u:>5}  {steps:>15}  {}\n", hms(wall(*secs)));
+            out += &format!("{i:>5}  {u:>5}  {steps:>15}  {}\n", hms(wall(l)));
         } else if i == 10 {
             out += "  ...  (--all prints every shard)\n";
         }

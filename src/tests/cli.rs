@@ -462,8 +462,8 @@ fn plan_weights_cells_by_their_cost() {
         "name: cost\nrepetitions: 1\nhorizon: 1000000\nalgorithm: feducb_centralized\nenvironment: linear_gap\n\
          params: {m: 10, epsilon: 1.0, delta: 0.1}\ngrid: {d: [10, 128]}\n",
     );
-    let secs = |rate: Option<&str>| -> Vec<f64> {
-        let mut args = vec!["plan", job.to_str().unwrap(), "--tasks", "2", "--threads", "1"];
+    let secs = |rate: Option<&str>, threads: &str| -> Vec<f64> {
+        let mut args = vec!["plan", job.to_str().unwrap(), "--tasks", "2", "--threads", threads];
         if let Some(r) = rate {
             args.extend(["--rate", r]);
         }
@@ -486,12 +486,15 @@ fn plan_weights_cells_by_their_cost() {
         assert_eq!(rows.len(), 2, "{text}");
         rows
     };
-    let model = secs(None);
+    let model = secs(None, "1");
+    // A shard of one unit (one repetition) runs on one thread, however
+    // many the task has.
+    assert_eq!(secs(None, "2"), model);
     let (hi, lo) = (model[0].max(model[1]), model[0].min(model[1]));
     // 1e7 agent-steps at 2e5/s is 50 s for d = 10.
     assert!((lo - 50.0).abs() <= 1.0, "{model:?}");
     assert!(hi / lo > 20.0 && hi / lo < 45.0, "{model:?}");
-    let fast = secs(Some("4e5"));
+    let fast = secs(Some("4e5"), "1");
     assert!(
         (fast[0] + fast[1] - (model[0] + model[1]) / 2.0).abs() <= 2.0,
         "{fast:?} vs {model:?}"
