@@ -258,6 +258,19 @@ pub fn kernels(backend: &dyn Backend) {
             f64::INFINITY,
         ));
     });
+    // One tree node's noise at d = 10 (d^2 + d = 110 keyed normals,
+    // symmetrized as Dubey & Pentland's PRIVATIZER), and one keyed normal
+    // entry by entry.
+    let mut node = vec![0.0; d * d + d];
+    let mut key = 0u64;
+    time("tree_node_noise_d10", 200_000, &mut || {
+        key += 1;
+        crate::privacy::tree::dubey_noise(black_box(&mut node), d, 1.0, key);
+    });
+    time("keyed_normal_at", 1_000_000, &mut || {
+        key += 1;
+        black_box(crate::rng::normal_at(7, black_box(key)));
+    });
 }
 
 /// The faer crossover table (`bench --linalg`): for d in 4..=256, one
