@@ -108,7 +108,8 @@ pub fn harness(cell: &CellConfig, noise_scale: f64) -> Result<(Harness, f64), St
                     ))
                 }
                 LinearAlgorithm::FeducbCentralized | LinearAlgorithm::FeducbDecentralized => {
-                    let c = feducb::DubeyConstants::new(cfg);
+                    // Each form's own noise level and tree depth.
+                    let c = feducb::privatizer(cfg).ok_or("not FedUCB")?;
                     let sigma = c.sigma_n * noise_scale;
                     Ok((
                         Harness::GaussianTree {
@@ -427,7 +428,7 @@ mod tests {
         ];
         for c in &cells {
             let a = c.accounting().unwrap();
-            let claim = a.epsilon_zcdp.or(a.epsilon_pure).unwrap();
+            let claim = a.epsilon.unwrap();
             let target = c.target().0.unwrap();
             let (h, delta) = harness(c, 1.0).unwrap();
             let ok = h.run(7, 20_000, delta, 0.99);
@@ -473,7 +474,7 @@ mod tests {
             "horizon: 100000\nalgorithm: p_fcb\nenvironment: procurement\n\
              params: {m: 10, producers: 30, epsilon: 1, delta: 0.01}\n",
         );
-        let claim = c.accounting().unwrap().epsilon_zcdp.unwrap();
+        let claim = c.accounting().unwrap().epsilon.unwrap();
         let mu = (1.0 / (2.0 * 1e5f64.ln()) + 0.25) / 125f64.ln().sqrt();
         for (scale, slack) in [(1.0, 0.1), (0.25, 0.2)] {
             let want = exact(mu / scale, 0.01);

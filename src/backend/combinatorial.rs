@@ -36,8 +36,11 @@ pub enum CombPolicy {
 pub struct PFcb {
     /// Communication rounds, increasing.
     pub rounds: Vec<u64>,
-    /// epsilon of each communication round.
+    /// epsilon of each communication round (its noise calibration).
     pub eps: Vec<f64>,
+    /// The epsilon each communication round's message provides at `delta`
+    /// (the accountant's exact figure; summed into `epsilon_spent`).
+    pub spent: Vec<f64>,
     /// delta of each communication round.
     pub delta: f64,
     /// Acceptance window scale.

@@ -2,6 +2,14 @@
 //! ([`crate::algo::audit`], [`crate::privacy::audit`]), one table row per
 //! cell and view, printed and written atomically to
 //! `<output>/<job>/_audit/audit.parquet` (underscore: Parquet dataset readers of the job directory skip it).
+//!
+//! Every upper-bound column the accountant writes for a cell
+//! (`acct_epsilon`, `acct_epsilon_zcdp`, `acct_epsilon_pure`,
+//! `acct_epsilon_basic`) is compared with the audit's lower bound at that
+//! column's delta; a lower bound above any of them fails the cell (the
+//! verdict names the column) and the command exits 1 after writing the
+//! table. The paper's claim (`paper_claimed_epsilon`) is reported as
+//! contradicted, not failed: it is a claim, not a bound.
 
 use super::CliError;
 use crate::algo::CellConfig;
@@ -26,7 +34,7 @@ pub struct AuditSettings {
     pub noise_scale: f64,
 }
 
-/// The mechanism's name and the accountant's epsilon that covers it.
+/// The mechanism's name, the accountant's main figure and which it is.
 fn claim(cell: &CellConfig, acct: Option<&Accounting>) -> (String, Option<f64>, String) {
     let name = match cell {
         CellConfig::Linear(c) => match (c.algorithm, c.protocol) {
@@ -40,12 +48,81 @@ fn claim(cell: &CellConfig, acct: Option<&Accounting>) -> (String, Option<f64>, 
         CellConfig::Comb(_) => "p_fcb",
     };
     let (eps, fig) = match acct {
-        Some(a) if a.epsilon_zcdp.is_some() => (a.epsilon_zcdp, "zcdp"),
-        Some(a) if a.epsilon_pure.is_some() => (a.epsilon_pure, "pure"),
-        Some(a) if a.basic.is_some() => (a.basic.map(|b| b.0), "basic"),
+        Some(a) if a.epsilon.is_some() => (a.epsilon, "exact"),
         _ => (None, "none"),
     };
     (name.into(), eps, fig.into())
+}
+
+/// Every upper-bound column the cell's accounting writes, with the delta it
+/// is stated at: (column, epsilon, delta).
+fn upper_bounds(acct: &Accounting, target_delta: Option<f64>) -> Vec<(&'static str, f64, f64)> {
+    let d = target_delta.unwrap_or(0.0);
+    let mut v = Vec::new();
+    if let Some(e) = acct.epsilon {
+        v.push(("acct_epsilon", e, d));
+    }
+    if let Some(e) = acct.epsilon_zcdp {
+        v.push(("acct_epsilon_zcdp", e, d));
+    }
+    if let Some(e) = acct.epsilon_pure {
+        v.push(("acct_epsilon_pure", e, 0.0));
+    }
+    if let Some((e, bd)) = acct.basic {
+        v.push(("acct_epsilon_basic", e, bd));
+    }
+    v
+}
+
+/// The verdict on one audited mechanism: each upper-bound column against
+/// the audit's lower bound at that column's delta (the same test's counts;
+/// its threshold was chosen on the other half, so the bound holds at any
+/// delta), and the paper's claim likewise (a claim: contradicted, not
+/// failed). `Err` names every column a lower bound exceeds.
+fn verdict(
+    acct: &Accounting,
+    target_delta: Option<f64>,
+    o: &crate::privacy::audit::AuditOutcome,
+) -> Result<String, String> {
+    use crate::privacy::audit::epsilon_lower_bound;
+    let lb = |delta: f64| {
+        epsilon_lower_bound(
+            o.false_positives,
+            o.trials,
+            o.false_negatives,
+            o.trials,
+            delta,
+            o.confidence,
+        )
+    };
+    let mut failed = Vec::new();
+    for (col, e, delta) in upper_bounds(acct, target_delta) {
+        let l = lb(delta);
+        if l > e * (1.0 + 1e-9) {
+            failed.push(format!(
+                "{col} = {e:.4} is below the audit's lower bound {l:.4} (delta {delta:.3e})"
+            ));
+        }
+    }
+    let mut notes = Vec::new();
+    if let Some(c) = acct.paper_claimed {
+        let l = lb(target_delta.unwrap_or(0.0));
+        if l > c * (1.0 + 1e-9) {
+            notes.push(format!(
+                "paper_claimed_epsilon = {c:.4} is contradicted (lower bound {l:.4})"
+            ));
+        }
+    }
+    if failed.is_empty() {
+        Ok(if notes.is_empty() {
+            "pass".into()
+        } else {
+            format!("pass; {}", notes.join("; "))
+        })
+    } else {
+        failed.extend(notes);
+        Err(format!("FAIL: {}", failed.join("; ")))
+    }
 }
 
 /// Runs the audit of every cell of `job_path`; returns the table text.
@@ -67,6 +144,7 @@ pub fn run(job_path: &Path, out: Option<PathBuf>, s: AuditSettings) -> Result<St
         )));
     }
     let mut rows = Vec::new();
+    let mut failures: Vec<String> = Vec::new();
     let lw = job
         .cells
         .iter()
@@ -79,7 +157,7 @@ pub fn run(job_path: &Path, out: Option<PathBuf>, s: AuditSettings) -> Result<St
         job.name, s.trials, s.attack_trials, s.confidence, s.noise_scale,
     );
     let mut table = format!(
-        "{:<lw$} {:<10} {:<12} {:>8} {:>10} {:>10} {:>10} {:>10}\n",
+        "{:<lw$} {:<10} {:<12} {:>8} {:>10} {:>10} {:>10} {:>10}  verdict\n",
         "cell", "view", "mechanism", "target", "acct_eps", "delta", "eps_lb", "advantage"
     );
     for cell in &job.cells {
@@ -87,7 +165,7 @@ pub fn run(job_path: &Path, out: Option<PathBuf>, s: AuditSettings) -> Result<St
         let (mechanism, acct_epsilon, acct_figure) = claim(&cell.config, acct.as_ref());
         let (target_epsilon, target_delta) = cell.config.target();
         let key = crate::rng::fold_key(&[job.seed, cell.index as u64, 0xa0d1]);
-        let mut push = |view: &str, mech: &str, delta: f64, acct: Option<f64>, outcome, secs: f64| {
+        let mut push = |view: &str, mech: &str, delta: f64, acct: Option<f64>, outcome, secs: f64, verdict: String| {
             rows.push((
                 AuditRow {
                     cell_id: cell.id.clone(),
@@ -108,6 +186,7 @@ pub fn run(job_path: &Path, out: Option<PathBuf>, s: AuditSettings) -> Result<St
                     noise_scale: s.noise_scale,
                     outcome,
                     wall_seconds: secs,
+                    verdict,
                 },
                 cell,
             ));
@@ -116,6 +195,15 @@ pub fn run(job_path: &Path, out: Option<PathBuf>, s: AuditSettings) -> Result<St
             Ok((h, delta)) => {
                 let t0 = Instant::now();
                 let o = h.run(key, s.trials, delta, s.confidence);
+                let v = match acct.as_ref().map(|a| verdict(a, target_delta, &o)) {
+                    Some(Ok(v)) => v,
+                    Some(Err(v)) => {
+                        failures.push(format!("{}: {v}", job.short_label(cell)));
+                        v
+                    }
+                    None => "no figure".into(),
+                };
+                text += &format!("{}: mechanism: {}\n", job.short_label(cell), h.source());
                 push(
                     "mechanism",
                     &mechanism,
@@ -123,6 +211,7 @@ pub fn run(job_path: &Path, out: Option<PathBuf>, s: AuditSettings) -> Result<St
                     acct_epsilon,
                     o,
                     t0.elapsed().as_secs_f64(),
+                    v,
                 );
             }
             Err(why) => text += &format!("{}: mechanism not audited: {why}\n", job.short_label(cell)),
@@ -142,7 +231,15 @@ pub fn run(job_path: &Path, out: Option<PathBuf>, s: AuditSettings) -> Result<St
                         "{}: schedule attack on dataset {dataset}, silo 1's user of round {round} removed\n",
                         job.short_label(cell)
                     );
-                    push("schedule", "sync_times", delta, None, o, t0.elapsed().as_secs_f64());
+                    push(
+                        "schedule",
+                        "sync_times",
+                        delta,
+                        None,
+                        o,
+                        t0.elapsed().as_secs_f64(),
+                        "no figure (the schedule is not private)".into(),
+                    );
                 }
                 Err(why) => text += &format!("{}: schedule not attacked: {why}\n", job.short_label(cell)),
             }
@@ -157,7 +254,7 @@ pub fn run(job_path: &Path, out: Option<PathBuf>, s: AuditSettings) -> Result<St
     let fmt = |v: Option<f64>| v.map_or("null".to_string(), |v| format!("{v:.3}"));
     for (r, cell) in &rows {
         table += &format!(
-            "{:<lw$} {:<10} {:<12} {:>8} {:>10} {:>10} {:>10.3} {:>10.4}\n",
+            "{:<lw$} {:<10} {:<12} {:>8} {:>10} {:>10} {:>10.3} {:>10.4}  {}\n",
             job.short_label(cell),
             r.view,
             r.mechanism,
@@ -165,7 +262,12 @@ pub fn run(job_path: &Path, out: Option<PathBuf>, s: AuditSettings) -> Result<St
             fmt(r.acct_epsilon),
             format!("{:.3e}", r.audit_delta),
             r.outcome.epsilon_lb,
-            r.outcome.advantage
+            r.outcome.advantage,
+            if r.verdict.starts_with("FAIL") {
+                "FAIL"
+            } else {
+                r.verdict.as_str()
+            }
         );
     }
     let rows: Vec<AuditRow> = rows.into_iter().map(|(r, _)| r).collect();
@@ -183,5 +285,12 @@ pub fn run(job_path: &Path, out: Option<PathBuf>, s: AuditSettings) -> Result<St
     write_parquet_atomic_with(&path, audit_schema(), &[batch], kv).map_err(crate::sim::runner::RunError::from)?;
     text += &table;
     text += &format!("wrote {}\n", path.display());
-    Ok(text)
+    if failures.is_empty() {
+        Ok(text)
+    } else {
+        Err(CliError::AuditFailed {
+            report: text,
+            failures: failures.join("\n"),
+        })
+    }
 }

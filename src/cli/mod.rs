@@ -187,6 +187,15 @@ pub enum CliError {
     /// A command-line value out of range (exit code 2).
     #[error("{0}")]
     Usage(String),
+    /// An audit found a lower bound above an upper-bound column (exit
+    /// code 1); `report` is the audit's table, printed first.
+    #[error("{report}audit failed: a privacy figure is below the audit's lower bound:\n{failures}")]
+    AuditFailed {
+        /// The audit's output.
+        report: String,
+        /// One line per failed cell.
+        failures: String,
+    },
 }
 
 impl CliError {
@@ -198,7 +207,9 @@ impl CliError {
             | CliError::Usage(_)
             | CliError::Run(RunError::CellUnsupported { .. }) => ExitCode::from(2),
             CliError::Run(RunError::Stopped { .. }) => ExitCode::from(3),
-            CliError::Run(_) | CliError::Merge(_) | CliError::Incomplete => ExitCode::from(1),
+            CliError::Run(_) | CliError::Merge(_) | CliError::Incomplete | CliError::AuditFailed { .. } => {
+                ExitCode::from(1)
+            }
         }
     }
 }
@@ -591,8 +602,8 @@ fn print_report(r: &RunReport) {
     }
     if r.summaries.iter().any(|s| s.epsilon.is_some()) {
         out += "agent regret: mean final regret per agent (sd: over repetitions)\n\
-                acct eps: the accountant's epsilon of the whole run (zCDP at the cell's delta;\n  \
-                pure epsilon for the gossip family); -: not private\n";
+                acct eps: the accountant's epsilon of the whole run (acct_epsilon: exact for the Gaussian\n  \
+                mechanisms at the cell's delta, pure epsilon for the gossip family); -: not private or no figure\n";
     }
     emit(&out);
 }

@@ -45,6 +45,19 @@ pub struct LinearEnvSpec {
     pub k: usize,
 }
 
+impl LinearEnvSpec {
+    /// The largest norm an action of this environment can have, and why:
+    /// `linear_gap` builds x = v theta* + sqrt(1 - v^2) r u with unit theta*
+    /// and u orthogonal, r <= 1, so ||x|| <= 1; `linear_sphere` plays the
+    /// normalized vectors, ||x|| = 1.
+    pub fn max_action_norm(&self) -> (f64, &'static str) {
+        match self.kind {
+            LinearEnvKind::Gap => (1.0, "its actions have norm at most 1"),
+            LinearEnvKind::Sphere { .. } => (1.0, "its actions are unit vectors"),
+        }
+    }
+}
+
 /// One round's decision set of one agent, column-major: coordinate `j` of
 /// action `a` is `x[j * kp + a]`, with `kp` = K rounded up to a multiple of 8
 /// so that the scorer reads 8 actions per vector. Padding actions are zero.

@@ -47,7 +47,14 @@ use thiserror::Error;
 /// agent keeps the running sum of its live nodes' noise
 /// ([`crate::privacy::tree`]): every private tree cell's noise bits and
 /// sums change (same distribution); non-private cells are unchanged.
-pub const SEMANTICS_VERSION: u32 = 5;
+/// 6 -- the accountant's figures (issue 27): `acct_epsilon` (exact) is new,
+/// `acct_epsilon_paper` is `paper_claimed_epsilon` (null where the paper's
+/// assumptions fail), `acct_noise_multiplier` is the noise's standard
+/// deviation over the sensitivity (Laplace: sqrt(2) b; sdp_vecsum: its
+/// Binomial noise), sdp_vecsum's basic figures are null, P-FCB's
+/// `acct_epsilon_basic` sums what each message provides; the regret columns
+/// are unchanged.
+pub const SEMANTICS_VERSION: u32 = 6;
 
 /// One problem in a job file.
 #[derive(Clone, Debug, PartialEq)]
@@ -1648,6 +1655,19 @@ fn resolve_linear(
                 _ => SyncRegime::Log,
             };
         }
+    }
+    // Every privacy figure's sensitivity assumes ||x|| <= L: a private cell
+    // whose L is below the environment's largest action norm has none.
+    let (max_norm, why) = cfg.env.max_action_norm();
+    if cfg.privacy.is_some() && cfg.l_bound < max_norm {
+        errs.push((
+            "l_bound",
+            format!(
+                "L = {} is below {env}'s largest action norm {max_norm} ({why}), and every privacy figure \
+                 assumes ||x|| <= L; allowed for a private cell: l_bound >= {max_norm}",
+                cfg.l_bound
+            ),
+        ));
     }
     if errs.is_empty() { Ok((out, cfg)) } else { Err(errs) }
 }

@@ -185,9 +185,10 @@ pub fn schema() -> SchemaRef {
         Field::new("beta_clamps", DataType::UInt64, false),
         Field::new("target_epsilon", DataType::Float64, true),
         Field::new("target_delta", DataType::Float64, true),
+        Field::new("acct_epsilon", DataType::Float64, true),
         Field::new("acct_releases_per_observation", DataType::UInt64, true),
         Field::new("acct_noise_multiplier", DataType::Float64, true),
-        Field::new("acct_epsilon_paper", DataType::Float64, true),
+        Field::new("paper_claimed_epsilon", DataType::Float64, true),
         Field::new("acct_rho_zcdp", DataType::Float64, true),
         Field::new("acct_epsilon_zcdp", DataType::Float64, true),
         Field::new("acct_epsilon_pure", DataType::Float64, true),
@@ -313,11 +314,6 @@ pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> 
     }
     cols.push(Arc::new(b.finish()));
     let acct = cell.config.accounting();
-    let mut b = UInt64Builder::new();
-    for _ in 0..n {
-        b.append_option(acct.as_ref().map(|a| a.releases_per_observation));
-    }
-    cols.push(Arc::new(b.finish()));
     let opt_f64 = |f: &dyn Fn(&crate::privacy::accountant::Accounting) -> Option<f64>| {
         let mut b = Float64Builder::new();
         for _ in 0..n {
@@ -325,8 +321,14 @@ pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> 
         }
         Arc::new(b.finish()) as ArrayRef
     };
-    cols.push(opt_f64(&|a| Some(a.noise_multiplier)));
-    cols.push(opt_f64(&|a| a.epsilon_paper));
+    cols.push(opt_f64(&|a| a.epsilon));
+    let mut b = UInt64Builder::new();
+    for _ in 0..n {
+        b.append_option(acct.as_ref().map(|a| a.releases_per_observation));
+    }
+    cols.push(Arc::new(b.finish()));
+    cols.push(opt_f64(&|a| a.noise_multiplier));
+    cols.push(opt_f64(&|a| a.paper_claimed));
     cols.push(opt_f64(&|a| a.rho));
     cols.push(opt_f64(&|a| a.epsilon_zcdp));
     cols.push(opt_f64(&|a| a.epsilon_pure));
@@ -414,6 +416,32 @@ pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> 
     Ok(RecordBatch::try_new(schema(), cols)?)
 }
 
+/// What the accountant says of each private cell, as JSON written into
+/// every file (`fedbandits.privacy`): `{"adaptive": false, "cells": [{"cell_id",
+/// "label", "relation" (what a neighbour is and that the figures assume the
+/// non-adaptive relation), "acct_epsilon", "acct_epsilon_zcdp",
+/// "paper_claimed_epsilon", "notes" (why a figure is null, failed
+/// preconditions)}, ...]}`.
+pub fn privacy_json(job: &Job) -> String {
+    let cells: Vec<serde_json::Value> = job
+        .cells
+        .iter()
+        .filter_map(|c| {
+            let a = c.config.accounting()?;
+            Some(serde_json::json!({
+                "cell_id": c.id,
+                "label": c.label(),
+                "relation": a.relation,
+                "acct_epsilon": a.epsilon,
+                "acct_epsilon_zcdp": a.epsilon_zcdp,
+                "paper_claimed_epsilon": a.paper_claimed,
+                "notes": a.warnings,
+            }))
+        })
+        .collect();
+    serde_json::json!({ "adaptive": false, "cells": cells }).to_string()
+}
+
 /// The family registry ([`crate::job::params::FAMILIES`]) as JSON, written
 /// into every file so that the analysis package reads the families (their
 /// algorithms, environments and own columns) from the engine that wrote the
@@ -450,6 +478,7 @@ pub fn metadata(job: &Job, extra: &[(&str, String)]) -> Vec<KeyValue> {
         KeyValue::new("fedbandits.semantics_version".into(), SEMANTICS_VERSION.to_string()),
         KeyValue::new("fedbandits.job_identity".into(), job.identity()),
         KeyValue::new("fedbandits.families".into(), families_json()),
+        KeyValue::new("fedbandits.privacy".into(), privacy_json(job)),
     ];
     for (k, v) in extra {
         kv.push(KeyValue::new(format!("fedbandits.{k}"), v.clone()));
@@ -668,8 +697,8 @@ pub struct AuditRow {
     pub target_epsilon: Option<f64>,
     /// Target delta.
     pub target_delta: Option<f64>,
-    /// The accountant's epsilon for the mechanism (zCDP at the target
-    /// delta, pure, or basic composition), if it states one.
+    /// The accountant's main figure for the mechanism (`acct_epsilon`),
+    /// if it states one.
     pub acct_epsilon: Option<f64>,
     /// Which figure `acct_epsilon` is.
     pub acct_figure: String,
@@ -681,6 +710,9 @@ pub struct AuditRow {
     pub outcome: crate::privacy::audit::AuditOutcome,
     /// Seconds the audit took.
     pub wall_seconds: f64,
+    /// `pass`, or `FAIL: ...` naming each upper-bound column the lower
+    /// bound exceeds (and any contradicted claim).
+    pub verdict: String,
 }
 
 /// The schema of `audit.parquet`.
@@ -707,6 +739,7 @@ pub fn audit_schema() -> SchemaRef {
         f("epsilon_lb", DataType::Float64, false),
         f("confidence", DataType::Float64, false),
         f("wall_seconds", DataType::Float64, false),
+        f("verdict", DataType::Utf8, false),
     ]))
 }
 
@@ -760,6 +793,7 @@ pub fn audit_batch(job: &Job, rows: &[AuditRow]) -> Result<RecordBatch, OutputEr
         float(&|r| Some(r.outcome.epsilon_lb)),
         float(&|r| Some(r.outcome.confidence)),
         float(&|r| Some(r.wall_seconds)),
+        text(&|r| &r.verdict),
     ];
     Ok(RecordBatch::try_new(audit_schema(), cols)?)
 }

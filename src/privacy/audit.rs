@@ -252,6 +252,29 @@ pub fn leaf_of(x: &[f64], y: f64) -> Vec<f64> {
 }
 
 impl Harness {
+    /// What the harness drives, in words: every view runs the engine's own
+    /// release code on data the harness assembles (one agent, one
+    /// observation in its first leaf or round), not a whole run.
+    pub fn source(&self) -> &'static str {
+        match self {
+            Harness::GaussianTree { .. } => {
+                "the engine's tree release (AgentTrees::contribute) with the cell's node noise, on one agent's \
+                 leaves assembled by the auditor (the observation in leaf 1)"
+            }
+            Harness::LaplacePartialSum { .. } => {
+                "the engine's partial-sum release (PartialSum) with the cell's Laplace scale, one agent's arm \
+                 pulled every round, assembled by the auditor"
+            }
+            Harness::GaussianRelease { .. } => {
+                "the backend's P-FCB message (p_fcb_message) for one producer in round 1, assembled by the auditor"
+            }
+            Harness::VecSum { .. } => {
+                "the engine's vector-summation protocol (VecSum) with the cell's parameters, one agent's points \
+                 assembled by the auditor"
+            }
+        }
+    }
+
     /// The audit statistic of trial `trial` (noise keyed by `key` and the
     /// trial) in world 1 or 0, given the linear statistic's weights.
     fn stat(&self, key: u64, trial: u64, world: bool, weights: &[f64]) -> f64 {

@@ -90,6 +90,17 @@ impl VecSum {
         self.coords
     }
 
+    /// The standard deviation of the noise the protocol adds to each
+    /// coordinate of a released node, at its least noisy level: the
+    /// analyzer's (L / g_j) times the Binomial(n_j b_j, p) part's standard
+    /// deviation (the rounding part, Bernoulli per point, is data-dependent
+    /// and not counted).
+    pub fn noise_std(&self) -> f64 {
+        (0..self.levels)
+            .map(|j| (self.l / self.g[j]) * ((self.n[j] * self.b[j]) as f64 * P * (1.0 - P)).sqrt())
+            .fold(f64::INFINITY, f64::min)
+    }
+
     /// Bytes of protocol state (the memory formula above).
     pub fn state_bytes(&self) -> usize {
         (self.acc.len() + self.stored.len()) * 8

@@ -673,7 +673,7 @@ fn summarize(job: &Job, cell: &Cell, batches: &[RecordBatch], skipped: bool) -> 
         agent_regret_mean: mean,
         agent_regret_sd: var.sqrt(),
         sync_rounds_mean: syncs.iter().sum::<f64>() / n,
-        epsilon: cell.config.accounting().and_then(|a| a.epsilon_zcdp.or(a.epsilon_pure)),
+        epsilon: cell.config.accounting().and_then(|a| a.epsilon),
         frr: None,
         skipped,
     }

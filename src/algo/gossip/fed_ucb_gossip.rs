@@ -72,34 +72,56 @@ pub fn provided_epsilon(p: &PrivacyConfig, horizon: u64) -> f64 {
 }
 
 /// The accountant's figures (None without privacy): each observation enters
-/// floor(log2 T) + 1 Laplace releases of scale range / epsilon' (noise
-/// multiplier 1 / epsilon' per unit of sensitivity); the paper's claim is the
-/// target epsilon; the pure-DP epsilon provided is [`provided_epsilon`], an
-/// upper bound for observations inside the clipping range (clipping
-/// enforces it).
+/// floor(log2 T) + 1 Laplace releases of scale b = range / epsilon' (noise
+/// standard deviation sqrt(2) b, so the noise multiplier is sqrt(2) /
+/// epsilon' per unit of sensitivity); the figure (`acct_epsilon`, also
+/// `acct_epsilon_pure`) is [`provided_epsilon`], exact for pure DP (the
+/// privacy loss of k Laplace releases reaches k epsilon' with positive
+/// probability) for observations inside the clipping range, which clipping
+/// enforces; the paper's claim is the target epsilon, which the `paper`
+/// budget split exceeds.
 ///
 /// Without clipping an observation can move a block sum by any amount, so no
-/// epsilon holds: the pure-DP figure is null (the paper's claim stays, as
-/// the claim).
+/// epsilon holds, and the paper's assumption (bounded observations) fails:
+/// every figure is null.
 pub fn accounting(p: &PrivacyConfig, horizon: u64) -> Option<Accounting> {
-    p.epsilon.is_finite().then(|| Accounting {
+    if !p.epsilon.is_finite() {
+        return None;
+    }
+    let provided = p.clipping.then(|| provided_epsilon(p, horizon));
+    let mut warnings = Vec::new();
+    if p.clipping {
+        if provided.is_some_and(|e| e > p.epsilon * (1.0 + 1e-12)) {
+            warnings.push(format!(
+                "budget_split: paper gives each of the {} blocks an observation enters epsilon / log2 T, {:.4} in \
+                 all (acct_epsilon), above the target {}: the paper's claim does not hold",
+                blocks_per_observation(horizon),
+                provided.unwrap_or(0.0),
+                p.epsilon
+            ));
+        }
+    } else {
+        warnings.push(
+            "acct_epsilon and paper_claimed_epsilon are null: observations are not clipped (clipping: false), \
+             so one observation can move a partial sum by any amount"
+                .into(),
+        );
+    }
+    Some(Accounting {
         releases_per_observation: u64::from(blocks_per_observation(horizon)),
-        noise_multiplier: 1.0 / block_epsilon(p, horizon),
-        epsilon_paper: Some(p.epsilon),
+        noise_multiplier: Some(std::f64::consts::SQRT_2 / block_epsilon(p, horizon)),
+        epsilon: provided,
+        paper_claimed: p.clipping.then_some(p.epsilon),
         rho: None,
         epsilon_zcdp: None,
-        epsilon_pure: p.clipping.then(|| provided_epsilon(p, horizon)),
+        epsilon_pure: provided,
         basic: None,
         neighbours: None,
-        warnings: if p.clipping {
-            Vec::new()
-        } else {
-            vec![
-                "acct_epsilon_pure is null: observations are not clipped (clipping: false), so one \
-                 observation can move a partial sum by any amount"
-                    .into(),
-            ]
-        },
+        relation: format!(
+            "one observation of one agent's arm replaced by another within the clipping range, {}",
+            crate::privacy::accountant::NON_ADAPTIVE
+        ),
+        warnings,
     })
 }
 

@@ -108,6 +108,24 @@ impl DubeyConstants {
     }
 }
 
+/// The PRIVATIZER's constants as the releases use them: the centralized
+/// form's, or the decentralized form's noise (calibrated for
+/// 1 + ceil(log2(T / gamma)) levels) with the levels an observation's path
+/// can reach (1 + ceil(log2 T): a slot may broadcast every round). None
+/// for another algorithm.
+pub fn privatizer(cfg: &LinearConfig) -> Option<DubeyConstants> {
+    match cfg.algorithm {
+        LinearAlgorithm::FeducbCentralized => Some(DubeyConstants::new(cfg)),
+        LinearAlgorithm::FeducbDecentralized => {
+            let t_eff = cfg.horizon.div_ceil(cfg.gamma.max(1) as u64).max(1);
+            let mut c = DubeyConstants::with_levels(cfg, 1 + (t_eff as f64).log2().ceil() as usize);
+            c.levels = 1 + (cfg.horizon.max(1) as f64).log2().ceil() as usize;
+            Some(c)
+        }
+        _ => None,
+    }
+}
+
 /// What FedUCB's PRIVATIZER releases about one observation: it enters one
 /// node per tree level; a node adds N = (N_hat + N_hat^T)/sqrt(2) to
 /// Q = [x; y][x; y]^T (off-diagonal variance sigma_N^2, diagonal 2
@@ -119,16 +137,7 @@ impl DubeyConstants {
 /// 1 + ceil(log2 T) levels: the latter is charged.
 pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
     let target = cfg.privacy?;
-    let c = match cfg.algorithm {
-        LinearAlgorithm::FeducbCentralized => DubeyConstants::new(cfg),
-        LinearAlgorithm::FeducbDecentralized => {
-            let t_eff = cfg.horizon.div_ceil(cfg.gamma.max(1) as u64).max(1);
-            let mut c = DubeyConstants::with_levels(cfg, 1 + (t_eff as f64).log2().ceil() as usize);
-            c.levels = 1 + (cfg.horizon.max(1) as f64).log2().ceil() as usize;
-            c
-        }
-        _ => return None,
-    };
+    let c = privatizer(cfg)?;
     let unbounded = super::unbounded_rewards(cfg);
     Some(Mechanism {
         releases_per_observation: c.levels as u64,
@@ -141,6 +150,12 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
         paper: crate::privacy::accountant::PaperClaim::Target,
         basic: None,
         neighbours: cfg.neighbours,
+        relation: format!(
+            "one (x, y) observation of one agent {} ({}), {}; the sync schedule is not covered",
+            super::fedlinucb::relation_verb(cfg.neighbours),
+            cfg.neighbours.name(),
+            crate::privacy::accountant::NON_ADAPTIVE
+        ),
         unbounded,
         // The schedule is not covered by any figure (it depends on the data).
         warnings: vec![

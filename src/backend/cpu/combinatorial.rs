@@ -58,6 +58,13 @@ struct Fed {
 impl CpuComb {
     /// Every federation of `batch` at round 0.
     pub fn new(batch: &CombBatch) -> Result<Self, BatchError> {
+        if let CombPolicy::PFcb(p) = &batch.policy
+            && (p.eps.len() != p.rounds.len() || p.spent.len() != p.rounds.len())
+        {
+            return Err(BatchError::Unsupported(
+                "one epsilon and one spent epsilon per communication round".into(),
+            ));
+        }
         let feds = batch
             .instances
             .iter()
@@ -257,7 +264,7 @@ impl Fed {
         self.pend_y.fill(0.0);
         self.comm += 1;
         self.obs.communications += 1;
-        self.obs.epsilon_spent += eps;
+        self.obs.epsilon_spent += p.spent[z];
         self.obs.delta_spent += p.delta;
     }
 }

@@ -62,7 +62,8 @@ pub struct CudaComb<'a> {
     /// Rounds run so far.
     t: u64,
     scalars: [Arg; 6],
-    /// P-FCB's schedule, its epsilons and delta (empty for the others).
+    /// P-FCB's schedule, the epsilon each round spends and delta (empty for
+    /// the others).
     rounds: Vec<u64>,
     eps: Vec<f64>,
     delta: f64,
@@ -135,7 +136,7 @@ impl<'a> CudaComb<'a> {
             CombPolicy::NonFederated => (0, Vec::new(), Vec::new(), 0.0, None, vec![0u64; nf * n]),
             CombPolicy::Fcb => (1, Vec::new(), Vec::new(), 0.0, None, vec![0u64; nf * n]),
             CombPolicy::PFcb(p) => {
-                if p.noise_keys.len() != nf * n || p.eps.len() != p.rounds.len() {
+                if p.noise_keys.len() != nf * n || p.eps.len() != p.rounds.len() || p.spent.len() != p.rounds.len() {
                     return Err(CudaError::Unsupported(
                         "one noise key per agent, one epsilon per round".into(),
                     ));
@@ -152,6 +153,10 @@ impl<'a> CudaComb<'a> {
         };
         // The CPU's expression for the noise scale of each round.
         let scale: Vec<f64> = eps.iter().map(|&e| p_fcb_noise_scale(delta, e)).collect();
+        let eps = match &batch.policy {
+            CombPolicy::PFcb(p) => p.spent.clone(),
+            _ => Vec::new(),
+        };
         let lr: &mut dyn Launcher = &mut **l;
         let (nnm, nn) = (nf * n * m, nf * n);
         let zf = |len: usize| vec![0.0f64; len];
