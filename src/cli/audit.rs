@@ -96,7 +96,11 @@ fn verdict(
         )
     };
     let mut failed = Vec::new();
-    for (col, e, delta) in upper_bounds(acct, target_delta) {
+    let bounds = upper_bounds(acct, target_delta);
+    if bounds.is_empty() {
+        return Ok("no upper-bound figure to test (every epsilon column is null)".into());
+    }
+    for (col, e, delta) in bounds {
         let l = lb(delta);
         if l > e * (1.0 + 1e-9) {
             failed.push(format!(

@@ -433,8 +433,48 @@ pub fn validate_text(job: &Job, threads: usize) -> String {
         human_bytes(per_fed * threads as u64 + rows * 400)
     );
     out += &format!("results: {}\n", job.results_dir().display());
+    out += &privacy_table(job);
     for w in privacy_warnings(job) {
         out += &format!("warning: {w}\n");
+    }
+    out
+}
+
+/// Each private cell's figures before anything runs (the accountant
+/// depends only on the configuration): target, `acct_epsilon`, the zCDP
+/// conversion, basic composition and the paper's claim; at most 40 lines.
+fn privacy_table(job: &Job) -> String {
+    let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.4}"));
+    let rows: Vec<String> = job
+        .cells
+        .iter()
+        .filter_map(|c| {
+            let a = c.config.accounting()?;
+            let (te, td) = c.config.target();
+            Some(format!(
+                "  {:>10} {:>10} {:>12} {:>12} {:>12} {:>12}  {}\n",
+                fmt(te),
+                td.map_or("-".to_string(), |d| format!("{d:.0e}")),
+                fmt(a.epsilon),
+                fmt(a.epsilon_zcdp),
+                fmt(a.basic.map(|b| b.0)),
+                fmt(a.paper_claimed),
+                job.short_label(c)
+            ))
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "privacy per cell (acct_epsilon: exact, the figure to report; the others looser or claims):\n  {:>10} {:>10} {:>12} {:>12} {:>12} {:>12}  cell\n",
+        "target", "delta", "acct_epsilon", "zcdp", "basic", "claimed"
+    );
+    for r in rows.iter().take(40) {
+        out += r;
+    }
+    if rows.len() > 40 {
+        out += &format!("  ... ({} more private cells)\n", rows.len() - 40);
     }
     out
 }

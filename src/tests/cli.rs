@@ -560,3 +560,45 @@ fn every_bundled_job_validates_and_small_paper_jobs_run() {
     }
     assert_eq!(ran, 11, "expected the eleven _small paper jobs");
 }
+
+/// `fedbandits audit` tests every upper-bound column it writes: FedUCB's
+/// PRIVATIZER at delta = 0.1 as calibrated passes (exit 0), and the same
+/// mechanism with a quarter of its noise (the accountant's figures
+/// unchanged: a deliberately under-noised mechanism) fails, exit 1, naming
+/// the columns its lower bound exceeds.
+#[test]
+fn audit_fails_an_under_noised_mechanism_and_names_the_column() {
+    let dir = tempdir("audit-self-test");
+    let job = Path::new(env!("CARGO_MANIFEST_DIR")).join("jobs/audit_dubey.yaml");
+    let audit = |scale: &str| {
+        run(&[
+            "audit",
+            job.to_str().unwrap(),
+            "--out",
+            dir.to_str().unwrap(),
+            "--trials",
+            "20000",
+            "--attack-trials",
+            "20",
+            "--noise-scale",
+            scale,
+        ])
+    };
+    let ok = audit("1");
+    let out = String::from_utf8_lossy(&ok.stdout).into_owned();
+    assert_eq!(ok.status.code(), Some(0), "{out}{}", stderr(&ok));
+    assert_eq!(out.matches("  pass").count(), 4, "{out}");
+    let bad = audit("0.25");
+    let err = stderr(&bad);
+    assert_eq!(bad.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("audit failed")
+            && err.contains(
+                "epsilon=10 neighbours=add_remove: FAIL: acct_epsilon = 0.4178 is below the audit's lower bound"
+            )
+            && err.contains("acct_epsilon_zcdp = 1.4404 is below"),
+        "{err}"
+    );
+    // The table was written before the failure.
+    assert!(dir.join("audit_dubey/_audit/audit.parquet").exists());
+}
