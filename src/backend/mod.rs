@@ -17,6 +17,7 @@
 //! simulation code (checked by src/tests/layers.rs).
 
 pub mod batch;
+pub mod calibration;
 pub mod combinatorial;
 pub mod cpu;
 pub mod cuda;
@@ -166,6 +167,10 @@ pub trait Backend: Send + Sync {
     ) -> Result<Box<dyn combinatorial::CombOps + 'a>, BatchError>;
 }
 
+/// The dimension from which a linear batch is its own workload kind
+/// ([`BatchRef::kind`]).
+pub const LARGE_D: usize = 32;
+
 /// A batch of either family, as placement sees it.
 #[derive(Clone, Copy)]
 pub enum BatchRef<'a> {
@@ -177,11 +182,53 @@ pub enum BatchRef<'a> {
     Comb(&'a combinatorial::CombBatch),
 }
 
+impl BatchRef<'_> {
+    /// The workload kind a calibration measures ([`calibration`]): batches
+    /// of one kind run the same operations at the same relative cost on a
+    /// backend. `linear` (fixed schedules on `linear_sphere`), `linear_gap`
+    /// (the same on `linear_gap`), `feducb`, `feducb_decentralized`,
+    /// `sdp_vecsum` (each with `_large_d` from d = [`LARGE_D`] on, and
+    /// `linear_large_d`), `gossip`, `combinatorial`.
+    pub fn kind(&self) -> &'static str {
+        let BatchRef::Linear(b) = self else {
+            return match self {
+                BatchRef::Gossip(_) => "gossip",
+                _ => "combinatorial",
+            };
+        };
+        // Large d changes where the time goes (the d^2 and d^3 work), so it
+        // is its own kind.
+        let large = b.env.d >= LARGE_D;
+        let vecsum = matches!(b.sync.as_ref().map(|s| &s.release), Some(Release::VecSum { .. }));
+        match (b.network.is_some(), b.adaptive(), vecsum, large) {
+            (true, _, _, false) => "feducb_decentralized",
+            (true, _, _, true) => "feducb_decentralized_large_d",
+            (false, true, _, false) => "feducb",
+            (false, true, _, true) => "feducb_large_d",
+            (false, false, true, false) => "sdp_vecsum",
+            (false, false, true, true) => "sdp_vecsum_large_d",
+            _ if large => "linear_large_d",
+            _ if matches!(b.env.kind, crate::env::LinearEnvKind::Gap) => "linear_gap",
+            _ => "linear",
+        }
+    }
+
+    /// Federations in the batch.
+    pub fn federations(&self) -> usize {
+        match self {
+            BatchRef::Linear(b) => b.federations(),
+            BatchRef::Gossip(b) => b.federations(),
+            BatchRef::Comb(b) => b.federations(),
+        }
+    }
+}
+
 /// Which backend the user asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum BackendChoice {
-    /// Per cell, CUDA only where it is measured faster than the CPU for the
-    /// cell's size (see [`cuda::crossover`]); otherwise the CPU.
+    /// Per cell, the backend this machine's calibration (`fedbandits
+    /// calibrate`, [`calibration`]) measured fastest for the cell's workload
+    /// and size; without one, the CPU.
     Auto,
     /// CPU (SIMD + rayon).
     Cpu,
@@ -202,6 +249,8 @@ pub enum BackendError {
 pub struct Selection {
     choice: BackendChoice,
     cuda: Option<cuda::CudaBackend>,
+    /// This machine's calibration (`auto` with a device).
+    calibration: Option<calibration::Calibration>,
     /// One line on what was found (device or why none).
     pub note: String,
 }
@@ -238,16 +287,23 @@ impl Selection {
         Self {
             choice: BackendChoice::Cpu,
             cuda: None,
+            calibration: None,
             note: "backend cpu (requested)".into(),
         }
     }
 
-    /// A selection with a given CUDA backend (e.g. the host emulation).
-    pub fn with_cuda(choice: BackendChoice, cuda: cuda::CudaBackend) -> Self {
+    /// A selection with a given CUDA backend (e.g. the host emulation) and,
+    /// for `auto`, the calibration that decides where cells run.
+    pub fn with_cuda(
+        choice: BackendChoice,
+        cuda: cuda::CudaBackend,
+        calibration: Option<calibration::Calibration>,
+    ) -> Self {
         let note = format!("backend {choice:?} with CUDA device {}", cuda.description()).to_lowercase();
         Self {
             choice,
             cuda: Some(cuda),
+            calibration,
             note,
         }
     }
@@ -262,11 +318,11 @@ impl Selection {
         self.cuda.as_ref()
     }
 
-    /// Where a cell runs. `batch` is the cell as a batch, or why it has no
-    /// batched form. Under `--backend cuda` a cell that cannot run on the
-    /// device is an error (the reason); under `auto` it runs on the CPU, as
-    /// does every cell for which no measured crossover says the GPU is
-    /// faster.
+    /// Where a cell runs. `batch` is the cell as a batch, or why it cannot
+    /// be built. Under `--backend cuda` a cell that cannot run on the device
+    /// is an error (the reason); under `auto` it runs where this machine's
+    /// calibration measured its workload fastest at its size, and on the
+    /// CPU where no calibration covers it.
     pub fn place(&self, batch: Result<BatchRef<'_>, &str>) -> Result<Placement, String> {
         match self.choice {
             BackendChoice::Cpu => Ok(Placement::Cpu("requested".into())),
@@ -277,7 +333,7 @@ impl Selection {
                 Ok(Placement::Cuda("requested".into()))
             }
             BackendChoice::Auto => {
-                let Some(dev) = self.cuda.as_ref() else {
+                let (Some(dev), Some(cal)) = (self.cuda.as_ref(), self.calibration.as_ref()) else {
                     return Ok(Placement::Cpu(self.note.clone()));
                 };
                 let b = match batch {
@@ -287,56 +343,88 @@ impl Selection {
                 if let Err(why) = dev.supports(b) {
                     return Ok(Placement::Cpu(format!("auto: {why}")));
                 }
-                let BatchRef::Linear(b) = b else {
-                    return Ok(Placement::Cpu(
-                        "auto: no gossip- or combinatorial-family batch has been measured faster on a GPU".into(),
-                    ));
-                };
-                Ok(match cuda::crossover::gpu_measured_faster(dev.description(), b) {
-                    Ok(why) => Placement::Cuda(format!("auto: {why}")),
-                    Err(why) => Placement::Cpu(format!("auto: {why}")),
+                Ok(match cal.choose(b.kind(), b.federations()) {
+                    Some((backend, why)) if backend == "cuda" => Placement::Cuda(format!("auto: {why}")),
+                    Some((_, why)) => Placement::Cpu(format!("auto: {why}")),
+                    None => Placement::Cpu(format!(
+                        "auto: the calibration has no {} row at {} federations or fewer",
+                        b.kind(),
+                        b.federations()
+                    )),
                 })
             }
         }
     }
 }
 
-/// Opens what a choice needs, with a one-line note on what was found.
-pub fn select(choice: BackendChoice) -> Result<Selection, BackendError> {
+/// What `auto` says when this machine has no calibration of a device.
+pub const NOT_CALIBRATED: &str =
+    "no calibration of a GPU on this machine; `fedbandits calibrate` measures every backend here, then auto uses it";
+
+/// Opens what a choice needs for a run on `threads` worker threads, with a
+/// one-line note on what was found. `auto` opens a device only where a
+/// calibration of this engine, CPU and thread count names one (so a
+/// CPU-only machine never pays for NVRTC), and uses it only if the device
+/// that opens is the one calibrated.
+pub fn select(choice: BackendChoice, threads: usize) -> Result<Selection, BackendError> {
     match choice {
         BackendChoice::Cpu => Ok(Selection::cpu()),
-        // Nothing measured faster on a GPU: do not even open one (NVRTC
-        // compiles the kernels when a device opens).
-        BackendChoice::Auto if !cuda::crossover::any_measured() => Ok(Selection {
-            choice,
-            cuda: None,
-            note: format!("backend cpu (auto: {})", cuda::crossover::NONE_MEASURED),
-        }),
-        BackendChoice::Auto => match cuda::CudaBackend::open() {
-            Ok(b) => {
-                let note = format!("backend auto: CUDA device {} (per cell: see below)", b.description());
-                Ok(Selection {
-                    choice,
-                    cuda: Some(b),
-                    note,
-                })
-            }
-            Err(e) => Ok(Selection {
-                choice,
-                cuda: None,
-                note: format!("backend cpu (auto: CUDA unavailable: {e})"),
-            }),
-        },
+        BackendChoice::Auto => Ok(select_auto(threads)),
         BackendChoice::Cuda => match cuda::CudaBackend::open() {
             Ok(b) => {
                 let note = format!("backend cuda ({})", b.description());
                 Ok(Selection {
                     choice,
                     cuda: Some(b),
+                    calibration: None,
                     note,
                 })
             }
             Err(e) => Err(BackendError::CudaUnavailable(e.to_string())),
         },
+    }
+}
+
+fn select_auto(threads: usize) -> Selection {
+    let cpu = |note: String| Selection {
+        choice: BackendChoice::Auto,
+        cuda: None,
+        calibration: None,
+        note: format!("backend cpu (auto: {note})"),
+    };
+    let dir = match calibration::cache_dir() {
+        Ok(d) => d,
+        Err(e) => return cpu(format!("{e}; {NOT_CALIBRATED}")),
+    };
+    let Some(device) = calibration::Calibration::device_calibrated(&dir, threads) else {
+        return cpu(NOT_CALIBRATED.into());
+    };
+    let dev = match cuda::CudaBackend::open() {
+        Ok(d) => d,
+        Err(e) => return cpu(format!("the calibrated device {device} did not open: {e}")),
+    };
+    if dev.description() != device {
+        return cpu(format!(
+            "calibrated on {device}, found {}: run `fedbandits calibrate` here",
+            dev.description()
+        ));
+    }
+    let key = calibration::MachineKey::here(threads, Some(dev.description()));
+    match calibration::Calibration::load(&dir, &key) {
+        Ok(Some(c)) => {
+            let note = format!(
+                "backend auto: CUDA device {}, calibration {} (per cell: see below)",
+                dev.description(),
+                calibration::Calibration::path(&dir, &key).display()
+            );
+            Selection {
+                choice: BackendChoice::Auto,
+                cuda: Some(dev),
+                calibration: Some(c),
+                note,
+            }
+        }
+        Ok(None) => cpu(NOT_CALIBRATED.into()),
+        Err(e) => cpu(e.to_string()),
     }
 }

@@ -26,7 +26,7 @@ use std::time::Instant;
 /// environment: `linear_gap`'s decision sets cost more to draw than
 /// `linear_sphere`'s, so FedUCB's rate is compared with it, not with
 /// `linear_d10_k100_m100` (which runs on `linear_sphere`).
-const WORKLOADS: &[(&str, u32, &str)] = &[
+pub const WORKLOADS: &[(&str, u32, &str)] = &[
     (
         "linear_d10_k100_m100",
         64,
@@ -97,10 +97,114 @@ pub struct BenchOptions {
     pub federations: Option<u32>,
 }
 
+/// Where a measurement runs.
+#[derive(Clone, Copy)]
+pub enum On<'a> {
+    /// The CPU backend, repetitions spread over the pool.
+    Cpu(&'a rayon::ThreadPool),
+    /// A CUDA backend, every repetition in one batch.
+    Cuda(&'a crate::backend::cuda::CudaBackend),
+}
+
+/// One measurement of a workload.
+#[derive(Clone, Copy, Debug)]
+pub struct Measurement {
+    /// Agent-steps per second.
+    pub rate: f64,
+    /// Seconds the run took.
+    pub seconds: f64,
+    /// Rounds per federation.
+    pub rounds: u64,
+    /// The workload's kind ([`crate::backend::BatchRef::kind`]).
+    pub kind: &'static str,
+    /// DESIGN.md's cost model at this rate: (GFLOP/s, GB/s), linear only.
+    pub model: Option<(f64, f64)>,
+    /// On CUDA: kernel launches, bytes uploaded and downloaded by the run
+    /// (setup and results included).
+    pub traffic: Option<(u64, u64, u64)>,
+}
+
+/// Runs `feds` federations of a workload (`yaml` with `{T}` for the rounds)
+/// for `rounds` rounds on `on`; `Err` when the job or the backend refuses.
+pub fn measure(name: &str, yaml: &str, feds: u32, rounds: u64, on: On<'_>) -> Result<Measurement, String> {
+    let text = yaml.replace("{T}", &rounds.max(1).to_string());
+    let job = Job::parse(Path::new(name), &text).map_err(|e| format!("internal workload is invalid: {e}"))?;
+    let cell = &job.cells[0];
+    let ck = [job.horizon];
+    let reps: Vec<u32> = (0..feds.max(1)).collect();
+    let batch = crate::sim::cell_batch(cell, 1, &reps)?;
+    let kind = batch.as_ref().kind();
+    let start = Instant::now();
+    let mut traffic = None;
+    match on {
+        On::Cuda(dev) => {
+            dev.supports(batch.as_ref())?;
+            let before = dev.traffic();
+            run_built_batch(cell, &reps, &batch, &ck, dev, &|_| {}).map_err(|e| e.to_string())?;
+            let after = dev.traffic();
+            traffic = Some((after.0 - before.0, after.1 - before.1, after.2 - before.2));
+        }
+        On::Cpu(pool) => pool.install(|| {
+            reps.par_iter().with_max_len(1).for_each(|&rep| {
+                let _ = run_rep(cell, 1, rep, &ck, &|_| {});
+            });
+        }),
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let rate = (cell.agent_steps_per_rep() * u64::from(feds.max(1))) as f64 / seconds;
+    // The cost model is the linear family's (DESIGN.md): 2 K (d^2 + 2d)
+    // flops per agent-step; bytes: V^{-1} read twice and written once, the
+    // Gram sums read and written, the decision set written and read back
+    // (f64), the normals written and read (f32).
+    let model = cell.config.linear().map(|c| {
+        let (d, k) = (c.env.d as f64, c.env.k as f64);
+        let kp = (k / 8.0).ceil() * 8.0;
+        let bytes = 8.0 * (5.0 * d * d + 2.0 * d * kp + kp) + 8.0 * (k - d) * (d - 1.0);
+        (rate * 2.0 * k * (d * d + 2.0 * d) / 1e9, rate * bytes / 1e9)
+    });
+    Ok(Measurement {
+        rate,
+        seconds,
+        rounds: job.horizon,
+        kind,
+        model,
+        traffic,
+    })
+}
+
+/// Runs a workload for about `seconds` (at least one round): rounds double
+/// from 1 until a run takes a quarter of the budget, then one run sized to
+/// the budget is the measurement.
+pub fn measure_for(name: &str, yaml: &str, feds: u32, seconds: f64, on: On<'_>) -> Result<Measurement, String> {
+    let mut rounds = min_rounds(yaml);
+    loop {
+        let m = measure(name, yaml, feds, rounds, on)?;
+        if m.seconds >= seconds / 4.0 || rounds >= 1 << 20 {
+            let target = ((seconds / m.seconds) * rounds as f64).floor() as u64;
+            return if target <= rounds {
+                Ok(m)
+            } else {
+                measure(name, yaml, feds, target.min(rounds * 8), on)
+            };
+        }
+        rounds *= 2;
+    }
+}
+
+/// The fewest rounds (a power of two, at most 1024) a workload's job
+/// accepts: a sync period B or M initial pulls need that many.
+pub fn min_rounds(yaml: &str) -> u64 {
+    let mut r = 1u64;
+    while r < 1024 && Job::parse(Path::new("min_rounds"), &yaml.replace("{T}", &r.to_string())).is_err() {
+        r *= 2;
+    }
+    r
+}
+
 /// Runs the workloads and prints one line each. Each workload runs where
-/// the selection places it (`--backend auto`: the CPU unless a measured
-/// crossover says the GPU is faster; `--backend cuda`: the GPU, and a
-/// workload the device cannot run is reported and skipped).
+/// the selection places it (`--backend auto`: where this machine's
+/// calibration measured it fastest, else the CPU; `--backend cuda`: the GPU,
+/// and a workload the device cannot run is reported and skipped).
 pub fn run(sel: &Selection, opts: &BenchOptions) -> Result<(), RunError> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(opts.threads.unwrap_or(0))
@@ -115,74 +219,53 @@ pub fn run(sel: &Selection, opts: &BenchOptions) -> Result<(), RunError> {
             continue;
         }
         let feds = opts.federations.unwrap_or(*default_feds).max(1);
-        let text = yaml.replace("{T}", &opts.rounds.max(1).to_string());
-        let job = match Job::parse(Path::new(name), &text) {
-            Ok(j) => j,
-            Err(e) => {
-                eprintln!("bench {name}: internal workload is invalid: {e}");
-                continue;
-            }
-        };
-        let cell = &job.cells[0];
-        let ck = [job.horizon];
-        let reps: Vec<u32> = (0..feds).collect();
-        let batch = crate::sim::cell_batch(cell, 1, &reps);
-        let placement = match sel.place(batch.as_ref().map(CellBatch::as_ref).map_err(String::as_str)) {
-            Ok(p) => p,
-            Err(why) => {
+        let rounds = opts.rounds.max(1);
+        let text = yaml.replace("{T}", &rounds.to_string());
+        let placement = Job::parse(Path::new(name), &text)
+            .map_err(|e| e.to_string())
+            .and_then(|job| {
+                let reps: Vec<u32> = (0..feds).collect();
+                let batch = crate::sim::cell_batch(&job.cells[0], 1, &reps);
+                sel.place(batch.as_ref().map(CellBatch::as_ref).map_err(String::as_str))
+            });
+        let (on, label, backend): (On<'_>, &str, &dyn Backend) = match (placement, sel.cuda_backend()) {
+            (Err(why), _) => {
                 eprintln!("bench {name}: skipped: cannot run on CUDA: {why}");
                 continue;
             }
+            (Ok(Placement::Cuda(_)), Some(dev)) => (On::Cuda(dev), "cuda", dev),
+            _ => (On::Cpu(&pool), "cpu", sel.cpu_backend()),
         };
-        let start = Instant::now();
-        let (label, backend): (&str, &dyn Backend) = match (&placement, sel.cuda_backend(), &batch) {
-            (Placement::Cuda(_), Some(dev), Ok(batch)) => {
-                if let Err(e) = run_built_batch(cell, &reps, batch, &ck, dev, &|_| {}) {
-                    eprintln!("bench {name}: backend cuda failed: {e}");
-                    continue;
-                }
-                ("cuda", dev)
-            }
-            _ => {
-                let cpu = sel.cpu_backend();
-                pool.install(|| {
-                    reps.par_iter().with_max_len(1).for_each(|&rep| {
-                        let _ = run_rep(cell, 1, rep, &ck, &|_| {});
-                    });
-                });
-                ("cpu", cpu)
+        let m = match measure(name, yaml, feds, rounds, on) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("bench {name}: backend {label} failed: {e}");
+                continue;
             }
         };
-        let secs = start.elapsed().as_secs_f64();
-        let steps = cell.agent_steps_per_rep() * u64::from(feds);
-        let rate = steps as f64 / secs;
-        // The cost model is the linear family's (DESIGN.md); other families
-        // report the rate only.
-        let model = match cell.config.linear() {
-            Some(c) => {
-                let (d, k) = (c.env.d as f64, c.env.k as f64);
-                let gflops = rate * 2.0 * k * (d * d + 2.0 * d) / 1e9;
-                // Bytes an agent-step moves under the same model: V^{-1} read
-                // twice and written once, the Gram sums read and written, the
-                // decision set written and read back (f64), the normals
-                // written and read (f32).
-                let kp = (k / 8.0).ceil() * 8.0;
-                let bytes = 8.0 * (5.0 * d * d + 2.0 * d * kp + kp) + 8.0 * (k - d) * (d - 1.0);
-                let gbs = rate * bytes / 1e9;
-                match (label == "cuda").then(|| backend.device_peaks()).flatten() {
-                    Some((pf, pb)) => format!(
-                        " model_gflop_s={gflops:.2} model_gb_s={gbs:.1} device_peak_fp64_gflop_s={pf:.0} device_peak_gb_s={pb:.0} fp64_fraction={:.4} bandwidth_fraction={:.4}",
-                        gflops / pf,
-                        gbs / pb
-                    ),
-                    None => format!(" model_gflop_s={gflops:.2} model_gb_s={gbs:.1}"),
-                }
-            }
+        let model = match m.model {
+            Some((gflops, gbs)) => match (label == "cuda").then(|| backend.device_peaks()).flatten() {
+                Some((pf, pb)) => format!(
+                    " model_gflop_s={gflops:.2} model_gb_s={gbs:.1} device_peak_fp64_gflop_s={pf:.0} device_peak_gb_s={pb:.0} fp64_fraction={:.4} bandwidth_fraction={:.4}",
+                    gflops / pf,
+                    gbs / pb
+                ),
+                None => format!(" model_gflop_s={gflops:.2} model_gb_s={gbs:.1}"),
+            },
             None => String::new(),
         };
+        let traffic = m.traffic.map_or(String::new(), |(l, up, down)| {
+            let per = 1000.0 / m.rounds as f64;
+            format!(
+                " launches_per_1000_rounds={:.0} bytes_up_per_1000_rounds={:.0} bytes_down_per_1000_rounds={:.0}",
+                l as f64 * per,
+                up as f64 * per,
+                down as f64 * per
+            )
+        });
         super::emit(&format!(
-            "bench {name} backend={label} agent_steps_per_s={rate:.0} threads={nthreads} federations={feds} rounds={} seconds={secs:.3}{model}\n",
-            job.horizon
+            "bench {name} backend={label} agent_steps_per_s={:.0} threads={nthreads} federations={feds} rounds={} seconds={:.3}{model}{traffic}\n",
+            m.rate, m.rounds, m.seconds
         ));
     }
     Ok(())

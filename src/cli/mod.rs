@@ -8,6 +8,7 @@
 
 pub mod audit;
 pub mod bench;
+pub mod calibrate;
 
 use crate::backend::{self, BackendChoice};
 use crate::job::params::{FAMILIES, PARAMS};
@@ -164,6 +165,27 @@ pub enum Command {
         #[arg(long)]
         linalg: bool,
     },
+    /// Measure every bench workload on every backend that works here (the
+    /// CPU; CUDA when a device opens and agrees with the CPU bit for bit)
+    /// at several batch sizes, print the table and record it as this
+    /// machine's calibration, which `--backend auto` follows.
+    Calibrate {
+        /// Worker threads (default: all cores); part of the machine's key.
+        #[arg(long, value_parser = at_least_one)]
+        threads: Option<usize>,
+        /// Batch sizes, comma-separated.
+        #[arg(long, value_delimiter = ',', default_values_t = vec![64u32, 1024, 4096])]
+        federations: Vec<u32>,
+        /// Seconds per measurement (at least one round each).
+        #[arg(long, default_value_t = 2.0)]
+        seconds: f64,
+        /// Only workloads whose name contains this text.
+        #[arg(long)]
+        only: Option<String>,
+        /// Also write the table as a Markdown report.
+        #[arg(long)]
+        report: Option<PathBuf>,
+    },
 }
 
 /// Errors reaching the command line.
@@ -228,7 +250,7 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             quiet,
         } => {
             let job = Job::load(&job)?;
-            let sel = backend::select(backend)?;
+            let sel = backend::select(backend, worker_threads(threads))?;
             if !quiet {
                 eprintln!(
                     "fedbandits: job {}: {} cell(s) x {} repetition(s), {:.3e} agent-steps",
@@ -349,6 +371,23 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             emit(&text);
             Ok(())
         }
+        Command::Calibrate {
+            threads,
+            federations,
+            seconds,
+            only,
+            report,
+        } => {
+            let opts = calibrate::CalibrateOptions {
+                threads: worker_threads(capped_threads(threads)),
+                federations,
+                seconds,
+                only,
+                report,
+            };
+            emit(&calibrate::run(&opts)?);
+            Ok(())
+        }
         Command::List => {
             let mut out = String::new();
             for f in FAMILIES {
@@ -391,7 +430,7 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
                 bench::linalg_crossover();
                 return Ok(());
             }
-            let sel = backend::select(backend)?;
+            let sel = backend::select(backend, worker_threads(threads))?;
             eprintln!("fedbandits bench: {}", sel.note);
             if kernels {
                 bench::kernels(sel.cpu_backend());
@@ -677,6 +716,13 @@ fn at_least_one(s: &str) -> Result<usize, String> {
         Ok(_) => Err("must be at least 1".into()),
         Err(e) => Err(format!("expected a whole number >= 1 ({e})")),
     }
+}
+
+/// The worker threads a run with `--threads` (None: all cores) uses, capped
+/// as [`capped_threads`] caps them (silently: the cap warns once).
+pub fn worker_threads(threads: Option<usize>) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    threads.map_or(cores, |t| t.clamp(1, 4 * cores))
 }
 
 /// `--threads`, capped at 4 x the machine's cores (more threads only add

@@ -5,6 +5,7 @@
 
 pub mod cost;
 pub mod merge;
+pub mod parity;
 pub mod runner;
 
 use crate::algo::combinatorial::{CombPoint, comb_batch};

@@ -6,8 +6,15 @@ use fedbandits::output::{NONDETERMINISTIC_COLUMNS, canonical_rows, read_metadata
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The binary, with an empty calibration cache of its own (so that a
+/// calibration in the user's cache never changes where `auto` runs a test).
 fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_fedbandits"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_fedbandits"));
+    c.env(
+        "FEDBANDITS_CACHE_DIR",
+        std::env::temp_dir().join(format!("fedbandits-test-{}-no-calibration", std::process::id())),
+    );
+    c
 }
 
 fn tempdir(name: &str) -> PathBuf {
@@ -203,8 +210,13 @@ fn cuda_backend_fails_cleanly_and_auto_falls_back() {
     let o = with_backend("auto");
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("backend cpu (auto"), "{}", stderr(&o));
-    // auto says why the CPU (no measured crossover) and where each cell ran.
-    assert!(stderr(&o).contains("no GPU speed-up measured"), "{}", stderr(&o));
+    // auto says why the CPU (no calibration of a device here) and where
+    // each cell ran.
+    assert!(
+        stderr(&o).contains("no calibration of a GPU on this machine"),
+        "{}",
+        stderr(&o)
+    );
     assert!(
         stderr(&o).contains("cells [0] [1] [2] [3] [4] run on cpu"),
         "{}",
@@ -601,4 +613,70 @@ fn audit_fails_an_under_noised_mechanism_and_names_the_column() {
     );
     // The table was written before the failure.
     assert!(dir.join("audit_dubey/_audit/audit.parquet").exists());
+}
+
+/// `fedbandits calibrate` on a machine without a device: it says so,
+/// measures the CPU, prints the table, records the calibration in the
+/// cache directory and writes the Markdown report; `run --backend auto`
+/// then still runs on the CPU and says why (no device was calibrated).
+#[test]
+fn calibrate_records_the_cpu_and_auto_says_why_it_stays_there() {
+    let dir = tempdir("calibrate");
+    let report = dir.join("report.md");
+    let o = bin()
+        .env("FEDBANDITS_CACHE_DIR", &dir)
+        .args([
+            "calibrate",
+            "--only",
+            "gossip",
+            "--federations",
+            "4,8",
+            "--seconds",
+            "0.05",
+        ])
+        .args(["--threads", "2", "--report", report.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(out.contains("no CUDA device opened"), "{out}");
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("gossip_n10_m5 ")).collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    assert!(
+        rows.iter().all(|r| r.contains(" gossip ") && r.contains(" cpu ")),
+        "{out}"
+    );
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("calibration-"))
+        .collect();
+    assert_eq!(files.len(), 1);
+    let text = std::fs::read_to_string(files[0].path()).unwrap();
+    assert!(text.contains("device: null") && text.contains("kind: gossip"), "{text}");
+    assert!(
+        std::fs::read_to_string(&report)
+            .unwrap()
+            .contains("| gossip_n10_m5 | gossip | cpu | 8 |")
+    );
+    // auto: the calibration names no device, so the CPU, with the reason.
+    let job = write_job(&dir, "auto.yaml", GOOD);
+    let o = bin()
+        .env("FEDBANDITS_CACHE_DIR", &dir)
+        .args([
+            "run",
+            job.to_str().unwrap(),
+            "--out",
+            dir.join("out").to_str().unwrap(),
+            "--threads",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no calibration of a GPU on this machine"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -60,6 +60,83 @@ pub trait Launcher {
     }
 }
 
+/// Launches and host-device copies so far (shared by a [`Counted`]
+/// launcher and whoever reads the counts).
+#[derive(Debug, Default)]
+pub struct Traffic {
+    /// Kernel launches.
+    pub launches: std::sync::atomic::AtomicU64,
+    /// Bytes copied host to device.
+    pub uploaded: std::sync::atomic::AtomicU64,
+    /// Bytes copied device to host.
+    pub downloaded: std::sync::atomic::AtomicU64,
+}
+
+impl Traffic {
+    /// (launches, bytes up, bytes down).
+    pub fn get(&self) -> (u64, u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (
+            self.launches.load(Relaxed),
+            self.uploaded.load(Relaxed),
+            self.downloaded.load(Relaxed),
+        )
+    }
+}
+
+/// A launcher that counts what it is asked to do ([`Traffic`]) and passes
+/// everything to the one it wraps.
+pub struct Counted {
+    inner: Box<dyn Launcher + Send>,
+    traffic: std::sync::Arc<Traffic>,
+}
+
+impl Counted {
+    /// Wraps `inner`, counting into `traffic`.
+    pub fn new(inner: Box<dyn Launcher + Send>, traffic: std::sync::Arc<Traffic>) -> Self {
+        Self { inner, traffic }
+    }
+}
+
+impl Launcher for Counted {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn alloc_zeroed(&mut self, bytes: usize) -> Result<DevPtr, CudaError> {
+        self.inner.alloc_zeroed(bytes)
+    }
+    fn upload(&mut self, dst: DevPtr, bytes: &[u8]) -> Result<(), CudaError> {
+        let t = &self.traffic.uploaded;
+        t.fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        self.inner.upload(dst, bytes)
+    }
+    fn download(&mut self, src: DevPtr, out: &mut [u8]) -> Result<(), CudaError> {
+        let t = &self.traffic.downloaded;
+        t.fetch_add(out.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        self.inner.download(src, out)
+    }
+    fn launch_grid(
+        &mut self,
+        kernel: &str,
+        grid: usize,
+        block: usize,
+        shared_bytes: usize,
+        args: &[Arg],
+    ) -> Result<(), CudaError> {
+        self.traffic.launches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.launch_grid(kernel, grid, block, shared_bytes, args)
+    }
+    fn free_all(&mut self) {
+        self.inner.free_all();
+    }
+    fn peaks(&self) -> Option<(f64, f64)> {
+        self.inner.peaks()
+    }
+    fn max_shared_per_block(&self) -> usize {
+        self.inner.max_shared_per_block()
+    }
+}
+
 /// Dynamic shared memory a block may use on any CUDA device without opting in.
 pub const DEFAULT_SHARED_PER_BLOCK: usize = 48 * 1024;
 

@@ -7,7 +7,6 @@
 //! CPU backend.
 
 pub mod combinatorial;
-pub mod crossover;
 pub mod device;
 pub mod driver;
 pub mod emulation;
@@ -53,24 +52,31 @@ impl From<CudaError> for super::BatchError {
 pub struct CudaBackend {
     launcher: std::sync::Mutex<Box<dyn launcher::Launcher + Send>>,
     description: String,
+    traffic: std::sync::Arc<launcher::Traffic>,
 }
 
 impl CudaBackend {
     /// Opens the first device (compiling the kernels with NVRTC).
     pub fn open() -> Result<Self, CudaError> {
         let dev = device::CudaDevice::open()?;
-        Ok(Self {
-            description: dev.description.clone(),
-            launcher: std::sync::Mutex::new(Box::new(dev)),
-        })
+        let description = dev.description.clone();
+        Ok(Self::with_launcher(Box::new(dev), &description))
     }
 
-    /// A backend over any launcher (the host emulation in tests).
+    /// A backend over any launcher (the host emulation in tests); its
+    /// launches and copies are counted ([`CudaBackend::traffic`]).
     pub fn with_launcher(launcher: Box<dyn launcher::Launcher + Send>, description: &str) -> Self {
+        let traffic = std::sync::Arc::new(launcher::Traffic::default());
         Self {
-            launcher: std::sync::Mutex::new(launcher),
+            launcher: std::sync::Mutex::new(Box::new(launcher::Counted::new(launcher, traffic.clone()))),
             description: description.to_string(),
+            traffic,
         }
+    }
+
+    /// Kernel launches, bytes uploaded and bytes downloaded so far.
+    pub fn traffic(&self) -> (u64, u64, u64) {
+        self.traffic.get()
     }
 
     /// Device name and compute capability.

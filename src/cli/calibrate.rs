@@ -1,0 +1,241 @@
+//! `fedbandits calibrate`: measures every bench workload on every backend
+//! that works on this machine (the CPU; CUDA when a device opens) at several
+//! batch sizes, prints the table, and records it as this machine's
+//! calibration ([`crate::backend::calibration`]), which `--backend auto`
+//! then follows cell by cell. A device is measured only after it passed the
+//! parity check ([`crate::sim::parity`]: every algorithm on both linear
+//! environments and the other families, bit for bit against the CPU); a
+//! device that disagrees is recorded as rejected, with the reason, and not
+//! measured. `--report FILE` also writes the table as Markdown with the
+//! machine, driver and engine versions.
+
+use super::CliError;
+use super::bench::{On, WORKLOADS, measure_for};
+use crate::backend::Backend;
+use crate::backend::calibration::{Calibration, MachineKey, Row, cache_dir};
+use crate::backend::cuda::CudaBackend;
+use crate::sim::runner::RunError;
+use std::path::PathBuf;
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct CalibrateOptions {
+    /// Worker threads of the CPU measurements (and of the key).
+    pub threads: usize,
+    /// Batch sizes.
+    pub federations: Vec<u32>,
+    /// Seconds per measurement (at least one round).
+    pub seconds: f64,
+    /// Only workloads whose name contains this.
+    pub only: Option<String>,
+    /// Markdown report.
+    pub report: Option<PathBuf>,
+}
+
+/// Runs the calibration; returns the text printed (table, where it was
+/// recorded).
+pub fn run(opts: &CalibrateOptions) -> Result<String, CliError> {
+    if opts.federations.is_empty() || !(opts.seconds.is_finite() && opts.seconds > 0.0) {
+        return Err(CliError::Usage(format!(
+            "--federations needs at least one size and --seconds {} must be > 0",
+            opts.seconds
+        )));
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.threads)
+        .build()
+        .map_err(|e| RunError::Threads {
+            threads: opts.threads,
+            message: e.to_string(),
+        })?;
+    let mut text = String::new();
+    let (device, mut rejected) = open_checked(&mut text);
+    let mut rows = Vec::new();
+    for (name, _, yaml) in WORKLOADS {
+        if opts.only.as_deref().is_some_and(|o| !name.contains(o)) {
+            continue;
+        }
+        // Seconds per (federation x round) on the CPU at the last size.
+        let mut cpu_cost: Option<f64> = None;
+        for &feds in &opts.federations {
+            // A size whose shortest run would take over 20 budgets on the
+            // CPU (large d at thousands of federations on a small machine)
+            // is skipped; `auto` then uses the CPU's rate at a smaller size.
+            let min = super::bench::min_rounds(yaml) as f64;
+            if let Some(c) = cpu_cost
+                && c * min * f64::from(feds) > 20.0 * opts.seconds
+            {
+                text += &format!(
+                    "{name} at {feds} federations: cpu skipped (about {:.0} s for {min} round(s) here)\n",
+                    c * min * f64::from(feds)
+                );
+            } else {
+                let cpu = measure_for(name, yaml, feds, opts.seconds, On::Cpu(&pool));
+                match cpu {
+                    Ok(m) => {
+                        eprintln!("calibrate {name} cpu {feds}: {:.3e} agent-steps/s", m.rate);
+                        rows.push(row(name, m, "cpu", feds, None, None));
+                        cpu_cost = Some(m.seconds / (m.rounds as f64 * f64::from(feds)));
+                    }
+                    Err(e) => text += &format!("{name} at {feds} federations: cpu failed: {e}\n"),
+                }
+            }
+            let cpu_rate = rows
+                .iter()
+                .rev()
+                .find(|r| r.workload == *name && r.backend == "cpu")
+                .map(|r| r.agent_steps_per_s);
+            let Some(dev) = device.as_ref() else { continue };
+            match measure_for(name, yaml, feds, opts.seconds, On::Cuda(dev)) {
+                Ok(m) => {
+                    eprintln!("calibrate {name} cuda {feds}: {:.3e} agent-steps/s", m.rate);
+                    rows.push(row(name, m, "cuda", feds, cpu_rate, dev.device_peaks()));
+                }
+                Err(e) => {
+                    let why = format!("{name} at {feds} federations: not on cuda: {e}");
+                    if !rejected.contains(&why) {
+                        text += &format!("{why}\n");
+                    }
+                    rejected.push(why);
+                }
+            }
+        }
+    }
+    let key = MachineKey::here(opts.threads, device.as_ref().map(CudaBackend::description));
+    let cal = Calibration {
+        machine: key,
+        measured_at: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        rows,
+        rejected,
+    };
+    text += &table(&cal);
+    let dir = cache_dir().map_err(|e| CliError::Usage(e.to_string()))?;
+    let path = cal.save(&dir).map_err(|e| CliError::Usage(e.to_string()))?;
+    text += &format!(
+        "recorded {} (`--backend auto` follows it on this machine)\n",
+        path.display()
+    );
+    if let Some(report) = &opts.report {
+        std::fs::write(report, markdown(&cal, &text))
+            .map_err(|e| CliError::Usage(format!("{}: {e}", report.display())))?;
+        text += &format!("wrote {}\n", report.display());
+    }
+    Ok(text)
+}
+
+/// Opens a CUDA device and checks its parity with the CPU; the device when
+/// it agrees, and the reasons a device was not used.
+fn open_checked(text: &mut String) -> (Option<CudaBackend>, Vec<String>) {
+    let dev = match CudaBackend::open() {
+        Ok(d) => d,
+        Err(e) => {
+            *text += &format!("no CUDA device opened ({e}): the CPU only\n");
+            return (None, Vec::new());
+        }
+    };
+    match crate::sim::parity::check_all(&dev) {
+        Ok(p) => {
+            *text += &format!(
+                "device {}: parity with the CPU bit for bit in {} cells ({} without kernels, skipped)\n",
+                dev.description(),
+                p.equal.len(),
+                p.skipped.len()
+            );
+            (Some(dev), Vec::new())
+        }
+        Err(e) => {
+            let why = format!("device {} disagrees with the CPU, not measured: {e}", dev.description());
+            *text += &format!("{why}\n");
+            (None, vec![why])
+        }
+    }
+}
+
+fn row(
+    name: &str,
+    m: super::bench::Measurement,
+    backend: &str,
+    feds: u32,
+    cpu: Option<f64>,
+    peaks: Option<(f64, f64)>,
+) -> Row {
+    let fractions = m.model.zip(peaks).map(|((gf, gb), (pf, pb))| (gf / pf, gb / pb));
+    Row {
+        workload: name.into(),
+        kind: m.kind.into(),
+        backend: backend.into(),
+        federations: feds,
+        agent_steps_per_s: m.rate,
+        speedup: cpu.map(|c| m.rate / c),
+        fp64_fraction: fractions.map(|f| f.0),
+        bandwidth_fraction: fractions.map(|f| f.1),
+    }
+}
+
+/// The table as text.
+pub fn table(c: &Calibration) -> String {
+    let mut out = format!(
+        "calibration: {} | CPU {} | {} threads | device {}\n{:<30} {:<22} {:<5} {:>11} {:>14} {:>9} {:>8} {:>8}\n",
+        c.machine.engine,
+        c.machine.cpu,
+        c.machine.threads,
+        c.machine.device.as_deref().unwrap_or("none"),
+        "workload",
+        "kind",
+        "on",
+        "federations",
+        "agent-steps/s",
+        "vs cpu",
+        "fp64",
+        "bw"
+    );
+    let opt = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |v| format!("{v:.p$}"));
+    for r in &c.rows {
+        out += &format!(
+            "{:<30} {:<22} {:<5} {:>11} {:>14.4e} {:>9} {:>8} {:>8}\n",
+            r.workload,
+            r.kind,
+            r.backend,
+            r.federations,
+            r.agent_steps_per_s,
+            opt(r.speedup, 2),
+            opt(r.fp64_fraction, 4),
+            opt(r.bandwidth_fraction, 4)
+        );
+    }
+    out
+}
+
+/// The report: the machine and the table as Markdown, then the text.
+fn markdown(c: &Calibration, text: &str) -> String {
+    let mut md = format!(
+        "# fedbandits calibration\n\n- engine: {}\n- CPU: {} ({} threads)\n- device: {}\n- measured at: {} (Unix seconds)\n\n\
+         | workload | kind | backend | federations | agent-steps/s | vs cpu | fp64 fraction | bandwidth fraction |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+        c.machine.engine,
+        c.machine.cpu,
+        c.machine.threads,
+        c.machine.device.as_deref().unwrap_or("none opened"),
+        c.measured_at
+    );
+    let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.4}"));
+    for r in &c.rows {
+        md += &format!(
+            "| {} | {} | {} | {} | {:.4e} | {} | {} | {} |\n",
+            r.workload,
+            r.kind,
+            r.backend,
+            r.federations,
+            r.agent_steps_per_s,
+            opt(r.speedup),
+            opt(r.fp64_fraction),
+            opt(r.bandwidth_fraction)
+        );
+    }
+    md += "\n```\n";
+    md += text;
+    md += "```\n";
+    md
+}
