@@ -34,7 +34,6 @@ use crate::linalg::LltError;
 use crate::privacy::accountant::Neighbours;
 use crate::privacy::audit::{AuditOutcome, Harness, audit, leaf_of};
 use crate::privacy::tree::{dubey_noise, symmetric_gaussian};
-use crate::privacy::vecsum::VecSum;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The two neighbouring observations (x, y) of a linear cell.
@@ -72,19 +71,10 @@ pub fn harness(cell: &CellConfig, noise_scale: f64) -> Result<(Harness, f64), St
             let d = cfg.env.d;
             match cfg.algorithm {
                 LinearAlgorithm::PrivateFedlinucb if cfg.protocol == Protocol::SdpVecsum => {
-                    let c = fedlinucb::ZhouConstants::new(cfg);
                     // b's constant scales the Binomial count, so the noise's
                     // standard deviation scales by its square root.
-                    let proto = VecSum::new(
-                        d,
-                        c.levels,
-                        cfg.batch_size,
-                        cfg.m,
-                        cfg.l_bound,
-                        eps,
-                        delta,
-                        cfg.vecsum_scale * noise_scale * noise_scale,
-                    );
+                    let proto =
+                        fedlinucb::vecsum_protocol(cfg, eps, delta, cfg.vecsum_scale * noise_scale * noise_scale);
                     Ok((
                         Harness::VecSum {
                             proto: Box::new(proto),

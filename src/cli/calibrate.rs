@@ -191,21 +191,26 @@ pub fn table(c: &Calibration) -> String {
         "fp64",
         "bw"
     );
-    let opt = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |v| format!("{v:.p$}"));
     for r in &c.rows {
-        out += &format!(
-            "{:<30} {:<22} {:<5} {:>11} {:>14.4e} {:>9} {:>8} {:>8}\n",
-            r.workload,
-            r.kind,
-            r.backend,
-            r.federations,
-            r.agent_steps_per_s,
-            opt(r.speedup, 2),
-            opt(r.fp64_fraction, 4),
-            opt(r.bandwidth_fraction, 4)
-        );
+        let [w, k, b, f, rate, sp, fp, bw] = cells(r);
+        out += &format!("{w:<30} {k:<22} {b:<5} {f:>11} {rate:>14} {sp:>9} {fp:>8} {bw:>8}\n");
     }
     out
+}
+
+/// A row's cells as both the table and the report print them.
+fn cells(r: &Row) -> [String; 8] {
+    let opt = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |v| format!("{v:.p$}"));
+    [
+        r.workload.clone(),
+        r.kind.clone(),
+        r.backend.clone(),
+        r.federations.to_string(),
+        format!("{:.4e}", r.agent_steps_per_s),
+        opt(r.speedup, 2),
+        opt(r.fp64_fraction, 4),
+        opt(r.bandwidth_fraction, 4),
+    ]
 }
 
 /// The report: the machine and the table as Markdown, then the text.
@@ -220,19 +225,8 @@ fn markdown(c: &Calibration, text: &str) -> String {
         c.machine.device.as_deref().unwrap_or("none opened"),
         c.measured_at
     );
-    let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.4}"));
     for r in &c.rows {
-        md += &format!(
-            "| {} | {} | {} | {} | {:.4e} | {} | {} | {} |\n",
-            r.workload,
-            r.kind,
-            r.backend,
-            r.federations,
-            r.agent_steps_per_s,
-            opt(r.speedup),
-            opt(r.fp64_fraction),
-            opt(r.bandwidth_fraction)
-        );
+        md += &format!("| {} |\n", cells(r).join(" | "));
     }
     md += "\n```\n";
     md += text;

@@ -136,6 +136,15 @@ impl AgentTrees {
         crate::rng::fold_more(agent_key, node)
     }
 
+    /// The folded noise keys of `per_federation` trees (agents, or slots)
+    /// of every federation, federation-major: `fold_key(noise_key(k, i))`.
+    pub fn folded_keys(algo_keys: &[Vec<u64>], per_federation: usize) -> Vec<u64> {
+        algo_keys
+            .iter()
+            .flat_map(|k| (0..per_federation).map(move |i| crate::rng::fold_key(&Self::noise_key(k, i))))
+            .collect()
+    }
+
     /// Trees for `m` agents.
     pub fn new(m: usize, width: usize, levels: usize, algo_key: &[u64]) -> Self {
         Self {

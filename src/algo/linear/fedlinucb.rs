@@ -133,16 +133,7 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
     let (noise, paper, basic) = match cfg.protocol {
         Protocol::SdpVecsum => {
             let entries = cfg.env.d * (cfg.env.d + 1) / 2 + cfg.env.d;
-            let proto = VecSum::new(
-                cfg.env.d,
-                c.levels,
-                cfg.batch_size,
-                cfg.m,
-                cfg.l_bound,
-                eps,
-                delta,
-                cfg.vecsum_scale,
-            );
+            let proto = vecsum_protocol(cfg, eps, delta, cfg.vecsum_scale);
             let why = format!(
                 "the vector-summation protocol's analysis assumes l2-bounded vectors with b set for their \
                  dimension, while the implementation (as the authors' code) sets b from d = {} for vectors of \
@@ -212,6 +203,22 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
     })
 }
 
+/// The vector-summation protocol of a configuration at (eps, delta), with
+/// `scale` as b's constant (the job's `vecsum_scale`; the auditor scales it).
+pub fn vecsum_protocol(cfg: &LinearConfig, eps: f64, delta: f64, scale: f64) -> VecSum {
+    let c = ZhouConstants::new(cfg);
+    VecSum::new(
+        cfg.env.d,
+        c.levels,
+        cfg.batch_size,
+        cfg.m,
+        cfg.l_bound,
+        eps,
+        delta,
+        scale,
+    )
+}
+
 /// How a relation changes the observation, in words.
 pub fn relation_verb(n: crate::privacy::accountant::Neighbours) -> &'static str {
     match n {
@@ -253,10 +260,7 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]
         (false, ..) => Release::Exact,
     };
     let noise_keys = if matches!(release, Release::Tree { .. }) {
-        algo_keys
-            .iter()
-            .flat_map(|k| (0..m).map(move |i| crate::rng::fold_key(&AgentTrees::noise_key(k, i))))
-            .collect()
+        AgentTrees::folded_keys(algo_keys, m)
     } else {
         Vec::new()
     };

@@ -211,10 +211,7 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]
         Release::Cumulative
     };
     let noise_keys = if private {
-        algo_keys
-            .iter()
-            .flat_map(|k| (0..m).map(move |i| crate::rng::fold_key(&AgentTrees::noise_key(k, i))))
-            .collect()
+        AgentTrees::folded_keys(algo_keys, m)
     } else {
         Vec::new()
     };

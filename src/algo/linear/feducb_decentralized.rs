@@ -72,10 +72,7 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]
     let private = cfg.privacy.is_some();
     let slots = m * gamma;
     let noise_keys = if private {
-        algo_keys
-            .iter()
-            .flat_map(|k| (0..slots).map(move |sl| crate::rng::fold_key(&AgentTrees::noise_key(k, sl))))
-            .collect()
+        AgentTrees::folded_keys(algo_keys, slots)
     } else {
         Vec::new()
     };
