@@ -7,6 +7,7 @@
 #include "linear.cu"
 #include "gossip.cu"
 #include "combinatorial.cu"
+#include "feducb.cu"
 
 // A deliberately broken kernel for the emulator's own test: thread 0 returns
 // while the others wait at a barrier.
@@ -84,6 +85,10 @@ extern "C" int fb_emu_launch(const char* kernel, unsigned grid, unsigned block, 
     FB_KERNEL(fb_rounds_reduce)
     FB_COOP_KERNEL(fb_gossip_rounds)
     FB_COOP_KERNEL(fb_comb_rounds)
+    FB_KERNEL(fb_det_test)
+    FB_KERNEL(fb_adaptive_events)
+    FB_KERNEL(fb_refactor_shifted)
+    FB_KERNEL(fb_sync_shifted)
     FB_COOP_KERNEL(fb_emu_selftest_barrier_divergence)
     return 1;
 }

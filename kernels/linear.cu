@@ -145,11 +145,13 @@ extern "C" __global__ void fb_round_reduce(int nfed, int m, const double* round_
 }
 
 // Per agent: V^{-1}, log det from V = base_f + gram_g (refactorization).
-extern "C" __global__ void fb_refactor(int n, int m, int d, const double* base, const double* gram, double* vinv,
-                                       double* logdet, double* scratch, int* failures) {
+extern "C" __global__ void fb_refactor(int n, int m, int d, const int* mask, const double* base,
+                                       const double* gram, double* vinv, double* logdet, double* scratch,
+                                       int* failures) {
     int g = blockIdx.x * blockDim.x + threadIdx.x;
     if (g >= n) return;
     int f = g / m;
+    if (mask && !mask[f]) return;
     int dd = d * d;
     double* v = scratch + (long long)g * 3 * dd;
     for (int e = 0; e < dd; ++e) v[e] = base[(long long)f * dd + e] + gram[(long long)g * dd + e];
@@ -171,21 +173,40 @@ FB_DEV double fb_zhou_noise_entry(fb_u64 key, int d, int e, double sigma) {
     return 0.5 * (sigma * fb_normal_entry(key, (fb_u64)(lo * d + hi)) + sigma * fb_normal_entry(key, (fb_u64)(hi * d + lo)));
 }
 
+// Entry e of Dubey & Pentland's node noise (privacy::tree::dubey_noise):
+// sigma normal_entry per entry, Gram part (Z_ij + Z_ji) / sqrt(2) on both
+// triangles and the diagonal (upper entry first, as the CPU adds them).
+FB_DEV double fb_dubey_noise_entry(fb_u64 key, int d, int e, double sigma) {
+    int dd = d * d;
+    if (e >= dd) return sigma * fb_normal_entry(key, (fb_u64)e);
+    int i = e / d, j = e % d;
+    int lo = i < j ? i : j, hi = i < j ? j : i;
+    return (sigma * fb_normal_entry(key, (fb_u64)(lo * d + hi)) + sigma * fb_normal_entry(key, (fb_u64)(hi * d + lo))) *
+           0.7071067811865476;
+}
+
+FB_DEV double fb_node_noise_entry(int dubey, fb_u64 key, int d, int e, double sigma) {
+    return dubey ? fb_dubey_noise_entry(key, d, e, sigma) : fb_zhou_noise_entry(key, d, e, sigma);
+}
+
 // Per (agent, entry): leaf `leaf` of every agent's tree (privacy/tree.rs,
 // AgentTrees::contribute). The exact running sum `tsum` takes the local sums
 // (gram, bias); the running sum of the live nodes' noise `nsum` loses the
 // nodes leaf `leaf` closes (lowest level first) and gains node `leaf`'s own
 // (a power of two closes every node: nsum restarts as node `leaf`'s noise).
 // Each node's noise is regenerated from its key, fold_more(akey, node).
-extern "C" __global__ void fb_tree_insert(int n, int d, fb_u64 leaf, double sigma, const fb_u64* akey,
-                                          const double* gram, const double* bias, double* tsum, double* nsum) {
+extern "C" __global__ void fb_tree_insert(int n, int m, int d, fb_u64 leaf, const fb_u64* leaves, const int* mask,
+                                          int dubey, double sigma, const fb_u64* akey, const double* gram,
+                                          const double* bias, double* tsum, double* nsum) {
     long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     int dd = d * d, width = dd + d;
     if (t >= (long long)n * width) return;
     long long g = t / width;
     int e = (int)(t % width);
+    if (mask && !mask[g / m]) return;
+    if (leaves) leaf = leaves[g / m];
     tsum[t] += e < dd ? gram[g * dd + e] : bias[g * d + (e - dd)];
-    double fresh = fb_zhou_noise_entry(fb_fold_more(akey[g], leaf), d, e, sigma);
+    double fresh = fb_node_noise_entry(dubey, fb_fold_more(akey[g], leaf), d, e, sigma);
     if ((leaf & (leaf - 1)) == 0) {
         nsum[t] = fresh;
         return;
@@ -194,25 +215,45 @@ extern "C" __global__ void fb_tree_insert(int n, int d, fb_u64 leaf, double sigm
     int level = FB_CTZ64(leaf);
     for (int j = 0; j < level; ++j) {
         fb_u64 node = ((leaf - 1) >> j) << j;
-        v -= fb_zhou_noise_entry(fb_fold_more(akey[g], node), d, e, sigma);
+        v -= fb_node_noise_entry(dubey, fb_fold_more(akey[g], node), d, e, sigma);
     }
     nsum[t] = v + fresh;
 }
 
-// Per (federation, entry): the server's output after leaf `leaf`. Private:
-// the sum over agents (in order) of each agent's release, its exact running
-// sum plus its live nodes' noise sum, exactly the CPU's
-// AgentTrees::contribute order; base = lambda I + Gram part, u_syn = bias
-// part. Not private: base += sum of the agents' local sums.
-extern "C" __global__ void fb_sync_reduce(int nfed, int m, int d, int private_, double lambda, const double* tsum,
-                                          const double* nsum, const double* gram, const double* bias, double* base,
-                                          double* usyn) {
+// Per (federation, entry), for the federations in `mask` (null: all): the
+// server's output at a sync. Mode 1 (a tree release): the sum over agents
+// (in order) of each agent's release, its exact running sum plus its live
+// nodes' noise sum, exactly the CPU's AgentTrees::contribute order; base =
+// lambda I + Gram part, u_syn = bias part. Mode 2 (cumulative): the running
+// total of every agent's local sums. Mode 0 (exact): base += sum of the
+// agents' local sums.
+extern "C" __global__ void fb_sync_reduce(int nfed, int m, int d, int mode, const int* mask, double lambda,
+                                          const double* tsum, const double* nsum, double* total,
+                                          const double* gram, const double* bias, double* base, double* usyn) {
     long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     int dd = d * d, width = dd + d;
     if (t >= (long long)nfed * width) return;
     long long f = t / width;
     int e = (int)(t % width);
-    if (private_) {
+    if (mask && !mask[f]) return;
+    if (mode == 2) {
+        // Release::Cumulative: the federation's running total of every leaf,
+        // agents in order, then lambda I + its Gram part.
+        double s = total[t];
+        for (int i = 0; i < m; ++i) {
+            long long g = f * m + i;
+            s += e < dd ? gram[g * dd + e] : bias[g * d + (e - dd)];
+        }
+        total[t] = s;
+        if (e < dd) {
+            double diag = (e / d == e % d) ? lambda : 0.0;
+            base[f * dd + e] = diag + s;
+        } else {
+            usyn[f * d + (e - dd)] = s;
+        }
+        return;
+    }
+    if (mode == 1) {
         double s = 0.0;
         for (int i = 0; i < m; ++i) {
             long long g = f * m + i;
@@ -240,10 +281,10 @@ extern "C" __global__ void fb_sync_reduce(int nfed, int m, int d, int private_, 
 }
 
 // Per federation: V^{-1} and log det of base_f into agent 0's slots.
-extern "C" __global__ void fb_sync_factor(int nfed, int m, int d, const double* base, double* vinv, double* logdet,
-                                          double* scratch, int* failures) {
+extern "C" __global__ void fb_sync_factor(int nfed, int m, int d, const int* mask, const double* base, double* vinv,
+                                          double* logdet, double* scratch, int* failures) {
     int f = blockIdx.x * blockDim.x + threadIdx.x;
-    if (f >= nfed) return;
+    if (f >= nfed || (mask && !mask[f])) return;
     int dd = d * d;
     long long g0 = (long long)f * m;
     double ld;
@@ -255,11 +296,12 @@ extern "C" __global__ void fb_sync_factor(int nfed, int m, int d, const double* 
 
 // Per agent: after a sync every agent gets agent 0's V^{-1} and log det,
 // b = u_syn, and empty local sums.
-extern "C" __global__ void fb_sync_broadcast(int n, int m, int d, const double* usyn, double* vinv, double* logdet,
-                                             double* b, double* gram, double* bias) {
+extern "C" __global__ void fb_sync_broadcast(int n, int m, int d, const int* mask, const double* usyn, double* vinv,
+                                             double* logdet, double* b, double* gram, double* bias) {
     int g = blockIdx.x * blockDim.x + threadIdx.x;
     if (g >= n) return;
     int f = g / m, dd = d * d;
+    if (mask && !mask[f]) return;
     long long g0 = (long long)f * m;
     if (g != g0) {
         for (int e = 0; e < dd; ++e) vinv[(long long)g * dd + e] = vinv[g0 * dd + e];
@@ -434,7 +476,9 @@ FB_DEV long long fb_coop_agent_doubles(int gap, int d, int k, int kp) {
 extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int kp, int reward_raw,
                                                  double noise_std, double reward_bound, int gap, fb_u64* ustate,
                                                  int random_policy, fb_u64* pstate, int rounds,
-                                                 const double* betas, const double* theta_star, fb_u64* lanes,
+                                                 const double* betas, const double* widths, double wscale,
+                                                 double wsigma, fb_u64* clamps, double* xlast,
+                                                 const double* theta_star, fb_u64* lanes,
                                                  fb_u64* rstate, double* rspare, int* rhas, double* vinv,
                                                  double* logdet, double* b, double* gram, double* bias,
                                                  double* regret, fb_u64* clipped, double* rr) {
@@ -477,7 +521,16 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
         reg = regret[gg];
     }
     for (int r = 0; r < rounds; ++r) {
-        double beta = betas[r];
+        double beta = widths ? 0.0 : betas[r];
+        if (widths && live) {
+            // Proposition 2's width from the agent's own log det V
+            // (backend::logdet_width): a negative argument is clamped and
+            // counted (lane 0).
+            const double* w3 = widths + gg * 3;
+            double arg = w3[0] + ld;
+            beta = wscale * (wsigma * sqrt(fmax(arg, 0.0)) + w3[1] + w3[2]);
+            if (lane == 0 && arg < 0.0) clamps[gg] += 1;
+        }
         __syncthreads();
         // This lane's share of the round's normals (then, for linear_gap, the
         // optimal index from the scalar stream and this lane's uniforms).
@@ -624,6 +677,9 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
             double rg = best - sc[1];
             reg += rg;
             if (lane == 0) rr[(long long)r * n + gg] = rg;
+            // The round's action, for the determinant test (fb_det_test).
+            if (xlast)
+                for (int j = lane; j < d; j += FB_COOP_LANES) xlast[gg * d + j] = xs[j];
         }
     }
     __syncthreads();

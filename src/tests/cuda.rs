@@ -233,16 +233,15 @@ fn unsupported_cells_are_refused_not_miscomputed() {
     .unwrap_or_else(|e| panic!("{e}"));
     let dev = emulated();
     for cell in &job.cells {
-        // FedUCB has no kernels yet; random and independent have, but
-        // linear_gap at d = 40, K = 100 does not fit the cooperative kernel's
-        // shared memory: all are refused.
+        // Each has kernels, but linear_gap at d = 40, K = 100 does not fit
+        // the cooperative kernel's shared memory: all are refused.
         let e = run_batch(cell, 1, &[0], &[10], &dev, &|_| {}).unwrap_err();
         assert!(matches!(e, BatchError::Unsupported(_)), "{}: {e}", cell.label());
     }
 }
 
 /// `--backend cuda` places every cell on the device or names the one that
-/// cannot run there; `auto` without a calibration puts every cell on the
+/// cannot run there (decentralized FedUCB); `auto` without a calibration puts every cell on the
 /// CPU and says why; with one (a synthetic file where the GPU wins for
 /// `linear` from 1024 federations and loses for `gossip`), each cell goes
 /// where the file says for its kind and size.
@@ -251,7 +250,7 @@ fn placement_under_cuda_and_auto_follows_the_calibration() {
     use fedbandits::backend::calibration::{Calibration, MachineKey, Row};
     let job = Job::parse(
         Path::new("p.yaml"),
-        "horizon: 10\nalgorithm: [independent, feducb_centralized, gossip_ucb]\nenvironment: [linear_sphere, mab_heterogeneous]\nparams: {epsilon: 1, delta: 0.1, m: 3, arms: 2, graph: ring}\n",
+        "horizon: 10\nalgorithm: [independent, feducb_decentralized, gossip_ucb]\nenvironment: [linear_sphere, mab_heterogeneous]\nparams: {epsilon: 1, delta: 0.1, m: 3, arms: 2, graph: ring}\n",
     )
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(job.cells.len(), 3);
@@ -267,7 +266,10 @@ fn placement_under_cuda_and_auto_follows_the_calibration() {
     let cuda = Selection::with_cuda(BackendChoice::Cuda, emulated(), None);
     assert_eq!(place(&cuda, 0, 2).unwrap().name(), "cuda");
     let e = place(&cuda, 1, 2).unwrap_err();
-    assert!(e.contains("FedUCB") && e.contains("no kernels yet"), "{e}");
+    assert!(
+        e.contains("decentralized FedUCB") && e.contains("no kernels yet"),
+        "{e}"
+    );
     // auto without a calibration: the CPU, with the reason.
     let bare = Selection::with_cuda(BackendChoice::Auto, emulated(), None);
     for c in 0..3 {
@@ -319,7 +321,7 @@ fn placement_under_cuda_and_auto_follows_the_calibration() {
         tiny.name() == "cpu" && tiny.reason().contains("no linear row"),
         "{tiny:?}"
     );
-    // FedUCB has no kernels: the CPU whatever the file says.
+    // Decentralized FedUCB has no kernels: the CPU whatever the file says.
     assert_eq!(place(&auto, 1, 2000).unwrap().name(), "cpu");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -637,8 +639,8 @@ fn emulated_comb_kernel_matches_cpu_for_every_comb_algorithm() {
 /// device (`sim::parity::PARITY_JOBS`: every algorithm on both linear
 /// environments, the gossip and the combinatorial families), under the host
 /// emulation: every cell with kernels equal to the CPU bit for bit; the
-/// cells without kernels (FedUCB, `sdp_vecsum`: issue 28 item 1) are
-/// skipped and listed, and nothing else is.
+/// cells without kernels (decentralized FedUCB, `sdp_vecsum`) are skipped
+/// and listed, and nothing else is.
 #[test]
 fn calibrate_parity_check_passes_under_emulation() {
     let p = fedbandits::sim::parity::check_all(&emulated()).unwrap_or_else(|e| panic!("{e}"));
@@ -647,7 +649,7 @@ fn calibrate_parity_check_passes_under_emulation() {
     }
     for s in &p.skipped {
         println!("skipped: {s}");
-        assert!(s.contains("feducb") || s.contains("sdp_vecsum"), "{s}");
+        assert!(s.contains("feducb_decentralized") || s.contains("sdp_vecsum"), "{s}");
     }
     assert!(p.equal.len() >= 20, "{:?}", p.equal);
 }
@@ -683,4 +685,54 @@ fn rounds_without_events_cost_no_launch_of_their_own() {
     println!("sync every 16: 64 rounds {a:?}, 128 rounds {b:?}");
     assert!(b.0 - a.0 <= 4 * (4 + 2), "4 more syncs cost {} launches", b.0 - a.0);
     assert_eq!(b.2, a.2, "downloads do not grow with the rounds");
+}
+
+/// FedUCB (centralized) on the device path: every sync regime, private or
+/// not, on both environments, with refactorizations every 7 updates; the
+/// emulated kernels (one round per launch, then the determinant test, the
+/// federations' decisions, the masked refactorizations and syncs on the
+/// device) reproduce the CPU's curves and counters (syncs, messages, clamped
+/// widths, failed factorizations) bit for bit. The threshold regime syncs
+/// at different rounds in different repetitions of one batch.
+#[test]
+fn emulated_kernels_match_cpu_backend_for_feducb() {
+    for env in ["linear_sphere", "linear_gap"] {
+        assert_parity(&format!(
+            "seed: 12\nrepetitions: 3\nhorizon: 200\ncheckpoints: {{every: 20}}\nalgorithm: feducb_centralized\n\
+             environment: {env}\nparams: {{m: 4, d: 4, k: 12, epsilon: 1, delta: 0.1, threshold: 3, refactor_every: 7}}\n\
+             grid: {{sync: [every_round, log, sqrt_m, threshold], private: [true, false]}}\n"
+        ));
+    }
+    // The syncs the regimes make (so that the parity above covered them).
+    let job = Job::parse(
+        Path::new("s.yaml"),
+        "seed: 12\nrepetitions: 3\nhorizon: 200\ncheckpoints: {every: 200}\nalgorithm: feducb_centralized\n\
+         environment: linear_gap\nparams: {m: 4, d: 4, k: 12, private: false, sync: threshold, threshold: 3}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let r = run_batch(&job.cells[0], job.seed, &[0, 1, 2], &[200], &emulated(), &|_| {}).unwrap();
+    let syncs: Vec<u64> = r.iter().map(|x| x.points[0].counters.sync_rounds).collect();
+    assert!(syncs.iter().all(|&s| s > 5), "{syncs:?}");
+}
+
+/// FedUCB's device path (log sync, private): one round per launch, then
+/// the test, the decisions and the masked refactorizations and syncs on the
+/// device, a constant number of launches per round whether or not a
+/// federation syncs, and no download until an observation.
+#[test]
+fn feducb_device_rounds_cost_a_constant_number_of_launches() {
+    use fedbandits::cli::bench::{On, measure};
+    let dev = emulated();
+    let yaml = "algorithm: feducb_centralized\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 4, k: 8, m: 3, epsilon: 1, delta: 0.1, sync: log}\n";
+    let traffic = |t: u64| {
+        measure("feducb", yaml, 4, t, On::Cuda(&dev))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .traffic
+            .unwrap()
+    };
+    let (a, b) = (traffic(32), traffic(64));
+    println!("feducb log sync: 32 rounds {a:?}, 64 rounds {b:?}");
+    assert_eq!(b.0 - a.0, 32 * 11, "launches per round");
+    assert_eq!(b.1, a.1, "no upload per round");
+    assert_eq!(b.2, a.2, "no download per round");
 }

@@ -14,8 +14,9 @@
 //! `linear_gap` where the cooperative kernel fits ([`supports`]).
 
 use super::CudaError;
+use super::adaptive::AdaptiveState;
 use super::launcher::{Arg, DevPtr, Launcher, bytemuck_like, download_slice, upload_slice};
-use crate::backend::{BatchError, LinearBatch, LinearOps, Observation};
+use crate::backend::{BatchError, LinearBatch, LinearOps, Observation, Release};
 use crate::env::{LinearEnv, LinearEnvKind};
 use crate::rng::state_words;
 
@@ -50,20 +51,22 @@ pub fn supports(batch: &LinearBatch, shared_limit: usize) -> Result<(), CudaErro
             "the sdp_vecsum protocol has no kernels yet".into(),
         ));
     }
-    if batch.adaptive() || batch.network.is_some() || !matches!(batch.beta, crate::backend::Width::Schedule(_)) {
+    if batch.network.is_some() {
         return Err(CudaError::Unsupported(
-            "FedUCB (a sync schedule decided by each federation's determinant test) has no kernels yet".into(),
+            "decentralized FedUCB (messages between agents on a graph) has no kernels yet".into(),
         ));
     }
-    if let Some(crate::backend::Release::Cumulative) = batch.sync.as_ref().map(|s| &s.release) {
-        return Err(CudaError::Unsupported("a cumulative release has no kernels yet".into()));
-    }
-    if let Some(crate::backend::Release::Tree { noise, .. }) = batch.sync.as_ref().map(|s| &s.release)
-        && *noise != crate::privacy::tree::NodeNoise::Half
+    let per_agent = !matches!(batch.beta, crate::backend::Width::Schedule(_));
+    if (batch.adaptive() || per_agent)
+        && (batch.adaptive() != per_agent || coop_step_shape(gap, batch.env.d, batch.env.k, shared_limit).is_none())
     {
-        return Err(CudaError::Unsupported(
-            "Dubey & Pentland's node noise has no kernels yet".into(),
-        ));
+        return Err(CudaError::Unsupported(format!(
+            "FedUCB at d = {}, K = {} on {}: its kernels need the cooperative kernel, and four agents' state \
+             exceeds the device's {shared_limit} bytes of shared memory per block",
+            batch.env.d,
+            batch.env.k,
+            if gap { "linear_gap" } else { "linear_sphere" }
+        )));
     }
     if batch.sync.as_ref().is_some_and(|s| s.tree_sigma() > 0.0)
         && batch.noise_keys.len() != batch.federations() * batch.m
@@ -121,6 +124,14 @@ pub struct CudaLinear<'a> {
     sigma: f64,
     /// The released Gram's diagonal shift ([`crate::backend::SyncRule::diag`]).
     diag: f64,
+    /// `fb_sync_reduce`'s mode: 0 exact, 1 tree, 2 cumulative.
+    mode: i32,
+    /// Dubey & Pentland's node noise (else Zhou & Chowdhury's).
+    dubey: bool,
+    /// Messages one sync sends.
+    messages_per_sync: u64,
+    /// FedUCB's data-dependent sync (one round per launch).
+    adaptive: Option<AdaptiveState>,
     gstride: usize,
     wstride: usize,
     chunk_max: usize,
@@ -131,6 +142,8 @@ pub struct CudaLinear<'a> {
     regret: Vec<f64>,
     failures: Vec<i32>,
     clipped: Vec<u64>,
+    syncs: Vec<u64>,
+    clamps: Vec<u64>,
 }
 
 impl<'a> CudaLinear<'a> {
@@ -156,6 +169,11 @@ impl<'a> CudaLinear<'a> {
         let sigma = batch.sync.as_ref().map_or(0.0, |s| s.tree_sigma());
         let private = sigma > 0.0;
         let width = dd + d;
+        let (mode, dubey) = match batch.sync.as_ref().map(|s| &s.release) {
+            Some(Release::Tree { noise, .. }) => (1, *noise == crate::privacy::tree::NodeNoise::Dubey),
+            Some(Release::Cumulative) => (2, false),
+            _ => (0, false),
+        };
 
         // Host-side initial state, exactly as the CPU federations build it.
         let mut theta = Vec::with_capacity(nf * d);
@@ -236,7 +254,13 @@ impl<'a> CudaLinear<'a> {
         // A launch of the cooperative kernel runs a chunk of rounds (the
         // lockstep loop ends chunks at every event needing other kernels);
         // the fallback kernel runs one round per launch.
-        let chunk_max = if coop.is_some() {
+        let adaptive = if batch.adaptive() {
+            Some(AdaptiveState::new(lr, batch)?)
+        } else {
+            None
+        };
+        // An adaptive batch decides after every round whether to sync.
+        let chunk_max = if coop.is_some() && adaptive.is_none() {
             (RR_BUDGET / (n * 8).max(1)).clamp(1, CHUNK_MAX)
         } else {
             1
@@ -264,6 +288,10 @@ impl<'a> CudaLinear<'a> {
             random: batch.random_policy.is_some(),
             sigma,
             diag: batch.sync.as_ref().map_or(lambda, |r| r.diag),
+            mode,
+            dubey,
+            messages_per_sync: batch.sync.as_ref().map_or(0, |r| r.messages_per_sync),
+            adaptive,
             gstride,
             wstride,
             chunk_max,
@@ -274,6 +302,8 @@ impl<'a> CudaLinear<'a> {
             regret: vec![0.0; n],
             failures: vec![0; nf],
             clipped: vec![0; n],
+            syncs: vec![0; nf],
+            clamps: vec![0; n],
         })
     }
 
@@ -307,6 +337,242 @@ impl Drop for CudaLinear<'_> {
     }
 }
 
+impl CudaLinear<'_> {
+    /// `fb_refactor` for every agent of the federations in `mask` (null:
+    /// all): V^{-1} and log det rebuilt from base + local Gram.
+    fn launch_refactor(&mut self, mask: DevPtr) -> Result<(), CudaError> {
+        let p = Arg::Ptr;
+        let n = self.nf * self.m;
+        self.l.launch(
+            "fb_refactor",
+            n,
+            &[
+                int_arg(n)?,
+                int_arg(self.m)?,
+                int_arg(self.d)?,
+                p(mask),
+                p(self.bufs.base),
+                p(self.bufs.gram),
+                p(self.bufs.vinv),
+                p(self.bufs.logdet),
+                p(self.bufs.scratch),
+                p(self.bufs.failures),
+            ],
+        )
+    }
+
+    /// A sync of the federations in `mask` (null: all): the tree leaf
+    /// `leaf` (or each federation's from `leaves`), the server's release
+    /// into every agent's base and bias, and the local sums reset.
+    fn launch_sync(&mut self, mask: DevPtr, leaf: u64, leaves: DevPtr) -> Result<(), CudaError> {
+        let p = Arg::Ptr;
+        let (n, nf, m, d) = (self.nf * self.m, self.nf, self.m, self.d);
+        let (ni, nfi, mi, di) = (int_arg(n)?, int_arg(nf)?, int_arg(m)?, int_arg(d)?);
+        let width = d * d + d;
+        if self.mode == 1 {
+            self.l.launch(
+                "fb_tree_insert",
+                n * width,
+                &[
+                    ni,
+                    mi,
+                    di,
+                    Arg::U64(leaf),
+                    p(leaves),
+                    p(mask),
+                    Arg::I32(i32::from(self.dubey)),
+                    Arg::F64(self.sigma),
+                    p(self.bufs.akey),
+                    p(self.bufs.gram),
+                    p(self.bufs.bias),
+                    p(self.bufs.tsum),
+                    p(self.bufs.nsum),
+                ],
+            )?;
+        }
+        let total = self.adaptive.as_ref().map_or(DevPtr(0), |a| a.total);
+        self.l.launch(
+            "fb_sync_reduce",
+            nf * width,
+            &[
+                nfi,
+                mi,
+                di,
+                Arg::I32(self.mode),
+                p(mask),
+                Arg::F64(self.diag),
+                p(self.bufs.tsum),
+                p(self.bufs.nsum),
+                p(total),
+                p(self.bufs.gram),
+                p(self.bufs.bias),
+                p(self.bufs.base),
+                p(self.bufs.usyn),
+            ],
+        )?;
+        self.l.launch(
+            "fb_sync_factor",
+            nf,
+            &[
+                nfi,
+                mi,
+                di,
+                p(mask),
+                p(self.bufs.base),
+                p(self.bufs.vinv),
+                p(self.bufs.logdet),
+                p(self.bufs.scratch),
+                p(self.bufs.failures),
+            ],
+        )?;
+        self.l.launch(
+            "fb_sync_broadcast",
+            n,
+            &[
+                ni,
+                mi,
+                di,
+                p(mask),
+                p(self.bufs.usyn),
+                p(self.bufs.vinv),
+                p(self.bufs.logdet),
+                p(self.bufs.b),
+                p(self.bufs.gram),
+                p(self.bufs.bias),
+            ],
+        )
+    }
+
+    /// After a round of an adaptive batch, on the device: every agent's
+    /// determinant test, each federation's decisions, the refactorizations
+    /// due and the syncs fired (kernels/feducb.cu).
+    fn after_round(&mut self) -> Result<(), CudaError> {
+        let Some(a) = self.adaptive.as_ref() else {
+            return Ok(());
+        };
+        let p = Arg::Ptr;
+        let (n, nf) = (self.nf * self.m, self.nf);
+        let (ni, nfi, mi, di) = (int_arg(n)?, int_arg(nf)?, int_arg(self.m)?, int_arg(self.d)?);
+        let shifted = Arg::I32(i32::from(a.shifted));
+        let (vinvc, logdetc, shift, do_refactor, do_sync) = (a.vinvc, a.logdetc, a.shift, a.do_refactor, a.do_sync);
+        let (logdets, leaves) = (a.logdets, a.leaves);
+        let test = [
+            ni,
+            mi,
+            di,
+            shifted,
+            Arg::F64(a.threshold),
+            p(a.xlast),
+            p(vinvc),
+            p(logdetc),
+            p(self.bufs.logdet),
+            p(logdets),
+            p(a.dt),
+            p(a.work),
+            p(a.fire),
+        ];
+        let events = [
+            nfi,
+            mi,
+            Arg::I32(i32::from(a.every_round)),
+            Arg::I32(a.refactor_every),
+            p(a.fire),
+            p(a.since),
+            p(a.dt),
+            p(do_refactor),
+            p(do_sync),
+            p(leaves),
+        ];
+        let is_shifted = a.shifted;
+        self.l.launch("fb_det_test", n, &test)?;
+        self.l.launch("fb_adaptive_events", nf, &events)?;
+        self.launch_refactor(do_refactor)?;
+        let bufs = &self.bufs;
+        if is_shifted {
+            let args = [
+                ni,
+                mi,
+                di,
+                p(do_refactor),
+                p(shift),
+                p(bufs.base),
+                p(bufs.gram),
+                p(vinvc),
+                p(logdetc),
+                p(bufs.scratch),
+                p(bufs.failures),
+            ];
+            self.l.launch("fb_refactor_shifted", n, &args)?;
+        }
+        self.launch_sync(do_sync, 0, leaves)?;
+        let bufs = &self.bufs;
+        let args = [
+            nfi,
+            mi,
+            di,
+            shifted,
+            p(do_sync),
+            p(shift),
+            p(bufs.base),
+            p(bufs.logdet),
+            p(logdets),
+            p(vinvc),
+            p(logdetc),
+            p(bufs.scratch),
+            p(bufs.failures),
+        ];
+        self.l.launch("fb_sync_shifted", nf, &args)
+    }
+
+    /// One launch of the cooperative kernel: `rounds` rounds with the
+    /// widths in `betas_dev` or, adaptive, each agent's own.
+    fn launch_coop(&mut self, agents: usize, shared: usize, rounds: usize) -> Result<(), CudaError> {
+        let (n, p) = (self.nf * self.m, Arg::Ptr);
+        let ri = i32::try_from(rounds).map_err(|_| CudaError::Unsupported("chunk too long".into()))?;
+        let (widths, wscale, wsigma, clamps, xlast) = match &self.adaptive {
+            Some(a) => (a.widths, a.wscale, a.wsigma, a.clamps, a.xlast),
+            None => (DevPtr(0), 0.0, 0.0, DevPtr(0), DevPtr(0)),
+        };
+        let args = [
+            &self.shape[..],
+            &[
+                Arg::I32(i32::from(self.gap)),
+                p(self.bufs.ustate),
+                Arg::I32(i32::from(self.random)),
+                p(self.bufs.pstate),
+                Arg::I32(ri),
+                p(self.betas_dev),
+                p(widths),
+                Arg::F64(wscale),
+                Arg::F64(wsigma),
+                p(clamps),
+                p(xlast),
+            ],
+            &self.agent_state()[..],
+            &[p(self.rr)],
+        ]
+        .concat();
+        self.l.launch_grid(
+            "fb_linear_rounds_coop",
+            n.div_ceil(agents),
+            agents * COOP_LANES,
+            shared,
+            &args,
+        )?;
+        self.l.launch(
+            "fb_rounds_reduce",
+            self.nf,
+            &[
+                int_arg(self.nf)?,
+                int_arg(self.m)?,
+                Arg::I32(ri),
+                p(self.rr),
+                p(self.bufs.group),
+            ],
+        )
+    }
+}
+
 impl LinearOps for CudaLinear<'_> {
     fn max_rounds(&self) -> usize {
         self.chunk_max
@@ -317,43 +583,19 @@ impl LinearOps for CudaLinear<'_> {
             let (n, nf, p) = (s.nf * s.m, s.nf as i32, Arg::Ptr);
             let mi = s.m as i32;
             let state = s.agent_state();
-            let rounds = betas.len();
-            if rounds != count {
+            if s.adaptive.is_none() && betas.len() != count {
                 return Err(CudaError::Unsupported("per-agent confidence widths".into()));
             }
-            if rounds > s.chunk_max {
-                return Err(CudaError::Unsupported(format!("{rounds} rounds in one launch")));
+            if count > s.chunk_max {
+                return Err(CudaError::Unsupported(format!("{count} rounds in one launch")));
             }
             match s.coop {
                 Some((agents, shared)) => {
-                    s.l.upload(s.betas_dev, bytemuck_like::as_bytes(betas))?;
-                    let ri = i32::try_from(rounds).map_err(|_| CudaError::Unsupported("chunk too long".into()))?;
-                    let args = [
-                        &s.shape[..],
-                        &[
-                            Arg::I32(i32::from(s.gap)),
-                            p(s.bufs.ustate),
-                            Arg::I32(i32::from(s.random)),
-                            p(s.bufs.pstate),
-                            Arg::I32(ri),
-                            p(s.betas_dev),
-                        ],
-                        &state[..],
-                        &[p(s.rr)],
-                    ]
-                    .concat();
-                    s.l.launch_grid(
-                        "fb_linear_rounds_coop",
-                        n.div_ceil(agents),
-                        agents * COOP_LANES,
-                        shared,
-                        &args,
-                    )?;
-                    s.l.launch(
-                        "fb_rounds_reduce",
-                        s.nf,
-                        &[Arg::I32(nf), Arg::I32(mi), Arg::I32(ri), p(s.rr), p(s.bufs.group)],
-                    )?;
+                    if s.adaptive.is_none() {
+                        s.l.upload(s.betas_dev, bytemuck_like::as_bytes(betas))?;
+                    }
+                    s.launch_coop(agents, shared, count)?;
+                    s.after_round()?;
                 }
                 None => {
                     for &beta in betas {
@@ -384,97 +626,11 @@ impl LinearOps for CudaLinear<'_> {
     }
 
     fn refactor(&mut self) -> Result<(), BatchError> {
-        self.ops(|s| {
-            let p = Arg::Ptr;
-            s.l.launch(
-                "fb_refactor",
-                s.nf * s.m,
-                &[
-                    Arg::I32((s.nf * s.m) as i32),
-                    Arg::I32(s.m as i32),
-                    Arg::I32(s.d as i32),
-                    p(s.bufs.base),
-                    p(s.bufs.gram),
-                    p(s.bufs.vinv),
-                    p(s.bufs.logdet),
-                    p(s.bufs.scratch),
-                    p(s.bufs.failures),
-                ],
-            )
-        })
+        self.ops(|s| s.launch_refactor(DevPtr(0)))
     }
 
     fn sync(&mut self, index: u64) -> Result<(), BatchError> {
-        self.ops(|s| {
-            let p = Arg::Ptr;
-            let (n, nf, m, d) = (s.nf * s.m, s.nf, s.m, s.d);
-            let (ni, nfi, mi, di) = (n as i32, nf as i32, m as i32, d as i32);
-            let width = d * d + d;
-            let private = s.sigma > 0.0;
-            if private {
-                s.l.launch(
-                    "fb_tree_insert",
-                    n * width,
-                    &[
-                        Arg::I32(ni),
-                        Arg::I32(di),
-                        Arg::U64(index),
-                        Arg::F64(s.sigma),
-                        p(s.bufs.akey),
-                        p(s.bufs.gram),
-                        p(s.bufs.bias),
-                        p(s.bufs.tsum),
-                        p(s.bufs.nsum),
-                    ],
-                )?;
-            }
-            s.l.launch(
-                "fb_sync_reduce",
-                nf * width,
-                &[
-                    Arg::I32(nfi),
-                    Arg::I32(mi),
-                    Arg::I32(di),
-                    Arg::I32(i32::from(private)),
-                    Arg::F64(s.diag),
-                    p(s.bufs.tsum),
-                    p(s.bufs.nsum),
-                    p(s.bufs.gram),
-                    p(s.bufs.bias),
-                    p(s.bufs.base),
-                    p(s.bufs.usyn),
-                ],
-            )?;
-            s.l.launch(
-                "fb_sync_factor",
-                nf,
-                &[
-                    Arg::I32(nfi),
-                    Arg::I32(mi),
-                    Arg::I32(di),
-                    p(s.bufs.base),
-                    p(s.bufs.vinv),
-                    p(s.bufs.logdet),
-                    p(s.bufs.scratch),
-                    p(s.bufs.failures),
-                ],
-            )?;
-            s.l.launch(
-                "fb_sync_broadcast",
-                n,
-                &[
-                    Arg::I32(ni),
-                    Arg::I32(mi),
-                    Arg::I32(di),
-                    p(s.bufs.usyn),
-                    p(s.bufs.vinv),
-                    p(s.bufs.logdet),
-                    p(s.bufs.b),
-                    p(s.bufs.gram),
-                    p(s.bufs.bias),
-                ],
-            )
-        })
+        self.ops(|s| s.launch_sync(DevPtr(0), index, DevPtr(0)))
     }
 
     fn observe(&mut self, out: &mut Vec<Observation>) -> Result<(), BatchError> {
@@ -484,19 +640,26 @@ impl LinearOps for CudaLinear<'_> {
             download_slice(lr, s.bufs.regret, &mut s.regret)?;
             download_slice(lr, s.bufs.failures, &mut s.failures)?;
             download_slice(lr, s.bufs.clipped, &mut s.clipped)?;
+            if let Some(a) = &s.adaptive {
+                download_slice(lr, a.leaves, &mut s.syncs)?;
+                download_slice(lr, a.clamps, &mut s.clamps)?;
+            }
             Ok(())
         })?;
+        let m = self.m;
         out.clear();
         out.extend((0..self.nf).map(|f| {
             Observation {
                 group_regret: self.group[f],
-                agent_regret_max: self.regret[f * self.m..(f + 1) * self.m]
+                agent_regret_max: self.regret[f * m..(f + 1) * m]
                     .iter()
                     .copied()
                     .fold(f64::NEG_INFINITY, f64::max),
                 cholesky_failures: self.failures[f].max(0) as u64,
-                clipped_rewards: self.clipped[f * self.m..(f + 1) * self.m].iter().sum(),
-                ..Observation::default()
+                clipped_rewards: self.clipped[f * m..(f + 1) * m].iter().sum(),
+                beta_clamps: self.clamps[f * m..(f + 1) * m].iter().sum(),
+                syncs: self.syncs[f],
+                messages: self.messages_per_sync * self.syncs[f],
             }
         }));
         Ok(())

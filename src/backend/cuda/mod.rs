@@ -6,6 +6,7 @@
 //! ([`emulation`]) in the test suite, where its output is checked against the
 //! CPU backend.
 
+pub mod adaptive;
 pub mod combinatorial;
 pub mod device;
 pub mod driver;

@@ -18,6 +18,8 @@ pub const LINEAR: &str = include_str!("../../../kernels/linear.cu");
 pub const GOSSIP: &str = include_str!("../../../kernels/gossip.cu");
 /// `kernels/combinatorial.cu`.
 pub const COMBINATORIAL: &str = include_str!("../../../kernels/combinatorial.cu");
+/// `kernels/feducb.cu`.
+pub const FEDUCB: &str = include_str!("../../../kernels/feducb.cu");
 
 /// Names of every kernel, for loading and for the compile test.
 pub const KERNELS: &[&str] = &[
@@ -33,13 +35,22 @@ pub const KERNELS: &[&str] = &[
     "fb_rounds_reduce",
     "fb_gossip_rounds",
     "fb_comb_rounds",
+    "fb_det_test",
+    "fb_adaptive_events",
+    "fb_refactor_shifted",
+    "fb_sync_shifted",
 ];
 
 /// The single translation unit NVRTC compiles.
 pub fn kernel_source() -> String {
     let mut s = String::from(COMMON);
     s.push('\n');
-    for line in LINEAR.lines().chain(GOSSIP.lines()).chain(COMBINATORIAL.lines()) {
+    for line in LINEAR
+        .lines()
+        .chain(GOSSIP.lines())
+        .chain(COMBINATORIAL.lines())
+        .chain(FEDUCB.lines())
+    {
         if line.trim_start().starts_with("#include \"common.cuh\"") {
             continue;
         }
