@@ -15,6 +15,7 @@
 //! that the compiler vectorizes them; lane `l` of a key is bit-for-bit the scalar
 //! stream of the key extended by `l` (tested).
 
+pub mod binomial;
 pub mod keyed;
 pub mod lanes;
 pub mod normal;
