@@ -193,8 +193,8 @@ impl Calibration {
             .filter_map(Result::ok)
             .filter_map(|e| std::fs::read_to_string(e.path()).ok())
             .filter_map(|t| serde_yaml::from_str::<Self>(&t).ok())
-            .find(|c| c.machine.engine == here.engine && c.machine.cpu == here.cpu && c.machine.threads == threads)
-            .and_then(|c| c.machine.device)
+            .filter(|c| c.machine.engine == here.engine && c.machine.cpu == here.cpu && c.machine.threads == threads)
+            .find_map(|c| c.machine.device)
     }
 
     /// Writes the calibration to `dir` atomically; returns the path.
@@ -258,5 +258,74 @@ impl Calibration {
                 rates.join(" vs ")
             ),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cal(device: Option<&str>, rows: Vec<Row>) -> Calibration {
+        Calibration {
+            machine: MachineKey::here(3, device),
+            measured_at: 0,
+            rows,
+            rejected: Vec::new(),
+        }
+    }
+
+    fn row(kind: &str, backend: &str, federations: u32, rate: f64) -> Row {
+        Row {
+            workload: format!("{kind}_w"),
+            kind: kind.into(),
+            backend: backend.into(),
+            federations,
+            agent_steps_per_s: rate,
+            speedup: None,
+            fp64_fraction: None,
+            bandwidth_fraction: None,
+        }
+    }
+
+    /// A CPU-only calibration beside a device's: `auto` finds the device
+    /// whichever file it reads first; a file of another thread count is
+    /// another machine.
+    #[test]
+    fn the_calibrated_device_is_found_beside_a_cpu_only_calibration() {
+        let dir = std::env::temp_dir().join(format!("fedbandits-calibration-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        cal(None, Vec::new()).save(&dir).unwrap();
+        assert_eq!(Calibration::device_calibrated(&dir, 3), None);
+        cal(Some("GPU X"), Vec::new()).save(&dir).unwrap();
+        assert_eq!(Calibration::device_calibrated(&dir, 3).as_deref(), Some("GPU X"));
+        assert_eq!(Calibration::device_calibrated(&dir, 4), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The geometric mean of a kind's workloads at each backend's largest
+    /// size not above the cell's; the CPU's smaller size stands where it was
+    /// not measured at the larger one.
+    #[test]
+    fn choice_by_kind_and_size() {
+        let c = cal(
+            Some("GPU X"),
+            vec![
+                row("feducb", "cpu", 64, 1e6),
+                row("feducb", "cpu", 64, 4e6),
+                row("feducb", "cuda", 64, 1e6),
+                row("feducb", "cuda", 4096, 1e8),
+                row("feducb", "cuda", 4096, 1e6),
+            ],
+        );
+        // cpu: sqrt(1e6 * 4e6) = 2e6 at 64; cuda at 64: 1e6; at 4096: 1e7.
+        assert_eq!(c.choose("feducb", 100).unwrap().0, "cpu");
+        let (b, why) = c.choose("feducb", 5000).unwrap();
+        assert_eq!(b, "cuda", "{why}");
+        assert!(
+            why.contains("cpu 2.000e6 at 64") && why.contains("cuda 1.000e7 at 4096"),
+            "{why}"
+        );
+        assert_eq!(c.choose("feducb", 10), None);
+        assert_eq!(c.choose("gossip", 5000), None);
     }
 }
