@@ -172,13 +172,13 @@ pub enum Release {
     },
     /// The shuffle vector-summation protocol ([`crate::privacy::vecsum`]):
     /// `proto` is a federation's initial protocol state; `keys` hold, per
-    /// federation, the M agents' randomizer stream keys then the shuffler's
-    /// (M + 1 each, federation-major).
+    /// federation, the M agents' randomizer keys then the shuffler's (M + 1
+    /// folded keys each, federation-major).
     VecSum {
         /// Initial protocol state.
         proto: Box<VecSum>,
-        /// Stream keys.
-        keys: Vec<Vec<u64>>,
+        /// Folded keys.
+        keys: Vec<u64>,
     },
 }
 

@@ -54,7 +54,12 @@ use thiserror::Error;
 /// Binomial noise), sdp_vecsum's basic figures are null, P-FCB's
 /// `acct_epsilon_basic` sums what each message provides; the regret columns
 /// are unchanged.
-pub const SEMANTICS_VERSION: u32 = 6;
+/// 7 -- `sdp_vecsum`'s randomness is keyed ([`crate::privacy::vecsum`]: a
+/// point's rounding draws from the point's key, the shuffler's Binomial
+/// noise from [`crate::rng::binomial`]) so a GPU thread per coordinate draws
+/// the same bits: `sdp_vecsum` cells' values change (same distribution);
+/// every other cell is unchanged.
+pub const SEMANTICS_VERSION: u32 = 7;
 
 /// One problem in a job file.
 #[derive(Clone, Debug, PartialEq)]

@@ -34,7 +34,7 @@
 use crate::privacy::partial_sum::PartialSum;
 use crate::privacy::tree::AgentTrees;
 use crate::privacy::vecsum::VecSum;
-use crate::rng::{Stream, fold_key, fold_more};
+use crate::rng::{fold_key, fold_more};
 use rayon::prelude::*;
 use statrs::distribution::{Beta, ContinuousCDF};
 
@@ -331,21 +331,23 @@ impl Harness {
                 let d = point[0].0.len();
                 let coords = view_coords(d);
                 let mut vs = proto.clone();
-                let mut agent = Stream::new(&[key, trial, 0]);
-                let mut shuffler = Stream::new(&[key, trial, 1]);
+                let agent = fold_key(&[key, trial, 0]);
+                let shuffler = fold_key(&[key, trial, 1]);
+                let mut index = 0u64;
                 let (zx, mut rel) = (vec![0.0; d], vec![0.0; d * d + d]);
                 let (x, y) = &point[usize::from(world)];
                 let mut at = 0;
                 for batch in 1..=1u64 << (proto.levels() - 1) {
                     for i in 0..*points {
+                        index += 1;
                         if batch == 1 && i == 0 {
-                            vs.add_point(x, *y, &mut agent);
+                            vs.add_point(x, *y, fold_more(agent, index));
                         } else {
-                            vs.add_point(&zx, 0.0, &mut agent);
+                            vs.add_point(&zx, 0.0, fold_more(agent, index));
                         }
                     }
                     rel.fill(0.0);
-                    vs.close_batch(&mut shuffler, &mut rel);
+                    vs.close_batch(shuffler, &mut rel);
                     if batch.is_power_of_two() {
                         for &c in &coords {
                             out[at] = rel[c];

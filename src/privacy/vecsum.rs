@@ -24,8 +24,15 @@
 //! the rest; so the output has exactly the literal protocol's distribution.
 //! Memory: 2 x levels x (d(d+1)/2 + d) values per federation. Tested against
 //! the literal protocol in this module.
+//!
+//! Randomness is keyed (semantics 7): a point's rounding draws are
+//! `uniform_at(point key, coordinate x levels + level)` and the shuffler's
+//! Binomial of coordinate e at batch k is `binomial_at(fold_more(shuffler
+//! key, k), e * STRIDE, ...)` ([`crate::rng::binomial`]), so a GPU thread per
+//! coordinate computes the same bits as the CPU.
 
-use crate::rng::Stream;
+use crate::rng::binomial::{STRIDE, binomial_at};
+use crate::rng::{Stream, fold_more, uniform_at};
 
 /// Per-federation state of the protocol.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
@@ -125,52 +132,58 @@ impl VecSum {
     }
 
     /// Randomizes one data point into every level's open window (the
-    /// agent's local randomizer, drawing from the agent's stream); true when
-    /// clipping to [-L, L] changed one of its coordinates.
-    pub fn add_point(&mut self, x: &[f64], y: f64, rng: &mut Stream) -> bool {
+    /// agent's local randomizer); true when clipping to [-L, L] changed one
+    /// of its coordinates. `key` is the point's own key (a pure function of
+    /// the agent's key and the point's index): the rounding of coordinate c
+    /// at level j compares [`uniform_at`]`(key, c * levels + j)`, so a GPU
+    /// thread per coordinate draws the same bits.
+    pub fn add_point(&mut self, x: &[f64], y: f64, key: u64) -> bool {
         let d = self.d;
         let mut c = 0;
         let mut clipped = false;
         for i in 0..d {
             for j in i..d {
-                clipped |= self.add_value(c, x[i] * x[j], rng);
+                clipped |= self.add_value(c, x[i] * x[j], key);
                 c += 1;
             }
         }
         for xi in &x[..d] {
-            clipped |= self.add_value(c, xi * y, rng);
+            clipped |= self.add_value(c, xi * y, key);
             c += 1;
         }
         clipped
     }
 
     #[inline]
-    fn add_value(&mut self, c: usize, v: f64, rng: &mut Stream) -> bool {
+    fn add_value(&mut self, c: usize, v: f64, key: u64) -> bool {
         let l = self.l;
         let shifted = v.clamp(-l, l) + l;
         for j in 0..self.levels {
             let w = shifted * self.g[j] / l;
             let fl = w.floor();
-            let bern = u64::from(rng.uniform() < w - fl);
+            let bern = u64::from(uniform_at(key, (c * self.levels + j) as u64) < w - fl);
             self.acc[j * self.coords + c] += fl as u64 + bern;
         }
         v.abs() > l
     }
 
     /// Closes the next batch: the node of level i = (lowest set bit of the
-    /// batch count) is released (Binomial noise drawn by the shuffler stream,
-    /// then analyzed); lower levels empty. Writes the server's output, the sum
-    /// of the released nodes of the set bits, into `out` as a full symmetric
-    /// d x d matrix followed by d entries.
-    pub fn close_batch(&mut self, shuffler: &mut Stream, out: &mut [f64]) {
+    /// batch count k) is released (the shuffler's Binomial noise of
+    /// coordinate e is [`binomial_at`]`(fold_more(key, k), e * STRIDE, n b,
+    /// p)`, then analyzed); lower levels empty. Writes the server's output,
+    /// the sum of the released nodes of the set bits, into `out` as a full
+    /// symmetric d x d matrix followed by d entries.
+    pub fn close_batch(&mut self, key: u64, out: &mut [f64]) {
         self.batches += 1;
         let k = self.batches;
         let i = k.trailing_zeros() as usize;
         let (d, c) = (self.d, self.coords);
         if i < self.levels {
             let (gi, bi, ni) = (self.g[i], self.b[i], self.n[i]);
+            let bkey = fold_more(key, k);
             for e in 0..c {
-                let y = self.acc[i * c + e] + shuffler.binomial(ni.saturating_mul(bi), P);
+                let noise = binomial_at(bkey, e as u64 * STRIDE, ni.saturating_mul(bi), P);
+                let y = self.acc[i * c + e] + noise;
                 self.stored[i * c + e] = (self.l / gi) * (y as f64 - P * bi as f64 * ni as f64) - ni as f64 * self.l;
             }
         }
@@ -194,6 +207,16 @@ impl VecSum {
                 out[d * d + r] += node[e + r];
             }
         }
+    }
+
+    /// The protocol's per-level parameters (g_j, b_j, n_j), for the GPU.
+    pub fn levels_params(&self) -> (&[f64], &[u64], &[u64]) {
+        (&self.g, &self.b, &self.n)
+    }
+
+    /// The bound L.
+    pub fn bound(&self) -> f64 {
+        self.l
     }
 
     /// The analyzer's output for one coordinate of n points under the literal
@@ -284,14 +307,15 @@ mod tests {
         let mut vs = VecSum::new(d, 4, batch, m, 1.0, 1.0, 0.1, 1.0);
         let bytes = vs.state_bytes();
         assert_eq!(bytes, 2 * 4 * (6 + 3) * 8);
-        let mut rng = Stream::new(&[3]);
-        let mut sh = Stream::new(&[4]);
+        let (agent, sh) = (crate::rng::fold_key(&[3]), crate::rng::fold_key(&[4]));
+        let mut point = 0u64;
         let mut out = vec![0.0; d * d + d];
         let mut truth = vec![0.0; d * d + d];
         let x = [0.5, -0.3, 0.2];
         for _k in 0..6 {
             for _ in 0..batch as usize * m {
-                vs.add_point(&x, 0.7, &mut rng);
+                point += 1;
+                vs.add_point(&x, 0.7, fold_more(agent, point));
                 for r in 0..d {
                     for s in 0..d {
                         truth[r * d + s] += x[r] * x[s];
@@ -299,7 +323,7 @@ mod tests {
                     truth[d * d + r] += x[r] * 0.7;
                 }
             }
-            vs.close_batch(&mut sh, &mut out);
+            vs.close_batch(sh, &mut out);
         }
         assert_eq!(vs.state_bytes(), bytes);
         // The noise is large at these sizes; the output must still be finite

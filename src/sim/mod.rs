@@ -36,7 +36,8 @@ const PROGRESS_EVERY: u64 = 1024;
 /// 5: the file is sealed with a checksum ([`crate::output::seal`]).
 /// 6: a privacy tree carries its live nodes' noise sum.
 /// 7: FedUCB runs on the lockstep core (no federation objects).
-const SNAPSHOT_VERSION: u32 = 7;
+/// 8: the vector-summation protocol's randomness is keyed (no streams).
+const SNAPSHOT_VERSION: u32 = 8;
 
 /// Periodic snapshots of a running repetition.
 pub struct Snapshots<'a> {

@@ -247,10 +247,7 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]
                 delta,
                 cfg.vecsum_scale,
             )),
-            keys: algo_keys
-                .iter()
-                .flat_map(|k| (0..=m).map(move |i| AgentTrees::noise_key(k, i)))
-                .collect(),
+            keys: AgentTrees::folded_keys(algo_keys, m + 1),
         },
         (true, ..) => Release::Tree {
             sigma: consts.sigma,

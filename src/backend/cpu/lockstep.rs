@@ -117,8 +117,12 @@ enum Privatizer {
     /// The shuffle vector-summation protocol.
     VecSum {
         vs: Box<VecSum>,
-        agents: Vec<Stream>,
-        shuffler: Stream,
+        /// The agents' randomizer keys (point t of agent i: fold_more(key, t)).
+        agents: Vec<u64>,
+        /// The shuffler's key.
+        shuffler: u64,
+        /// Rounds so far (every agent adds one point per round).
+        round: u64,
     },
 }
 
@@ -227,8 +231,9 @@ impl Fed {
                 let k = &keys[f * (m + 1)..(f + 1) * (m + 1)];
                 Privatizer::VecSum {
                     vs: proto.clone(),
-                    agents: k[..m].iter().map(|k| Stream::new(k)).collect(),
-                    shuffler: Stream::new(&k[m]),
+                    agents: k[..m].to_vec(),
+                    shuffler: k[m],
+                    round: 0,
                 }
             }
             Some(Release::Cumulative) => Privatizer::Cumulative {
@@ -284,6 +289,9 @@ impl Fed {
             self.group += total;
             return;
         }
+        if let Privatizer::VecSum { round, .. } = &mut self.privatizer {
+            *round += 1;
+        }
         let mut fire = false;
         if let Some(test) = self.test.as_mut() {
             test.dt += 1;
@@ -299,10 +307,11 @@ impl Fed {
                 None => beta,
             };
             let st = self.bank.step(i, &self.env, step, beta);
-            if let Privatizer::VecSum { vs, agents, .. } = &mut self.privatizer {
+            if let Privatizer::VecSum { vs, agents, round, .. } = &mut self.privatizer {
                 // An observation the protocol's coordinate clipping
                 // changed counts once, like one whose reward was clipped.
-                if vs.add_point(&self.bank.ws.x, st.y, &mut agents[i]) && !st.clipped {
+                let key = crate::rng::fold_more(agents[i], *round);
+                if vs.add_point(&self.bank.ws.x, st.y, key) && !st.clipped {
                     self.bank.clipped += 1;
                 }
             }
@@ -348,7 +357,7 @@ impl Fed {
                 true
             }
             Privatizer::VecSum { vs, shuffler, .. } => {
-                vs.close_batch(shuffler, &mut self.release);
+                vs.close_batch(*shuffler, &mut self.release);
                 true
             }
             Privatizer::Exact => false,
