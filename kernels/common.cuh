@@ -26,7 +26,10 @@ extern __shared__ __align__(16) unsigned char fb_dyn_smem[];
 #define FB_DYN_SHARED(type, name) type* name = reinterpret_cast<type*>(fb_dyn_smem)
 #define FB_MULHI(a, b) __umul64hi((a), (b))
 #define FB_CTZ64(x) (__ffsll((long long)(x)) - 1)
+#define FB_ATOMIC_ADD_U64(p, v) atomicAdd((unsigned long long*)(p), (unsigned long long)(v))
 #else
+// The emulation runs the threads of a grid one after another.
+#define FB_ATOMIC_ADD_U64(p, v) (*(p) += (v))
 #define FB_MULHI(a, b) ((unsigned long long)(((unsigned __int128)(a) * (unsigned __int128)(b)) >> 64))
 #define FB_CTZ64(x) __builtin_ctzll(x)
 #define FB_DEV static inline
@@ -381,4 +384,119 @@ FB_DEV double fb_spd_inverse_jitter(const double* v, int d, double* inv, double*
         jitter *= 10.0;
     }
     return -1.0;
+}
+
+// ------------------------------------------------------ keyed binomial draws
+
+// rng::binomial::pow_u64: x^k by squaring.
+FB_DEV double fb_pow_u64(double x, fb_u64 k) {
+    double base = x, out = 1.0;
+    while (k > 0) {
+        if (k & 1ull) out *= base;
+        base *= base;
+        k >>= 1;
+    }
+    return out;
+}
+
+// rng::binomial::fc: Stirling's correction.
+FB_DEV double fb_binomial_fc(fb_u64 k) {
+    const double table[10] = {0.08106146679532726, 0.04134069595540929, 0.02767792568499834, 0.02079067210376509,
+                              0.01664469118982119, 0.01387612882307075, 0.01189670994589177, 0.01041126526197209,
+                              0.009255462182712733, 0.00833056343336287};
+    if (k < 10) return table[k];
+    double k1 = (double)k + 1.0;
+    double k2 = k1 * k1;
+    return (1.0 / 12.0 - (1.0 / 360.0 - 1.0 / 1260.0 / k2) / k2) / k1;
+}
+
+// rng::binomial inversion (n p < 10, p <= 1/2).
+FB_DEV fb_u64 fb_binomial_inversion(fb_u64 key, fb_u64 index, fb_u64 n, double p) {
+    double q = 1.0 - p;
+    double s = p / q;
+    double a = ((double)n + 1.0) * s;
+    double r0 = fb_pow_u64(q, n);
+    for (fb_u64 j = 0;; ++j) {
+        double u = fb_uniform_at(key, index + j);
+        double r = r0;
+        fb_u64 x = 0;
+        for (;;) {
+            if (u <= r) return x;
+            u -= r;
+            x += 1;
+            if (x > 110 || x > n) break;
+            r *= a / (double)x - s;
+        }
+    }
+}
+
+// rng::binomial BTRD (n p >= 10, p <= 1/2).
+FB_DEV fb_u64 fb_binomial_btrd(fb_u64 key, fb_u64 index, fb_u64 n, double p) {
+    double nf = (double)n;
+    double m = floor((nf + 1.0) * p);
+    double r = p / (1.0 - p);
+    double nr = (nf + 1.0) * r;
+    double npq = nf * p * (1.0 - p);
+    double spq = sqrt(npq);
+    double b = 1.15 + 2.53 * spq;
+    double a = -0.0873 + 0.0248 * b + 0.01 * p;
+    double c = nf * p + 0.5;
+    double alpha = (2.83 + 5.1 / b) * spq;
+    double vr = 0.92 - 4.2 / b;
+    double urvr = 0.86 * vr;
+    for (fb_u64 j = 0;; j += 2) {
+        double v = fb_uniform_at(key, index + j);
+        double w = fb_uniform_at(key, index + j + 1);
+        double u;
+        if (v <= urvr) {
+            u = v / vr - 0.43;
+            return (fb_u64)floor(((2.0 * a) / (0.5 - fabs(u)) + b) * u + c);
+        }
+        if (v >= vr) {
+            u = w - 0.5;
+        } else {
+            u = v / vr - 0.93;
+            u = (u < 0.0 ? -0.5 : 0.5) - u;
+            v = w * vr;
+        }
+        double us = 0.5 - fabs(u);
+        double kf = floor(((2.0 * a) / us + b) * u + c);
+        if (kf < 0.0 || kf > nf) continue;
+        fb_u64 k = (fb_u64)kf;
+        v = v * alpha / (a / (us * us) + b);
+        double km = fabs(kf - m);
+        if (km <= 15.0) {
+            double f = 1.0;
+            if (m < kf) {
+                for (double i = m + 1.0; i <= kf; i += 1.0) f *= nr / i - r;
+            } else if (m > kf) {
+                for (double i = kf + 1.0; i <= m; i += 1.0) v *= nr / i - r;
+            }
+            if (v <= f) return k;
+            continue;
+        }
+        double lv = fb_ln(v);
+        double rho = (km / npq) * (((km / 3.0 + 0.625) * km + 1.0 / 6.0) / npq + 0.5);
+        double t = -km * km / (2.0 * npq);
+        if (lv < t - rho) return k;
+        if (lv > t + rho) continue;
+        fb_u64 mi = (fb_u64)m;
+        double nm = nf - m + 1.0;
+        double h = (m + 0.5) * fb_ln((m + 1.0) / (r * nm)) + fb_binomial_fc(mi) + fb_binomial_fc(n - mi);
+        double nk = nf - kf + 1.0;
+        if (lv <= h + (nf + 1.0) * fb_ln(nm / nk) + (kf + 0.5) * fb_ln(nk * r / (kf + 1.0)) - fb_binomial_fc(k) -
+                      fb_binomial_fc(n - k))
+            return k;
+    }
+}
+
+// rng::binomial::binomial_at: Binomial(n, p) from the keyed uniforms at
+// index, index + 1, ... (bit for bit the CPU's draw).
+FB_DEV fb_u64 fb_binomial_at(fb_u64 key, fb_u64 index, fb_u64 n, double p) {
+    if (n == 0 || p != p || p <= 0.0 || p > 1.0) return 0;
+    if (p >= 1.0) return n;
+    int flip = p > 0.5;
+    double pp = flip ? 1.0 - p : p;
+    fb_u64 x = (double)n * pp < 10.0 ? fb_binomial_inversion(key, index, n, pp) : fb_binomial_btrd(key, index, n, pp);
+    return flip ? n - x : x;
 }

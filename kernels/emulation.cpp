@@ -8,6 +8,7 @@
 #include "gossip.cu"
 #include "combinatorial.cu"
 #include "feducb.cu"
+#include "vecsum.cu"
 
 // A deliberately broken kernel for the emulator's own test: thread 0 returns
 // while the others wait at a barrier.
@@ -89,6 +90,9 @@ extern "C" int fb_emu_launch(const char* kernel, unsigned grid, unsigned block, 
     FB_KERNEL(fb_adaptive_events)
     FB_KERNEL(fb_refactor_shifted)
     FB_KERNEL(fb_sync_shifted)
+    FB_KERNEL(fb_vecsum_add)
+    FB_KERNEL(fb_vecsum_clipcount)
+    FB_KERNEL(fb_vecsum_close)
     FB_COOP_KERNEL(fb_emu_selftest_barrier_divergence)
     return 1;
 }

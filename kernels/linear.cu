@@ -477,7 +477,7 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
                                                  double noise_std, double reward_bound, int gap, fb_u64* ustate,
                                                  int random_policy, fb_u64* pstate, int rounds,
                                                  const double* betas, const double* widths, double wscale,
-                                                 double wsigma, fb_u64* clamps, double* xlast,
+                                                 double wsigma, fb_u64* clamps, double* xlast, double* ylast,
                                                  const double* theta_star, fb_u64* lanes,
                                                  fb_u64* rstate, double* rspare, int* rhas, double* vinv,
                                                  double* logdet, double* b, double* gram, double* bias,
@@ -644,6 +644,12 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
                                 : mu + noise_std * fb_normal(rstate + gg * 4, rspare + gg, rhas + gg);
                 sc[0] = fb_clip_reward(y0, reward_bound);
                 if (sc[0] != y0) clipped[gg] += 1;
+                // The round's reward and whether clipping changed it (the
+                // vector-summation protocol's point, fb_vecsum_add).
+                if (ylast) {
+                    ylast[2 * gg] = sc[0];
+                    ylast[2 * gg + 1] = sc[0] != y0 ? 1.0 : 0.0;
+                }
             }
         }
         __syncthreads();

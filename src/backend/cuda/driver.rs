@@ -14,8 +14,11 @@
 //! `linear_gap` where the cooperative kernel fits ([`supports`]).
 
 use super::CudaError;
+mod events;
+
 use super::adaptive::AdaptiveState;
 use super::launcher::{Arg, DevPtr, Launcher, bytemuck_like, download_slice, upload_slice};
+use super::vecsum::VecSumState;
 use crate::backend::{BatchError, LinearBatch, LinearOps, Observation, Release};
 use crate::env::{LinearEnv, LinearEnvKind};
 use crate::rng::state_words;
@@ -46,10 +49,14 @@ pub fn supports(batch: &LinearBatch, shared_limit: usize) -> Result<(), CudaErro
             "a random batch needs one policy key per agent".into(),
         ));
     }
-    if let Some(crate::backend::Release::VecSum { .. }) = batch.sync.as_ref().map(|s| &s.release) {
-        return Err(CudaError::Unsupported(
-            "the sdp_vecsum protocol has no kernels yet".into(),
-        ));
+    if let Some(crate::backend::Release::VecSum { .. }) = batch.sync.as_ref().map(|s| &s.release)
+        && coop_step_shape(gap, batch.env.d, batch.env.k, shared_limit).is_none()
+    {
+        return Err(CudaError::Unsupported(format!(
+            "sdp_vecsum at d = {}, K = {}: its kernels need the cooperative kernel, and four agents' state \
+             exceeds the device's {shared_limit} bytes of shared memory per block",
+            batch.env.d, batch.env.k
+        )));
     }
     if batch.network.is_some() {
         return Err(CudaError::Unsupported(
@@ -132,6 +139,8 @@ pub struct CudaLinear<'a> {
     messages_per_sync: u64,
     /// FedUCB's data-dependent sync (one round per launch).
     adaptive: Option<AdaptiveState>,
+    /// The vector-summation protocol (one round per launch).
+    vecsum: Option<VecSumState>,
     gstride: usize,
     wstride: usize,
     chunk_max: usize,
@@ -172,6 +181,7 @@ impl<'a> CudaLinear<'a> {
         let (mode, dubey) = match batch.sync.as_ref().map(|s| &s.release) {
             Some(Release::Tree { noise, .. }) => (1, *noise == crate::privacy::tree::NodeNoise::Dubey),
             Some(Release::Cumulative) => (2, false),
+            Some(Release::VecSum { .. }) => (3, false),
             _ => (0, false),
         };
 
@@ -259,8 +269,10 @@ impl<'a> CudaLinear<'a> {
         } else {
             None
         };
-        // An adaptive batch decides after every round whether to sync.
-        let chunk_max = if coop.is_some() && adaptive.is_none() {
+        let vecsum = VecSumState::new(lr, batch)?;
+        // An adaptive batch decides after every round whether to sync; the
+        // vector-summation protocol randomizes every round's points.
+        let chunk_max = if coop.is_some() && adaptive.is_none() && vecsum.is_none() {
             (RR_BUDGET / (n * 8).max(1)).clamp(1, CHUNK_MAX)
         } else {
             1
@@ -292,6 +304,7 @@ impl<'a> CudaLinear<'a> {
             dubey,
             messages_per_sync: batch.sync.as_ref().map_or(0, |r| r.messages_per_sync),
             adaptive,
+            vecsum,
             gstride,
             wstride,
             chunk_max,
@@ -338,201 +351,19 @@ impl Drop for CudaLinear<'_> {
 }
 
 impl CudaLinear<'_> {
-    /// `fb_refactor` for every agent of the federations in `mask` (null:
-    /// all): V^{-1} and log det rebuilt from base + local Gram.
-    fn launch_refactor(&mut self, mask: DevPtr) -> Result<(), CudaError> {
-        let p = Arg::Ptr;
-        let n = self.nf * self.m;
-        self.l.launch(
-            "fb_refactor",
-            n,
-            &[
-                int_arg(n)?,
-                int_arg(self.m)?,
-                int_arg(self.d)?,
-                p(mask),
-                p(self.bufs.base),
-                p(self.bufs.gram),
-                p(self.bufs.vinv),
-                p(self.bufs.logdet),
-                p(self.bufs.scratch),
-                p(self.bufs.failures),
-            ],
-        )
-    }
-
-    /// A sync of the federations in `mask` (null: all): the tree leaf
-    /// `leaf` (or each federation's from `leaves`), the server's release
-    /// into every agent's base and bias, and the local sums reset.
-    fn launch_sync(&mut self, mask: DevPtr, leaf: u64, leaves: DevPtr) -> Result<(), CudaError> {
-        let p = Arg::Ptr;
-        let (n, nf, m, d) = (self.nf * self.m, self.nf, self.m, self.d);
-        let (ni, nfi, mi, di) = (int_arg(n)?, int_arg(nf)?, int_arg(m)?, int_arg(d)?);
-        let width = d * d + d;
-        if self.mode == 1 {
-            self.l.launch(
-                "fb_tree_insert",
-                n * width,
-                &[
-                    ni,
-                    mi,
-                    di,
-                    Arg::U64(leaf),
-                    p(leaves),
-                    p(mask),
-                    Arg::I32(i32::from(self.dubey)),
-                    Arg::F64(self.sigma),
-                    p(self.bufs.akey),
-                    p(self.bufs.gram),
-                    p(self.bufs.bias),
-                    p(self.bufs.tsum),
-                    p(self.bufs.nsum),
-                ],
-            )?;
-        }
-        let total = self.adaptive.as_ref().map_or(DevPtr(0), |a| a.total);
-        self.l.launch(
-            "fb_sync_reduce",
-            nf * width,
-            &[
-                nfi,
-                mi,
-                di,
-                Arg::I32(self.mode),
-                p(mask),
-                Arg::F64(self.diag),
-                p(self.bufs.tsum),
-                p(self.bufs.nsum),
-                p(total),
-                p(self.bufs.gram),
-                p(self.bufs.bias),
-                p(self.bufs.base),
-                p(self.bufs.usyn),
-            ],
-        )?;
-        self.l.launch(
-            "fb_sync_factor",
-            nf,
-            &[
-                nfi,
-                mi,
-                di,
-                p(mask),
-                p(self.bufs.base),
-                p(self.bufs.vinv),
-                p(self.bufs.logdet),
-                p(self.bufs.scratch),
-                p(self.bufs.failures),
-            ],
-        )?;
-        self.l.launch(
-            "fb_sync_broadcast",
-            n,
-            &[
-                ni,
-                mi,
-                di,
-                p(mask),
-                p(self.bufs.usyn),
-                p(self.bufs.vinv),
-                p(self.bufs.logdet),
-                p(self.bufs.b),
-                p(self.bufs.gram),
-                p(self.bufs.bias),
-            ],
-        )
-    }
-
-    /// After a round of an adaptive batch, on the device: every agent's
-    /// determinant test, each federation's decisions, the refactorizations
-    /// due and the syncs fired (kernels/feducb.cu).
-    fn after_round(&mut self) -> Result<(), CudaError> {
-        let Some(a) = self.adaptive.as_ref() else {
-            return Ok(());
-        };
-        let p = Arg::Ptr;
-        let (n, nf) = (self.nf * self.m, self.nf);
-        let (ni, nfi, mi, di) = (int_arg(n)?, int_arg(nf)?, int_arg(self.m)?, int_arg(self.d)?);
-        let shifted = Arg::I32(i32::from(a.shifted));
-        let (vinvc, logdetc, shift, do_refactor, do_sync) = (a.vinvc, a.logdetc, a.shift, a.do_refactor, a.do_sync);
-        let (logdets, leaves) = (a.logdets, a.leaves);
-        let test = [
-            ni,
-            mi,
-            di,
-            shifted,
-            Arg::F64(a.threshold),
-            p(a.xlast),
-            p(vinvc),
-            p(logdetc),
-            p(self.bufs.logdet),
-            p(logdets),
-            p(a.dt),
-            p(a.work),
-            p(a.fire),
-        ];
-        let events = [
-            nfi,
-            mi,
-            Arg::I32(i32::from(a.every_round)),
-            Arg::I32(a.refactor_every),
-            p(a.fire),
-            p(a.since),
-            p(a.dt),
-            p(do_refactor),
-            p(do_sync),
-            p(leaves),
-        ];
-        let is_shifted = a.shifted;
-        self.l.launch("fb_det_test", n, &test)?;
-        self.l.launch("fb_adaptive_events", nf, &events)?;
-        self.launch_refactor(do_refactor)?;
-        let bufs = &self.bufs;
-        if is_shifted {
-            let args = [
-                ni,
-                mi,
-                di,
-                p(do_refactor),
-                p(shift),
-                p(bufs.base),
-                p(bufs.gram),
-                p(vinvc),
-                p(logdetc),
-                p(bufs.scratch),
-                p(bufs.failures),
-            ];
-            self.l.launch("fb_refactor_shifted", n, &args)?;
-        }
-        self.launch_sync(do_sync, 0, leaves)?;
-        let bufs = &self.bufs;
-        let args = [
-            nfi,
-            mi,
-            di,
-            shifted,
-            p(do_sync),
-            p(shift),
-            p(bufs.base),
-            p(bufs.logdet),
-            p(logdets),
-            p(vinvc),
-            p(logdetc),
-            p(bufs.scratch),
-            p(bufs.failures),
-        ];
-        self.l.launch("fb_sync_shifted", nf, &args)
-    }
-
     /// One launch of the cooperative kernel: `rounds` rounds with the
     /// widths in `betas_dev` or, adaptive, each agent's own.
     fn launch_coop(&mut self, agents: usize, shared: usize, rounds: usize) -> Result<(), CudaError> {
         let (n, p) = (self.nf * self.m, Arg::Ptr);
         let ri = i32::try_from(rounds).map_err(|_| CudaError::Unsupported("chunk too long".into()))?;
-        let (widths, wscale, wsigma, clamps, xlast) = match &self.adaptive {
+        let (widths, wscale, wsigma, clamps, mut xlast) = match &self.adaptive {
             Some(a) => (a.widths, a.wscale, a.wsigma, a.clamps, a.xlast),
             None => (DevPtr(0), 0.0, 0.0, DevPtr(0), DevPtr(0)),
         };
+        let ylast = self.vecsum.as_ref().map_or(DevPtr(0), |v| v.ylast);
+        if let Some(v) = &self.vecsum {
+            xlast = v.xlast;
+        }
         let args = [
             &self.shape[..],
             &[
@@ -547,6 +378,7 @@ impl CudaLinear<'_> {
                 Arg::F64(wsigma),
                 p(clamps),
                 p(xlast),
+                p(ylast),
             ],
             &self.agent_state()[..],
             &[p(self.rr)],
@@ -578,7 +410,7 @@ impl LinearOps for CudaLinear<'_> {
         self.chunk_max
     }
 
-    fn rounds(&mut self, _t0: u64, count: usize, betas: &[f64]) -> Result<(), BatchError> {
+    fn rounds(&mut self, t0: u64, count: usize, betas: &[f64]) -> Result<(), BatchError> {
         self.ops(|s| {
             let (n, nf, p) = (s.nf * s.m, s.nf as i32, Arg::Ptr);
             let mi = s.m as i32;
@@ -596,6 +428,7 @@ impl LinearOps for CudaLinear<'_> {
                     }
                     s.launch_coop(agents, shared, count)?;
                     s.after_round()?;
+                    s.randomize_points(t0)?;
                 }
                 None => {
                     for &beta in betas {

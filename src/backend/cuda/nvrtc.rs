@@ -20,6 +20,8 @@ pub const GOSSIP: &str = include_str!("../../../kernels/gossip.cu");
 pub const COMBINATORIAL: &str = include_str!("../../../kernels/combinatorial.cu");
 /// `kernels/feducb.cu`.
 pub const FEDUCB: &str = include_str!("../../../kernels/feducb.cu");
+/// `kernels/vecsum.cu`.
+pub const VECSUM: &str = include_str!("../../../kernels/vecsum.cu");
 
 /// Names of every kernel, for loading and for the compile test.
 pub const KERNELS: &[&str] = &[
@@ -39,6 +41,9 @@ pub const KERNELS: &[&str] = &[
     "fb_adaptive_events",
     "fb_refactor_shifted",
     "fb_sync_shifted",
+    "fb_vecsum_add",
+    "fb_vecsum_clipcount",
+    "fb_vecsum_close",
 ];
 
 /// The single translation unit NVRTC compiles.
@@ -50,6 +55,7 @@ pub fn kernel_source() -> String {
         .chain(GOSSIP.lines())
         .chain(COMBINATORIAL.lines())
         .chain(FEDUCB.lines())
+        .chain(VECSUM.lines())
     {
         if line.trim_start().starts_with("#include \"common.cuh\"") {
             continue;
