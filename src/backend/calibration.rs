@@ -45,6 +45,22 @@ pub struct Row {
     pub bandwidth_fraction: Option<f64>,
 }
 
+impl Row {
+    /// A measurement without the derived columns (speed-up, fractions).
+    pub fn measured(workload: &str, kind: &str, backend: &str, federations: u32, rate: f64) -> Self {
+        Self {
+            workload: workload.into(),
+            kind: kind.into(),
+            backend: backend.into(),
+            federations,
+            agent_steps_per_s: rate,
+            speedup: None,
+            fp64_fraction: None,
+            bandwidth_fraction: None,
+        }
+    }
+}
+
 /// The machine a calibration belongs to.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MachineKey {
@@ -275,16 +291,7 @@ mod tests {
     }
 
     fn row(kind: &str, backend: &str, federations: u32, rate: f64) -> Row {
-        Row {
-            workload: format!("{kind}_w"),
-            kind: kind.into(),
-            backend: backend.into(),
-            federations,
-            agent_steps_per_s: rate,
-            speedup: None,
-            fp64_fraction: None,
-            bandwidth_fraction: None,
-        }
+        Row::measured(&format!("{kind}_w"), kind, backend, federations, rate)
     }
 
     /// A CPU-only calibration beside a device's: `auto` finds the device

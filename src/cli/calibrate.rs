@@ -163,14 +163,10 @@ fn row(
 ) -> Row {
     let fractions = m.model.zip(peaks).map(|((gf, gb), (pf, pb))| (gf / pf, gb / pb));
     Row {
-        workload: name.into(),
-        kind: m.kind.into(),
-        backend: backend.into(),
-        federations: feds,
-        agent_steps_per_s: m.rate,
         speedup: cpu.map(|c| m.rate / c),
         fp64_fraction: fractions.map(|f| f.0),
         bandwidth_fraction: fractions.map(|f| f.1),
+        ..Row::measured(name, m.kind, backend, feds, m.rate)
     }
 }
 

@@ -276,16 +276,7 @@ fn placement_under_cuda_and_auto_follows_the_calibration() {
         let p = place(&bare, c, 2).unwrap();
         assert_eq!(p.name(), "cpu", "{p:?}");
     }
-    let row = |workload: &str, kind: &str, backend: &str, federations: u32, rate: f64| Row {
-        workload: workload.into(),
-        kind: kind.into(),
-        backend: backend.into(),
-        federations,
-        agent_steps_per_s: rate,
-        speedup: None,
-        fp64_fraction: None,
-        bandwidth_fraction: None,
-    };
+    let row = Row::measured;
     let cal = Calibration {
         machine: MachineKey::here(2, Some("host emulation")),
         measured_at: 0,
