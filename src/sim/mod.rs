@@ -37,7 +37,8 @@ const PROGRESS_EVERY: u64 = 1024;
 /// 6: a privacy tree carries its live nodes' noise sum.
 /// 7: FedUCB runs on the lockstep core (no federation objects).
 /// 8: the vector-summation protocol's randomness is keyed (no streams).
-const SNAPSHOT_VERSION: u32 = 8;
+/// 9: decentralized FedUCB keeps its messages in rings (no queue).
+const SNAPSHOT_VERSION: u32 = 9;
 
 /// Periodic snapshots of a running repetition.
 pub struct Snapshots<'a> {

@@ -8,24 +8,72 @@
 //! sums without privacy), and the per-slot refactorization (when the slot's
 //! S changed or after `refactor_every` rank-1 updates).
 //!
+//! Messages are pulled, not queued: a broadcast of slot (j, g) in round s
+//! is kept in a ring of gamma + 1 rounds, and in round t agent i reads the
+//! broadcast of every sender j within gamma hops made in round
+//! t - dist(i, j), senders in index order (itself first where it is the
+//! lowest index, at distance 0: a broadcast it made at the start of this
+//! round); requests likewise. Every receiver's sums are added in that
+//! fixed order, so a GPU thread per receiver entry adds the same numbers in
+//! the same order (`kernels/peer.cu`); no allocation per round.
+//!
+//! A round: (A) each agent broadcasts every slot that a request made
+//! dist(i, j) rounds ago by a neighbour j asks for, then every slot takes
+//! the deliveries due (with the first-heard shift); (B) each agent
+//! refactorizes its slot if needed, plays, and runs the test; (C) each
+//! requester records its request and broadcasts its slot (unless it did in
+//! (A)), delivering to itself at once.
+//!
 //! Counters: `syncs` counts requests, `messages` counts deliveries
-//! (requests and broadcasts, one per receiver).
+//! (requests and broadcasts, one per receiver other than the sender).
 
 use crate::backend::{AgentState, Backend, LinearBatch, Observation, Release, Width, Workspace, logdet_width};
 use crate::env::{AgentStreams, LinearEnv};
-use crate::graph::Graph;
 use crate::linalg;
 use crate::privacy::tree::{AgentTrees, NodeNoise};
 
-/// A pending delivery.
-#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
-struct Delivery {
-    arrive: u64,
-    to: usize,
-    slot: usize,
-    from: usize,
-    /// Index of the payload in the pool (None for a request).
-    payload: Option<usize>,
+/// No round (a ring entry never written).
+const NEVER: u64 = u64::MAX;
+
+/// Every agent's senders within gamma hops (itself included, at distance
+/// 0), in index order: `(agent, distance)`, agent i's at
+/// `list[start[i]..start[i + 1]]`.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Reach {
+    /// Offsets into `list` (m + 1).
+    pub start: Vec<usize>,
+    /// (sender, hops).
+    pub list: Vec<(u32, u32)>,
+}
+
+impl Reach {
+    /// The senders of every agent of `graph` within `gamma` hops.
+    pub fn new(graph: &crate::graph::Graph, gamma: usize) -> Self {
+        let m = graph.len();
+        let mut start = Vec::with_capacity(m + 1);
+        let mut list = Vec::new();
+        start.push(0);
+        for i in 0..m {
+            for j in 0..m {
+                let dist = graph.dist(i, j);
+                if dist as usize <= gamma {
+                    list.push((j as u32, dist));
+                }
+            }
+            start.push(list.len());
+        }
+        Self { start, list }
+    }
+
+    /// Agent i's senders.
+    pub fn of(&self, i: usize) -> &[(u32, u32)] {
+        &self.list[self.start[i]..self.start[i + 1]]
+    }
+
+    /// Agents a message of agent i reaches besides itself.
+    pub fn receivers(&self, i: usize) -> u64 {
+        (self.start[i + 1] - self.start[i]).saturating_sub(1) as u64
+    }
 }
 
 /// A decentralized FedUCB federation.
@@ -34,7 +82,7 @@ pub struct PeerFed {
     m: usize,
     d: usize,
     env: LinearEnv,
-    graph: Graph,
+    reach: Reach,
     gamma: usize,
     threshold: f64,
     every_round: bool,
@@ -69,10 +117,14 @@ pub struct PeerFed {
     prev_release: Vec<f64>,
     trees: Option<AgentTrees>,
     c_shift: Vec<f64>,
-    queue: Vec<Delivery>,
-    pool: Vec<Vec<f64>>,
-    pool_refs: Vec<usize>,
-    free: Vec<usize>,
+    /// Per slot and ring entry (round mod gamma + 1): the payload broadcast
+    /// in that round (d^2 + d) and the round it was broadcast.
+    payload: Vec<f64>,
+    payload_round: Vec<u64>,
+    /// Per agent and ring entry: the round of a request.
+    request_round: Vec<u64>,
+    /// Per slot: broadcast in this round's phase (A).
+    asked: Vec<bool>,
     leaf: Vec<f64>,
     release: Vec<f64>,
     tmp: Vec<f64>,
@@ -99,6 +151,7 @@ impl PeerFed {
         let sync = batch.sync.as_ref();
         let adaptive = sync.and_then(|s| s.adaptive());
         let gamma = net.gamma.max(1);
+        let ring = gamma + 1;
         let dd = d * d;
         let width = dd + d;
         let slots = m * gamma;
@@ -138,16 +191,16 @@ impl PeerFed {
             logdet_c: vec![0.0; slots],
             dt: vec![0; slots],
             dirty: vec![true; slots],
-            last_broadcast: vec![0; slots],
+            last_broadcast: vec![NEVER; slots],
             heard: vec![false; slots * m],
             prev_release: if private { vec![0.0; slots * width] } else { Vec::new() },
             trees,
             noise,
             c_shift,
-            queue: Vec::new(),
-            pool: Vec::new(),
-            pool_refs: Vec::new(),
-            free: Vec::new(),
+            payload: vec![0.0; slots * ring * width],
+            payload_round: vec![NEVER; slots * ring],
+            request_round: vec![NEVER; m * ring],
+            asked: vec![false; slots],
             leaf: vec![0.0; width],
             release: vec![0.0; width],
             tmp: vec![0.0; dd],
@@ -164,7 +217,7 @@ impl PeerFed {
             m,
             d,
             env,
-            graph: net.graphs[f].clone(),
+            reach: Reach::new(&net.graphs[f], gamma),
             gamma,
             threshold: adaptive.map_or(f64::INFINITY, |a| a.threshold),
             every_round: adaptive.is_some_and(|a| a.every_round),
@@ -186,7 +239,6 @@ impl PeerFed {
         }
         s
     }
-
     /// Rebuilds slot `sl`'s inverses and log dets from S and U.
     fn refactor(&mut self, sl: usize) {
         let d = self.d;
@@ -238,115 +290,101 @@ impl PeerFed {
         self.since[sl] = 0;
     }
 
-    fn alloc_payload(&mut self) -> usize {
-        let w = self.leaf.len();
-        match self.free.pop() {
-            Some(k) => k,
-            None => {
-                self.pool.push(vec![0.0; w]);
-                self.pool_refs.push(0);
-                self.pool.len() - 1
-            }
-        }
-    }
-
-    /// Agent j broadcasts slot g in round t.
-    fn broadcast(&mut self, j: usize, g: usize, t: u64) {
-        let (m, d) = (self.m, self.d);
+    /// Slot `sl` broadcasts in round t: its local sums become the next
+    /// leaf of its tree, the payload (the increment of its noisy prefix sum,
+    /// or the exact sums) goes into the ring entry of round t, and the local
+    /// sums and Delta restart.
+    fn broadcast(&mut self, sl: usize, t: u64) {
+        let d = self.d;
         let dd = d * d;
-        let sl = j * self.gamma + g;
-        if self.last_broadcast[sl] == t {
-            return;
-        }
+        let w = dd + d;
         self.last_broadcast[sl] = t;
-        self.leaf[..dd].copy_from_slice(&self.u_mat[sl * dd..(sl + 1) * dd]);
-        self.leaf[dd..].copy_from_slice(&self.u_vec[sl * d..(sl + 1) * d]);
-        let k = self.alloc_payload();
-        let mut payload = std::mem::take(&mut self.pool[k]);
+        let r = sl * (self.gamma + 1) + (t % (self.gamma as u64 + 1)) as usize;
+        let payload = &mut self.payload[r * w..(r + 1) * w];
         match self.trees.as_mut() {
             Some(trees) => {
+                self.leaf[..dd].copy_from_slice(&self.u_mat[sl * dd..(sl + 1) * dd]);
+                self.leaf[dd..].copy_from_slice(&self.u_vec[sl * d..(sl + 1) * d]);
                 self.release.fill(0.0);
                 let (sigma, noise) = self.noise;
                 let _ = trees.contribute(sl, &self.leaf, &mut self.release, |z, key| noise.fill(z, d, sigma, key));
-                let w = self.release.len();
                 let prev = &mut self.prev_release[sl * w..(sl + 1) * w];
                 for ((p, r), o) in payload.iter_mut().zip(&self.release).zip(prev.iter_mut()) {
                     *p = r - *o;
                     *o = *r;
                 }
             }
-            None => payload.copy_from_slice(&self.leaf),
+            None => {
+                payload[..dd].copy_from_slice(&self.u_mat[sl * dd..(sl + 1) * dd]);
+                payload[dd..].copy_from_slice(&self.u_vec[sl * d..(sl + 1) * d]);
+            }
         }
-        self.pool[k] = payload;
+        self.payload_round[r] = t;
         self.u_mat[sl * dd..(sl + 1) * dd].fill(0.0);
         self.u_vec[sl * d..(sl + 1) * d].fill(0.0);
         self.dt[sl] = 0;
-        let mut receivers = 0;
-        for i in 0..m {
-            let dist = self.graph.dist(i, j) as usize;
-            if dist > self.gamma {
-                continue;
-            }
-            if i == j {
-                self.deliver(i, g, j, k);
-            } else {
-                receivers += 1;
-                self.queue.push(Delivery {
-                    arrive: t + dist as u64,
-                    to: i,
-                    slot: g,
-                    from: j,
-                    payload: Some(k),
-                });
-            }
-        }
-        self.pool_refs[k] += receivers;
-        if self.pool_refs[k] == 0 {
-            self.free.push(k);
-        }
-        self.messages += receivers as u64;
+        self.messages += self.reach.receivers(sl / self.gamma);
     }
 
-    /// Applies a payload from `from` to slot (i, g).
-    fn deliver(&mut self, i: usize, g: usize, from: usize, k: usize) {
+    /// Adds the payload in ring entry `r` (of sender j's slot) to slot
+    /// `sl`'s S and s; the first payload from j also adds the first-heard
+    /// shift to the diagonal.
+    fn deliver(&mut self, sl: usize, j: usize, r: usize) {
         let (m, d) = (self.m, self.d);
         let dd = d * d;
-        let sl = i * self.gamma + g;
-        let p = &self.pool[k];
+        let p = &self.payload[r * (dd + d)..(r + 1) * (dd + d)];
         for (s, v) in self.s_mat[sl * dd..(sl + 1) * dd].iter_mut().zip(&p[..dd]) {
             *s += v;
         }
         for (s, v) in self.s_vec[sl * d..(sl + 1) * d].iter_mut().zip(&p[dd..]) {
             *s += v;
         }
-        if !self.heard[sl * m + from] {
-            self.heard[sl * m + from] = true;
-            let add = self.first_heard;
+        if !self.heard[sl * m + j] {
+            self.heard[sl * m + j] = true;
             for e in 0..d {
-                self.s_mat[sl * dd + e * d + e] += add;
+                self.s_mat[sl * dd + e * d + e] += self.first_heard;
             }
         }
         self.dirty[sl] = true;
     }
 
-    fn process_queue(&mut self, t: u64) {
-        let mut idx = 0;
-        while idx < self.queue.len() {
-            let q = self.queue[idx];
-            if q.arrive > t {
-                idx += 1;
-                continue;
+    /// Phase (A) of round t: the broadcasts that requests ask for, then
+    /// every slot's deliveries (senders in index order).
+    fn exchange(&mut self, t: u64) {
+        let (m, gamma) = (self.m, self.gamma);
+        let ring = gamma as u64 + 1;
+        self.asked.fill(false);
+        for i in 0..m {
+            for &(j, dist) in self.reach.of(i) {
+                let dist = u64::from(dist);
+                if dist == 0 || dist > t {
+                    continue;
+                }
+                let s = t - dist;
+                if self.request_round[j as usize * (gamma + 1) + (s % ring) as usize] == s {
+                    self.asked[i * gamma + (s % gamma as u64) as usize] = true;
+                }
             }
-            self.queue.swap_remove(idx);
-            match q.payload {
-                Some(k) => {
-                    self.deliver(q.to, q.slot, q.from, k);
-                    self.pool_refs[k] -= 1;
-                    if self.pool_refs[k] == 0 {
-                        self.free.push(k);
+        }
+        for sl in 0..m * gamma {
+            if self.asked[sl] {
+                self.broadcast(sl, t);
+            }
+        }
+        for i in 0..m {
+            for k in self.reach.start[i]..self.reach.start[i + 1] {
+                let (j, dist) = self.reach.list[k];
+                let (j, dist) = (j as usize, u64::from(dist));
+                if dist > t {
+                    continue;
+                }
+                let s = t - dist;
+                for g in 0..gamma {
+                    let r = (j * gamma + g) * (gamma + 1) + (s % ring) as usize;
+                    if self.payload_round[r] == s {
+                        self.deliver(i * gamma + g, j, r);
                     }
                 }
-                None => self.broadcast(q.to, q.slot, t),
             }
         }
     }
@@ -358,10 +396,7 @@ impl PeerFed {
         let (m, d) = (self.m, self.d);
         let dd = d * d;
         let g = (t % self.gamma as u64) as usize;
-        // Requests and messages due this round; deliveries in arrival order
-        // of the queue are order-independent sums except for rounding, and the
-        // queue order is deterministic.
-        self.process_queue(t);
+        self.exchange(t);
         let threshold = self.threshold;
         let every_round = self.every_round;
         let mut regret = 0.0;
@@ -407,21 +442,16 @@ impl PeerFed {
                 requests.push(i);
             }
         }
+        let ring = self.gamma + 1;
+        let entry = (t % ring as u64) as usize;
         for &i in &requests {
             self.syncs += 1;
-            self.broadcast(i, g, t);
-            for j in 0..m {
-                let dist = self.graph.dist(i, j) as usize;
-                if j != i && dist <= self.gamma {
-                    self.messages += 1;
-                    self.queue.push(Delivery {
-                        arrive: t + dist as u64,
-                        to: j,
-                        slot: g,
-                        from: i,
-                        payload: None,
-                    });
-                }
+            self.messages += self.reach.receivers(i);
+            self.request_round[i * ring + entry] = t;
+            let sl = i * self.gamma + g;
+            if self.last_broadcast[sl] != t {
+                self.broadcast(sl, t);
+                self.deliver(sl, i, sl * ring + entry);
             }
         }
         self.requests = requests;
