@@ -27,9 +27,11 @@ extern __shared__ __align__(16) unsigned char fb_dyn_smem[];
 #define FB_MULHI(a, b) __umul64hi((a), (b))
 #define FB_CTZ64(x) (__ffsll((long long)(x)) - 1)
 #define FB_ATOMIC_ADD_U64(p, v) atomicAdd((unsigned long long*)(p), (unsigned long long)(v))
+#define FB_ATOMIC_ADD_I32(p, v) atomicAdd((int*)(p), (int)(v))
 #else
 // The emulation runs the threads of a grid one after another.
 #define FB_ATOMIC_ADD_U64(p, v) (*(p) += (v))
+#define FB_ATOMIC_ADD_I32(p, v) (*(p) += (v))
 #define FB_MULHI(a, b) ((unsigned long long)(((unsigned __int128)(a) * (unsigned __int128)(b)) >> 64))
 #define FB_CTZ64(x) __builtin_ctzll(x)
 #define FB_DEV static inline

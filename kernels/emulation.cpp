@@ -9,6 +9,7 @@
 #include "combinatorial.cu"
 #include "feducb.cu"
 #include "vecsum.cu"
+#include "peer.cu"
 
 // A deliberately broken kernel for the emulator's own test: thread 0 returns
 // while the others wait at a barrier.
@@ -93,6 +94,11 @@ extern "C" int fb_emu_launch(const char* kernel, unsigned grid, unsigned block, 
     FB_KERNEL(fb_vecsum_add)
     FB_KERNEL(fb_vecsum_clipcount)
     FB_KERNEL(fb_vecsum_close)
+    FB_KERNEL(fb_peer_asked)
+    FB_KERNEL(fb_peer_payload)
+    FB_KERNEL(fb_peer_deliver)
+    FB_KERNEL(fb_peer_refactor)
+    FB_KERNEL(fb_peer_test)
     FB_COOP_KERNEL(fb_emu_selftest_barrier_divergence)
     return 1;
 }

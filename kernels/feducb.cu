@@ -77,7 +77,7 @@ extern "C" __global__ void fb_refactor_shifted(int n, int m, int d, const int* m
     if (jitter >= 0.0)
         logdetc[g] = ld;
     else
-        failures[f] += 1;
+        FB_ATOMIC_ADD_I32(failures + f, 1);
 }
 
 // Per federation that synced: log det S from the new S (agent 0's log det

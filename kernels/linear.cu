@@ -158,7 +158,7 @@ extern "C" __global__ void fb_refactor(int n, int m, int d, const int* mask, con
     double ld;
     double jitter = fb_spd_inverse_jitter(v, d, vinv + (long long)g * dd, v + dd, v + 2 * dd, &ld);
     if (jitter >= 0.0) logdet[g] = ld;
-    if (jitter != 0.0) failures[f] += 1;
+    if (jitter != 0.0) FB_ATOMIC_ADD_I32(failures + f, 1);
 }
 
 // Entry e of the Zhou & Chowdhury node noise of the node with key `key`

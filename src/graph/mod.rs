@@ -291,6 +291,47 @@ impl Graph {
     }
 }
 
+/// Every agent's senders within gamma hops of a [`Graph`] (itself included,
+/// at distance 0), in index order: decentralized FedUCB's message reach.
+/// `(agent, distance)` pairs, agent i's at `list[start[i]..start[i + 1]]`.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Reach {
+    /// Offsets into `list` (m + 1).
+    pub start: Vec<usize>,
+    /// (sender, hops).
+    pub list: Vec<(u32, u32)>,
+}
+
+impl Reach {
+    /// The senders of every agent of `graph` within `gamma` hops.
+    pub fn new(graph: &Graph, gamma: usize) -> Self {
+        let m = graph.len();
+        let mut start = Vec::with_capacity(m + 1);
+        let mut list = Vec::new();
+        start.push(0);
+        for i in 0..m {
+            for j in 0..m {
+                let dist = graph.dist(i, j);
+                if dist as usize <= gamma {
+                    list.push((j as u32, dist));
+                }
+            }
+            start.push(list.len());
+        }
+        Self { start, list }
+    }
+
+    /// Agent i's senders.
+    pub fn of(&self, i: usize) -> &[(u32, u32)] {
+        &self.list[self.start[i]..self.start[i + 1]]
+    }
+
+    /// Agents a message of agent i reaches besides itself.
+    pub fn receivers(&self, i: usize) -> u64 {
+        (self.start[i + 1] - self.start[i]).saturating_sub(1) as u64
+    }
+}
+
 /// Parses an edge-list file's text.
 pub fn parse_edges(text: &str) -> Result<Vec<(usize, usize)>, String> {
     let mut out = Vec::new();

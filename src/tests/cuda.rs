@@ -5,25 +5,16 @@
 
 use fedbandits::backend::cpu::CpuBackend;
 use fedbandits::backend::cuda::CudaBackend;
-use fedbandits::backend::cuda::emulation::{self, Emulator};
+use fedbandits::backend::cuda::emulation::Emulator;
 use fedbandits::backend::cuda::nvrtc;
 use fedbandits::backend::{BackendChoice, BatchError, Selection};
 use fedbandits::job::Job;
-use fedbandits::sim::{run_batch, run_rep};
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use fedbandits::sim::run_batch;
+use std::path::Path;
 
-fn kernels_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels")
-}
-
-fn emulator_lib() -> &'static PathBuf {
-    static LIB: OnceLock<PathBuf> = OnceLock::new();
-    LIB.get_or_init(|| {
-        let out = std::env::temp_dir().join("fedbandits-emulation");
-        emulation::build(&kernels_dir(), &out).unwrap_or_else(|e| panic!("{e}"))
-    })
-}
+#[path = "support/emulated.rs"]
+mod emulated_support;
+use emulated_support::{assert_parity, assert_parity_on, emulated, emulator_lib};
 
 #[test]
 fn every_kernel_compiles_with_nvrtc_for_sm_90() {
@@ -67,12 +58,6 @@ fn nvrtc_errors_carry_the_log() {
     assert!(e.contains("undeclared_name"), "the error must carry NVRTC's log: {e}");
 }
 
-/// A CUDA backend whose launcher is the host emulation.
-fn emulated() -> CudaBackend {
-    let emu = Emulator::load(emulator_lib()).unwrap_or_else(|e| panic!("{e}"));
-    CudaBackend::with_launcher(Box::new(emu), "host emulation")
-}
-
 /// The emulation of a device with an H100's opt-in shared memory (227 KiB
 /// per block), where larger d runs on the cooperative kernel.
 fn emulated_h100() -> CudaBackend {
@@ -80,52 +65,6 @@ fn emulated_h100() -> CudaBackend {
         .unwrap_or_else(|e| panic!("{e}"))
         .with_shared_limit(227 << 10);
     CudaBackend::with_launcher(Box::new(emu), "host emulation, 227 KiB shared")
-}
-
-/// Runs a job's cells through the driver under emulation and through the
-/// CPU backend, and compares the curves bit for bit.
-fn assert_parity(yaml: &str) -> u64 {
-    assert_parity_on(&emulated(), yaml)
-}
-
-/// Runs a job's cells as batches on `dev` and one by one on the CPU
-/// backend, and compares the curves bit for bit; returns the rewards
-/// clipped over every cell and repetition (so that a test can check that
-/// its job exercised the clipping).
-fn assert_parity_on(dev: &CudaBackend, yaml: &str) -> u64 {
-    let mut clipped = 0;
-    let job = Job::parse(Path::new("parity.yaml"), yaml).unwrap_or_else(|e| panic!("{e}"));
-    let ck = job.checkpoint_rounds();
-    let reps: Vec<u32> = (0..job.repetitions).collect();
-    for cell in &job.cells {
-        let gpu = run_batch(cell, job.seed, &reps, &ck, dev, &|_| {}).unwrap_or_else(|e| panic!("{e}"));
-        for (r, g) in reps.iter().zip(&gpu) {
-            let cpu = run_rep(cell, job.seed, *r, &ck, &|_| {});
-            assert_eq!(cpu.points.len(), g.points.len());
-            for (a, b) in cpu.points.iter().zip(&g.points) {
-                assert_eq!(a.t, b.t);
-                assert_eq!(
-                    a.group_regret.to_bits(),
-                    b.group_regret.to_bits(),
-                    "{} rep {r} t {}: cpu {} emulated gpu {}",
-                    cell.label(),
-                    a.t,
-                    a.group_regret,
-                    b.group_regret
-                );
-                assert_eq!(a.agent_regret_max.to_bits(), b.agent_regret_max.to_bits());
-                assert_eq!(a.counters, b.counters, "{} t {}", cell.label(), a.t);
-            }
-            clipped += g.points.last().map_or(0, |p| p.counters.clipped_rewards);
-        }
-        println!(
-            "parity ok: {} ({} reps, final group regret {:.4})",
-            cell.label(),
-            reps.len(),
-            gpu[0].points.last().map(|p| p.group_regret).unwrap_or(0.0)
-        );
-    }
-    clipped
 }
 
 #[test]
@@ -241,7 +180,8 @@ fn unsupported_cells_are_refused_not_miscomputed() {
 }
 
 /// `--backend cuda` places every cell on the device or names the one that
-/// cannot run there (decentralized FedUCB); `auto` without a calibration puts every cell on the
+/// cannot run there (linear_gap at d = 40, K = 100: four agents exceed the
+/// cooperative kernel's shared memory); `auto` without a calibration puts every cell on the
 /// CPU and says why; with one (a synthetic file where the GPU wins for
 /// `linear` from 1024 federations and loses for `gossip`), each cell goes
 /// where the file says for its kind and size.
@@ -264,12 +204,23 @@ fn placement_under_cuda_and_auto_follows_the_calibration() {
         )
     };
     let cuda = Selection::with_cuda(BackendChoice::Cuda, emulated(), None);
-    assert_eq!(place(&cuda, 0, 2).unwrap().name(), "cuda");
-    let e = place(&cuda, 1, 2).unwrap_err();
-    assert!(
-        e.contains("decentralized FedUCB") && e.contains("no kernels yet"),
-        "{e}"
-    );
+    for c in 0..3 {
+        assert_eq!(place(&cuda, c, 2).unwrap().name(), "cuda", "cell {c}");
+    }
+    let big = Job::parse(
+        Path::new("g.yaml"),
+        "horizon: 10\nalgorithm: feducb_decentralized\nenvironment: linear_gap\nparams: {m: 3, d: 40, k: 100, graph: ring, private: false}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let b = fedbandits::sim::cell_batch(&big.cells[0], 1, &[0, 1]);
+    let e = cuda
+        .place(
+            b.as_ref()
+                .map(fedbandits::sim::CellBatch::as_ref)
+                .map_err(String::as_str),
+        )
+        .unwrap_err();
+    assert!(e.contains("shared memory"), "{e}");
     // auto without a calibration: the CPU, with the reason.
     let bare = Selection::with_cuda(BackendChoice::Auto, emulated(), None);
     for c in 0..3 {
@@ -312,8 +263,12 @@ fn placement_under_cuda_and_auto_follows_the_calibration() {
         tiny.name() == "cpu" && tiny.reason().contains("no linear row"),
         "{tiny:?}"
     );
-    // Decentralized FedUCB has no kernels: the CPU whatever the file says.
-    assert_eq!(place(&auto, 1, 2000).unwrap().name(), "cpu");
+    // A kind the file has no row of (decentralized FedUCB): the CPU.
+    let dec = place(&auto, 1, 2000).unwrap();
+    assert!(
+        dec.name() == "cpu" && dec.reason().contains("no feducb_decentralized row"),
+        "{dec:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -624,123 +579,4 @@ fn emulated_comb_kernel_matches_cpu_for_every_comb_algorithm() {
     let b = comb_batch(&cfg_exact, &keys(1), &keys(2));
     let why = dev.supports(fedbandits::backend::BatchRef::Comb(&b)).unwrap_err();
     assert!(why.contains("exact"), "{why}");
-}
-
-/// The parity check `fedbandits calibrate` runs before it measures a
-/// device (`sim::parity::PARITY_JOBS`: every algorithm on both linear
-/// environments, the gossip and the combinatorial families), under the host
-/// emulation: every cell with kernels equal to the CPU bit for bit; the
-/// cells without kernels (decentralized FedUCB) are skipped and listed, and
-/// nothing else is.
-#[test]
-fn calibrate_parity_check_passes_under_emulation() {
-    let p = fedbandits::sim::parity::check_all(&emulated()).unwrap_or_else(|e| panic!("{e}"));
-    for c in &p.equal {
-        println!("parity ok: {c}");
-    }
-    for s in &p.skipped {
-        println!("skipped: {s}");
-        assert!(s.contains("feducb_decentralized"), "{s}");
-    }
-    assert_eq!(p.equal.len(), 25, "{:?}", p.equal);
-}
-
-/// Launches and copies of the batched CUDA path (counted by the backend):
-/// a round that neither syncs nor checkpoints costs no launch of its own
-/// (the cooperative kernel runs up to 64 rounds per launch, so doubling a
-/// no-sync run from 64 to 128 rounds adds one chunk: its rounds launch and
-/// its reduction), uploads grow only by the chunk's widths, and a federated
-/// run adds a bounded number of launches per sync. Under the emulation;
-/// the same counts hold on a device (`bench --backend cuda` prints them).
-#[test]
-fn rounds_without_events_cost_no_launch_of_their_own() {
-    use fedbandits::cli::bench::{On, measure};
-    let dev = emulated();
-    let traffic = |yaml: &str, t: u64| {
-        measure("traffic", yaml, 4, t, On::Cuda(&dev))
-            .unwrap_or_else(|e| panic!("{e}"))
-            .traffic
-            .unwrap()
-    };
-    let nosync = "algorithm: independent\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 4, k: 8, m: 3}\n";
-    let (a, b) = (traffic(nosync, 64), traffic(nosync, 128));
-    println!("no sync: 64 rounds {a:?}, 128 rounds {b:?}");
-    assert!(b.0 - a.0 <= 2, "64 more rounds cost {} launches", b.0 - a.0);
-    assert!(b.1 - a.1 <= 64 * 8, "64 more rounds uploaded {} bytes", b.1 - a.1);
-    assert_eq!(b.2, a.2, "downloads do not grow with the rounds");
-    // Federated, a sync every 16 rounds: 4 more syncs in 64 more rounds, each
-    // at most 4 launches (tree insert, reduce, factor, broadcast) plus the
-    // chunks the syncs cut.
-    let sync = "algorithm: private_fedlinucb\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 4, k: 8, m: 3, epsilon: 1, delta: 0.1, batch_size: 16}\n";
-    let (a, b) = (traffic(sync, 64), traffic(sync, 128));
-    println!("sync every 16: 64 rounds {a:?}, 128 rounds {b:?}");
-    assert!(b.0 - a.0 <= 4 * (4 + 2), "4 more syncs cost {} launches", b.0 - a.0);
-    assert_eq!(b.2, a.2, "downloads do not grow with the rounds");
-}
-
-/// FedUCB (centralized) on the device path: every sync regime, private or
-/// not, on both environments, with refactorizations every 7 updates; the
-/// emulated kernels (one round per launch, then the determinant test, the
-/// federations' decisions, the masked refactorizations and syncs on the
-/// device) reproduce the CPU's curves and counters (syncs, messages, clamped
-/// widths, failed factorizations) bit for bit. The threshold regime syncs
-/// at different rounds in different repetitions of one batch.
-#[test]
-fn emulated_kernels_match_cpu_backend_for_feducb() {
-    for env in ["linear_sphere", "linear_gap"] {
-        assert_parity(&format!(
-            "seed: 12\nrepetitions: 3\nhorizon: 200\ncheckpoints: {{every: 20}}\nalgorithm: feducb_centralized\n\
-             environment: {env}\nparams: {{m: 4, d: 4, k: 12, epsilon: 1, delta: 0.1, threshold: 3, refactor_every: 7}}\n\
-             grid: {{sync: [every_round, log, sqrt_m, threshold], private: [true, false]}}\n"
-        ));
-    }
-    // The syncs the regimes make (so that the parity above covered them).
-    let job = Job::parse(
-        Path::new("s.yaml"),
-        "seed: 12\nrepetitions: 3\nhorizon: 200\ncheckpoints: {every: 200}\nalgorithm: feducb_centralized\n\
-         environment: linear_gap\nparams: {m: 4, d: 4, k: 12, private: false, sync: threshold, threshold: 3}\n",
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let r = run_batch(&job.cells[0], job.seed, &[0, 1, 2], &[200], &emulated(), &|_| {}).unwrap();
-    let syncs: Vec<u64> = r.iter().map(|x| x.points[0].counters.sync_rounds).collect();
-    assert!(syncs.iter().all(|&s| s > 5), "{syncs:?}");
-}
-
-/// FedUCB's device path (log sync, private): one round per launch, then
-/// the test, the decisions and the masked refactorizations and syncs on the
-/// device, a constant number of launches per round whether or not a
-/// federation syncs, and no download until an observation.
-#[test]
-fn feducb_device_rounds_cost_a_constant_number_of_launches() {
-    use fedbandits::cli::bench::{On, measure};
-    let dev = emulated();
-    let yaml = "algorithm: feducb_centralized\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 4, k: 8, m: 3, epsilon: 1, delta: 0.1, sync: log}\n";
-    let traffic = |t: u64| {
-        measure("feducb", yaml, 4, t, On::Cuda(&dev))
-            .unwrap_or_else(|e| panic!("{e}"))
-            .traffic
-            .unwrap()
-    };
-    let (a, b) = (traffic(32), traffic(64));
-    println!("feducb log sync: 32 rounds {a:?}, 64 rounds {b:?}");
-    assert_eq!(b.0 - a.0, 32 * 11, "launches per round");
-    assert_eq!(b.1, a.1, "no upload per round");
-    assert_eq!(b.2, a.2, "no download per round");
-}
-
-/// `sdp_vecsum` on the device path (one round per launch; each point
-/// randomized by a thread per coordinate with keyed draws, integer
-/// accumulators, the shuffler's keyed Binomial noise at each sync): the
-/// emulated kernels reproduce the CPU's curves and counters bit for bit on
-/// both environments, calibrations and with coordinates the protocol clips
-/// (L = 1 on linear_sphere with rewards beyond 1 are clipped first).
-#[test]
-fn emulated_kernels_match_cpu_backend_for_sdp_vecsum() {
-    for env in ["linear_sphere", "linear_gap"] {
-        assert_parity(&format!(
-            "seed: 14\nrepetitions: 3\nhorizon: 120\ncheckpoints: {{every: 20}}\nalgorithm: private_fedlinucb\n\
-             environment: {env}\nparams: {{m: 4, d: 4, k: 12, epsilon: 1, delta: 0.1, protocol: sdp_vecsum, \
-             batch_size: 8, refactor_every: 5}}\ngrid: {{calibration: [code, theorem]}}\n"
-        ));
-    }
 }

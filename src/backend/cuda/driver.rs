@@ -10,14 +10,19 @@
 //! functions), so under the host emulation its output equals the CPU
 //! backend's bit for bit. Supported: every batch the algorithm layer
 //! builds (`random`, `linucb`, `independent`, `fedlinucb`,
-//! `private_fedlinucb` with the tree mechanism) on `linear_sphere`, and on
-//! `linear_gap` where the cooperative kernel fits ([`supports`]).
+//! `private_fedlinucb` with every protocol, FedUCB centralized and
+//! decentralized) on `linear_sphere`, and on `linear_gap` where the
+//! cooperative kernel fits ([`supports`]). FedUCB's after-round kernels are
+//! in `events`, decentralized FedUCB's exchange in `peer_ops` (its per-slot
+//! buffers are this driver's, gamma rows per agent).
 
 use super::CudaError;
 mod events;
+mod peer_ops;
 
 use super::adaptive::AdaptiveState;
 use super::launcher::{Arg, DevPtr, Launcher, bytemuck_like, download_slice, upload_slice};
+use super::peer::PeerState;
 use super::vecsum::VecSumState;
 use crate::backend::{BatchError, LinearBatch, LinearOps, Observation, Release};
 use crate::env::{LinearEnv, LinearEnvKind};
@@ -58,11 +63,6 @@ pub fn supports(batch: &LinearBatch, shared_limit: usize) -> Result<(), CudaErro
             batch.env.d, batch.env.k
         )));
     }
-    if batch.network.is_some() {
-        return Err(CudaError::Unsupported(
-            "decentralized FedUCB (messages between agents on a graph) has no kernels yet".into(),
-        ));
-    }
     let per_agent = !matches!(batch.beta, crate::backend::Width::Schedule(_));
     if (batch.adaptive() || per_agent)
         && (batch.adaptive() != per_agent || coop_step_shape(gap, batch.env.d, batch.env.k, shared_limit).is_none())
@@ -76,10 +76,10 @@ pub fn supports(batch: &LinearBatch, shared_limit: usize) -> Result<(), CudaErro
         )));
     }
     if batch.sync.as_ref().is_some_and(|s| s.tree_sigma() > 0.0)
-        && batch.noise_keys.len() != batch.federations() * batch.m
+        && batch.noise_keys.len() != batch.federations() * batch.m * slots_per_agent(batch)
     {
         return Err(CudaError::Unsupported(
-            "a private batch needs one noise key per agent".into(),
+            "a private batch needs one noise key per agent and slot".into(),
         ));
     }
     Ok(())
@@ -141,6 +141,11 @@ pub struct CudaLinear<'a> {
     adaptive: Option<AdaptiveState>,
     /// The vector-summation protocol (one round per launch).
     vecsum: Option<VecSumState>,
+    /// Decentralized FedUCB (one round per launch; per-slot state).
+    peer: Option<PeerState>,
+    /// The slot the agents play this round (decentralized FedUCB: t mod
+    /// gamma; else 0): the offset of the per-slot buffers.
+    slot: usize,
     gstride: usize,
     wstride: usize,
     chunk_max: usize,
@@ -166,6 +171,8 @@ impl<'a> CudaLinear<'a> {
         supports(batch, shared_limit)?;
         let (nf, m, d, k) = (batch.federations(), batch.m, batch.env.d, batch.env.k);
         let n = nf * m;
+        // Per-slot buffers: gamma slots per agent on a network, else one.
+        let ns = n * slots_per_agent(batch);
         let (dd, kp) = (d * d, k.div_ceil(8) * 8);
         let (reward_raw, noise_std) = match batch.env.kind {
             LinearEnvKind::Sphere {
@@ -210,13 +217,27 @@ impl<'a> CudaLinear<'a> {
                 rstate.extend_from_slice(&state_words(&rew));
             }
         }
-        let akey: Vec<u64> = if private { batch.noise_keys.clone() } else { vec![0; n] };
+        let akey: Vec<u64> = match (&batch.network, private) {
+            (_, false) => vec![0; ns],
+            // The CPU orders a federation's slots agent-major (i x gamma +
+            // g); the device g-major over all agents (g x n + f x m + i).
+            (Some(net), true) => {
+                let gamma = net.gamma.max(1);
+                (0..ns)
+                    .map(|s| {
+                        let (g, a) = (s / n, s % n);
+                        batch.noise_keys[(a / m) * m * gamma + (a % m) * gamma + g]
+                    })
+                    .collect()
+            }
+            (None, true) => batch.noise_keys.clone(),
+        };
         let mut vinv0 = vec![0.0f64; dd];
         for i in 0..d {
             vinv0[i * d + i] = 1.0 / lambda;
         }
-        let vinv_all: Vec<f64> = vinv0.repeat(n);
-        let logdet_all = vec![d as f64 * lambda.ln(); n];
+        let vinv_all: Vec<f64> = vinv0.repeat(ns);
+        let logdet_all = vec![d as f64 * lambda.ln(); ns];
         let mut base0 = vec![0.0f64; nf * dd];
         for f in 0..nf {
             for i in 0..d {
@@ -237,9 +258,9 @@ impl<'a> CudaLinear<'a> {
             rhas: upload_slice(lr, &vec![0i32; n])?,
             vinv: upload_slice(lr, &vinv_all)?,
             logdet: upload_slice(lr, &logdet_all)?,
-            b: upload_slice(lr, &z(n * d))?,
-            gram: upload_slice(lr, &z(n * dd))?,
-            bias: upload_slice(lr, &z(n * d))?,
+            b: upload_slice(lr, &z(ns * d))?,
+            gram: upload_slice(lr, &z(ns * dd))?,
+            bias: upload_slice(lr, &z(ns * d))?,
             regret: upload_slice(lr, &z(n))?,
             clipped: upload_slice(lr, &vec![0u64; n])?,
             round_regret: upload_slice(lr, &z(n))?,
@@ -252,8 +273,8 @@ impl<'a> CudaLinear<'a> {
             base: upload_slice(lr, &base0)?,
             usyn: upload_slice(lr, &z(nf * d))?,
             scratch: lr.alloc_zeroed(n.max(nf) * 3 * dd * 8)?,
-            tsum: lr.alloc_zeroed(if private { n * width * 8 } else { 8 })?,
-            nsum: lr.alloc_zeroed(if private { n * width * 8 } else { 8 })?,
+            tsum: lr.alloc_zeroed(if private { ns * width * 8 } else { 8 })?,
+            nsum: lr.alloc_zeroed(if private { ns * width * 8 } else { 8 })?,
             akey: upload_slice(lr, &akey)?,
             ustate: upload_slice(lr, &ustate)?,
             pstate: match &batch.random_policy {
@@ -264,7 +285,8 @@ impl<'a> CudaLinear<'a> {
         // A launch of the cooperative kernel runs a chunk of rounds (the
         // lockstep loop ends chunks at every event needing other kernels);
         // the fallback kernel runs one round per launch.
-        let adaptive = if batch.adaptive() {
+        let peer = PeerState::new(lr, batch)?;
+        let adaptive = if batch.adaptive() && peer.is_none() {
             Some(AdaptiveState::new(lr, batch)?)
         } else {
             None
@@ -272,7 +294,7 @@ impl<'a> CudaLinear<'a> {
         let vecsum = VecSumState::new(lr, batch)?;
         // An adaptive batch decides after every round whether to sync; the
         // vector-summation protocol randomizes every round's points.
-        let chunk_max = if coop.is_some() && adaptive.is_none() && vecsum.is_none() {
+        let chunk_max = if coop.is_some() && adaptive.is_none() && vecsum.is_none() && peer.is_none() {
             (RR_BUDGET / (n * 8).max(1)).clamp(1, CHUNK_MAX)
         } else {
             1
@@ -289,7 +311,7 @@ impl<'a> CudaLinear<'a> {
             Arg::F64(noise_std),
             Arg::F64(batch.reward_bound),
         ];
-        Ok(Self {
+        let mut linear = Self {
             l,
             bufs,
             nf,
@@ -305,6 +327,8 @@ impl<'a> CudaLinear<'a> {
             messages_per_sync: batch.sync.as_ref().map_or(0, |r| r.messages_per_sync),
             adaptive,
             vecsum,
+            peer,
+            slot: 0,
             gstride,
             wstride,
             chunk_max,
@@ -317,23 +341,29 @@ impl<'a> CudaLinear<'a> {
             clipped: vec![0; n],
             syncs: vec![0; nf],
             clamps: vec![0; n],
-        })
+        };
+        linear.peer_init()?;
+        Ok(linear)
     }
 
     /// The step kernels' per-agent state arguments.
     fn agent_state(&self) -> [Arg; 12] {
         let (b, p) = (&self.bufs, Arg::Ptr);
+        // This round's slot of the per-slot buffers.
+        let rows = (self.slot * self.nf * self.m) as u64 * 8;
+        let at = |ptr: DevPtr, per: usize| p(DevPtr(ptr.0 + rows * per as u64));
+        let (d, dd) = (self.d, self.d * self.d);
         [
             p(b.theta),
             p(b.lanes),
             p(b.rstate),
             p(b.rspare),
             p(b.rhas),
-            p(b.vinv),
-            p(b.logdet),
-            p(b.b),
-            p(b.gram),
-            p(b.bias),
+            at(b.vinv, dd),
+            at(b.logdet, 1),
+            at(b.b, d),
+            at(b.gram, dd),
+            at(b.bias, d),
             p(b.regret),
             p(b.clipped),
         ]
@@ -356,9 +386,10 @@ impl CudaLinear<'_> {
     fn launch_coop(&mut self, agents: usize, shared: usize, rounds: usize) -> Result<(), CudaError> {
         let (n, p) = (self.nf * self.m, Arg::Ptr);
         let ri = i32::try_from(rounds).map_err(|_| CudaError::Unsupported("chunk too long".into()))?;
-        let (widths, wscale, wsigma, clamps, mut xlast) = match &self.adaptive {
-            Some(a) => (a.widths, a.wscale, a.wsigma, a.clamps, a.xlast),
-            None => (DevPtr(0), 0.0, 0.0, DevPtr(0), DevPtr(0)),
+        let (widths, wscale, wsigma, clamps, mut xlast) = match (&self.adaptive, &self.peer) {
+            (Some(a), _) => (a.widths, a.wscale, a.wsigma, a.clamps, a.xlast),
+            (None, Some(a)) => (a.widths, a.wscale, a.wsigma, a.clamps, a.xlast),
+            (None, None) => (DevPtr(0), 0.0, 0.0, DevPtr(0), DevPtr(0)),
         };
         let ylast = self.vecsum.as_ref().map_or(DevPtr(0), |v| v.ylast);
         if let Some(v) = &self.vecsum {
@@ -415,7 +446,7 @@ impl LinearOps for CudaLinear<'_> {
             let (n, nf, p) = (s.nf * s.m, s.nf as i32, Arg::Ptr);
             let mi = s.m as i32;
             let state = s.agent_state();
-            if s.adaptive.is_none() && betas.len() != count {
+            if s.adaptive.is_none() && s.peer.is_none() && betas.len() != count {
                 return Err(CudaError::Unsupported("per-agent confidence widths".into()));
             }
             if count > s.chunk_max {
@@ -423,11 +454,13 @@ impl LinearOps for CudaLinear<'_> {
             }
             match s.coop {
                 Some((agents, shared)) => {
-                    if s.adaptive.is_none() {
+                    if s.adaptive.is_none() && s.peer.is_none() {
                         s.l.upload(s.betas_dev, bytemuck_like::as_bytes(betas))?;
                     }
+                    s.peer_exchange(t0)?;
                     s.launch_coop(agents, shared, count)?;
                     s.after_round()?;
+                    s.peer_after(t0)?;
                     s.randomize_points(t0)?;
                 }
                 None => {
@@ -477,6 +510,9 @@ impl LinearOps for CudaLinear<'_> {
                 download_slice(lr, a.leaves, &mut s.syncs)?;
                 download_slice(lr, a.clamps, &mut s.clamps)?;
             }
+            if let Some(a) = &s.peer {
+                download_slice(lr, a.clamps, &mut s.clamps)?;
+            }
             Ok(())
         })?;
         let m = self.m;
@@ -495,8 +531,16 @@ impl LinearOps for CudaLinear<'_> {
                 messages: self.messages_per_sync * self.syncs[f],
             }
         }));
+        if let Some(p) = self.peer.as_mut() {
+            p.count(&mut **self.l, m, out)?;
+        }
         Ok(())
     }
+}
+
+/// Estimator slots per agent: gamma on a network, else 1.
+fn slots_per_agent(batch: &LinearBatch) -> usize {
+    batch.network.as_ref().map_or(1, |n| n.gamma.max(1))
 }
 
 /// A size as a kernel's `int` argument.

@@ -14,6 +14,7 @@ pub mod emulation;
 pub mod gossip;
 pub mod launcher;
 pub mod nvrtc;
+pub mod peer;
 pub mod vecsum;
 
 use thiserror::Error;

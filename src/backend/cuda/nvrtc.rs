@@ -22,6 +22,8 @@ pub const COMBINATORIAL: &str = include_str!("../../../kernels/combinatorial.cu"
 pub const FEDUCB: &str = include_str!("../../../kernels/feducb.cu");
 /// `kernels/vecsum.cu`.
 pub const VECSUM: &str = include_str!("../../../kernels/vecsum.cu");
+/// `kernels/peer.cu`.
+pub const PEER: &str = include_str!("../../../kernels/peer.cu");
 
 /// Names of every kernel, for loading and for the compile test.
 pub const KERNELS: &[&str] = &[
@@ -44,6 +46,11 @@ pub const KERNELS: &[&str] = &[
     "fb_vecsum_add",
     "fb_vecsum_clipcount",
     "fb_vecsum_close",
+    "fb_peer_asked",
+    "fb_peer_payload",
+    "fb_peer_deliver",
+    "fb_peer_refactor",
+    "fb_peer_test",
 ];
 
 /// The single translation unit NVRTC compiles.
@@ -56,6 +63,7 @@ pub fn kernel_source() -> String {
         .chain(COMBINATORIAL.lines())
         .chain(FEDUCB.lines())
         .chain(VECSUM.lines())
+        .chain(PEER.lines())
     {
         if line.trim_start().starts_with("#include \"common.cuh\"") {
             continue;

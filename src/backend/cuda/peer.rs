@@ -1,0 +1,214 @@
+//! The device state of decentralized FedUCB (a [`LinearBatch`] with a
+//! [`crate::backend::Network`], `kernels/peer.cu`): per slot (slot s =
+//! g x n + agent, so that slot g's rows are an agent-indexed array the
+//! cooperative kernel plays on) S and s, log det S, the shifted inverse
+//! (private), Delta, the updates since the last factorization, the dirty
+//! and first-heard flags, the payload ring and the tree's leaf count; per
+//! agent the request ring, the widths and the round's action; every agent's
+//! senders within gamma hops as a CSR list. The per-slot V^{-1}, log det,
+//! b, local sums and tree sums are the driver's own buffers, sized by slot
+//! ([`super::driver`]). The CPU's operations are
+//! [`crate::backend::cpu::peer`], whose round the kernels reproduce.
+
+use super::CudaError;
+use super::launcher::{DevPtr, Launcher, download_slice, upload_slice};
+use crate::backend::{LinearBatch, Observation, Release, Width};
+use crate::graph::Reach;
+
+/// Never (a ring entry or slot that has not broadcast).
+const NEVER: u64 = u64::MAX;
+
+/// Decentralized FedUCB's buffers and constants on the device.
+pub struct PeerState {
+    /// Slots per agent (gamma).
+    pub gamma: usize,
+    /// Whether the release is the PRIVATIZER tree.
+    pub private: bool,
+    /// D.
+    pub threshold: f64,
+    /// `sync: every_round`.
+    pub every_round: bool,
+    /// Rank-1 updates between factorizations.
+    pub refactor_every: i32,
+    /// Added to a slot's S diagonal when it first hears a sender.
+    pub first_heard: f64,
+    /// Per agent: (offset, tail1, tail2) of Proposition 2's width.
+    pub widths: DevPtr,
+    /// confidence_scale of the width.
+    pub wscale: f64,
+    /// Sub-Gaussian constant of the width.
+    pub wsigma: f64,
+    /// Per agent: clamped widths so far.
+    pub clamps: DevPtr,
+    /// Per agent: the round's action (d).
+    pub xlast: DevPtr,
+    /// Per agent: c (the shift of the private test).
+    pub shift: DevPtr,
+    /// Per agent: d doubles of workspace.
+    pub work: DevPtr,
+    /// CSR of every agent's senders: offsets (n + 1), local index, hops.
+    pub start: DevPtr,
+    /// Sender (local index).
+    pub nbr: DevPtr,
+    /// Hops to the sender.
+    pub hops: DevPtr,
+    /// Per agent and ring entry: the round of a request.
+    pub request_round: DevPtr,
+    /// Per agent: requests so far.
+    pub nreq: DevPtr,
+    /// Per slot: broadcasts so far.
+    pub nbc: DevPtr,
+    /// Per slot: asked to broadcast in this round's exchange.
+    pub asked: DevPtr,
+    /// Per slot: broadcasts after the test (1, 2: with its own first-heard shift).
+    pub bmask: DevPtr,
+    /// Per slot: S (d x d) and s (d).
+    pub smat: DevPtr,
+    /// s.
+    pub svec: DevPtr,
+    /// Per slot: log det S.
+    pub logdet_s: DevPtr,
+    /// Per slot (private): (S + U + c I)^{-1} and its log det.
+    pub vinvc: DevPtr,
+    /// Log det of the shifted matrix.
+    pub logdetc: DevPtr,
+    /// Per slot: rounds since its last broadcast.
+    pub dt: DevPtr,
+    /// Per slot: rank-1 updates since its last factorization.
+    pub since: DevPtr,
+    /// Per slot: S changed since the last factorization.
+    pub dirty: DevPtr,
+    /// Per slot: the round of its last broadcast.
+    pub last_bc: DevPtr,
+    /// Per slot and sender: heard from it (bytes).
+    pub heard: DevPtr,
+    /// Per slot (private): the previous release.
+    pub prev: DevPtr,
+    /// Per slot (private): leaves of its tree.
+    pub leaves: DevPtr,
+    /// Per slot and ring entry: the payload (d^2 + d) and its round.
+    pub payload: DevPtr,
+    /// Round of each ring entry's payload.
+    pub payload_round: DevPtr,
+    /// Per agent (host): receivers of each of its messages.
+    receivers: Vec<u64>,
+    nreq_host: Vec<u64>,
+    nbc_host: Vec<u64>,
+}
+
+impl PeerState {
+    /// The state of `batch` (a network batch with FedUCB's test and widths)
+    /// at round 0: S = n_i rho_min I in every slot, all slots due for a
+    /// factorization (the driver runs it before the first round).
+    pub fn new(l: &mut dyn Launcher, batch: &LinearBatch) -> Result<Option<Self>, CudaError> {
+        let Some(net) = batch.network.as_ref() else {
+            return Ok(None);
+        };
+        let unsupported = |w: &str| CudaError::Unsupported(w.into());
+        let (nf, m, d) = (batch.federations(), batch.m, batch.env.d);
+        let (n, gamma) = (nf * m, net.gamma.max(1));
+        let (ns, ring, dd, width) = (n * gamma, gamma + 1, d * d, d * d + d);
+        let a = batch
+            .sync
+            .as_ref()
+            .and_then(|s| s.adaptive())
+            .ok_or_else(|| unsupported("a network batch without FedUCB's test"))?;
+        let Width::LogDet { scale, sigma, agents } = &batch.beta else {
+            return Err(unsupported("a network batch without per-agent widths"));
+        };
+        if net.graphs.len() != nf || net.bases.len() != n || agents.len() != n {
+            return Err(unsupported(
+                "a network batch needs a graph per federation and a width per agent",
+            ));
+        }
+        let private = matches!(batch.sync.as_ref().map(|s| &s.release), Some(Release::Tree { .. }));
+        let (mut start, mut nbr, mut hops, mut receivers) = (vec![0i32], Vec::new(), Vec::new(), Vec::new());
+        for g in &net.graphs {
+            let reach = Reach::new(g, gamma);
+            for i in 0..m {
+                for &(j, h) in reach.of(i) {
+                    nbr.push(j as i32);
+                    hops.push(h as i32);
+                }
+                let end = i32::try_from(nbr.len()).map_err(|_| unsupported("too many neighbours"))?;
+                start.push(end);
+                receivers.push(reach.receivers(i));
+            }
+        }
+        let mut smat = vec![0.0f64; ns * dd];
+        for g in 0..gamma {
+            for (ag, &base) in net.bases.iter().enumerate() {
+                for k in 0..d {
+                    smat[(g * n + ag) * dd + k * d + k] = base;
+                }
+            }
+        }
+        let shifts = if a.shifts.is_empty() {
+            vec![0.0; n]
+        } else {
+            a.shifts.clone()
+        };
+        let widths: Vec<f64> = agents.iter().flat_map(|&(o, t1, t2)| [o, t1, t2]).collect();
+        let z = |l: &mut dyn Launcher, bytes: usize| l.alloc_zeroed(bytes);
+        Ok(Some(Self {
+            gamma,
+            private,
+            threshold: a.threshold,
+            every_round: a.every_round,
+            refactor_every: i32::try_from(batch.refactor_every.max(1)).unwrap_or(i32::MAX),
+            first_heard: net.first_heard,
+            widths: upload_slice(l, &widths)?,
+            wscale: *scale,
+            wsigma: *sigma,
+            clamps: z(l, n * 8)?,
+            xlast: z(l, n * d * 8)?,
+            shift: upload_slice(l, &shifts)?,
+            work: z(l, n * d * 8)?,
+            start: upload_slice(l, &start)?,
+            nbr: upload_slice(l, &nbr)?,
+            hops: upload_slice(l, &hops)?,
+            request_round: upload_slice(l, &vec![NEVER; n * ring])?,
+            nreq: z(l, n * 8)?,
+            nbc: z(l, ns * 8)?,
+            asked: z(l, ns * 4)?,
+            bmask: z(l, ns * 4)?,
+            smat: upload_slice(l, &smat)?,
+            svec: z(l, ns * d * 8)?,
+            logdet_s: z(l, ns * 8)?,
+            vinvc: z(l, if private { ns * dd * 8 } else { 8 })?,
+            logdetc: z(l, ns * 8)?,
+            dt: z(l, ns * 8)?,
+            since: z(l, ns * 4)?,
+            dirty: upload_slice(l, &vec![1i32; ns])?,
+            last_bc: upload_slice(l, &vec![NEVER; ns])?,
+            heard: z(l, ns * m)?,
+            prev: z(l, if private { ns * width * 8 } else { 8 })?,
+            leaves: z(l, ns * 8)?,
+            payload: z(l, ns * ring * width * 8)?,
+            payload_round: upload_slice(l, &vec![NEVER; ns * ring])?,
+            receivers,
+            nreq_host: vec![0; n],
+            nbc_host: vec![0; ns],
+        }))
+    }
+
+    /// Each federation's requests (`syncs`) and deliveries (`messages`:
+    /// every request and broadcast once per receiver other than the sender)
+    /// into `out`, whose other fields the driver filled.
+    pub fn count(&mut self, l: &mut dyn Launcher, m: usize, out: &mut [Observation]) -> Result<(), CudaError> {
+        download_slice(l, self.nreq, &mut self.nreq_host)?;
+        download_slice(l, self.nbc, &mut self.nbc_host)?;
+        let n = self.nreq_host.len();
+        for (f, o) in out.iter_mut().enumerate() {
+            let (mut syncs, mut messages) = (0, 0);
+            for a in f * m..(f + 1) * m {
+                let broadcasts: u64 = (0..self.gamma).map(|g| self.nbc_host[g * n + a]).sum();
+                syncs += self.nreq_host[a];
+                messages += (self.nreq_host[a] + broadcasts) * self.receivers[a];
+            }
+            o.syncs = syncs;
+            o.messages = messages;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,222 @@
+//! The CUDA backend's event-driven paths without a GPU: FedUCB (centralized
+//! and decentralized) and `sdp_vecsum` step one round per launch and decide
+//! on the device; under the host emulation they must reproduce the CPU
+//! backend bit for bit, cost a fixed number of launches per round and no
+//! copy until an observation. Also the parity check `fedbandits calibrate`
+//! runs, and every bench workload's traffic.
+
+use fedbandits::job::Job;
+use fedbandits::sim::run_batch;
+use std::path::Path;
+
+#[path = "support/emulated.rs"]
+mod emulated_support;
+use emulated_support::{assert_parity, emulated};
+
+/// The parity check `fedbandits calibrate` runs before it measures a
+/// device (`sim::parity::PARITY_JOBS`: every algorithm on both linear
+/// environments, the gossip and the combinatorial families), under the host
+/// emulation: every cell equal to the CPU bit for bit (every algorithm has
+/// kernels: none is skipped).
+#[test]
+fn calibrate_parity_check_passes_under_emulation() {
+    let p = fedbandits::sim::parity::check_all(&emulated()).unwrap_or_else(|e| panic!("{e}"));
+    for c in &p.equal {
+        println!("parity ok: {c}");
+    }
+    assert!(p.skipped.is_empty(), "{:?}", p.skipped);
+    assert_eq!(p.equal.len(), 27, "{:?}", p.equal);
+}
+
+/// Launches and copies of the batched CUDA path (counted by the backend):
+/// a round that neither syncs nor checkpoints costs no launch of its own
+/// (the cooperative kernel runs up to 64 rounds per launch, so doubling a
+/// no-sync run from 64 to 128 rounds adds one chunk: its rounds launch and
+/// its reduction), uploads grow only by the chunk's widths, and a federated
+/// run adds a bounded number of launches per sync. Under the emulation;
+/// the same counts hold on a device (`bench --backend cuda` prints them).
+#[test]
+fn rounds_without_events_cost_no_launch_of_their_own() {
+    use fedbandits::cli::bench::{On, measure};
+    let dev = emulated();
+    let traffic = |yaml: &str, t: u64| {
+        measure("traffic", yaml, 4, t, On::Cuda(&dev))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .traffic
+            .unwrap()
+    };
+    let nosync = "algorithm: independent\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 4, k: 8, m: 3}\n";
+    let (a, b) = (traffic(nosync, 64), traffic(nosync, 128));
+    println!("no sync: 64 rounds {a:?}, 128 rounds {b:?}");
+    assert!(b.0 - a.0 <= 2, "64 more rounds cost {} launches", b.0 - a.0);
+    assert!(b.1 - a.1 <= 64 * 8, "64 more rounds uploaded {} bytes", b.1 - a.1);
+    assert_eq!(b.2, a.2, "downloads do not grow with the rounds");
+    // Federated, a sync every 16 rounds: 4 more syncs in 64 more rounds, each
+    // at most 4 launches (tree insert, reduce, factor, broadcast) plus the
+    // chunks the syncs cut.
+    let sync = "algorithm: private_fedlinucb\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 4, k: 8, m: 3, epsilon: 1, delta: 0.1, batch_size: 16}\n";
+    let (a, b) = (traffic(sync, 64), traffic(sync, 128));
+    println!("sync every 16: 64 rounds {a:?}, 128 rounds {b:?}");
+    assert!(b.0 - a.0 <= 4 * (4 + 2), "4 more syncs cost {} launches", b.0 - a.0);
+    assert_eq!(b.2, a.2, "downloads do not grow with the rounds");
+}
+
+/// FedUCB (centralized) on the device path: every sync regime, private or
+/// not, on both environments, with refactorizations every 7 updates; the
+/// emulated kernels (one round per launch, then the determinant test, the
+/// federations' decisions, the masked refactorizations and syncs on the
+/// device) reproduce the CPU's curves and counters (syncs, messages, clamped
+/// widths, failed factorizations) bit for bit. The threshold regime syncs
+/// at different rounds in different repetitions of one batch.
+#[test]
+fn emulated_kernels_match_cpu_backend_for_feducb() {
+    for env in ["linear_sphere", "linear_gap"] {
+        assert_parity(&format!(
+            "seed: 12\nrepetitions: 3\nhorizon: 200\ncheckpoints: {{every: 20}}\nalgorithm: feducb_centralized\n\
+             environment: {env}\nparams: {{m: 4, d: 4, k: 12, epsilon: 1, delta: 0.1, threshold: 3, refactor_every: 7}}\n\
+             grid: {{sync: [every_round, log, sqrt_m, threshold], private: [true, false]}}\n"
+        ));
+    }
+    // The syncs the regimes make (so that the parity above covered them).
+    let job = Job::parse(
+        Path::new("s.yaml"),
+        "seed: 12\nrepetitions: 3\nhorizon: 200\ncheckpoints: {every: 200}\nalgorithm: feducb_centralized\n\
+         environment: linear_gap\nparams: {m: 4, d: 4, k: 12, private: false, sync: threshold, threshold: 3}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let r = run_batch(&job.cells[0], job.seed, &[0, 1, 2], &[200], &emulated(), &|_| {}).unwrap();
+    let syncs: Vec<u64> = r.iter().map(|x| x.points[0].counters.sync_rounds).collect();
+    assert!(syncs.iter().all(|&s| s > 5), "{syncs:?}");
+}
+
+/// FedUCB's device path (log sync, private): one round per launch, then
+/// the test, the decisions and the masked refactorizations and syncs on the
+/// device, a constant number of launches per round whether or not a
+/// federation syncs, and no download until an observation; the same for
+/// decentralized FedUCB (8 launches per round, 10 with privacy).
+#[test]
+fn feducb_device_rounds_cost_a_constant_number_of_launches() {
+    use fedbandits::cli::bench::{On, measure};
+    let dev = emulated();
+    let yaml = "algorithm: feducb_centralized\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 4, k: 8, m: 3, epsilon: 1, delta: 0.1, sync: log}\n";
+    let traffic = |t: u64| {
+        measure("feducb", yaml, 4, t, On::Cuda(&dev))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .traffic
+            .unwrap()
+    };
+    let (a, b) = (traffic(32), traffic(64));
+    println!("feducb log sync: 32 rounds {a:?}, 64 rounds {b:?}");
+    assert_eq!(b.0 - a.0, 32 * 11, "launches per round");
+    assert_eq!(b.1, a.1, "no upload per round");
+    assert_eq!(b.2, a.2, "no download per round");
+    // Decentralized: the exchange (asked, payload, deliver, refactor), the
+    // round and its reduction, the test and the requesters' payloads; with
+    // privacy a tree insert before each payload kernel.
+    for (private, per_round) in [(false, 8), (true, 10)] {
+        let yaml = format!(
+            "algorithm: feducb_decentralized\nenvironment: linear_sphere\nhorizon: {{T}}\n\
+             params: {{d: 4, k: 8, m: 5, epsilon: 1, delta: 0.1, sync: log, graph: ring, gamma: 2, private: {private}}}\n"
+        );
+        let traffic = |t: u64| {
+            measure("decentralized", &yaml, 4, t, On::Cuda(&dev))
+                .unwrap_or_else(|e| panic!("{e}"))
+                .traffic
+                .unwrap()
+        };
+        let (a, b) = (traffic(32), traffic(64));
+        println!("feducb_decentralized private={private}: 32 rounds {a:?}, 64 rounds {b:?}");
+        assert_eq!(b.0 - a.0, 32 * per_round, "launches per round");
+        assert_eq!(b.1, a.1, "no upload per round");
+        assert_eq!(b.2, a.2, "no download per round");
+    }
+}
+
+/// Decentralized FedUCB on the device path (one round per launch; per-slot
+/// state, the payload rings, each slot's deliveries in sender order, the
+/// test and the requests on the device): the emulated kernels reproduce the
+/// CPU's curves and counters (syncs, messages, clamps, failures) bit for
+/// bit on both environments, every sync regime, private or not, gamma 1 to
+/// 3 on a ring and a line, and on complete, star and Erdos-Renyi graphs,
+/// with refactorizations between syncs (refactor_every 7).
+#[test]
+fn emulated_kernels_match_cpu_backend_for_feducb_decentralized() {
+    for env in ["linear_sphere", "linear_gap"] {
+        assert_parity(&format!(
+            "seed: 15\nrepetitions: 3\nhorizon: 90\ncheckpoints: {{every: 15}}\nalgorithm: feducb_decentralized\n\
+             environment: {env}\nparams: {{m: 6, d: 3, k: 8, epsilon: 1, delta: 0.1, threshold: 2, refactor_every: 7, \
+             graph: ring}}\ngrid: {{gamma: [1, 3], sync: [every_round, log, threshold], private: [true, false]}}\n"
+        ));
+    }
+    assert_parity(
+        "seed: 16\nrepetitions: 2\nhorizon: 60\ncheckpoints: {every: 20}\nalgorithm: feducb_decentralized\n\
+         environment: linear_sphere\nparams: {m: 7, d: 3, k: 8, epsilon: 2, delta: 0.1, sync: sqrt_m, graph_p: 0.5}\n\
+         grid: {graph: [complete, star, erdos_renyi, line], private: [true, false]}\n",
+    );
+    // The regimes above synced (so that the parity covered messages).
+    let job = Job::parse(
+        Path::new("s.yaml"),
+        "seed: 15\nrepetitions: 2\nhorizon: 90\ncheckpoints: {every: 90}\nalgorithm: feducb_decentralized\n\
+         environment: linear_gap\nparams: {m: 6, d: 3, k: 8, private: false, sync: threshold, threshold: 2, \
+         graph: ring, gamma: 3}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let r = run_batch(&job.cells[0], job.seed, &[0, 1], &[90], &emulated(), &|_| {}).unwrap();
+    for x in &r {
+        let c = &x.points[0].counters;
+        assert!(c.sync_rounds > 3 && c.messages > c.sync_rounds, "{c:?}");
+    }
+}
+
+/// `sdp_vecsum` on the device path (one round per launch; each point
+/// randomized by a thread per coordinate with keyed draws, integer
+/// accumulators, the shuffler's keyed Binomial noise at each sync): the
+/// emulated kernels reproduce the CPU's curves and counters bit for bit on
+/// both environments, calibrations and with coordinates the protocol clips
+/// (L = 1 on linear_sphere with rewards beyond 1 are clipped first).
+#[test]
+fn emulated_kernels_match_cpu_backend_for_sdp_vecsum() {
+    for env in ["linear_sphere", "linear_gap"] {
+        assert_parity(&format!(
+            "seed: 14\nrepetitions: 3\nhorizon: 120\ncheckpoints: {{every: 20}}\nalgorithm: private_fedlinucb\n\
+             environment: {env}\nparams: {{m: 4, d: 4, k: 12, epsilon: 1, delta: 0.1, protocol: sdp_vecsum, \
+             batch_size: 8, refactor_every: 5}}\ngrid: {{calibration: [code, theorem]}}\n"
+        ));
+    }
+}
+
+/// Every `fedbandits bench` workload on the emulated device (2 federations,
+/// 128 rounds): it runs there, or (FedUCB at d = 128, whose cooperative
+/// kernel does not fit) is refused with the reason; the launches and bytes
+/// per 1000 rounds are printed (the same counts a device gives) and those
+/// of the workloads without a data-dependent schedule stay below one launch
+/// per round.
+#[test]
+fn every_bench_workload_runs_on_the_emulated_device_with_its_traffic() {
+    use fedbandits::cli::bench::{On, WORKLOADS, measure, min_rounds};
+    let dev = emulated();
+    for (name, _, yaml) in WORKLOADS {
+        let rounds = min_rounds(yaml).max(128);
+        match measure(name, yaml, 2, rounds, On::Cuda(&dev)) {
+            Ok(m) => {
+                let (l, up, down) = m.traffic.unwrap();
+                let per = 1000.0 / rounds as f64;
+                println!(
+                    "{name:32} launches/1000 rounds {:8.0}  bytes up {:10.0}  bytes down {:8.0}",
+                    l as f64 * per,
+                    up as f64 * per,
+                    down as f64 * per
+                );
+                let adaptive = name.contains("feducb") || name.contains("decentralized") || name.contains("vecsum");
+                if !adaptive && !name.contains("pfcb") && !name.contains("gossip") {
+                    assert!(l < rounds, "{name}: {l} launches in {rounds} rounds");
+                }
+            }
+            Err(e) => {
+                println!("{name:32} refused: {e}");
+                assert_eq!(*name, "feducb_d128", "{e}");
+                assert!(e.contains("shared memory"), "{e}");
+            }
+        }
+    }
+}
