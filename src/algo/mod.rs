@@ -5,8 +5,11 @@
 
 pub mod audit;
 pub mod combinatorial;
+pub mod family;
 pub mod gossip;
 pub mod linear;
+pub mod params;
+pub mod resolve;
 pub mod rounds;
 
 /// A cell's resolved configuration, whatever its family.

@@ -10,8 +10,9 @@ pub mod audit;
 pub mod bench;
 pub mod calibrate;
 
+use crate::algo::family::FAMILIES;
+use crate::algo::params::PARAMS;
 use crate::backend::{self, BackendChoice};
-use crate::job::params::{FAMILIES, PARAMS};
 use crate::job::shard::Shard;
 use crate::job::{Job, JobError};
 use crate::sim::runner::{RunError, RunOptions, RunReport, run_job};

@@ -291,6 +291,30 @@ impl Graph {
     }
 }
 
+/// Most agents a graph may have (a graph holds all-pairs hop distances, m^2
+/// entries built with m^3 work, per federation).
+pub const MAX_GRAPH_AGENTS: usize = 1000;
+
+/// Largest edge-list file read.
+pub const MAX_EDGE_FILE_BYTES: usize = 64 << 20;
+
+/// Reads and parses an edge-list file ([`parse_edges`]); at most
+/// [`MAX_EDGE_FILE_BYTES`] are read (a device or a huge file named by
+/// mistake is refused, never read whole).
+pub fn read_edge_file(path: &std::path::Path) -> Result<Vec<(usize, usize)>, String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_EDGE_FILE_BYTES as u64 + 1).read_to_end(&mut bytes))
+        .map_err(|e| e.to_string())?;
+    if bytes.len() > MAX_EDGE_FILE_BYTES {
+        return Err(format!("larger than {MAX_EDGE_FILE_BYTES} bytes; is it an edge list?"));
+    }
+    let text =
+        String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e).to_string())?;
+    parse_edges(&text)
+}
+
 /// Every agent's senders within gamma hops of a [`Graph`] (itself included,
 /// at distance 0), in index order: decentralized FedUCB's message reach.
 /// `(agent, distance)` pairs, agent i's at `list[start[i]..start[i + 1]]`.

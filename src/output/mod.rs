@@ -1,14 +1,14 @@
 //! Parquet output: the long-format schema (one row per cell, repetition and
 //! checkpoint), atomic writes and read-back.
 //!
-//! Every parameter of the registry ([`crate::job::params::PARAMS`]) is its own
+//! Every parameter of the registry ([`crate::algo::params::PARAMS`]) is its own
 //! typed, nullable column (null where the cell's algorithm or environment does
 //! not use it). Files carry key-value metadata: the job YAML, crate version,
 //! git commit, semantics version. Files are written atomically
 //! ([`files::write_bytes_atomic`]), so a reader never sees a partial file
 //! under a final name; [`lock`] keeps one job version writing a directory.
 
-use crate::job::params::{Kind, PARAMS, Value};
+use crate::algo::params::{Kind, PARAMS, Value};
 use crate::job::{Cell, Job, SEMANTICS_VERSION};
 use arrow_array::builder::{BooleanBuilder, Float64Builder, Int64Builder, StringBuilder, UInt32Builder, UInt64Builder};
 use arrow_array::{ArrayRef, RecordBatch};
@@ -442,7 +442,7 @@ pub fn privacy_json(job: &Job) -> String {
     serde_json::json!({ "adaptive": false, "cells": cells }).to_string()
 }
 
-/// The family registry ([`crate::job::params::FAMILIES`]) as JSON, written
+/// The family registry ([`crate::algo::family::FAMILIES`]) as JSON, written
 /// into every file so that the analysis package reads the families (their
 /// algorithms, environments and own columns) from the engine that wrote the
 /// data: `{"linear": {"algorithms": [...], "environments": [...],
@@ -452,7 +452,7 @@ pub fn families_json() -> String {
         let items: Vec<String> = names.map(|n| format!("\"{}\"", n.escape_default())).collect();
         format!("[{}]", items.join(", "))
     };
-    let fams: Vec<String> = crate::job::params::FAMILIES
+    let fams: Vec<String> = crate::algo::family::FAMILIES
         .iter()
         .map(|f| {
             format!(

@@ -26,8 +26,9 @@
 //! on every run); minimal inputs worth keeping go to `job_corpus/`, which
 //! `corpus_files_are_handled` replays with their expected outcome.
 
+use fedbandits::algo::family;
+use fedbandits::algo::params::{self, Kind, PARAMS};
 use fedbandits::cli::{plan_text, validate_text};
-use fedbandits::job::params::{self, Kind, PARAMS};
 use fedbandits::job::{Job, JobError, MAX_CELLS};
 use proptest::prelude::*;
 use proptest::test_runner::{FileFailurePersistence, RngAlgorithm, TestRng, TestRunner};
@@ -361,13 +362,13 @@ fn render(top: Vec<(&str, Option<String>)>, params: &[(&str, String)], grid: &[(
 /// A job file of one family (sometimes with another family's members mixed
 /// in), with every top-level key.
 fn structured_job() -> impl Strategy<Value = String> {
-    (0..params::FAMILIES.len()).prop_flat_map(|f| {
-        let fam = &params::FAMILIES[f];
+    (0..family::FAMILIES.len()).prop_flat_map(|f| {
+        let fam = &family::FAMILIES[f];
         let algos: Vec<&'static str> = fam.algorithms.iter().map(|a| a.0).collect();
         let envs: Vec<&'static str> = fam.environments.iter().map(|e| e.0).collect();
         let members: Vec<&'static str> = algos.iter().chain(&envs).copied().collect();
-        let all_algos = params::algorithms().into_iter().map(|a| a.0).collect();
-        let all_envs = params::environments().into_iter().map(|e| e.0).collect();
+        let all_algos = family::algorithms().into_iter().map(|a| a.0).collect();
+        let all_envs = family::environments().into_iter().map(|e| e.0).collect();
         (
             (
                 top_value(&["quick", "x.y-z_1"], &["a b", "''", "../up"]),

@@ -17,11 +17,34 @@
 //!   choice that violates the constraint under the true q costs L_j.
 
 pub mod p_fcb;
+pub mod params;
 
 use crate::backend::BatchError;
 use crate::backend::combinatorial::{CombBatch, CombObservation, CombOps, CombPolicy};
 use crate::env::procurement::{Instance, Oracle, ProcurementSpec};
 use crate::rng::{Purpose, fold_key};
+
+/// Algorithms of the combinatorial procurement family.
+pub const ALGORITHMS: &[(&str, &str)] = &[
+    (
+        "non_federated",
+        "each agent learns producer qualities alone (Solanki et al.'s baseline)",
+    ),
+    (
+        "fcb",
+        "FCB: every round's observations shared with every agent (Solanki et al.)",
+    ),
+    (
+        "p_fcb",
+        "P-FCB: scheduled (epsilon, delta)-DP sharing with noisy messages and CheckandUpdate (Solanki et al.)",
+    ),
+];
+
+/// Environments of the combinatorial procurement family.
+pub const ENVIRONMENTS: &[(&str, &str)] = &[(
+    "procurement",
+    "Solanki et al.'s procurement: m producers of quality q_i, agents' costs and capacities U{1..50}; instance_kind uniform or normal",
+)];
 
 /// Combinatorial-family algorithms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -19,12 +19,45 @@
 //!   initial pulls).
 
 pub mod fed_ucb_gossip;
+pub mod params;
 
 use crate::backend::BatchError;
 use crate::backend::gossip::{GossipBatch, GossipObservation, GossipOps, GossipPolicy};
 use crate::env::mab::{MabEnv, MabEnvSpec};
 use crate::graph::{Graph, GraphSpec};
 use crate::rng::{Purpose, Stream};
+
+/// Algorithms of the decentralized multi-armed family.
+pub const ALGORITHMS: &[(&str, &str)] = &[
+    (
+        "gossip_ucb",
+        "Gossip_UCB: local UCB with gossip-averaged estimates, one random edge per round (Zhu et al.)",
+    ),
+    (
+        "fed_ucb_gossip",
+        "Fed_UCB: Gossip_UCB with epsilon-DP binary partial sums, Laplace noise (Zhu et al.)",
+    ),
+    (
+        "local_ucb",
+        "UCB1 on each agent's own biased observations, no communication",
+    ),
+    (
+        "oracle_ucb",
+        "full communication without delay: pooled means and counts",
+    ),
+];
+
+/// Environments of the decentralized multi-armed family.
+pub const ENVIRONMENTS: &[(&str, &str)] = &[
+    (
+        "mab_heterogeneous",
+        "Zhu et al.'s synthetic: mu_{i,k} ~ U[0,1] per federation, observations mu_{i,k} + N(0, noise_std^2)",
+    ),
+    (
+        "uci_diabetes",
+        "Zhu et al.'s real data: the UCI diabetes records (user-supplied CSV, `data`), hospitals = consecutive parts, 5 drug-class arms, reward 1 for readmission >30",
+    ),
+];
 
 /// Gossip-family algorithms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

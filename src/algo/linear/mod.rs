@@ -12,9 +12,48 @@ pub mod feducb;
 pub mod feducb_decentralized;
 pub mod lockstep;
 pub mod oful;
+pub mod params;
 pub mod random;
 
 use crate::env::LinearEnvSpec;
+
+/// Algorithms of the linear family.
+pub const ALGORITHMS: &[(&str, &str)] = &[
+    ("linucb", "OFUL, a single agent (Abbasi-Yadkori et al. 2011)"),
+    (
+        "independent",
+        "M OFUL agents without communication (the no-federation baseline)",
+    ),
+    ("random", "uniformly random actions (sanity floor)"),
+    (
+        "fedlinucb",
+        "FedLinUCB, fixed-batch sync, no privacy (Zhou & Chowdhury 2023)",
+    ),
+    (
+        "private_fedlinucb",
+        "Private-FedLinUCB with the tree mechanism (Zhou & Chowdhury 2023)",
+    ),
+    (
+        "feducb_centralized",
+        "FedUCB, adaptive sync + PRIVATIZER (Dubey & Pentland 2020, Alg. 1-2)",
+    ),
+    (
+        "feducb_decentralized",
+        "FedUCB on a peer-to-peer graph, gamma-hop delayed messages (Dubey & Pentland 2020, 4.2)",
+    ),
+];
+
+/// Environments of the linear family.
+pub const ENVIRONMENTS: &[(&str, &str)] = &[
+    (
+        "linear_gap",
+        "Dubey & Pentland's synthetic: one optimal action in [0.7,0.8], others in [0.5,0.6]; Bernoulli rewards",
+    ),
+    (
+        "linear_sphere",
+        "Zhou & Chowdhury's synthetic (after Vaswani et al. 2020); Gaussian reward noise",
+    ),
+];
 
 /// Linear-family algorithms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -1,0 +1,144 @@
+//! The combinatorial family's parameters (ALGORITHMS.md 3): a cell's raw
+//! parameters resolved into its [`CombConfig`].
+
+use super::p_fcb::{Budget, PFcbConfig, TauStart};
+use super::{CombAlgorithm, CombConfig};
+use crate::algo::CellConfig;
+use crate::algo::params::Value;
+use crate::algo::resolve::{Params, ResolveErrors, Resolved};
+use crate::env::procurement::{EXACT_LIMIT, InstanceKind, Oracle, ProcurementSpec};
+use std::collections::BTreeMap;
+
+/// Resolves a combinatorial-family cell: agents `m` (default 10),
+/// `producers` (30), `instance_kind`, `quality_threshold` (alpha, 0.4),
+/// `rho`, `max_capacity`, `instances` (5), `zeta`, `oracle`; for `p_fcb`
+/// `epsilon` and `delta` (required), `t_low`, `t_high`, `omega1`, `omega2`,
+/// `tau_start`, `budget`, `window`.
+pub fn resolve(algo: &str, _env: &str, raw: &BTreeMap<String, Value>, horizon: u64) -> Result<Resolved, ResolveErrors> {
+    let mut p = Params::new(raw);
+    let algorithm = match algo {
+        "fcb" => CombAlgorithm::Fcb,
+        "p_fcb" => CombAlgorithm::PFcb,
+        _ => CombAlgorithm::NonFederated,
+    };
+    let kind = p.s("instance_kind", "uniform");
+    let env = ProcurementSpec {
+        kind: if kind == "normal" {
+            InstanceKind::Normal
+        } else {
+            InstanceKind::Uniform
+        },
+        agents: p.i("m", 10) as usize,
+        producers: p.i("producers", 30) as usize,
+        alpha: p.f("quality_threshold", 0.4),
+        rho: p.f("rho", 1.0),
+        max_capacity: p.i("max_capacity", 50) as u32,
+    };
+    p.set("m", Value::Int(env.agents as i64));
+    p.set("producers", Value::Int(env.producers as i64));
+    p.set("instance_kind", Value::Str(kind));
+    p.set("quality_threshold", Value::Float(env.alpha));
+    p.set("rho", Value::Float(env.rho));
+    p.set("max_capacity", Value::Int(i64::from(env.max_capacity)));
+    let instances = p.i("instances", 5) as u32;
+    p.set("instances", Value::Int(i64::from(instances)));
+    let zeta = p.f("zeta", 0.1);
+    p.set("zeta", Value::Float(zeta));
+    let oracle = oracle(&mut p, &env);
+    let private = if algorithm == CombAlgorithm::PFcb {
+        p_fcb(&mut p)
+    } else {
+        PFcbConfig::default()
+    };
+    let (out, cfg) = p.finish(CombConfig {
+        algorithm,
+        env,
+        horizon,
+        instances,
+        zeta,
+        private,
+        oracle,
+    })?;
+    Ok((out, CellConfig::Comb(cfg)))
+}
+
+/// The oracle: greedy, or exact where its search is bounded
+/// ((max_capacity + 1)^producers choices per agent and round at most
+/// [`EXACT_LIMIT`]; capacities are U{1..max_capacity}).
+fn oracle(p: &mut Params<'_>, env: &ProcurementSpec) -> Oracle {
+    let name = p.s("oracle", "greedy");
+    let oracle = if name == "exact" {
+        let worst = u64::from(env.max_capacity)
+            .checked_add(1)
+            .and_then(|k| u32::try_from(env.producers).ok().and_then(|m| k.checked_pow(m)));
+        if worst.is_none_or(|w| w > EXACT_LIMIT) {
+            p.err(
+                "oracle",
+                format!(
+                    "exact searches up to (max_capacity + 1)^producers = {}^{} choices per agent and round, more than \
+                     {EXACT_LIMIT}: lower max_capacity or producers, or use oracle: greedy",
+                    u64::from(env.max_capacity) + 1,
+                    env.producers
+                ),
+            );
+        }
+        Oracle::Exact
+    } else {
+        Oracle::Greedy
+    };
+    p.set("oracle", Value::Str(name));
+    oracle
+}
+
+/// P-FCB's privacy and schedule: epsilon and delta (required, epsilon
+/// finite), t_low <= t_high, omega1, omega2, tau_start, budget, window.
+fn p_fcb(p: &mut Params<'_>) -> PFcbConfig {
+    let mut private = PFcbConfig::default();
+    match (
+        p.get("epsilon").and_then(Value::as_f64),
+        p.get("delta").and_then(Value::as_f64),
+    ) {
+        (Some(e), Some(d)) if e.is_finite() => {
+            private.epsilon = e;
+            private.delta = d;
+            p.set("epsilon", Value::Float(e));
+            p.set("delta", Value::Float(d));
+        }
+        (e, d) => {
+            if !e.is_some_and(f64::is_finite) {
+                p.err("epsilon", "missing; p_fcb needs a finite epsilon (number > 0)");
+            }
+            if d.is_none() {
+                p.err("delta", "missing; p_fcb needs delta (number in (0, 1))");
+            }
+        }
+    }
+    private.t_low = p.i("t_low", 200) as u64;
+    private.t_high = p.i("t_high", 40_000) as u64;
+    if private.t_low > private.t_high {
+        p.err(
+            "t_high",
+            format!("t_high = {} is below t_low = {}", private.t_high, private.t_low),
+        );
+    }
+    private.omega1 = p.f("omega1", 0.1);
+    private.omega2 = p.f("omega2", 10.0);
+    let tau = p.s("tau_start", "one");
+    private.tau_start = if tau == "t_low" { TauStart::TLow } else { TauStart::One };
+    let budget = p.s("budget", "paper");
+    private.budget = if budget == "normalized" {
+        Budget::Normalized
+    } else {
+        Budget::Paper
+    };
+    let window = p.s("window", "procedure");
+    private.prose_window = window == "prose";
+    p.set("t_low", Value::Int(private.t_low as i64));
+    p.set("t_high", Value::Int(private.t_high as i64));
+    p.set("omega1", Value::Float(private.omega1));
+    p.set("omega2", Value::Float(private.omega2));
+    p.set("tau_start", Value::Str(tau));
+    p.set("budget", Value::Str(budget));
+    p.set("window", Value::Str(window));
+    private
+}

@@ -1,0 +1,281 @@
+//! The linear family's parameters (ALGORITHMS.md 1): a cell's raw
+//! parameters resolved into its [`LinearConfig`] -- the environment, the
+//! agents, the learners' confidence parameters, then each algorithm's own
+//! (FedLinUCB's batch and protocol, FedUCB's privacy, sync regime and
+//! graph), and the rule every privacy figure needs (L at least the largest
+//! action norm).
+
+use super::{Calibration, LinearAlgorithm, LinearConfig, Protocol, SyncRegime};
+use crate::algo::CellConfig;
+use crate::algo::params::Value;
+use crate::algo::resolve::{Params, ResolveErrors, Resolved};
+use crate::env::{LinearEnvKind, LinearEnvSpec};
+use crate::graph::GraphSpec;
+use std::collections::BTreeMap;
+
+/// Resolves a linear-family cell.
+pub fn resolve(algo: &str, env: &str, raw: &BTreeMap<String, Value>, horizon: u64) -> Result<Resolved, ResolveErrors> {
+    let mut p = Params::new(raw);
+    let algorithm = match algo {
+        "linucb" => LinearAlgorithm::Linucb,
+        "independent" => LinearAlgorithm::Independent,
+        "random" => LinearAlgorithm::Random,
+        "fedlinucb" => LinearAlgorithm::Fedlinucb,
+        "private_fedlinucb" => LinearAlgorithm::PrivateFedlinucb,
+        "feducb_decentralized" => LinearAlgorithm::FeducbDecentralized,
+        _ => LinearAlgorithm::FeducbCentralized,
+    };
+    let env_spec = environment(&mut p, env);
+    let m = if algorithm == LinearAlgorithm::Linucb {
+        1
+    } else {
+        p.i("m", 10)
+    };
+    p.set("m", Value::Int(m));
+    let mut cfg = LinearConfig {
+        algorithm,
+        env: env_spec,
+        m: m as usize,
+        horizon,
+        lambda: 1.0,
+        alpha: 0.1,
+        confidence_scale: 1.0,
+        s_bound: 1.0,
+        l_bound: 1.0,
+        subgaussian: 0.5,
+        privacy: None,
+        protocol: Protocol::None,
+        batch_size: 25,
+        calibration: Calibration::Code,
+        neighbours: crate::privacy::accountant::Neighbours::AddRemove,
+        clip_rewards: false,
+        sync: SyncRegime::Log,
+        refactor_every: 256,
+        vecsum_scale: 1.0,
+        graph: GraphSpec::Complete,
+        gamma: 1,
+    };
+    if algorithm != LinearAlgorithm::Random {
+        learner(&mut p, &mut cfg);
+    }
+    match algorithm {
+        LinearAlgorithm::Linucb | LinearAlgorithm::Independent => {
+            cfg.lambda = p.f("lambda", 1.0);
+            p.set("lambda", Value::Float(cfg.lambda));
+        }
+        LinearAlgorithm::Random => {}
+        LinearAlgorithm::Fedlinucb | LinearAlgorithm::PrivateFedlinucb => fedlinucb(&mut p, &mut cfg),
+        LinearAlgorithm::FeducbCentralized | LinearAlgorithm::FeducbDecentralized => feducb(&mut p, &mut cfg),
+    }
+    // Every privacy figure's sensitivity assumes ||x|| <= L: a private cell
+    // whose L is below the environment's largest action norm has none.
+    let (max_norm, why) = cfg.env.max_action_norm();
+    if cfg.privacy.is_some() && cfg.l_bound < max_norm {
+        p.err(
+            "l_bound",
+            format!(
+                "L = {} is below {env}'s largest action norm {max_norm} ({why}), and every privacy figure \
+                 assumes ||x|| <= L; allowed for a private cell: l_bound >= {max_norm}",
+                cfg.l_bound
+            ),
+        );
+    }
+    let (out, cfg) = p.finish(cfg)?;
+    Ok((out, CellConfig::Linear(cfg)))
+}
+
+/// The environment: d, K (linear_gap: min(d^2, 100) by default), and for
+/// linear_sphere (d >= 2) its noise and reward.
+fn environment(p: &mut Params<'_>, env: &str) -> LinearEnvSpec {
+    let d = p.i("d", 10);
+    let default_k = if env == "linear_gap" { (d * d).min(100) } else { 100 };
+    let k = p.i("k", default_k);
+    p.set("d", Value::Int(d));
+    p.set("k", Value::Int(k));
+    let kind = if env == "linear_gap" {
+        LinearEnvKind::Gap
+    } else {
+        if d < 2 {
+            p.err("d", "linear_sphere needs d >= 2");
+        }
+        let noise_std = p.f("noise_std", 0.5);
+        let reward_on = p.s("reward_on", "raw");
+        p.set("noise_std", Value::Float(noise_std));
+        p.set("reward_on", Value::Str(reward_on.clone()));
+        LinearEnvKind::Sphere {
+            noise_std,
+            reward_on_raw: reward_on == "raw",
+        }
+    };
+    LinearEnvSpec {
+        kind,
+        d: d as usize,
+        k: k as usize,
+    }
+}
+
+/// A learner's confidence parameters (Zhou & Chowdhury's defaults for
+/// (Private-)FedLinUCB: alpha 0.01, S = sqrt(d)).
+fn learner(p: &mut Params<'_>, cfg: &mut LinearConfig) {
+    let zhou = matches!(
+        cfg.algorithm,
+        LinearAlgorithm::Fedlinucb | LinearAlgorithm::PrivateFedlinucb
+    );
+    let d = cfg.env.d as f64;
+    cfg.alpha = p.f("alpha", if zhou { 0.01 } else { 0.1 });
+    cfg.confidence_scale = p.f("confidence_scale", 1.0);
+    cfg.s_bound = p.f("s_bound", if zhou { d.sqrt() } else { 1.0 });
+    cfg.l_bound = p.f("l_bound", 1.0);
+    cfg.subgaussian = p.f("subgaussian", 0.5);
+    cfg.refactor_every = p.i("refactor_every", 256) as u32;
+    p.set("alpha", Value::Float(cfg.alpha));
+    p.set("confidence_scale", Value::Float(cfg.confidence_scale));
+    p.set("s_bound", Value::Float(cfg.s_bound));
+    p.set("l_bound", Value::Float(cfg.l_bound));
+    p.set("subgaussian", Value::Float(cfg.subgaussian));
+    p.set("refactor_every", Value::Int(i64::from(cfg.refactor_every)));
+}
+
+/// A private cell's (epsilon, delta), both required (`.inf` is refused:
+/// no privacy is another algorithm or setting).
+fn privacy(p: &mut Params<'_>) -> Option<(f64, f64)> {
+    match (
+        p.get("epsilon").and_then(Value::as_f64),
+        p.get("delta").and_then(Value::as_f64),
+    ) {
+        (Some(e), _) if e.is_infinite() => {
+            p.err(
+                "epsilon",
+                "= .inf means no privacy: use fedlinucb, protocol: none or private: false",
+            );
+            None
+        }
+        (Some(e), Some(dl)) => {
+            p.set("epsilon", Value::Float(e));
+            p.set("delta", Value::Float(dl));
+            Some((e, dl))
+        }
+        (e, dl) => {
+            if e.is_none() {
+                p.err("epsilon", "missing; a private run needs epsilon (number > 0)");
+            }
+            if dl.is_none() {
+                p.err("delta", "missing; a private run needs delta (number in (0, 1))");
+            }
+            None
+        }
+    }
+}
+
+/// The private mechanism's accounting parameters: the neighbouring relation
+/// (`neighbours`, validated as a choice by the parameter table), defaulting
+/// to the paper's own, and reward clipping (`clip_rewards`, default true).
+fn accounting(p: &mut Params<'_>, default: &str, cfg: &mut LinearConfig) {
+    use crate::privacy::accountant::Neighbours;
+    cfg.neighbours = if p.s("neighbours", default) == "add_remove" {
+        Neighbours::AddRemove
+    } else {
+        Neighbours::Substitute
+    };
+    p.set("neighbours", Value::Str(cfg.neighbours.name().into()));
+    cfg.clip_rewards = p.b("clip_rewards", true);
+    p.set("clip_rewards", Value::Bool(cfg.clip_rewards));
+}
+
+/// (Private-)FedLinUCB: the batch B <= T; the protocol, its privacy,
+/// calibration and accounting.
+fn fedlinucb(p: &mut Params<'_>, cfg: &mut LinearConfig) {
+    let (b, horizon) = (p.i("batch_size", 25), cfg.horizon);
+    if b as u64 > horizon {
+        p.err(
+            "batch_size",
+            format!("B = {b} exceeds the horizon T = {horizon}; allowed: 1 <= B <= T"),
+        );
+    }
+    cfg.batch_size = b as u64;
+    p.set("batch_size", Value::Int(b));
+    if cfg.algorithm != LinearAlgorithm::PrivateFedlinucb {
+        return;
+    }
+    let proto = p.s("protocol", "ldp");
+    p.set("protocol", Value::Str(proto.clone()));
+    cfg.protocol = match proto.as_str() {
+        "sdp_amp" => Protocol::SdpAmp,
+        "sdp_vecsum" => Protocol::SdpVecsum,
+        "alt" => Protocol::Alt,
+        "none" => Protocol::None,
+        _ => Protocol::Ldp,
+    };
+    if cfg.protocol == Protocol::SdpVecsum {
+        cfg.vecsum_scale = p.f("vecsum_scale", 1.0);
+        p.set("vecsum_scale", Value::Float(cfg.vecsum_scale));
+    }
+    if cfg.protocol != Protocol::None {
+        cfg.privacy = privacy(p);
+        let cal = p.s("calibration", "code");
+        cfg.calibration = if cal == "theorem" {
+            Calibration::Theorem
+        } else {
+            Calibration::Code
+        };
+        p.set("calibration", Value::Str(cal));
+        accounting(p, "substitute", cfg);
+    }
+}
+
+/// FedUCB: the graph (decentralized), privacy (default on) or lambda, and
+/// the sync regime (`threshold` needs its D).
+fn feducb(p: &mut Params<'_>, cfg: &mut LinearConfig) {
+    if cfg.algorithm == LinearAlgorithm::FeducbDecentralized {
+        graph(p, cfg);
+    }
+    let private = p.b("private", true);
+    p.set("private", Value::Bool(private));
+    if private {
+        cfg.privacy = privacy(p);
+        accounting(p, "add_remove", cfg);
+    } else {
+        cfg.lambda = p.f("lambda", 1.0);
+        p.set("lambda", Value::Float(cfg.lambda));
+    }
+    let sync = p.s("sync", "log");
+    p.set("sync", Value::Str(sync.clone()));
+    cfg.sync = match sync.as_str() {
+        "every_round" => SyncRegime::EveryRound,
+        "sqrt_m" => SyncRegime::SqrtM,
+        "threshold" => match p.get("threshold").and_then(Value::as_f64) {
+            Some(v) => {
+                p.set("threshold", Value::Float(v));
+                SyncRegime::Threshold(v)
+            }
+            None => {
+                p.err("threshold", "missing; sync = threshold needs threshold (number > 0)");
+                SyncRegime::Log
+            }
+        },
+        _ => SyncRegime::Log,
+    };
+}
+
+/// Graph and gamma of decentralized FedUCB: builds deterministic graphs (and
+/// edge files) now, so that a disconnected graph or gamma > diameter is a job
+/// error naming the components or the diameter.
+fn graph(p: &mut Params<'_>, cfg: &mut LinearConfig) {
+    let Some(spec) = p.graph_spec() else {
+        return;
+    };
+    let gamma = p.i("gamma", 1) as usize;
+    p.set("gamma", Value::Int(gamma as i64));
+    cfg.gamma = gamma;
+    let random = matches!(spec, GraphSpec::ErdosRenyi { .. } | GraphSpec::RandomRegular { .. });
+    if let Some(diameter) = p.check_graph(&spec, cfg.m)
+        && !random
+        && gamma as u32 > diameter
+    {
+        p.err(
+            "gamma",
+            format!("gamma = {gamma} exceeds the graph's diameter {diameter}; allowed: 1 <= gamma <= diameter"),
+        );
+    }
+    cfg.graph = spec;
+}
