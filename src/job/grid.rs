@@ -1,0 +1,312 @@
+//! The grid: each swept parameter's values (lists, `linspace`,
+//! `logspace`), checked and sized before any value is built, and the
+//! expansion of algorithms x environments x grid into cells, each resolved
+//! by its family ([`crate::algo::resolve`]) and keyed ([`super::identity`]).
+
+use super::parse::{Parser, key_text};
+use super::{Cell, CheckpointSpec, MAX_CELLS, Problem, identity, locate};
+use crate::algo::family::family_of;
+use crate::algo::params::{Kind, Value, param};
+use std::collections::BTreeMap;
+
+/// A key equal for two grid values exactly when `==` says they are equal
+/// (0.0 and -0.0 included), for finding a repeated value by hashing.
+fn dedup_key(v: &Value) -> (u8, u64, &str) {
+    match v {
+        Value::Int(i) => (0, *i as u64, ""),
+        Value::Float(f) => (1, if *f == 0.0 { 0 } else { f.to_bits() }, ""),
+        Value::Str(s) => (2, 0, s.as_str()),
+        Value::Bool(b) => (3, u64::from(*b), ""),
+    }
+}
+
+impl Parser<'_> {
+    pub(super) fn grid(&mut self, v: Option<&serde_yaml::Value>) -> Option<Vec<(String, Vec<Value>)>> {
+        let mut out = Vec::new();
+        let Some(v) = v else {
+            return Some(out);
+        };
+        let Some(m) = v.as_mapping() else {
+            self.problem(
+                &["grid"],
+                "expected a mapping of parameter: [values] or {linspace|logspace: [from, to, n]}",
+            );
+            return None;
+        };
+        let mut ok = true;
+        for (k, v) in m {
+            let Some(k) = k.as_str() else {
+                self.problem(
+                    &["grid", &key_text(k)],
+                    "a parameter name must be a name (`fedbandits list` shows them)",
+                );
+                ok = false;
+                continue;
+            };
+            let Some(def) = param(k) else {
+                self.unknown_param(&["grid", k]);
+                ok = false;
+                continue;
+            };
+            let path = ["grid", k];
+            let raw: Vec<serde_yaml::Value> = match v {
+                serde_yaml::Value::Sequence(s) if !s.is_empty() => s.clone(),
+                serde_yaml::Value::Mapping(r) if r.len() == 1 => {
+                    match self.range(&path, r, def.kind) {
+                        Some(vals) => {
+                            out.push((k.to_owned(), vals));
+                        }
+                        None => ok = false,
+                    }
+                    continue;
+                }
+                _ => {
+                    self.problem(
+                        &path,
+                        "expected a non-empty list of values or {linspace|logspace: [from, to, n]}",
+                    );
+                    ok = false;
+                    continue;
+                }
+            };
+            let mut vals = Vec::new();
+            for r in &raw {
+                match self.scalar(&path, r) {
+                    Some(val) => vals.push(val),
+                    None => ok = false,
+                }
+            }
+            out.push((k.to_owned(), vals));
+        }
+        ok.then_some(out)
+    }
+
+    fn range(&mut self, path: &[&str], r: &serde_yaml::Mapping, kind: Kind) -> Option<Vec<Value>> {
+        let (k, v) = r.iter().next()?;
+        let which = k.as_str().unwrap_or_default();
+        let spec = v.as_sequence().filter(|s| s.len() == 3);
+        let parts = spec.and_then(|s| Some((s[0].as_f64()?, s[1].as_f64()?, s[2].as_u64()?)));
+        let Some((a, b, n)) = parts.filter(|p| p.2 >= 1) else {
+            self.problem(
+                path,
+                "expected {linspace: [from, to, n]} or {logspace: [from, to, n]} with n >= 1",
+            );
+            return None;
+        };
+        if !matches!(kind, Kind::Float { .. }) {
+            self.problem(
+                path,
+                "linspace/logspace apply to real-valued parameters only; list the values",
+            );
+            return None;
+        }
+        // Checked before a value is built: the count alone may be 10^12.
+        if n > MAX_CELLS as u64 {
+            self.problem(
+                path,
+                format!(
+                    "{which} of {n} values: the grid would expand to at least {n} cells, above the limit of \
+                     {MAX_CELLS} cells; split the sweep into several jobs (each `grid:` axis multiplies)"
+                ),
+            );
+            return None;
+        }
+        let vals: Vec<f64> = match which {
+            "linspace" => (0..n)
+                .map(|i| {
+                    if n == 1 {
+                        a
+                    } else {
+                        a + (b - a) * i as f64 / (n - 1) as f64
+                    }
+                })
+                .collect(),
+            "logspace" => {
+                if a <= 0.0 || b <= 0.0 {
+                    self.problem(
+                        path,
+                        "logspace endpoints must be > 0 (values, not exponents: like numpy.geomspace)",
+                    );
+                    return None;
+                }
+                (0..n)
+                    .map(|i| {
+                        if n == 1 {
+                            a
+                        } else {
+                            (a.ln() + (b.ln() - a.ln()) * i as f64 / (n - 1) as f64).exp()
+                        }
+                    })
+                    .collect()
+            }
+            _ => {
+                self.problem(path, "expected linspace or logspace");
+                return None;
+            }
+        };
+        let mut out = Vec::new();
+        for v in vals {
+            match kind.check(&Value::Float(v)) {
+                Ok(v) => out.push(v),
+                Err(msg) => {
+                    self.problem(path, msg);
+                    return None;
+                }
+            }
+        }
+        Some(out)
+    }
+
+    /// A graph's own settings (`graph_rows`, `graph_p`, `graph_degree`,
+    /// `graph_edges`) set while `graph` is fixed to another kind: a mistake,
+    /// not something to ignore. (With `graph` swept in the grid they apply
+    /// to their own kind's cells.)
+    pub(super) fn check_graph_settings(&mut self, fixed: &BTreeMap<String, Value>, axes: &[(String, Vec<Value>)]) {
+        let Some(kind) = fixed.get("graph").and_then(Value::as_str).map(str::to_owned) else {
+            return;
+        };
+        for (key, owner) in [
+            ("graph_rows", "grid"),
+            ("graph_p", "erdos_renyi"),
+            ("graph_degree", "random_regular"),
+            ("graph_edges", "edges"),
+        ] {
+            let set_in = if fixed.contains_key(key) {
+                Some("params")
+            } else {
+                axes.iter().any(|(k, _)| k == key).then_some("grid")
+            };
+            if let Some(section) = set_in
+                && kind != owner
+            {
+                self.problem(
+                    &[section, key],
+                    format!("applies to graph: {owner} only, but graph is {kind}; remove it or set graph: {owner}"),
+                );
+            }
+        }
+    }
+
+    /// The job's cells: every algorithm with every environment of its
+    /// family and every grid combination (the last axis fastest), each
+    /// resolved by its family; a combination whose resolved parameters equal
+    /// an earlier one's (an axis the algorithm does not use) is one cell.
+    /// Resolution problems are reported at the key's line.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn expand(
+        &mut self,
+        algorithms: &[String],
+        environments: &[String],
+        fixed: &BTreeMap<String, Value>,
+        axes: &[(String, Vec<Value>)],
+        horizon: u64,
+        seed: u64,
+        reps: u32,
+        checkpoints: &CheckpointSpec,
+    ) -> Vec<Cell> {
+        let Some(total) = self.check_axes(algorithms, environments, fixed, axes) else {
+            return Vec::new();
+        };
+        let mut cells: Vec<Cell> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for algo in algorithms {
+            for envname in environments {
+                // Algorithms run on the environments of their own family.
+                if family_of(algo).map(|f| f.id) != family_of(envname).map(|f| f.id) {
+                    continue;
+                }
+                for combo in 0..total {
+                    let mut raw = fixed.clone();
+                    let mut rem = combo;
+                    for (k, vals) in axes.iter().rev() {
+                        raw.insert(k.clone(), vals[rem % vals.len()].clone());
+                        rem /= vals.len();
+                    }
+                    match crate::algo::resolve::resolve(algo, envname, &raw, horizon) {
+                        Ok((params, config)) => {
+                            let ids = identity::CellIds::new(algo, envname, &params, horizon, seed, reps, checkpoints);
+                            if !seen.insert(ids.canonical.clone()) {
+                                continue; // an irrelevant axis duplicated this cell
+                            }
+                            cells.push(ids.cell(cells.len(), algo, envname, params, config));
+                        }
+                        Err(errs) => self.resolution_problems(&errs, algo, envname, fixed, axes),
+                    }
+                }
+            }
+        }
+        cells
+    }
+
+    /// The grid's size (combinations), after checking that no axis is also
+    /// a fixed parameter, that the cells stay within [`MAX_CELLS`] (counted
+    /// before anything is built) and that no axis repeats a value.
+    fn check_axes(
+        &mut self,
+        algorithms: &[String],
+        environments: &[String],
+        fixed: &BTreeMap<String, Value>,
+        axes: &[(String, Vec<Value>)],
+    ) -> Option<usize> {
+        for (k, _) in axes {
+            if fixed.contains_key(k) {
+                self.problem(&["grid", k], "also set in params; set it in one place");
+            }
+        }
+        let total = axes.iter().try_fold(1usize, |acc, (_, v)| acc.checked_mul(v.len()));
+        let bound = total.and_then(|t| t.checked_mul(algorithms.len() * environments.len()));
+        let Some(total) = total.filter(|_| bound.is_some_and(|b| b <= MAX_CELLS)) else {
+            let sizes: Vec<String> = axes.iter().map(|(k, v)| format!("{k}: {}", v.len())).collect();
+            self.problem(
+                &["grid"],
+                format!(
+                    "the grid expands to {} combinations ({}) x {} algorithm(s) x {} environment(s), above the \
+                     limit of {MAX_CELLS} cells; split the sweep into several jobs (each `grid:` axis multiplies)",
+                    total.map_or("more than 2^64".to_string(), |t| t.to_string()),
+                    sizes.join(" x "),
+                    algorithms.len(),
+                    environments.len()
+                ),
+            );
+            return None;
+        };
+        for (k, vals) in axes {
+            // Hashed: an axis may hold up to MAX_CELLS values.
+            let mut seen = std::collections::HashSet::with_capacity(vals.len());
+            if let Some(v) = vals.iter().find(|v| !seen.insert(dedup_key(v))) {
+                self.problem(&["grid", k], format!("value {} appears twice; list each value once", v));
+                return None;
+            }
+        }
+        Some(total)
+    }
+
+    /// A family's resolution problems, each at the line of the key that set
+    /// it (in the grid, in params, or the key itself), once.
+    fn resolution_problems(
+        &mut self,
+        errs: &[(&'static str, String)],
+        algo: &str,
+        envname: &str,
+        fixed: &BTreeMap<String, Value>,
+        axes: &[(String, Vec<Value>)],
+    ) {
+        for (key, msg) in errs {
+            let path: Vec<&str> = if axes.iter().any(|(k, _)| k == key) {
+                vec!["grid", key]
+            } else if fixed.contains_key(*key) {
+                vec!["params", key]
+            } else {
+                vec![key]
+            };
+            let p = Problem {
+                line: locate(self.text, &path),
+                key: path.join("."),
+                message: format!("{msg} (algorithm {algo}, environment {envname})"),
+            };
+            if !self.problems.contains(&p) {
+                self.problems.push(p);
+            }
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! What identifies a cell: the canonical text of its algorithm,
+//! environment, horizon and resolved parameters (floats by their bits),
+//! hashed into its resume key and, without the parameters that do not
+//! change its random numbers, into its random scope; the environment's own
+//! text keys the environment streams shared across cells.
+
+use super::{Cell, CheckpointSpec, SEMANTICS_VERSION};
+use crate::algo::CellConfig;
+use crate::algo::params::Value;
+use crate::rng::hash_str;
+use std::collections::BTreeMap;
+
+fn canonical(algo: &str, env: &str, params: &BTreeMap<&'static str, Value>, horizon: u64) -> String {
+    let mut s = format!("{algo}|{env}|T={horizon}");
+    for (k, v) in params {
+        s += &format!("|{k}={}", value_bits(v));
+    }
+    s
+}
+
+/// Parameters that do not enter a cell's random scope: `neighbours` changes
+/// only the accountant's figures, and `oracle` and `clip_rewards` are
+/// compared on common random numbers (the same units, rewards and noise
+/// with and without).
+const NOT_IN_RANDOM_SCOPE: &[&str] = &["neighbours", "oracle", "clip_rewards"];
+
+/// The text a cell's algorithm keys are hashed from: [`canonical`] without
+/// [`NOT_IN_RANDOM_SCOPE`] (so adding such a parameter leaves every earlier
+/// cell's streams as they were).
+fn random_scope(algo: &str, env: &str, params: &BTreeMap<&'static str, Value>, horizon: u64) -> String {
+    let mut p = params.clone();
+    p.retain(|k, _| !NOT_IN_RANDOM_SCOPE.contains(k));
+    canonical(algo, env, &p, horizon)
+}
+
+fn env_canonical(env: &str, params: &BTreeMap<&'static str, Value>) -> String {
+    let mut s = format!("env={env}");
+    for k in ["d", "k", "noise_std", "reward_on"] {
+        if let Some(v) = params.get(k) {
+            s += &format!("|{k}={}", value_bits(v));
+        }
+    }
+    s
+}
+
+/// Exact text of a value (floats by their bits, so 0.1 and 0.1000001 differ).
+fn value_bits(v: &Value) -> String {
+    match v {
+        Value::Float(f) => format!("f{:016x}", f.to_bits()),
+        other => other.to_string(),
+    }
+}
+/// A cell's identifiers, from its resolved parameters.
+pub struct CellIds {
+    /// The canonical text (algorithm, environment, horizon, parameters).
+    pub canonical: String,
+    id: String,
+    key: String,
+    env_scope: u64,
+    cell_scope: u64,
+}
+
+impl CellIds {
+    /// The identifiers of a cell of a job with this seed, repetitions and
+    /// checkpoints: its id (the canonical text's hash), its resume key (the
+    /// id's text with the seed, repetitions, checkpoints and engine
+    /// semantics), the environment's and the cell's random scopes.
+    pub fn new(
+        algo: &str,
+        env: &str,
+        params: &BTreeMap<&'static str, Value>,
+        horizon: u64,
+        seed: u64,
+        reps: u32,
+        checkpoints: &CheckpointSpec,
+    ) -> Self {
+        let canon = canonical(algo, env, params, horizon);
+        let key_text = format!(
+            "{canon}|seed={seed}|reps={reps}|ck={}|v{SEMANTICS_VERSION}",
+            checkpoints.describe()
+        );
+        Self {
+            id: format!("{:016x}", hash_str(&canon)),
+            key: format!("{:016x}", hash_str(&key_text)),
+            env_scope: hash_str(&env_canonical(env, params)),
+            cell_scope: hash_str(&random_scope(algo, env, params, horizon)),
+            canonical: canon,
+        }
+    }
+
+    /// The cell at `index`.
+    pub fn cell(
+        self,
+        index: usize,
+        algo: &str,
+        env: &str,
+        params: BTreeMap<&'static str, Value>,
+        config: CellConfig,
+    ) -> Cell {
+        Cell {
+            index,
+            id: self.id,
+            key: self.key,
+            algorithm: algo.to_owned(),
+            environment: env.to_owned(),
+            params,
+            config,
+            env_scope: self.env_scope,
+            cell_scope: self.cell_scope,
+        }
+    }
+}
