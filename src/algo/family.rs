@@ -41,6 +41,16 @@ pub struct Family {
     pub columns: &'static [&'static str],
     /// Resolves a cell's raw parameters into its configuration.
     pub resolve: Resolve,
+    /// The algorithm without federation whose cell, with the same
+    /// parameters, is the denominator of the federated regret ratio (FRR)
+    /// the run summary prints for the family's other algorithms.
+    pub baseline: Option<&'static str>,
+    /// Its `fedbandits bench` workloads: (name, default federations, job
+    /// YAML with `{T}` for the rounds).
+    pub workloads: &'static [(&'static str, u32, &'static str)],
+    /// Short jobs covering its algorithms and environments, for the parity
+    /// check of a batched backend with the CPU: (name, job YAML).
+    pub parity: &'static [(&'static str, &'static str)],
 }
 
 /// A family's parameter resolution ([`crate::algo::resolve`]).
@@ -69,6 +79,9 @@ pub const FAMILIES: &[Family] = &[
         algorithms: super::linear::ALGORITHMS,
         environments: super::linear::ENVIRONMENTS,
         resolve: super::linear::params::resolve,
+        baseline: None,
+        workloads: super::linear::workloads::WORKLOADS,
+        parity: super::linear::workloads::PARITY,
         columns: &[
             "cholesky_failures",
             "beta_clamps",
@@ -86,6 +99,9 @@ pub const FAMILIES: &[Family] = &[
         algorithms: super::gossip::ALGORITHMS,
         environments: super::gossip::ENVIRONMENTS,
         resolve: super::gossip::params::resolve,
+        baseline: None,
+        workloads: super::gossip::WORKLOADS,
+        parity: super::gossip::PARITY,
         columns: &[
             "consensus_error",
             "forced_pulls",
@@ -101,6 +117,9 @@ pub const FAMILIES: &[Family] = &[
         algorithms: super::combinatorial::ALGORITHMS,
         environments: super::combinatorial::ENVIRONMENTS,
         resolve: super::combinatorial::params::resolve,
+        baseline: Some("non_federated"),
+        workloads: super::combinatorial::WORKLOADS,
+        parity: super::combinatorial::PARITY,
         columns: &[
             "regret_after_exploration",
             "constraint_violations",

@@ -5,12 +5,14 @@
 
 pub mod audit;
 pub mod combinatorial;
+pub mod curve;
 pub mod family;
 pub mod gossip;
 pub mod linear;
 pub mod params;
 pub mod resolve;
 pub mod rounds;
+pub mod run;
 
 /// A cell's resolved configuration, whatever its family.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -74,6 +76,37 @@ impl CellConfig {
         }
     }
 
+    /// Whether the sync schedule is itself private: FedUCB's schedule
+    /// depends on the agents' data and is released too (the accountant's
+    /// figures cover the noisy sums only).
+    pub fn schedule_private(&self) -> bool {
+        !matches!(
+            self,
+            CellConfig::Linear(c) if matches!(
+                c.algorithm,
+                linear::LinearAlgorithm::FeducbCentralized | linear::LinearAlgorithm::FeducbDecentralized
+            )
+        )
+    }
+
+    /// The cell's cost model (`fedbandits plan`).
+    pub fn cost(&self) -> Cost {
+        match self {
+            CellConfig::Linear(c) => linear::cost::cost(c),
+            CellConfig::Gossip(c) => gossip::cost(c),
+            CellConfig::Comb(c) => combinatorial::cost(c),
+        }
+    }
+
+    /// Approximate peak memory of one running federation, in bytes.
+    pub fn memory_per_federation(&self) -> u64 {
+        match self {
+            CellConfig::Linear(c) => linear::cost::memory_per_federation(c),
+            CellConfig::Gossip(c) => gossip::memory_per_federation(c),
+            CellConfig::Comb(c) => combinatorial::memory_per_federation(c),
+        }
+    }
+
     /// The linear configuration, if the cell is of that family.
     pub fn linear(&self) -> Option<&linear::LinearConfig> {
         match self {
@@ -81,6 +114,19 @@ impl CellConfig {
             CellConfig::Gossip(_) | CellConfig::Comb(_) => None,
         }
     }
+}
+
+/// A cell's cost model, from its family (`fedbandits plan`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cost {
+    /// Agent-steps per second per thread of the family's reference
+    /// workload (measured with `fedbandits bench` on the development VM and
+    /// rounded down to what full paper jobs achieved).
+    pub reference_rate: f64,
+    /// Cost of one agent-step relative to the reference workload.
+    pub relative: f64,
+    /// Tree-node noise entries regenerated per agent-step on average.
+    pub noise_entries_per_step: f64,
 }
 
 /// Counters a federation accumulates over a run (written to the output).

@@ -15,9 +15,10 @@ use super::CliError;
 use crate::algo::CellConfig;
 use crate::algo::audit::{harness, schedule_attack};
 use crate::algo::linear::{LinearAlgorithm, Protocol};
-use crate::job::Job;
+use crate::job::{Cell, Job};
 use crate::output::{AuditRow, audit_batch, audit_schema, metadata, write_parquet_atomic_with};
 use crate::privacy::accountant::Accounting;
+use crate::privacy::audit::AuditOutcome;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -135,6 +136,55 @@ pub fn run(job_path: &Path, out: Option<PathBuf>, s: AuditSettings) -> Result<St
     if let Some(o) = out {
         job.output = o;
     }
+    check_settings(&s)?;
+    let mut text = format!(
+        "audit {}: {} trials per world (mechanisms), {} (schedule), confidence {}, noise x {}\n",
+        job.name, s.trials, s.attack_trials, s.confidence, s.noise_scale,
+    );
+    let mut rows: Vec<(AuditRow, &Cell)> = Vec::new();
+    let mut failures: Vec<String> = Vec::new();
+    for cell in &job.cells {
+        if let Some(row) = audit_mechanism(&job, cell, &s, &mut text, &mut failures) {
+            rows.push((row, cell));
+        }
+        if let Some(row) = audit_schedule(&job, cell, &s, &mut text) {
+            rows.push((row, cell));
+        }
+    }
+    if rows.is_empty() {
+        return Err(CliError::Usage(format!(
+            "{}: no cell has a private mechanism this auditor covers (see the lines above)\n{text}",
+            job_path.display()
+        )));
+    }
+    text += &table(&job, &rows);
+    let rows: Vec<AuditRow> = rows.into_iter().map(|(r, _)| r).collect();
+    let batch = audit_batch(&job, &rows).map_err(crate::sim::runner::RunError::from)?;
+    let path = job.results_dir().join("_audit").join("audit.parquet");
+    let kv = metadata(
+        &job,
+        &[
+            ("audit_trials", s.trials.to_string()),
+            ("audit_attack_trials", s.attack_trials.to_string()),
+            ("audit_confidence", s.confidence.to_string()),
+            ("audit_noise_scale", s.noise_scale.to_string()),
+        ],
+    );
+    write_parquet_atomic_with(&path, audit_schema(), &[batch], kv).map_err(crate::sim::runner::RunError::from)?;
+    text += &format!("wrote {}\n", path.display());
+    if failures.is_empty() {
+        Ok(text)
+    } else {
+        Err(CliError::AuditFailed {
+            report: text,
+            failures: failures.join("\n"),
+        })
+    }
+}
+
+/// The settings' ranges: confidence in (0, 1), at least one trial, a
+/// positive noise scale.
+fn check_settings(s: &AuditSettings) -> Result<(), CliError> {
     if !(s.confidence > 0.0 && s.confidence < 1.0) || s.trials == 0 || s.attack_trials == 0 {
         return Err(CliError::Usage(format!(
             "--confidence {} must lie in (0, 1) and --trials {} / --attack-trials {} must be at least 1",
@@ -147,8 +197,110 @@ pub fn run(job_path: &Path, out: Option<PathBuf>, s: AuditSettings) -> Result<St
             s.noise_scale
         )));
     }
-    let mut rows = Vec::new();
-    let mut failures: Vec<String> = Vec::new();
+    Ok(())
+}
+
+/// A row of `cell`'s audit: the view's fields are filled by the caller.
+fn row(cell: &Cell, s: &AuditSettings, view: &str, mechanism: &str, outcome: AuditOutcome) -> AuditRow {
+    let (target_epsilon, target_delta) = cell.config.target();
+    AuditRow {
+        cell_id: cell.id.clone(),
+        algorithm: cell.algorithm.clone(),
+        environment: cell.environment.clone(),
+        label: cell.label(),
+        view: view.into(),
+        mechanism: mechanism.into(),
+        target_epsilon,
+        target_delta,
+        acct_epsilon: None,
+        acct_figure: "none".into(),
+        audit_delta: 0.0,
+        noise_scale: s.noise_scale,
+        outcome,
+        wall_seconds: 0.0,
+        verdict: String::new(),
+    }
+}
+
+/// The audit of `cell`'s mechanism (its engine release code driven by the
+/// harness), its verdict against every upper-bound figure (a failure is
+/// recorded); None with the reason in `text` where not audited.
+fn audit_mechanism(
+    job: &Job,
+    cell: &Cell,
+    s: &AuditSettings,
+    text: &mut String,
+    failures: &mut Vec<String>,
+) -> Option<AuditRow> {
+    let acct = cell.config.accounting();
+    let (mechanism, acct_epsilon, acct_figure) = claim(&cell.config, acct.as_ref());
+    let (h, delta) = match harness(&cell.config, s.noise_scale) {
+        Ok(hd) => hd,
+        Err(why) => {
+            *text += &format!("{}: mechanism not audited: {why}\n", job.short_label(cell));
+            return None;
+        }
+    };
+    let key = crate::rng::fold_key(&[job.seed, cell.index as u64, 0xa0d1]);
+    let t0 = Instant::now();
+    let o = h.run(key, s.trials, delta, s.confidence);
+    let verdict = match acct.as_ref().map(|a| verdict(a, cell.config.target().1, &o)) {
+        Some(Ok(v)) => v,
+        Some(Err(v)) => {
+            failures.push(format!("{}: {v}", job.short_label(cell)));
+            v
+        }
+        None => "no figure".into(),
+    };
+    *text += &format!("{}: mechanism: {}\n", job.short_label(cell), h.source());
+    Some(AuditRow {
+        acct_epsilon,
+        acct_figure,
+        audit_delta: delta,
+        wall_seconds: t0.elapsed().as_secs_f64(),
+        verdict,
+        ..row(cell, s, "mechanism", &mechanism, o)
+    })
+}
+
+/// The schedule attack on a private centralized cell whose sync times
+/// depend on the data (FedUCB) or are fixed (Private-FedLinUCB, the
+/// control): the schedule is not private, so the row has no figure.
+fn audit_schedule(job: &Job, cell: &Cell, s: &AuditSettings, text: &mut String) -> Option<AuditRow> {
+    let CellConfig::Linear(c) = &cell.config else {
+        return None;
+    };
+    if c.privacy.is_none()
+        || !matches!(
+            c.algorithm,
+            LinearAlgorithm::FeducbCentralized | LinearAlgorithm::PrivateFedlinucb
+        )
+    {
+        return None;
+    }
+    let t0 = Instant::now();
+    match schedule_attack(&cell.config, job.seed, s.attack_trials, s.confidence) {
+        Ok((o, dataset, round)) => {
+            *text += &format!(
+                "{}: schedule attack on dataset {dataset}, silo 1's user of round {round} removed\n",
+                job.short_label(cell)
+            );
+            Some(AuditRow {
+                audit_delta: cell.config.target().1.unwrap_or(0.0),
+                wall_seconds: t0.elapsed().as_secs_f64(),
+                verdict: "no figure (the schedule is not private)".into(),
+                ..row(cell, s, "schedule", "sync_times", o)
+            })
+        }
+        Err(why) => {
+            *text += &format!("{}: schedule not attacked: {why}\n", job.short_label(cell));
+            None
+        }
+    }
+}
+
+/// The printed table of the audit's rows.
+fn table(job: &Job, rows: &[(AuditRow, &Cell)]) -> String {
     let lw = job
         .cells
         .iter()
@@ -156,107 +308,12 @@ pub fn run(job_path: &Path, out: Option<PathBuf>, s: AuditSettings) -> Result<St
         .max()
         .unwrap_or(0)
         .max(4);
-    let mut text = format!(
-        "audit {}: {} trials per world (mechanisms), {} (schedule), confidence {}, noise x {}\n",
-        job.name, s.trials, s.attack_trials, s.confidence, s.noise_scale,
-    );
     let mut table = format!(
         "{:<lw$} {:<10} {:<12} {:>8} {:>10} {:>10} {:>10} {:>10}  verdict\n",
         "cell", "view", "mechanism", "target", "acct_eps", "delta", "eps_lb", "advantage"
     );
-    for cell in &job.cells {
-        let acct = cell.config.accounting();
-        let (mechanism, acct_epsilon, acct_figure) = claim(&cell.config, acct.as_ref());
-        let (target_epsilon, target_delta) = cell.config.target();
-        let key = crate::rng::fold_key(&[job.seed, cell.index as u64, 0xa0d1]);
-        let mut push = |view: &str, mech: &str, delta: f64, acct: Option<f64>, outcome, secs: f64, verdict: String| {
-            rows.push((
-                AuditRow {
-                    cell_id: cell.id.clone(),
-                    algorithm: cell.algorithm.clone(),
-                    environment: cell.environment.clone(),
-                    label: cell.label(),
-                    view: view.into(),
-                    mechanism: mech.into(),
-                    target_epsilon,
-                    target_delta,
-                    acct_epsilon: acct,
-                    acct_figure: if view == "schedule" {
-                        "none".into()
-                    } else {
-                        acct_figure.clone()
-                    },
-                    audit_delta: delta,
-                    noise_scale: s.noise_scale,
-                    outcome,
-                    wall_seconds: secs,
-                    verdict,
-                },
-                cell,
-            ));
-        };
-        match harness(&cell.config, s.noise_scale) {
-            Ok((h, delta)) => {
-                let t0 = Instant::now();
-                let o = h.run(key, s.trials, delta, s.confidence);
-                let v = match acct.as_ref().map(|a| verdict(a, target_delta, &o)) {
-                    Some(Ok(v)) => v,
-                    Some(Err(v)) => {
-                        failures.push(format!("{}: {v}", job.short_label(cell)));
-                        v
-                    }
-                    None => "no figure".into(),
-                };
-                text += &format!("{}: mechanism: {}\n", job.short_label(cell), h.source());
-                push(
-                    "mechanism",
-                    &mechanism,
-                    delta,
-                    acct_epsilon,
-                    o,
-                    t0.elapsed().as_secs_f64(),
-                    v,
-                );
-            }
-            Err(why) => text += &format!("{}: mechanism not audited: {why}\n", job.short_label(cell)),
-        }
-        if let CellConfig::Linear(c) = &cell.config
-            && c.privacy.is_some()
-            && matches!(
-                c.algorithm,
-                LinearAlgorithm::FeducbCentralized | LinearAlgorithm::PrivateFedlinucb
-            )
-        {
-            let t0 = Instant::now();
-            match schedule_attack(&cell.config, job.seed, s.attack_trials, s.confidence) {
-                Ok((o, dataset, round)) => {
-                    let delta = target_delta.unwrap_or(0.0);
-                    text += &format!(
-                        "{}: schedule attack on dataset {dataset}, silo 1's user of round {round} removed\n",
-                        job.short_label(cell)
-                    );
-                    push(
-                        "schedule",
-                        "sync_times",
-                        delta,
-                        None,
-                        o,
-                        t0.elapsed().as_secs_f64(),
-                        "no figure (the schedule is not private)".into(),
-                    );
-                }
-                Err(why) => text += &format!("{}: schedule not attacked: {why}\n", job.short_label(cell)),
-            }
-        }
-    }
-    if rows.is_empty() {
-        return Err(CliError::Usage(format!(
-            "{}: no cell has a private mechanism this auditor covers (see the lines above)\n{text}",
-            job_path.display()
-        )));
-    }
     let fmt = |v: Option<f64>| v.map_or("null".to_string(), |v| format!("{v:.3}"));
-    for (r, cell) in &rows {
+    for (r, cell) in rows {
         table += &format!(
             "{:<lw$} {:<10} {:<12} {:>8} {:>10} {:>10} {:>10.3} {:>10.4}  {}\n",
             job.short_label(cell),
@@ -274,27 +331,5 @@ pub fn run(job_path: &Path, out: Option<PathBuf>, s: AuditSettings) -> Result<St
             }
         );
     }
-    let rows: Vec<AuditRow> = rows.into_iter().map(|(r, _)| r).collect();
-    let batch = audit_batch(&job, &rows).map_err(crate::sim::runner::RunError::from)?;
-    let path = job.results_dir().join("_audit").join("audit.parquet");
-    let kv = metadata(
-        &job,
-        &[
-            ("audit_trials", s.trials.to_string()),
-            ("audit_attack_trials", s.attack_trials.to_string()),
-            ("audit_confidence", s.confidence.to_string()),
-            ("audit_noise_scale", s.noise_scale.to_string()),
-        ],
-    );
-    write_parquet_atomic_with(&path, audit_schema(), &[batch], kv).map_err(crate::sim::runner::RunError::from)?;
-    text += &table;
-    text += &format!("wrote {}\n", path.display());
-    if failures.is_empty() {
-        Ok(text)
-    } else {
-        Err(CliError::AuditFailed {
-            report: text,
-            failures: failures.join("\n"),
-        })
-    }
+    table
 }

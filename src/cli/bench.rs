@@ -17,72 +17,14 @@ use rayon::prelude::*;
 use std::path::Path;
 use std::time::Instant;
 
-/// (name, default federations, job YAML with `{T}` for the rounds).
-/// `feducb_d128` is FedUCB at the dimension of Dubey & Pentland's Fig. 1C
-/// (d = 128, K = 100, M = 100), where the d^2 work per action dominates;
-/// `feducb_private_every_d10` syncs (and privatizes a tree release) every
-/// round, `feducb_every_d10` is the same without privacy, its reference.
-/// `independent_gap_d10_k100_m100` is FedUCB's reference on its own
-/// environment: `linear_gap`'s decision sets cost more to draw than
-/// `linear_sphere`'s, so FedUCB's rate is compared with it, not with
-/// `linear_d10_k100_m100` (which runs on `linear_sphere`).
-pub const WORKLOADS: &[(&str, u32, &str)] = &[
-    (
-        "linear_d10_k100_m100",
-        64,
-        "algorithm: private_fedlinucb\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 10, k: 100, m: 100, epsilon: 1.0, delta: 0.1, protocol: ldp}\n",
-    ),
-    (
-        "feducb_d10_k100_m100",
-        64,
-        "algorithm: feducb_centralized\nenvironment: linear_gap\nhorizon: {T}\nparams: {d: 10, k: 100, m: 100, epsilon: 1.0, delta: 0.1, sync: log}\n",
-    ),
-    (
-        "feducb_private_every_d10",
-        64,
-        "algorithm: feducb_centralized\nenvironment: linear_gap\nhorizon: {T}\nparams: {d: 10, k: 100, m: 100, epsilon: 1.0, delta: 0.1, sync: every_round}\n",
-    ),
-    (
-        "feducb_every_d10",
-        64,
-        "algorithm: feducb_centralized\nenvironment: linear_gap\nhorizon: {T}\nparams: {d: 10, k: 100, m: 100, private: false, sync: every_round}\n",
-    ),
-    (
-        "decentralized_ring_m16_d10",
-        64,
-        "algorithm: feducb_decentralized\nenvironment: linear_gap\nhorizon: {T}\nparams: {d: 10, k: 100, m: 16, epsilon: 1.0, delta: 0.1, graph: ring, gamma: 2}\n",
-    ),
-    (
-        "sdp_vecsum_d10_m100",
-        64,
-        "algorithm: private_fedlinucb\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 10, k: 100, m: 100, epsilon: 0.2, delta: 0.1, protocol: sdp_vecsum}\n",
-    ),
-    (
-        "independent_d10_k100_m100",
-        64,
-        "algorithm: independent\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 10, k: 100, m: 100}\n",
-    ),
-    (
-        "independent_gap_d10_k100_m100",
-        64,
-        "algorithm: independent\nenvironment: linear_gap\nhorizon: {T}\nparams: {d: 10, k: 100, m: 100}\n",
-    ),
-    (
-        "gossip_n10_m5",
-        1024,
-        "algorithm: fed_ucb_gossip\nenvironment: mab_heterogeneous\nhorizon: {T}\nparams: {m: 10, arms: 5, epsilon: 1, graph: ring}\n",
-    ),
-    (
-        "pfcb_n10_m30",
-        64,
-        "algorithm: p_fcb\nenvironment: procurement\nhorizon: {T}\nparams: {m: 10, producers: 30, epsilon: 1, delta: 0.01}\n",
-    ),
-    (
-        "feducb_d128",
-        2,
-        "algorithm: feducb_centralized\nenvironment: linear_gap\nhorizon: {T}\nparams: {d: 128, k: 100, m: 100, epsilon: 1.0, delta: 0.1, sync: log}\n",
-    ),
-];
+/// Every family's workloads, in registry order: (name, default
+/// federations, job YAML with `{T}` for the rounds).
+pub fn workloads() -> Vec<(&'static str, u32, &'static str)> {
+    crate::algo::family::FAMILIES
+        .iter()
+        .flat_map(|f| f.workloads.iter().copied())
+        .collect()
+}
 
 /// What `fedbandits bench` runs.
 #[derive(Clone, Debug, Default)]
@@ -214,11 +156,11 @@ pub fn run(sel: &Selection, opts: &BenchOptions) -> Result<(), RunError> {
             message: e.to_string(),
         })?;
     let nthreads = pool.current_num_threads();
-    for (name, default_feds, yaml) in WORKLOADS {
+    for (name, default_feds, yaml) in workloads() {
         if opts.only.as_deref().is_some_and(|o| !name.contains(o)) {
             continue;
         }
-        let feds = opts.federations.unwrap_or(*default_feds).max(1);
+        let feds = opts.federations.unwrap_or(default_feds).max(1);
         let rounds = opts.rounds.max(1);
         let text = yaml.replace("{T}", &rounds.to_string());
         let placement = Job::parse(Path::new(name), &text)

@@ -10,7 +10,7 @@
 //! machine, driver and engine versions.
 
 use super::CliError;
-use super::bench::{On, WORKLOADS, measure_for};
+use super::bench::{On, measure_for, workloads};
 use crate::backend::Backend;
 use crate::backend::calibration::{Calibration, MachineKey, Row, cache_dir};
 use crate::backend::cuda::CudaBackend;
@@ -51,7 +51,7 @@ pub fn run(opts: &CalibrateOptions) -> Result<String, CliError> {
     let mut text = String::new();
     let (device, mut rejected) = open_checked(&mut text);
     let mut rows = Vec::new();
-    for (name, _, yaml) in WORKLOADS {
+    for (name, _, yaml) in workloads() {
         if opts.only.as_deref().is_some_and(|o| !name.contains(o)) {
             continue;
         }

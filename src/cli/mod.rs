@@ -249,47 +249,21 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             batch,
             snapshot_every,
             quiet,
-        } => {
-            let job = Job::load(&job)?;
-            let sel = backend::select(backend, worker_threads(threads))?;
-            if !quiet {
-                eprintln!(
-                    "fedbandits: job {}: {} cell(s) x {} repetition(s), {:.3e} agent-steps",
-                    job.name,
-                    job.cells.len(),
-                    job.repetitions,
-                    job.total_agent_steps() as f64,
-                );
-                eprintln!("fedbandits: {}", sel.note);
-            }
-            if !quiet {
-                for w in privacy_warnings(&job) {
-                    eprintln!("warning: {w}");
-                }
-            }
-            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-            for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-                // Failing to install a handler only loses graceful stopping.
-                let _ = signal_hook::flag::register(sig, stop.clone());
-            }
-            let every = (snapshot_every.is_finite() && snapshot_every >= 0.0)
-                .then(|| std::time::Duration::from_secs_f64(snapshot_every * 60.0));
-            let report = run_job(
-                &job,
-                &sel,
-                &RunOptions {
-                    shard,
-                    threads: capped_threads(threads),
-                    quiet,
-                    out,
-                    batch,
-                    snapshot_every: every,
-                    stop,
-                },
-            )?;
-            print_report(&report);
-            Ok(())
-        }
+        } => run_command(
+            &job,
+            backend,
+            threads,
+            RunOptions {
+                shard,
+                threads: capped_threads(threads),
+                quiet,
+                out,
+                batch,
+                snapshot_every: (snapshot_every.is_finite() && snapshot_every >= 0.0)
+                    .then(|| std::time::Duration::from_secs_f64(snapshot_every * 60.0)),
+                stop: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            },
+        ),
         Command::Validate { job, threads } => {
             let job = Job::load(&job)?;
             emit(&validate_text(&job, threads.unwrap_or_else(rayon::current_num_threads)));
@@ -310,41 +284,7 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             emit(&plan_text(&job, tasks.max(1), threads.max(1), rate, all));
             Ok(())
         }
-        Command::Merge { dir } => {
-            let r = crate::sim::merge::merge(&dir)?;
-            let mut out = format!(
-                "merge {}: {} part file(s), {}/{} repetition units present, {} missing, {} duplicated; manifest {}\n",
-                dir.display(),
-                r.parts.len(),
-                r.present,
-                r.expected,
-                r.missing.len(),
-                r.duplicates.len(),
-                r.manifest.display()
-            );
-            for (c, rep) in r.missing.iter().take(20) {
-                out += &format!("  missing: cell {c} repetition {rep}\n");
-            }
-            if r.missing.len() > 20 {
-                out += &format!("  ... and {} more (see the manifest)\n", r.missing.len() - 20);
-            }
-            for (c, rep, files) in r.duplicates.iter().take(20) {
-                out += &format!("  duplicate: cell {c} repetition {rep} in {files:?}\n");
-            }
-            if !r.duplicates.is_empty() {
-                out += "the directory mixes shard layouts (or holds copied files): keep one layout's part files, \
-                        move the others away, and merge again; analysis.load.scan refuses it until then\n";
-            }
-            if let Some(cmd) = &r.rerun {
-                out += &format!("to complete (only the missing repetitions are recomputed):\n  {cmd}\n");
-            }
-            emit(&out);
-            if r.missing.is_empty() && r.duplicates.is_empty() {
-                Ok(())
-            } else {
-                Err(CliError::Incomplete)
-            }
-        }
+        Command::Merge { dir } => merge_command(&dir),
         Command::Audit {
             job,
             out,
@@ -390,32 +330,7 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
         Command::List => {
-            let mut out = String::new();
-            for f in FAMILIES {
-                out += &format!("family {}: {}\n  algorithms:\n", f.name, f.doc);
-                for (n, d) in f.algorithms {
-                    out += &format!("    {n:<20} {d}\n");
-                }
-                out += "  environments:\n";
-                for (n, d) in f.environments {
-                    out += &format!("    {n:<20} {d}\n");
-                }
-                out += &format!("  parameters (output columns): {}\n", f.parameters().join(", "));
-                out += &format!("  output columns of this family only: {}\n", f.columns.join(", "));
-            }
-            out += "a job may list algorithms and environments of several families: each algorithm runs on the listed environments of its own family\n";
-            out += "parameters (in params: or grid:):\n";
-            for p in PARAMS {
-                out += &format!(
-                    "  {:<17} {}; default {}; {}\n",
-                    p.name,
-                    p.kind.describe(),
-                    p.default,
-                    p.doc
-                );
-                out += &format!("  {:<17} used by: {}\n", "", p.used_by.join(", "));
-            }
-            emit(&out);
+            emit(&list_text());
             Ok(())
         }
         Command::Bench {
@@ -445,6 +360,107 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             bench::run(&sel, &opts).map_err(CliError::Run)
         }
     }
+}
+
+/// `fedbandits run`: loads the job, selects the backend, says what will
+/// run and the accountant's warnings, installs the stop signals and runs.
+fn run_command(
+    job: &std::path::Path,
+    backend: BackendChoice,
+    threads: Option<usize>,
+    opts: RunOptions,
+) -> Result<(), CliError> {
+    let job = Job::load(job)?;
+    let sel = backend::select(backend, worker_threads(threads))?;
+    if !opts.quiet {
+        eprintln!(
+            "fedbandits: job {}: {} cell(s) x {} repetition(s), {:.3e} agent-steps",
+            job.name,
+            job.cells.len(),
+            job.repetitions,
+            job.total_agent_steps() as f64,
+        );
+        eprintln!("fedbandits: {}", sel.note);
+        for w in privacy_warnings(&job) {
+            eprintln!("warning: {w}");
+        }
+    }
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        // Failing to install a handler only loses graceful stopping.
+        let _ = signal_hook::flag::register(sig, opts.stop.clone());
+    }
+    let report = run_job(&job, &sel, &opts)?;
+    print_report(&report);
+    Ok(())
+}
+
+/// `fedbandits merge`: merges a job directory's parts and says what is
+/// missing or duplicated and how to complete it.
+fn merge_command(dir: &std::path::Path) -> Result<(), CliError> {
+    let r = crate::sim::merge::merge(dir)?;
+    let mut out = format!(
+        "merge {}: {} part file(s), {}/{} repetition units present, {} missing, {} duplicated; manifest {}\n",
+        dir.display(),
+        r.parts.len(),
+        r.present,
+        r.expected,
+        r.missing.len(),
+        r.duplicates.len(),
+        r.manifest.display()
+    );
+    for (c, rep) in r.missing.iter().take(20) {
+        out += &format!("  missing: cell {c} repetition {rep}\n");
+    }
+    if r.missing.len() > 20 {
+        out += &format!("  ... and {} more (see the manifest)\n", r.missing.len() - 20);
+    }
+    for (c, rep, files) in r.duplicates.iter().take(20) {
+        out += &format!("  duplicate: cell {c} repetition {rep} in {files:?}\n");
+    }
+    if !r.duplicates.is_empty() {
+        out += "the directory mixes shard layouts (or holds copied files): keep one layout's part files, \
+                move the others away, and merge again; analysis.load.scan refuses it until then\n";
+    }
+    if let Some(cmd) = &r.rerun {
+        out += &format!("to complete (only the missing repetitions are recomputed):\n  {cmd}\n");
+    }
+    emit(&out);
+    if r.missing.is_empty() && r.duplicates.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::Incomplete)
+    }
+}
+
+/// The text of `fedbandits list`: every family's algorithms, environments,
+/// parameters and columns, then every parameter.
+fn list_text() -> String {
+    let mut out = String::new();
+    for f in FAMILIES {
+        out += &format!("family {}: {}\n  algorithms:\n", f.name, f.doc);
+        for (n, d) in f.algorithms {
+            out += &format!("    {n:<20} {d}\n");
+        }
+        out += "  environments:\n";
+        for (n, d) in f.environments {
+            out += &format!("    {n:<20} {d}\n");
+        }
+        out += &format!("  parameters (output columns): {}\n", f.parameters().join(", "));
+        out += &format!("  output columns of this family only: {}\n", f.columns.join(", "));
+    }
+    out += "a job may list algorithms and environments of several families: each algorithm runs on the listed environments of its own family\n";
+    out += "parameters (in params: or grid:):\n";
+    for p in PARAMS {
+        out += &format!(
+            "  {:<17} {}; default {}; {}\n",
+            p.name,
+            p.kind.describe(),
+            p.default,
+            p.doc
+        );
+        out += &format!("  {:<17} used by: {}\n", "", p.used_by.join(", "));
+    }
+    out
 }
 
 fn hms(secs: f64) -> String {

@@ -8,10 +8,14 @@
 //! ([`files::write_bytes_atomic`]), so a reader never sees a partial file
 //! under a final name; [`lock`] keeps one job version writing a directory.
 
+use crate::algo::curve::{METRICS, Metric, MetricKind};
 use crate::algo::params::{Kind, PARAMS, Value};
 use crate::job::{Cell, Job, SEMANTICS_VERSION};
-use arrow_array::builder::{BooleanBuilder, Float64Builder, Int64Builder, StringBuilder, UInt32Builder, UInt64Builder};
-use arrow_array::{ArrayRef, RecordBatch};
+use crate::privacy::accountant::Accounting;
+use arrow_array::builder::{Float64Builder, StringBuilder, UInt32Builder, UInt64Builder};
+use arrow_array::{
+    ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt32Array, UInt64Array,
+};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -28,67 +32,7 @@ pub mod lock;
 
 pub use files::write_bytes_atomic;
 
-/// The curve at one checkpoint.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct CurvePoint {
-    /// Round.
-    pub t: u64,
-    /// Cumulative group pseudo-regret.
-    pub group_regret: f64,
-    /// Mean over agents of cumulative regret (= group / M).
-    pub agent_regret_mean: f64,
-    /// Max over agents of cumulative regret.
-    pub agent_regret_max: f64,
-    /// Counters at this point.
-    pub counters: crate::algo::Counters,
-    /// The gossip family's metrics (None for other families).
-    pub gossip: Option<GossipMetrics>,
-    /// The combinatorial family's metrics (None for other families).
-    pub comb: Option<CombMetrics>,
-}
-
-/// What the combinatorial family records at a checkpoint.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct CombMetrics {
-    /// Group regret of the rounds after exploration.
-    pub regret_after_exploration: f64,
-    /// Agent-rounds whose choice violated the constraint under the true q.
-    pub violations: u64,
-    /// Messages accepted so far.
-    pub accepted: u64,
-    /// Messages rejected so far.
-    pub rejected: u64,
-    /// Sum of epsilon_z spent so far per agent (basic composition).
-    pub epsilon_spent: f64,
-    /// Sum of delta spent so far.
-    pub delta_spent: f64,
-    /// Whether the algorithm is private (the spent columns are null if not).
-    pub private: bool,
-}
-
-/// What the gossip family records at a checkpoint.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct GossipMetrics {
-    /// Max over agents and arms of |estimate - mu_k|.
-    pub consensus_error: f64,
-    /// Forced pulls so far.
-    pub forced_pulls: u64,
-    /// Observations the privatizer's clipping changed so far.
-    pub clipped: u64,
-    /// lambda_2 of the repetition's expected gossip matrix.
-    pub lambda2: f64,
-}
-
-/// One repetition's result.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct RepResult {
-    /// Repetition index.
-    pub rep: u32,
-    /// Curve.
-    pub points: Vec<CurvePoint>,
-    /// Wall-clock seconds (not part of the reproducible data).
-    pub wall_seconds: f64,
-}
+pub use crate::algo::curve::{CurvePoint, RepResult};
 
 /// Output errors.
 #[derive(Debug, Error)]
@@ -150,6 +94,13 @@ pub const GIT_COMMIT: &str = match option_env!("FEDBANDITS_GIT_COMMIT") {
     None => "unknown",
 };
 
+fn metric_type(kind: MetricKind) -> DataType {
+    match kind {
+        MetricKind::F64 => DataType::Float64,
+        MetricKind::U64 => DataType::UInt64,
+    }
+}
+
 fn param_type(kind: Kind) -> DataType {
     match kind {
         Kind::Int { .. } => DataType::Int64,
@@ -193,16 +144,11 @@ pub fn schema() -> SchemaRef {
         Field::new("acct_epsilon_zcdp", DataType::Float64, true),
         Field::new("acct_epsilon_pure", DataType::Float64, true),
         Field::new("schedule_private", DataType::Boolean, false),
-        Field::new("consensus_error", DataType::Float64, true),
-        Field::new("forced_pulls", DataType::UInt64, true),
-        Field::new("clipped_observations", DataType::UInt64, true),
-        Field::new("gossip_lambda2", DataType::Float64, true),
-        Field::new("regret_after_exploration", DataType::Float64, true),
-        Field::new("constraint_violations", DataType::UInt64, true),
-        Field::new("messages_accepted", DataType::UInt64, true),
-        Field::new("messages_rejected", DataType::UInt64, true),
-        Field::new("acct_epsilon_basic", DataType::Float64, true),
-        Field::new("acct_delta_basic", DataType::Float64, true),
+    ]);
+    for (name, kind, _) in METRICS {
+        f.push(Field::new(*name, metric_type(*kind), true));
+    }
+    f.extend([
         Field::new("backend", DataType::Utf8, false),
         Field::new("wall_seconds", DataType::Float64, false),
     ]);
@@ -213,207 +159,131 @@ pub fn schema() -> SchemaRef {
 /// reproducibility comparisons).
 pub const NONDETERMINISTIC_COLUMNS: &[&str] = &["wall_seconds"];
 
-/// Builds the record batch of one cell (repetitions in order).
+/// Builds the record batch of one cell (repetitions in order): the cell's
+/// identity and parameters, the per-point regret and counters, the
+/// accountant's figures, the metric columns, the backend and wall time.
 pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> Result<RecordBatch, OutputError> {
     let n: usize = reps.iter().map(|r| r.points.len()).sum();
-    let mut cols: Vec<ArrayRef> = Vec::new();
-    let repeat_str = |s: &str| {
-        let mut b = StringBuilder::new();
-        for _ in 0..n {
-            b.append_value(s);
-        }
-        Arc::new(b.finish()) as ArrayRef
-    };
-    cols.push(repeat_str(&job.name));
-    cols.push(repeat_str(&cell.id));
-    let mut b = UInt32Builder::new();
-    b.append_value_n(cell.index as u32, n);
-    cols.push(Arc::new(b.finish()));
-    cols.push(repeat_str(&cell.algorithm));
-    cols.push(repeat_str(&cell.environment));
-    let mut b = UInt64Builder::new();
-    b.append_value_n(job.horizon, n);
-    cols.push(Arc::new(b.finish()));
-    for p in PARAMS {
-        let v = cell.params.get(p.name);
-        let col: ArrayRef = match p.kind {
-            Kind::Int { .. } => {
-                let mut b = Int64Builder::new();
-                for _ in 0..n {
-                    b.append_option(v.and_then(Value::as_i64));
-                }
-                Arc::new(b.finish())
-            }
-            Kind::Float { .. } => {
-                let mut b = Float64Builder::new();
-                for _ in 0..n {
-                    b.append_option(v.and_then(Value::as_f64));
-                }
-                Arc::new(b.finish())
-            }
-            Kind::Choice(_) | Kind::Text => {
-                let mut b = StringBuilder::new();
-                for _ in 0..n {
-                    b.append_option(v.and_then(Value::as_str));
-                }
-                Arc::new(b.finish())
-            }
-            Kind::Bool => {
-                let mut b = BooleanBuilder::new();
-                for _ in 0..n {
-                    b.append_option(v.and_then(Value::as_bool));
-                }
-                Arc::new(b.finish())
-            }
-        };
-        cols.push(col);
-    }
-    let per_point = |f: &dyn Fn(&RepResult, &CurvePoint) -> f64| {
-        let mut b = Float64Builder::new();
-        for r in reps {
-            for p in &r.points {
-                b.append_value(f(r, p));
-            }
-        }
-        Arc::new(b.finish()) as ArrayRef
-    };
-    let per_point_u64 = |f: &dyn Fn(&RepResult, &CurvePoint) -> u64| {
-        let mut b = UInt64Builder::new();
-        for r in reps {
-            for p in &r.points {
-                b.append_value(f(r, p));
-            }
-        }
-        Arc::new(b.finish()) as ArrayRef
-    };
+    let mut cols: Vec<ArrayRef> = vec![
+        repeat_str(&job.name, n),
+        repeat_str(&cell.id, n),
+        Arc::new(UInt32Array::from(vec![cell.index as u32; n])),
+        repeat_str(&cell.algorithm, n),
+        repeat_str(&cell.environment, n),
+        Arc::new(UInt64Array::from(vec![job.horizon; n])),
+    ];
+    cols.extend(PARAMS.iter().map(|p| param_column(p.kind, cell.params.get(p.name), n)));
     let mut b = UInt32Builder::new();
     for r in reps {
         b.append_value_n(r.rep, r.points.len());
     }
     cols.push(Arc::new(b.finish()));
-    let mut b = UInt64Builder::new();
-    b.append_value_n(job.seed, n);
-    cols.push(Arc::new(b.finish()));
-    cols.push(per_point_u64(&|_, p| p.t));
-    cols.push(per_point(&|_, p| p.group_regret));
-    cols.push(per_point(&|_, p| p.agent_regret_mean));
-    cols.push(per_point(&|_, p| p.agent_regret_max));
-    cols.push(per_point_u64(&|_, p| p.counters.sync_rounds));
-    cols.push(per_point_u64(&|_, p| p.counters.messages));
-    cols.push(per_point_u64(&|_, p| p.counters.cholesky_failures));
-    cols.push(per_point_u64(&|_, p| p.counters.beta_clamps));
-    let (te, td) = cell.config.target();
-    let mut b = Float64Builder::new();
-    for _ in 0..n {
-        b.append_option(te);
-    }
-    cols.push(Arc::new(b.finish()));
-    let mut b = Float64Builder::new();
-    for _ in 0..n {
-        b.append_option(td);
-    }
-    cols.push(Arc::new(b.finish()));
+    cols.push(Arc::new(UInt64Array::from(vec![job.seed; n])));
+    cols.push(per_point_u64(reps, |p| p.t));
+    cols.push(per_point_f64(reps, |_, p| p.group_regret));
+    cols.push(per_point_f64(reps, |_, p| p.agent_regret_mean));
+    cols.push(per_point_f64(reps, |_, p| p.agent_regret_max));
+    cols.push(per_point_u64(reps, |p| p.counters.sync_rounds));
+    cols.push(per_point_u64(reps, |p| p.counters.messages));
+    cols.push(per_point_u64(reps, |p| p.counters.cholesky_failures));
+    cols.push(per_point_u64(reps, |p| p.counters.beta_clamps));
     let acct = cell.config.accounting();
-    let opt_f64 = |f: &dyn Fn(&crate::privacy::accountant::Accounting) -> Option<f64>| {
-        let mut b = Float64Builder::new();
-        for _ in 0..n {
-            b.append_option(acct.as_ref().and_then(f));
-        }
-        Arc::new(b.finish()) as ArrayRef
-    };
-    cols.push(opt_f64(&|a| a.epsilon));
-    let mut b = UInt64Builder::new();
+    privacy_columns(cell, acct.as_ref(), n, &mut cols);
+    cols.extend(metric_columns(reps, acct.as_ref()));
+    cols.push(repeat_str(backend, n));
+    cols.push(per_point_f64(reps, |r, _| r.wall_seconds));
+    Ok(RecordBatch::try_new(schema(), cols)?)
+}
+
+/// `s` repeated `n` times.
+fn repeat_str(s: &str, n: usize) -> ArrayRef {
+    let mut b = StringBuilder::new();
     for _ in 0..n {
-        b.append_option(acct.as_ref().map(|a| a.releases_per_observation));
+        b.append_value(s);
     }
-    cols.push(Arc::new(b.finish()));
-    cols.push(opt_f64(&|a| a.noise_multiplier));
-    cols.push(opt_f64(&|a| a.paper_claimed));
-    cols.push(opt_f64(&|a| a.rho));
-    cols.push(opt_f64(&|a| a.epsilon_zcdp));
-    cols.push(opt_f64(&|a| a.epsilon_pure));
-    let schedule_private = !cell.algorithm.starts_with("feducb");
-    let mut b = BooleanBuilder::new();
-    for _ in 0..n {
-        b.append_value(schedule_private);
+    Arc::new(b.finish())
+}
+
+/// A parameter's column: its value (null where it does not apply) `n` times.
+fn param_column(kind: Kind, v: Option<&Value>, n: usize) -> ArrayRef {
+    match kind {
+        Kind::Int { .. } => Arc::new(Int64Array::from(vec![v.and_then(Value::as_i64); n])),
+        Kind::Float { .. } => Arc::new(Float64Array::from(vec![v.and_then(Value::as_f64); n])),
+        Kind::Choice(_) | Kind::Text => Arc::new(StringArray::from(vec![v.and_then(Value::as_str); n])),
+        Kind::Bool => Arc::new(BooleanArray::from(vec![v.and_then(Value::as_bool); n])),
     }
-    cols.push(Arc::new(b.finish()));
-    let gossip = |f: &dyn Fn(&GossipMetrics) -> f64| {
-        let mut b = Float64Builder::new();
-        for r in reps {
-            for p in &r.points {
-                b.append_option(p.gossip.as_ref().map(f));
-            }
-        }
-        Arc::new(b.finish()) as ArrayRef
-    };
-    let gossip_u64 = |f: &dyn Fn(&GossipMetrics) -> u64| {
-        let mut b = UInt64Builder::new();
-        for r in reps {
-            for p in &r.points {
-                b.append_option(p.gossip.as_ref().map(f));
-            }
-        }
-        Arc::new(b.finish()) as ArrayRef
-    };
-    cols.push(gossip(&|g| g.consensus_error));
-    cols.push(gossip_u64(&|g| g.forced_pulls));
-    // The gossip family's privatizer clips observations, the linear
-    // family's private mechanisms clip rewards; null for the others.
-    let linear = cell.config.linear().is_some();
-    let mut b = UInt64Builder::new();
+}
+
+/// A Float64 column of `f(repetition, point)` over every point.
+fn per_point_f64(reps: &[RepResult], f: impl Fn(&RepResult, &CurvePoint) -> f64) -> ArrayRef {
+    let mut b = Float64Builder::new();
     for r in reps {
         for p in &r.points {
-            b.append_option(match &p.gossip {
-                Some(g) => Some(g.clipped),
-                None => linear.then_some(p.counters.clipped_rewards),
-            });
+            b.append_value(f(r, p));
         }
     }
-    cols.push(Arc::new(b.finish()));
-    cols.push(gossip(&|g| g.lambda2));
-    let comb = |f: &dyn Fn(&CombMetrics) -> Option<f64>| {
-        let mut b = Float64Builder::new();
-        for r in reps {
-            for p in &r.points {
-                b.append_option(p.comb.as_ref().and_then(f));
-            }
-        }
-        Arc::new(b.finish()) as ArrayRef
+    Arc::new(b.finish())
+}
+
+/// A UInt64 column of `f(point)` over every point.
+fn per_point_u64(reps: &[RepResult], f: impl Fn(&CurvePoint) -> u64) -> ArrayRef {
+    let mut b = UInt64Builder::new();
+    for p in reps.iter().flat_map(|r| &r.points) {
+        b.append_value(f(p));
+    }
+    Arc::new(b.finish())
+}
+
+/// The cell-level privacy columns: the target, the accountant's figures
+/// (null where not private) and whether the sync schedule is private.
+fn privacy_columns(cell: &Cell, acct: Option<&Accounting>, n: usize, cols: &mut Vec<ArrayRef>) {
+    let (te, td) = cell.config.target();
+    cols.push(Arc::new(Float64Array::from(vec![te; n])));
+    cols.push(Arc::new(Float64Array::from(vec![td; n])));
+    let figure = |f: &dyn Fn(&Accounting) -> Option<f64>| -> ArrayRef {
+        Arc::new(Float64Array::from(vec![acct.and_then(f); n]))
     };
-    let comb_u64 = |f: &dyn Fn(&CombMetrics) -> Option<u64>| {
-        let mut b = UInt64Builder::new();
-        for r in reps {
-            for p in &r.points {
-                b.append_option(p.comb.as_ref().and_then(f));
+    cols.push(figure(&|a| a.epsilon));
+    cols.push(Arc::new(UInt64Array::from(vec![
+        acct.map(|a| a.releases_per_observation);
+        n
+    ])));
+    cols.push(figure(&|a| a.noise_multiplier));
+    cols.push(figure(&|a| a.paper_claimed));
+    cols.push(figure(&|a| a.rho));
+    cols.push(figure(&|a| a.epsilon_zcdp));
+    cols.push(figure(&|a| a.epsilon_pure));
+    cols.push(Arc::new(BooleanArray::from(vec![cell.config.schedule_private(); n])));
+}
+
+/// The metric columns ([`METRICS`]): each point's value where its family
+/// set it; else, for a column the accountant also states over the horizon
+/// (basic composition), the cell's figure; else null.
+fn metric_columns(reps: &[RepResult], acct: Option<&Accounting>) -> Vec<ArrayRef> {
+    METRICS
+        .iter()
+        .enumerate()
+        .map(|(i, (name, kind, _))| {
+            let fallback = acct.and_then(|a| a.figure(name));
+            let value = |p: &CurvePoint| p.metrics[i].or(fallback.map(Metric::F64));
+            match kind {
+                MetricKind::F64 => {
+                    let mut b = Float64Builder::new();
+                    for p in reps.iter().flat_map(|r| &r.points) {
+                        b.append_option(value(p).map(Metric::as_f64));
+                    }
+                    Arc::new(b.finish()) as ArrayRef
+                }
+                MetricKind::U64 => {
+                    let mut b = UInt64Builder::new();
+                    for p in reps.iter().flat_map(|r| &r.points) {
+                        b.append_option(value(p).and_then(Metric::as_u64));
+                    }
+                    Arc::new(b.finish()) as ArrayRef
+                }
             }
-        }
-        Arc::new(b.finish()) as ArrayRef
-    };
-    cols.push(comb(&|c| Some(c.regret_after_exploration)));
-    cols.push(comb_u64(&|c| Some(c.violations)));
-    cols.push(comb_u64(&|c| c.private.then_some(c.accepted)));
-    cols.push(comb_u64(&|c| c.private.then_some(c.rejected)));
-    // Basic composition: spent so far (P-FCB) or per observation over the
-    // horizon (the linear family's non-Gaussian mechanisms).
-    let basic = acct.as_ref().and_then(|a| a.basic);
-    let spent = |f: &dyn Fn(&CombMetrics) -> f64, g: &dyn Fn((f64, f64)) -> f64| {
-        let mut b = Float64Builder::new();
-        for r in reps {
-            for p in &r.points {
-                b.append_option(match &p.comb {
-                    Some(c) => c.private.then(|| f(c)),
-                    None => basic.map(g),
-                });
-            }
-        }
-        Arc::new(b.finish()) as ArrayRef
-    };
-    cols.push(spent(&|c| c.epsilon_spent, &|b| b.0));
-    cols.push(spent(&|c| c.delta_spent, &|b| b.1));
-    cols.push(repeat_str(backend));
-    cols.push(per_point(&|r, _| r.wall_seconds));
-    Ok(RecordBatch::try_new(schema(), cols)?)
+        })
+        .collect()
 }
 
 /// What the accountant says of each private cell, as JSON written into

@@ -238,6 +238,19 @@ pub struct Accounting {
     pub warnings: Vec<String>,
 }
 
+impl Accounting {
+    /// A per-horizon figure by output column name, where the accountant
+    /// states one per point as well (`acct_epsilon_basic`,
+    /// `acct_delta_basic`: basic composition).
+    pub fn figure(&self, column: &str) -> Option<f64> {
+        match column {
+            "acct_epsilon_basic" => self.basic.map(|b| b.0),
+            "acct_delta_basic" => self.basic.map(|b| b.1),
+            _ => None,
+        }
+    }
+}
+
 /// How an algorithm's noise enters the releases, as the algorithm states it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum NoiseModel {

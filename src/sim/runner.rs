@@ -147,26 +147,28 @@ pub struct CellSummary {
     /// for Gaussian mechanisms, pure-DP for Laplace ones.
     pub epsilon: Option<f64>,
     /// Federated Regret Ratio (Solanki et al.): this cell's final regret over
-    /// that of the `non_federated` cell with the same parameters, when the
+    /// that of its family's baseline cell with the same parameters, when the
     /// job has one.
     pub frr: Option<f64>,
     /// Whether it was already complete.
     pub skipped: bool,
 }
 
-/// Fills [`CellSummary::frr`]: a combinatorial cell's baseline is the
-/// `non_federated` cell whose every parameter this cell shares (the
-/// federated cells only add their own, e.g. epsilon).
+/// Fills [`CellSummary::frr`]: a cell whose family names a baseline
+/// algorithm ([`crate::algo::family::Family::baseline`]) is compared with the
+/// baseline's cell whose every parameter this cell shares (the federated
+/// cells only add their own, e.g. epsilon).
 fn federated_regret_ratios(job: &Job, summaries: &mut [CellSummary]) {
     let regret: std::collections::HashMap<usize, f64> =
         summaries.iter().map(|s| (s.index, s.agent_regret_mean)).collect();
     for s in summaries.iter_mut() {
         let cell = &job.cells[s.index];
-        if !matches!(cell.config, crate::algo::CellConfig::Comb(_)) || cell.algorithm == "non_federated" {
+        let baseline = crate::algo::family::family_of(&cell.algorithm).and_then(|f| f.baseline);
+        let Some(baseline) = baseline.filter(|b| *b != cell.algorithm) else {
             continue;
-        }
+        };
         let base = job.cells.iter().find(|b| {
-            b.algorithm == "non_federated"
+            b.algorithm == baseline
                 && b.environment == cell.environment
                 && b.params.iter().all(|(k, v)| cell.params.get(k) == Some(v))
         });
@@ -409,7 +411,6 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
     let start = Instant::now();
     let dir = opts.out.clone().unwrap_or_else(|| job.output.clone()).join(&job.name);
     let mine = shard_units(job, opts.shard);
-    let checkpoints = job.checkpoint_rounds();
     let _writer = claim_directory(&dir, job, opts)?;
     // Finished units are verified now (before any work) and kept for the
     // part file, so each is read once.
@@ -425,171 +426,21 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
         }
     }
     let total_steps: u64 = pending.iter().map(|&(c, _)| job.cells[c].agent_steps_per_rep()).sum();
-    let bar = progress_bar(total_steps, opts.quiet);
-    bar.set_message(format!("0/{} units", pending.len()));
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(opts.threads.unwrap_or(0))
-        .build()
-        .map_err(|e| RunError::Threads {
-            threads: opts.threads.unwrap_or(0),
-            message: e.to_string(),
-        })?;
-    let write_unit = |cell: &Cell, r: &RepResult, backend_name: &str| -> Result<(), RunError> {
-        let b = output::cell_batch(job, cell, std::slice::from_ref(r), backend_name)?;
-        let kv = output::metadata(
-            job,
-            &[
-                ("cell_id", cell.id.clone()),
-                ("cell_key", cell.key.clone()),
-                ("repetition", r.rep.to_string()),
-            ],
-        );
-        output::write_parquet_atomic(&unit_path(&dir, cell, r.rep), &[b], kv)?;
-        Ok(())
-    };
-
-    // Where each cell runs (decided before any work, so that `--backend
-    // cuda` with a cell the device cannot run fails before anything is
-    // computed). Batched cells run all their pending repetitions at once.
-    let mut by_cell: Vec<(usize, Vec<u32>)> = Vec::new();
-    for &(c, r) in &pending {
-        match by_cell.last_mut() {
-            Some((lc, reps)) if *lc == c => reps.push(r),
-            _ => by_cell.push((c, vec![r])),
-        }
-    }
-    let mut placements = Vec::with_capacity(by_cell.len());
-    let mut batches = Vec::with_capacity(by_cell.len());
-    for (c, reps) in &by_cell {
-        let cell = &job.cells[*c];
-        let batch = super::cell_batch(cell, job.seed, reps);
-        let placement = sel
-            .place(batch.as_ref().map(CellBatch::as_ref).map_err(String::as_str))
-            .map_err(|reason| RunError::CellUnsupported {
-                cell: format!("[{c}] {} ({})", cell.id, cell.label()),
-                reason,
-            })?;
-        placements.push((*c, placement));
-        batches.push(batch.ok());
-    }
-    if !opts.quiet {
-        for line in placement_lines(&placements, &sel.note) {
-            eprintln!("fedbandits: {line}");
-        }
-    }
-    let mut cpu_units = Vec::new();
-    for (((c, reps), (_, placement)), batch) in by_cell.into_iter().zip(&placements).zip(&batches) {
-        let cell = &job.cells[c];
-        match (placement, sel.cuda_backend(), batch) {
-            (Placement::Cuda(_), Some(dev), Some(batch)) => {
-                let results =
-                    super::run_built_batch(cell, &reps, batch, &checkpoints, dev, &|n| bar.inc(n)).map_err(|e| {
-                        RunError::Backend {
-                            backend: dev.name(),
-                            cell: cell.id.clone(),
-                            message: e.to_string(),
-                        }
-                    })?;
-                for r in &results {
-                    write_unit(cell, r, dev.name())?;
-                }
-            }
-            _ => cpu_units.extend(reps.iter().map(|&r| (c, r))),
-        }
-    }
-
-    let done = std::sync::atomic::AtomicUsize::new(0);
-    let stopped = std::sync::atomic::AtomicUsize::new(0);
-    let first_error: Mutex<Option<RunError>> = Mutex::new(None);
-    let progress = |n: u64| bar.inc(n);
-    pool.install(|| {
-        cpu_units.par_chunks(opts.batch.max(1)).for_each(|chunk| {
-            for &(c, rep) in chunk {
-                if first_error.lock().map(|e| e.is_some()).unwrap_or(true) {
-                    return;
-                }
-                let cell = &job.cells[c];
-                if opts.stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    return; // not started: nothing to snapshot
-                }
-                let snap = opts.snapshot_every.map(|every| Snapshots {
-                    path: snapshot_path(&dir, cell, rep),
-                    every,
-                    stop: &opts.stop,
-                });
-                let fail = |e: RunError| {
-                    if let Ok(mut fe) = first_error.lock() {
-                        fe.get_or_insert(e);
-                    }
-                };
-                let r = match run_rep_resumable(cell, job.seed, rep, &checkpoints, &progress, snap.as_ref()) {
-                    Ok(RepOutcome::Done(r)) => r,
-                    Ok(RepOutcome::Stopped) => {
-                        stopped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        return;
-                    }
-                    Err(e) => return fail(e.into()),
-                };
-                // The per-agent path always runs on the CPU.
-                if let Err(e) = write_unit(cell, &r, "cpu") {
-                    return fail(e);
-                }
-                // The unit is safely written; its snapshot is no longer state.
-                let _ = std::fs::remove_file(snapshot_path(&dir, cell, rep));
-                let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                bar.set_message(format!("{n}/{} units", pending.len()));
-            }
-        });
-    });
-    bar.finish_and_clear();
-    if let Some(e) = first_error.into_inner().ok().flatten() {
-        return Err(e);
-    }
-    if opts.stop.load(std::sync::atomic::Ordering::Relaxed) {
-        return Err(RunError::Stopped {
-            stopped: stopped.into_inner(),
-            dir,
-        });
-    }
-
-    // Assemble the shard's part file from its units, in cell then repetition order.
-    let mut batches = Vec::new();
-    let mut per_cell: Vec<(usize, Vec<RecordBatch>, bool)> = Vec::new();
-    for &(c, r) in &mine {
-        let (b, was_skipped) = match verified.remove(&(c, r)) {
-            Some(b) => (b, true),
-            None => (read_unit(&unit_path(&dir, &job.cells[c], r), &job.cells[c], r)?, false),
-        };
-        match per_cell.last_mut() {
-            Some((lc, bs, sk)) if *lc == c => {
-                bs.extend(b.iter().cloned());
-                *sk &= was_skipped;
-            }
-            _ => per_cell.push((c, b.clone(), was_skipped)),
-        }
-        batches.extend(b);
-    }
-    let mut summaries: Vec<CellSummary> = per_cell
-        .iter()
-        .map(|(c, b, sk)| summarize(job, &job.cells[*c], b, *sk))
-        .collect();
-    federated_regret_ratios(job, &mut summaries);
-    let part = part_path(&dir, opts.shard);
-    let mut cell_ids: Vec<String> = mine.iter().map(|&(c, _)| job.cells[c].id.clone()).collect();
-    cell_ids.dedup();
-    let units: Vec<String> = mine.iter().map(|&(c, r)| format!("{}:{r}", job.cells[c].id)).collect();
-    let kv = output::metadata(
+    let work = Work {
         job,
-        &[
-            ("shard", format!("{}/{}", opts.shard.index, opts.shard.count)),
-            ("cells", cell_ids.join(",")),
-            ("units", units.join(",")),
-        ],
-    );
-    output::write_parquet_atomic(&part, &batches, kv)?;
-    let warnings = foreign_parts(&dir, opts.shard);
-    Ok(RunReport {
         dir,
+        checkpoints: job.checkpoint_rounds(),
+        bar: progress_bar(total_steps, opts.quiet),
+        units: pending.len(),
+    };
+    work.bar.set_message(format!("0/{} units", pending.len()));
+    let cpu_units = work.run_placed(sel, opts, &pending)?;
+    work.run_cpu(&cpu_units, opts)?;
+    work.bar.finish_and_clear();
+    let (part, summaries) = work.write_part(&mine, verified, opts.shard)?;
+    let warnings = foreign_parts(&work.dir, opts.shard);
+    Ok(RunReport {
+        dir: work.dir,
         part,
         units_run: pending.len(),
         units_skipped: skipped.len(),
@@ -598,6 +449,210 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
         summaries,
         warnings,
     })
+}
+
+/// A run's work on one job directory: where units go, the checkpoints,
+/// the progress bar and the number of units to run.
+struct Work<'a> {
+    job: &'a Job,
+    dir: PathBuf,
+    checkpoints: Vec<u64>,
+    bar: ProgressBar,
+    units: usize,
+}
+
+impl Work<'_> {
+    /// Writes one repetition's unit file atomically.
+    fn write_unit(&self, cell: &Cell, r: &RepResult, backend_name: &str) -> Result<(), RunError> {
+        let b = output::cell_batch(self.job, cell, std::slice::from_ref(r), backend_name)?;
+        let kv = output::metadata(
+            self.job,
+            &[
+                ("cell_id", cell.id.clone()),
+                ("cell_key", cell.key.clone()),
+                ("repetition", r.rep.to_string()),
+            ],
+        );
+        output::write_parquet_atomic(&unit_path(&self.dir, cell, r.rep), &[b], kv)?;
+        Ok(())
+    }
+
+    /// Places every cell with pending units (decided before any work, so
+    /// that `--backend cuda` with a cell the device cannot run fails before
+    /// anything is computed), runs the cells placed on the device, each as
+    /// one batch of its pending repetitions, and returns the units left for
+    /// the CPU.
+    fn run_placed(&self, sel: &Selection, opts: &RunOptions, pending: &[Unit]) -> Result<Vec<Unit>, RunError> {
+        let job = self.job;
+        let mut by_cell: Vec<(usize, Vec<u32>)> = Vec::new();
+        for &(c, r) in pending {
+            match by_cell.last_mut() {
+                Some((lc, reps)) if *lc == c => reps.push(r),
+                _ => by_cell.push((c, vec![r])),
+            }
+        }
+        let mut placements = Vec::with_capacity(by_cell.len());
+        let mut batches = Vec::with_capacity(by_cell.len());
+        for (c, reps) in &by_cell {
+            let cell = &job.cells[*c];
+            let batch = super::cell_batch(cell, job.seed, reps);
+            let placement = sel
+                .place(batch.as_ref().map(CellBatch::as_ref).map_err(String::as_str))
+                .map_err(|reason| RunError::CellUnsupported {
+                    cell: format!("[{c}] {} ({})", cell.id, cell.label()),
+                    reason,
+                })?;
+            placements.push((*c, placement));
+            batches.push(batch.ok());
+        }
+        if !opts.quiet {
+            for line in placement_lines(&placements, &sel.note) {
+                eprintln!("fedbandits: {line}");
+            }
+        }
+        let mut cpu_units = Vec::new();
+        for (((c, reps), (_, placement)), batch) in by_cell.into_iter().zip(&placements).zip(&batches) {
+            let cell = &job.cells[c];
+            match (placement, sel.cuda_backend(), batch) {
+                (Placement::Cuda(_), Some(dev), Some(batch)) => {
+                    let progress = |n| self.bar.inc(n);
+                    let results = super::run_built_batch(cell, &reps, batch, &self.checkpoints, dev, &progress)
+                        .map_err(|e| RunError::Backend {
+                            backend: dev.name(),
+                            cell: cell.id.clone(),
+                            message: e.to_string(),
+                        })?;
+                    for r in &results {
+                        self.write_unit(cell, r, dev.name())?;
+                    }
+                }
+                _ => cpu_units.extend(reps.iter().map(|&r| (c, r))),
+            }
+        }
+        Ok(cpu_units)
+    }
+
+    /// Runs the CPU's units on the thread pool, `opts.batch` per task, each
+    /// resumable from and writing snapshots; stops at the first error or a
+    /// stop request (the running units snapshot).
+    fn run_cpu(&self, cpu_units: &[Unit], opts: &RunOptions) -> Result<(), RunError> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(opts.threads.unwrap_or(0))
+            .build()
+            .map_err(|e| RunError::Threads {
+                threads: opts.threads.unwrap_or(0),
+                message: e.to_string(),
+            })?;
+        let done = std::sync::atomic::AtomicUsize::new(0);
+        let stopped = std::sync::atomic::AtomicUsize::new(0);
+        let first_error: Mutex<Option<RunError>> = Mutex::new(None);
+        let fail = |e: RunError| {
+            if let Ok(mut fe) = first_error.lock() {
+                fe.get_or_insert(e);
+            }
+        };
+        pool.install(|| {
+            cpu_units.par_chunks(opts.batch.max(1)).for_each(|chunk| {
+                for &(c, rep) in chunk {
+                    if first_error.lock().map(|e| e.is_some()).unwrap_or(true)
+                        || opts.stop.load(std::sync::atomic::Ordering::Relaxed)
+                    {
+                        return; // not started: nothing to snapshot
+                    }
+                    match self.run_unit(&self.job.cells[c], rep, opts) {
+                        Ok(true) => {
+                            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                            self.bar.set_message(format!("{n}/{} units", self.units));
+                        }
+                        Ok(false) => {
+                            stopped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            return;
+                        }
+                        Err(e) => return fail(e),
+                    }
+                }
+            });
+        });
+        if let Some(e) = first_error.into_inner().ok().flatten() {
+            return Err(e);
+        }
+        if opts.stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(RunError::Stopped {
+                stopped: stopped.into_inner(),
+                dir: self.dir.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// One repetition on the CPU: runs (resuming its snapshot), writes its
+    /// unit and removes the snapshot; false when it stopped on request.
+    fn run_unit(&self, cell: &Cell, rep: u32, opts: &RunOptions) -> Result<bool, RunError> {
+        let snap = opts.snapshot_every.map(|every| Snapshots {
+            path: snapshot_path(&self.dir, cell, rep),
+            every,
+            stop: &opts.stop,
+        });
+        let progress = |n: u64| self.bar.inc(n);
+        let r = match run_rep_resumable(cell, self.job.seed, rep, &self.checkpoints, &progress, snap.as_ref())? {
+            RepOutcome::Done(r) => r,
+            RepOutcome::Stopped => return Ok(false),
+        };
+        // The per-agent path always runs on the CPU.
+        self.write_unit(cell, &r, "cpu")?;
+        // The unit is safely written; its snapshot is no longer state.
+        let _ = std::fs::remove_file(snapshot_path(&self.dir, cell, rep));
+        Ok(true)
+    }
+
+    /// Assembles the shard's part file from its units, in cell then
+    /// repetition order, and summarizes each cell.
+    fn write_part(
+        &self,
+        mine: &[Unit],
+        mut verified: std::collections::HashMap<Unit, Vec<RecordBatch>>,
+        shard: Shard,
+    ) -> Result<(PathBuf, Vec<CellSummary>), RunError> {
+        let job = self.job;
+        let mut batches = Vec::new();
+        let mut per_cell: Vec<(usize, Vec<RecordBatch>, bool)> = Vec::new();
+        for &(c, r) in mine {
+            let (b, was_skipped) = match verified.remove(&(c, r)) {
+                Some(b) => (b, true),
+                None => (
+                    read_unit(&unit_path(&self.dir, &job.cells[c], r), &job.cells[c], r)?,
+                    false,
+                ),
+            };
+            match per_cell.last_mut() {
+                Some((lc, bs, sk)) if *lc == c => {
+                    bs.extend(b.iter().cloned());
+                    *sk &= was_skipped;
+                }
+                _ => per_cell.push((c, b.clone(), was_skipped)),
+            }
+            batches.extend(b);
+        }
+        let mut summaries: Vec<CellSummary> = per_cell
+            .iter()
+            .map(|(c, b, sk)| summarize(job, &job.cells[*c], b, *sk))
+            .collect();
+        federated_regret_ratios(job, &mut summaries);
+        let part = part_path(&self.dir, shard);
+        let mut cell_ids: Vec<String> = mine.iter().map(|&(c, _)| job.cells[c].id.clone()).collect();
+        cell_ids.dedup();
+        let units: Vec<String> = mine.iter().map(|&(c, r)| format!("{}:{r}", job.cells[c].id)).collect();
+        let kv = output::metadata(
+            job,
+            &[
+                ("shard", format!("{}/{}", shard.index, shard.count)),
+                ("cells", cell_ids.join(",")),
+                ("units", units.join(",")),
+            ],
+        );
+        output::write_parquet_atomic(&part, &batches, kv)?;
+        Ok((part, summaries))
+    }
 }
 
 fn progress_bar(total: u64, quiet: bool) -> ProgressBar {

@@ -158,7 +158,7 @@ fn combinatorial_jobs_run_resume_and_write_their_columns() {
     std::fs::create_dir_all(&dir).unwrap();
     for cell in &job.cells {
         let whole = run_rep(cell, job.seed, 1, &ck, &|_| {});
-        assert!(whole.points.last().unwrap().comb.is_some());
+        assert!(whole.points.last().unwrap().metric("constraint_violations").is_some());
         let stop = std::sync::atomic::AtomicBool::new(true);
         let snap = Snapshots {
             path: dir.join(format!("{}.snap", cell.id)),

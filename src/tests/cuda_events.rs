@@ -14,7 +14,7 @@ mod emulated_support;
 use emulated_support::{assert_parity, emulated};
 
 /// The parity check `fedbandits calibrate` runs before it measures a
-/// device (`sim::parity::PARITY_JOBS`: every algorithm on both linear
+/// device (every family's parity jobs: every algorithm on both linear
 /// environments, the gossip and the combinatorial families), under the host
 /// emulation: every cell equal to the CPU bit for bit (every algorithm has
 /// kernels: none is skipped).
@@ -193,9 +193,9 @@ fn emulated_kernels_match_cpu_backend_for_sdp_vecsum() {
 /// per round.
 #[test]
 fn every_bench_workload_runs_on_the_emulated_device_with_its_traffic() {
-    use fedbandits::cli::bench::{On, WORKLOADS, measure, min_rounds};
+    use fedbandits::cli::bench::{On, measure, min_rounds, workloads};
     let dev = emulated();
-    for (name, _, yaml) in WORKLOADS {
+    for (name, _, yaml) in workloads() {
         let rounds = min_rounds(yaml).max(128);
         match measure(name, yaml, 2, rounds, On::Cuda(&dev)) {
             Ok(m) => {
@@ -214,7 +214,7 @@ fn every_bench_workload_runs_on_the_emulated_device_with_its_traffic() {
             }
             Err(e) => {
                 println!("{name:32} refused: {e}");
-                assert_eq!(*name, "feducb_d128", "{e}");
+                assert_eq!(name, "feducb_d128", "{e}");
                 assert!(e.contains("shared memory"), "{e}");
             }
         }

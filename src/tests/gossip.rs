@@ -234,9 +234,14 @@ fn gossip_jobs_run_resume_and_write_their_columns() {
     for cell in &job.cells {
         let whole = run_rep(cell, job.seed, 1, &ck, &|_| {});
         let last = whole.points.last().unwrap();
-        let g = last.gossip.expect("gossip metrics");
-        assert!(g.lambda2 > 0.0 && g.lambda2 < 1.0, "{}", g.lambda2);
-        assert!(g.consensus_error.is_finite());
+        let lambda2 = last.metric("gossip_lambda2").expect("gossip metrics").as_f64();
+        assert!(lambda2 > 0.0 && lambda2 < 1.0, "{lambda2}");
+        assert!(
+            last.metric("consensus_error")
+                .expect("gossip metrics")
+                .as_f64()
+                .is_finite()
+        );
         assert_eq!(last.counters.cholesky_failures, 0);
         let stop = std::sync::atomic::AtomicBool::new(true);
         let snap = Snapshots {
@@ -336,9 +341,9 @@ fn without_clipping_nothing_is_clipped_and_no_epsilon_is_claimed() {
                 .points
                 .last()
                 .unwrap()
-                .gossip
+                .metric("clipped_observations")
+                .and_then(|m| m.as_u64())
                 .unwrap()
-                .clipped
         })
         .collect();
     // N(0,1) noise around means in [0,1]: most observations leave [0, 1].

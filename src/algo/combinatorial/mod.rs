@@ -151,3 +151,75 @@ pub fn run(
         |t, obs| CombPoint { t, obs },
     )
 }
+
+/// A checkpoint as an output curve point. Communication counters count
+/// (sender, receiver, producer) messages: `fcb` sends every round
+/// (n (n - 1) m per round), `p_fcb` in its communication rounds (accepted +
+/// rejected), `non_federated` never. Metrics: regret after exploration,
+/// constraint violations, and for P-FCB the messages accepted and rejected
+/// and the privacy spent so far.
+pub fn curve_point(p: &CombPoint, b: &CombBatch) -> crate::algo::curve::CurvePoint {
+    use crate::algo::curve::{CurvePoint, Metric};
+    use crate::backend::combinatorial::CombPolicy;
+    let (n, m) = b
+        .instances
+        .first()
+        .map_or((1, 0), |i| (i.spec.agents as u64, i.spec.producers as u64));
+    let (sync_rounds, messages) = match b.policy {
+        CombPolicy::Fcb => (p.t, p.t * n * n.saturating_sub(1) * m),
+        CombPolicy::PFcb(_) => (p.obs.communications, p.obs.accepted + p.obs.rejected),
+        CombPolicy::NonFederated => (0, 0),
+    };
+    let mut c = CurvePoint::new(
+        p.t,
+        p.obs.group_regret,
+        n,
+        p.obs.agent_regret_max,
+        sync_rounds,
+        messages,
+    );
+    c.set("regret_after_exploration", Metric::F64(p.obs.regret_after_exploration));
+    c.set("constraint_violations", Metric::U64(p.obs.violations));
+    if matches!(b.policy, CombPolicy::PFcb(_)) {
+        c.set("messages_accepted", Metric::U64(p.obs.accepted));
+        c.set("messages_rejected", Metric::U64(p.obs.rejected));
+        c.set("acct_epsilon_basic", Metric::F64(p.obs.epsilon_spent));
+        c.set("acct_delta_basic", Metric::F64(p.obs.delta_spent));
+    }
+    c
+}
+
+/// The cell's cost for `fedbandits plan`: a flat reference rate (`bench`'s
+/// pfcb_n10_m30 8e5 agent-steps/s per thread, rounded down to what
+/// solanki_exp1 achieved, 5.5e5).
+pub fn cost(_c: &CombConfig) -> crate::algo::Cost {
+    crate::algo::Cost {
+        reference_rate: 5.0e5,
+        relative: 1.0,
+        noise_entries_per_step: 0.0,
+    }
+}
+
+/// Approximate peak memory of one running federation, in bytes: per agent
+/// and producer cost, capacity, revenues, W, Y, own, pending and snapshot
+/// counts, messages (about 12 words).
+pub fn memory_per_federation(c: &CombConfig) -> u64 {
+    let (n, m) = (c.env.agents as u64, c.env.producers as u64);
+    n * m * 12 * 8 + m * 64 + n * 64
+}
+
+/// The family's `fedbandits bench` workload: (name, default federations,
+/// job YAML with `{T}` for the rounds).
+pub const WORKLOADS: &[(&str, u32, &str)] = &[(
+    "pfcb_n10_m30",
+    64,
+    "algorithm: p_fcb\nenvironment: procurement\nhorizon: {T}\nparams: {m: 10, producers: 30, epsilon: 1, delta: 0.01}\n",
+)];
+
+/// A short job covering every algorithm of the family, for the parity
+/// check of a batched backend with the CPU (`fedbandits calibrate`).
+pub const PARITY: &[(&str, &str)] = &[(
+    "combinatorial",
+    "seed: 8\nrepetitions: 2\nhorizon: 300\ncheckpoints: {every: 100}\nalgorithm: [non_federated, fcb, p_fcb]\n\
+         environment: procurement\nparams: {m: 3, producers: 6, epsilon: 1, delta: 0.01, t_low: 50, t_high: 250}\n",
+)];

@@ -163,3 +163,75 @@ pub fn run(
         |t, obs| GossipPoint { t, obs },
     )
 }
+
+/// A checkpoint as an output curve point. Communication counters:
+/// `gossip_ucb`/`fed_ucb_gossip` exchange over one edge per round after the
+/// initial pulls (`sync_rounds` = those rounds, `messages` = 2 per round);
+/// `oracle_ucb` shares everything every round (N (N - 1) messages);
+/// `local_ucb` never communicates. Metrics: consensus error, forced pulls,
+/// clipped observations and the graph's lambda_2.
+pub fn curve_point(p: &GossipPoint, b: &GossipBatch, lambda2: f64) -> crate::algo::curve::CurvePoint {
+    use crate::algo::curve::{CurvePoint, Metric};
+    use crate::backend::gossip::GossipPolicy;
+    let (n, m) = b
+        .envs
+        .first()
+        .map_or((1, 0), |e| (e.spec.agents as u64, e.spec.arms as u64));
+    let (sync_rounds, messages) = match b.policy {
+        GossipPolicy::Gossip => {
+            let r = p.t.saturating_sub(m);
+            (r, 2 * r)
+        }
+        GossipPolicy::Oracle => (p.t, p.t * n * n.saturating_sub(1)),
+        GossipPolicy::Local => (0, 0),
+    };
+    let mut c = CurvePoint::new(
+        p.t,
+        p.obs.group_regret,
+        n,
+        p.obs.agent_regret_max,
+        sync_rounds,
+        messages,
+    );
+    c.set("consensus_error", Metric::F64(p.obs.consensus_error));
+    c.set("forced_pulls", Metric::U64(p.obs.forced_pulls));
+    c.set("clipped_observations", Metric::U64(p.obs.clipped));
+    c.set("gossip_lambda2", Metric::F64(lambda2));
+    c
+}
+
+/// The cell's cost for `fedbandits plan`: a flat reference rate (`bench`'s
+/// gossip_n10_m5 1.2e6 to 2e6 agent-steps/s per thread, rounded down to
+/// what zhu_fig1a_medium achieved, 1.2e6): the per-step work is small and
+/// the paper workloads vary little.
+pub fn cost(_c: &GossipConfig) -> crate::algo::Cost {
+    crate::algo::Cost {
+        reference_rate: 1.0e6,
+        relative: 1.0,
+        noise_entries_per_step: 0.0,
+    }
+}
+
+/// Approximate peak memory of one running federation, in bytes: per agent
+/// and arm counts, estimates, sums, partial sums (about 12 words); the
+/// graph's hop-distance matrix and lists.
+pub fn memory_per_federation(c: &GossipConfig) -> u64 {
+    let (n, m) = (c.env.agents as u64, c.env.arms as u64);
+    n * m * 12 * 8 + n * n * 4 + n * (m + 64) * 8
+}
+
+/// The family's `fedbandits bench` workload: (name, default federations,
+/// job YAML with `{T}` for the rounds).
+pub const WORKLOADS: &[(&str, u32, &str)] = &[(
+    "gossip_n10_m5",
+    1024,
+    "algorithm: fed_ucb_gossip\nenvironment: mab_heterogeneous\nhorizon: {T}\nparams: {m: 10, arms: 5, epsilon: 1, graph: ring}\n",
+)];
+
+/// A short job covering every algorithm of the family, for the parity
+/// check of a batched backend with the CPU (`fedbandits calibrate`).
+pub const PARITY: &[(&str, &str)] = &[(
+    "gossip",
+    "seed: 7\nrepetitions: 3\nhorizon: 150\ncheckpoints: {every: 30}\nalgorithm: [gossip_ucb, fed_ucb_gossip, \
+         local_ucb, oracle_ucb]\nenvironment: mab_heterogeneous\nparams: {m: 4, arms: 3, epsilon: 1, graph: ring}\n",
+)];

@@ -7,6 +7,7 @@
 //! schedule is part of the description (its determinant test, decided per
 //! federation by the backend's operations).
 
+pub mod cost;
 pub mod fedlinucb;
 pub mod feducb;
 pub mod feducb_decentralized;
@@ -14,6 +15,7 @@ pub mod lockstep;
 pub mod oful;
 pub mod params;
 pub mod random;
+pub mod workloads;
 
 use crate::env::LinearEnvSpec;
 
@@ -222,4 +224,24 @@ pub fn linear_batch(
         LinearAlgorithm::FeducbCentralized => Ok(feducb::batch(cfg, env_keys, algo_keys)),
         LinearAlgorithm::FeducbDecentralized => feducb_decentralized::batch(cfg, env_keys, algo_keys),
     }
+}
+
+/// A batch's checkpoint as an output curve point (M agents): the regret,
+/// communication and factorization counters, and the rewards clipped to
+/// the mechanism's bound (`clipped_observations`).
+pub fn curve_point(p: crate::backend::BatchPoint, m: usize) -> crate::algo::curve::CurvePoint {
+    use crate::algo::curve::{CurvePoint, Metric};
+    let mut c = CurvePoint::new(
+        p.t,
+        p.group_regret,
+        m as u64,
+        p.agent_regret_max,
+        p.sync_rounds,
+        p.messages,
+    );
+    c.counters.cholesky_failures = p.cholesky_failures;
+    c.counters.clipped_rewards = p.clipped_rewards;
+    c.counters.beta_clamps = p.beta_clamps;
+    c.set("clipped_observations", Metric::U64(p.clipped_rewards));
+    c
 }

@@ -1,0 +1,173 @@
+//! The linear family's cost and memory models, for `fedbandits plan`.
+//!
+//! Its reference rate is agent-steps per second per thread at its canonical
+//! workload (`fedbandits bench`: linear_d10_k100_m100 about 2.5e5 per
+//! thread; rounded down to what full paper jobs achieved, zhou_fig2a 2.3e5),
+//! and a relative cost that grows with the action set K and the dimension
+//! d, fitted to single-thread runs of `feducb_centralized` on `linear_gap`
+//! (M = 10, T = 4000, the `log` regime) on the 2-core development VM:
+//!
+//! | d | K | measured agent-steps/s | model |
+//! | --- | --- | --- | --- |
+//! | 8 | 64 | 2.18e5 | 2.6e5 |
+//! | 10 | 100 | 1.50e5 | 1.5e5 (reference) |
+//! | 16 | 100 | 8.73e4 | 9.7e4 |
+//! | 32 | 100 | 4.46e4 | 4.7e4 |
+//! | 64 | 100 | 2.06e4 | 1.9e4 |
+//! | 128 | 100 | 4.2e3 to 4.7e3 | 4.9e3 |
+//!
+//! (the runs shared the VM with a background job; only the model's ratios
+//! are used, scaled to the reference rate). Time per agent-step ~ 1 +
+//! 0.0064 K d + 7.0e-5 d^3 microseconds (the UCB scores of K actions against
+//! a d x d inverse, and the per-step d^3 work that dominates from d ~ 100).
+//!
+//! Private tree releases add their own term: a release regenerates about
+//! two tree nodes of d^2 + d noise entries per agent on average
+//! ([`crate::privacy::tree`]). That is what makes FedUCB's private
+//! `every_round` cells slower than the `log` ones (a release every round
+//! instead of a few hundred in all).
+
+use super::{LinearAlgorithm, LinearConfig, Protocol, SyncRegime};
+use crate::algo::Cost;
+
+/// The cell's cost: the family's reference rate, its relative cost at
+/// (d, K), and its tree releases.
+pub fn cost(c: &LinearConfig) -> Cost {
+    Cost {
+        reference_rate: 2.0e5,
+        relative: micros(c.env.d as f64, c.env.k as f64) / micros(10.0, 100.0),
+        noise_entries_per_step: noise_entries_per_step(c),
+    }
+}
+
+/// Microseconds per agent-step at (d, K) in the model above.
+pub fn micros(d: f64, k: f64) -> f64 {
+    1.0 + 0.0064 * k * d + 7.0e-5 * d * d * d
+}
+
+/// Tree-node noise entries a cell regenerates per agent-step on average:
+/// two nodes of d^2 + d entries per release, a release per agent every
+/// round for FedUCB's `every_round` and every B rounds for
+/// Private-FedLinUCB's tree protocols. FedUCB's data-dependent regimes
+/// (`log`, `sqrt_m`, a threshold) release rarely and count 0, as does the
+/// decentralized variant (its broadcasts are data-dependent too).
+fn noise_entries_per_step(c: &LinearConfig) -> f64 {
+    let node = 2.0 * (c.env.d * c.env.d + c.env.d) as f64;
+    match c.algorithm {
+        _ if c.privacy.is_none() => 0.0,
+        LinearAlgorithm::FeducbCentralized if matches!(c.sync, SyncRegime::EveryRound) => node,
+        LinearAlgorithm::PrivateFedlinucb if matches!(c.protocol, Protocol::Ldp | Protocol::SdpAmp | Protocol::Alt) => {
+            node / c.batch_size.max(1) as f64
+        }
+        _ => 0.0,
+    }
+}
+
+/// Approximate peak memory of one running federation, in bytes.
+pub fn memory_per_federation(cfg: &LinearConfig) -> u64 {
+    let (m, d, k) = (cfg.m as u64, cfg.env.d as u64, cfg.env.k as u64);
+    let kp = k.div_ceil(8) * 8;
+    let per_agent = (2 * d * d + 3 * d + 2) * 8 + 400;
+    let workspace = (d * kp * 2 + k * d + 4 * d * d) * 8;
+    let levels = match cfg.algorithm {
+        LinearAlgorithm::PrivateFedlinucb if cfg.privacy.is_some() => {
+            crate::privacy::tree_levels((cfg.horizon / cfg.batch_size).max(1)) as u64
+        }
+        LinearAlgorithm::FeducbCentralized if cfg.privacy.is_some() => {
+            2 + (cfg.horizon.max(1) as f64).log2().ceil() as u64
+        }
+        _ => 0,
+    };
+    let trees = if cfg.protocol == Protocol::SdpVecsum {
+        // One accumulator and one released node per level and coordinate.
+        2 * levels * (d * (d + 1) / 2 + d) * 8 + m * 64
+    } else if levels > 0 {
+        // Per agent the exact running sum (node noise is regenerated from
+        // keys, privacy/tree.rs), plus one node of workspace.
+        (m + 1) * (d * d + d) * 8
+    } else {
+        0
+    };
+    if cfg.algorithm == LinearAlgorithm::FeducbDecentralized {
+        // gamma slots per agent, each with V^{-1}, S, U (and (V + cI)^{-1}),
+        // a tree (its exact running sum) and its last release, the
+        // first-heard flags, and the payload rings (gamma + 1 rounds).
+        let slots = m * cfg.gamma.max(1) as u64;
+        let private = u64::from(cfg.privacy.is_some());
+        let per_slot = (4 * d * d + 4 * d + 8) * 8 + private * (2 * (d * d + d) * 8 + d * d * 8);
+        let rings = slots * (cfg.gamma.max(1) as u64 + 1) * (d * d + d + 1) * 8;
+        return slots * per_slot + slots * m + rings + workspace + m * 400;
+    }
+    let shifted = if cfg.algorithm == LinearAlgorithm::FeducbCentralized && cfg.privacy.is_some() {
+        m * d * d * 8
+    } else {
+        0
+    };
+    m * per_agent + workspace + trees + shifted
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::cost::{NOISE_ENTRY_SECONDS, thread_seconds};
+
+    #[test]
+    fn tree_releases_are_charged_per_release() {
+        let job = crate::job::Job::parse(
+            std::path::Path::new("cost.yaml"),
+            "horizon: 100\nalgorithm: [feducb_centralized, private_fedlinucb]\nenvironment: linear_gap\n\
+             params: {m: 4, d: 10, k: 100, epsilon: 1, delta: 0.1, batch_size: 25}\n\
+             grid: {sync: [every_round, log], private: [true, false], protocol: [ldp, sdp_vecsum]}\n",
+        )
+        .unwrap();
+        let entries: Vec<(String, f64)> = job
+            .cells
+            .iter()
+            .map(|c| (job.short_label(c), c.config.cost().noise_entries_per_step))
+            .collect();
+        let get = |needle: &[&str]| {
+            entries
+                .iter()
+                .filter(|(l, _)| needle.iter().all(|n| l.contains(n)))
+                .map(|e| e.1)
+                .collect::<Vec<f64>>()
+        };
+        assert_eq!(get(&["feducb", "every_round", "private=true"]), [220.0]);
+        assert_eq!(get(&["feducb", "every_round", "private=false"]), [0.0]);
+        assert_eq!(get(&["feducb", "sync=log", "private=true"]), [0.0]);
+        assert_eq!(get(&["private_fedlinucb", "ldp"]), [220.0 / 25.0]);
+        assert_eq!(get(&["private_fedlinucb", "sdp_vecsum"]), [0.0]);
+        // Private every_round at d = 10: 2.2 us more per agent-step, about
+        // the 1.4x the two bench workloads measured.
+        let label = |c: &&crate::job::Cell| {
+            let l = job.short_label(c);
+            l.contains("every_round") && l.contains("private=true")
+        };
+        let cfg = &job.cells.iter().find(label).unwrap().config;
+        let base = thread_seconds(cfg, 1_000_000, Some(2e5)) - 1e6 * 220.0 * NOISE_ENTRY_SECONDS;
+        assert!((thread_seconds(cfg, 1_000_000, Some(2e5)) / base - 1.44).abs() < 0.05);
+    }
+
+    #[test]
+    fn linear_model_matches_its_measurements_within_20_percent() {
+        // (d, K, measured agent-steps/s on one thread of the VM)
+        let measured = [
+            (8.0, 64.0, 2.18e5),
+            (16.0, 100.0, 8.73e4),
+            (32.0, 100.0, 4.46e4),
+            (64.0, 100.0, 2.06e4),
+            (128.0, 100.0, 4.5e3),
+        ];
+        let reference = 1.50e5;
+        for (d, k, rate) in measured {
+            let model = reference * micros(10.0, 100.0) / micros(d, k);
+            assert!(
+                (model / rate - 1.0).abs() < 0.2,
+                "d {d} K {k}: model {model:.3e}, measured {rate:.3e}"
+            );
+        }
+        // Monotone in d and K.
+        assert!(micros(128.0, 100.0) > 30.0 * micros(10.0, 100.0));
+        assert!(micros(10.0, 200.0) > micros(10.0, 100.0));
+    }
+}

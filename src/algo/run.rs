@@ -1,0 +1,268 @@
+//! Running a cell's repetitions, whatever its family: [`CellBatch`] (the
+//! repetitions as one batch of the family's description), run on a
+//! backend's batched operations ([`CellBatch::run`]), or one repetition on
+//! the CPU with a state that can be snapshotted and resumed
+//! ([`RepState`]). Each arm hands over to the family's own round loop and
+//! checkpoint-to-curve-point function; the simulation layer above sees
+//! only these types.
+
+use super::CellConfig;
+use super::curve::CurvePoint;
+use super::linear::lockstep::Lockstep;
+use super::{combinatorial, gossip, linear};
+use crate::backend::combinatorial::CombBatch;
+use crate::backend::cpu::combinatorial::CpuComb;
+use crate::backend::cpu::gossip::CpuGossip;
+use crate::backend::cpu::lockstep::CpuLinear;
+use crate::backend::gossip::GossipBatch;
+use crate::backend::{Backend, BatchError, BatchPoint, BatchRef, LinearBatch};
+
+/// How often (in rounds) a batch reports progress.
+const PROGRESS_EVERY: u64 = 1024;
+
+/// Repetitions of one cell as one batch, of the cell's family.
+pub enum CellBatch {
+    /// Linear contextual family.
+    Linear(LinearBatch),
+    /// Decentralized multi-armed family.
+    Gossip(GossipBatch),
+    /// Combinatorial procurement family.
+    Comb(CombBatch),
+}
+
+impl CellBatch {
+    /// The batch of a cell's configuration for repetitions with these
+    /// environment and algorithm keys (one pair per repetition), or why it
+    /// cannot be built (a graph that cannot be built).
+    pub fn new(cfg: &CellConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]) -> Result<Self, String> {
+        match cfg {
+            CellConfig::Linear(c) => linear::linear_batch(c, env_keys, algo_keys).map(CellBatch::Linear),
+            CellConfig::Gossip(c) => gossip::gossip_batch(c, &env_keys, algo_keys).map(CellBatch::Gossip),
+            CellConfig::Comb(c) => Ok(CellBatch::Comb(combinatorial::comb_batch(c, &env_keys, algo_keys))),
+        }
+    }
+
+    /// The batch as placement sees it.
+    pub fn as_ref(&self) -> BatchRef<'_> {
+        match self {
+            CellBatch::Linear(b) => BatchRef::Linear(b),
+            CellBatch::Gossip(b) => BatchRef::Gossip(b),
+            CellBatch::Comb(b) => BatchRef::Comb(b),
+        }
+    }
+
+    /// Runs the batch to its horizon on `backend`'s batched operations:
+    /// one curve per federation; `progress` receives agent-steps.
+    pub fn run(
+        &self,
+        checkpoints: &[u64],
+        backend: &dyn Backend,
+        progress: &dyn Fn(u64),
+    ) -> Result<Vec<Vec<CurvePoint>>, BatchError> {
+        match self {
+            CellBatch::Linear(batch) => {
+                let mut ops = backend.linear_ops(batch)?;
+                let mut step = Lockstep::new();
+                let mut curves = vec![Vec::with_capacity(checkpoints.len()); batch.federations()];
+                let n = (batch.federations() * batch.m) as u64;
+                while step.t < batch.horizon {
+                    let t0 = step.t;
+                    let until = (t0 / PROGRESS_EVERY + 1) * PROGRESS_EVERY;
+                    step.advance(batch, ops.as_mut(), until, checkpoints, &mut curves)?;
+                    progress((step.t - t0) * n);
+                }
+                Ok(curves
+                    .into_iter()
+                    .map(|c| c.into_iter().map(|p| linear::curve_point(p, batch.m)).collect())
+                    .collect())
+            }
+            CellBatch::Gossip(batch) => {
+                let mut ops = backend.gossip_ops(batch)?;
+                let agents = batch.envs.first().map_or(0, |e| e.spec.agents);
+                let curves = in_progress_steps(
+                    batch.horizon,
+                    batch.federations(),
+                    agents,
+                    checkpoints,
+                    progress,
+                    |t, u, c| gossip::run(batch, ops.as_mut(), t, u, checkpoints, c),
+                )?;
+                Ok(curves
+                    .into_iter()
+                    .zip(&batch.graphs)
+                    .map(|(c, g)| {
+                        let lambda2 = g.gossip_lambda2();
+                        c.iter().map(|p| gossip::curve_point(p, batch, lambda2)).collect()
+                    })
+                    .collect())
+            }
+            CellBatch::Comb(batch) => {
+                let mut ops = backend.comb_ops(batch)?;
+                let agents = batch.instances.first().map_or(0, |i| i.spec.agents);
+                let curves = in_progress_steps(
+                    batch.horizon,
+                    batch.federations(),
+                    agents,
+                    checkpoints,
+                    progress,
+                    |t, u, c| combinatorial::run(batch, ops.as_mut(), t, u, checkpoints, c),
+                )?;
+                Ok(curves
+                    .into_iter()
+                    .map(|c| c.iter().map(|p| combinatorial::curve_point(p, batch)).collect())
+                    .collect())
+            }
+        }
+    }
+}
+
+/// Runs a family's round loop (`run(from, until, curves)`) over the whole
+/// horizon in steps of [`PROGRESS_EVERY`] rounds, reporting agent-steps to
+/// `progress` after each; one curve per federation.
+fn in_progress_steps<P: Clone>(
+    horizon: u64,
+    federations: usize,
+    agents: usize,
+    checkpoints: &[u64],
+    progress: &dyn Fn(u64),
+    mut run: impl FnMut(u64, u64, &mut [Vec<P>]) -> Result<(), BatchError>,
+) -> Result<Vec<Vec<P>>, BatchError> {
+    let mut curves = vec![Vec::with_capacity(checkpoints.len()); federations];
+    let n = agents as u64 * federations as u64;
+    let mut t = 0;
+    while t < horizon {
+        let until = ((t / PROGRESS_EVERY + 1) * PROGRESS_EVERY).min(horizon);
+        run(t, until, &mut curves)?;
+        progress((until - t) * n);
+        t = until;
+    }
+    Ok(curves)
+}
+
+/// The state of one repetition in flight on the CPU (a batch of one
+/// federation), everything needed to continue it: serialized into
+/// snapshots, so a resumed repetition is bit-identical to an
+/// uninterrupted one.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub enum RepState {
+    /// Linear family: the lockstep loop and the CPU batch.
+    Lockstep {
+        /// The loop's position.
+        step: Lockstep,
+        /// The CPU's batch state.
+        ops: CpuLinear,
+        /// Checkpoints so far.
+        points: Vec<Vec<BatchPoint>>,
+    },
+    /// Gossip family.
+    Gossip {
+        /// The CPU's batch state.
+        ops: CpuGossip,
+        /// Rounds done.
+        t: u64,
+        /// Checkpoints so far.
+        points: Vec<Vec<gossip::GossipPoint>>,
+    },
+    /// Combinatorial family.
+    Comb {
+        /// The CPU's batch state.
+        ops: CpuComb,
+        /// Rounds done.
+        t: u64,
+        /// Checkpoints so far.
+        points: Vec<Vec<combinatorial::CombPoint>>,
+    },
+}
+
+impl RepState {
+    /// Round 0 of a repetition whose batch (of one federation) is `plan`.
+    pub fn start(plan: &CellBatch) -> Result<Self, BatchError> {
+        Ok(match plan {
+            CellBatch::Linear(b) => RepState::Lockstep {
+                step: Lockstep::new(),
+                ops: CpuLinear::new(b)?,
+                points: vec![Vec::new()],
+            },
+            CellBatch::Gossip(b) => RepState::Gossip {
+                ops: CpuGossip::new(b)?,
+                t: 0,
+                points: vec![Vec::new()],
+            },
+            CellBatch::Comb(b) => RepState::Comb {
+                ops: CpuComb::new(b)?,
+                t: 0,
+                points: vec![Vec::new()],
+            },
+        })
+    }
+
+    /// Whether a snapshot's state fits the plan of this engine.
+    pub fn fits(&self, plan: &CellBatch) -> bool {
+        matches!(
+            (self, plan),
+            (RepState::Lockstep { .. }, CellBatch::Linear(_))
+                | (RepState::Gossip { .. }, CellBatch::Gossip(_))
+                | (RepState::Comb { .. }, CellBatch::Comb(_))
+        )
+    }
+
+    /// Rounds done.
+    pub fn t(&self) -> u64 {
+        match self {
+            RepState::Lockstep { step, .. } => step.t,
+            RepState::Gossip { t, .. } | RepState::Comb { t, .. } => *t,
+        }
+    }
+
+    /// Runs rounds up to `until` (at most `horizon`).
+    pub fn advance(
+        &mut self,
+        plan: &CellBatch,
+        horizon: u64,
+        until: u64,
+        checkpoints: &[u64],
+    ) -> Result<(), BatchError> {
+        let until = until.min(horizon);
+        match (self, plan) {
+            (RepState::Lockstep { step, ops, points }, CellBatch::Linear(b)) => {
+                step.advance(b, ops, until, checkpoints, points)
+            }
+            (RepState::Gossip { ops, t, points }, CellBatch::Gossip(b)) => {
+                gossip::run(b, ops, *t, until, checkpoints, points)?;
+                *t = until.max(*t);
+                Ok(())
+            }
+            (RepState::Comb { ops, t, points }, CellBatch::Comb(b)) => {
+                combinatorial::run(b, ops, *t, until, checkpoints, points)?;
+                *t = until.max(*t);
+                Ok(())
+            }
+            _ => Err(BatchError::Failed("a repetition's state does not fit its plan".into())),
+        }
+    }
+
+    /// The repetition's curve.
+    pub fn into_points(self, plan: &CellBatch) -> Vec<CurvePoint> {
+        match (self, plan) {
+            (RepState::Lockstep { points, .. }, CellBatch::Linear(b)) => {
+                first(points).into_iter().map(|p| linear::curve_point(p, b.m)).collect()
+            }
+            (RepState::Gossip { points, .. }, CellBatch::Gossip(b)) => {
+                let lambda2 = b.graphs.first().map_or(f64::NAN, crate::graph::Graph::gossip_lambda2);
+                first(points)
+                    .iter()
+                    .map(|p| gossip::curve_point(p, b, lambda2))
+                    .collect()
+            }
+            (RepState::Comb { points, .. }, CellBatch::Comb(b)) => {
+                first(points).iter().map(|p| combinatorial::curve_point(p, b)).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// The curve of a batch of one federation.
+fn first<P>(points: Vec<Vec<P>>) -> Vec<P> {
+    points.into_iter().next().unwrap_or_default()
+}
