@@ -1,10 +1,10 @@
 //! The grid: each swept parameter's values (lists, `linspace`,
 //! `logspace`), checked and sized before any value is built, and the
 //! expansion of algorithms x environments x grid into cells, each resolved
-//! by its family ([`crate::algo::resolve`]) and keyed ([`super::identity`]).
+//! by its family and keyed ([`super::resolve`]).
 
 use super::parse::{Parser, key_text};
-use super::{Cell, CheckpointSpec, MAX_CELLS, Problem, identity, locate};
+use super::{Cell, CheckpointSpec, MAX_CELLS};
 use crate::algo::family::family_of;
 use crate::algo::params::{Kind, Value, param};
 use std::collections::BTreeMap;
@@ -222,15 +222,14 @@ impl Parser<'_> {
                         raw.insert(k.clone(), vals[rem % vals.len()].clone());
                         rem /= vals.len();
                     }
-                    match crate::algo::resolve::resolve(algo, envname, &raw, horizon) {
-                        Ok((params, config)) => {
-                            let ids = identity::CellIds::new(algo, envname, &params, horizon, seed, reps, checkpoints);
-                            if !seen.insert(ids.canonical.clone()) {
-                                continue; // an irrelevant axis duplicated this cell
-                            }
-                            cells.push(ids.cell(cells.len(), algo, envname, params, config));
-                        }
-                        Err(errs) => self.resolution_problems(&errs, algo, envname, fixed, axes),
+                    let Some((ids, params, config)) =
+                        self.resolve_cell(algo, envname, &raw, (fixed, axes), (horizon, seed, reps, checkpoints))
+                    else {
+                        continue;
+                    };
+                    if seen.insert(ids.canonical.clone()) {
+                        // Else an irrelevant axis duplicated this cell.
+                        cells.push(ids.cell(cells.len(), algo, envname, params, config));
                     }
                 }
             }
@@ -279,34 +278,5 @@ impl Parser<'_> {
             }
         }
         Some(total)
-    }
-
-    /// A family's resolution problems, each at the line of the key that set
-    /// it (in the grid, in params, or the key itself), once.
-    fn resolution_problems(
-        &mut self,
-        errs: &[(&'static str, String)],
-        algo: &str,
-        envname: &str,
-        fixed: &BTreeMap<String, Value>,
-        axes: &[(String, Vec<Value>)],
-    ) {
-        for (key, msg) in errs {
-            let path: Vec<&str> = if axes.iter().any(|(k, _)| k == key) {
-                vec!["grid", key]
-            } else if fixed.contains_key(*key) {
-                vec!["params", key]
-            } else {
-                vec![key]
-            };
-            let p = Problem {
-                line: locate(self.text, &path),
-                key: path.join("."),
-                message: format!("{msg} (algorithm {algo}, environment {envname})"),
-            };
-            if !self.problems.contains(&p) {
-                self.problems.push(p);
-            }
-        }
     }
 }

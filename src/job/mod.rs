@@ -10,6 +10,7 @@ mod grid;
 mod identity;
 pub mod name;
 mod parse;
+mod resolve;
 pub mod shard;
 
 use crate::algo::CellConfig;

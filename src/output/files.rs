@@ -1,5 +1,6 @@
-//! Files in a results directory: atomic writes, their temporary files, and
-//! the check that a directory can be written before any work starts.
+//! Files in a results directory: atomic writes, their temporary files,
+//! the check that a directory can be written before any work starts, and
+//! sealed (checksummed) binary files such as snapshots.
 //!
 //! An atomic write goes to `.<name>.tmp-<pid>` beside its target, is synced
 //! and renamed; a reader never sees a partial file under a final name. A
@@ -12,7 +13,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> OutputError + '_ {
+pub(super) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> OutputError + '_ {
     move |source| OutputError::Io {
         path: path.to_path_buf(),
         source,
@@ -117,6 +118,35 @@ pub fn probe_writable(dir: &Path) -> Result<(), OutputError> {
     let written = File::create(&probe).and_then(|mut f| f.write_all(b"fedbandits write probe\n"));
     let _ = std::fs::remove_file(&probe);
     written.map_err(io(dir))
+}
+
+/// The magic bytes of a sealed (checksummed) binary file.
+const SEAL_MAGIC: &[u8; 8] = b"FBSEAL01";
+
+/// `payload` behind a header of magic bytes and its XXH64, for binary files
+/// (snapshots) that [`unseal`] verifies.
+pub fn seal(payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(payload.len() + 16);
+    out.extend_from_slice(SEAL_MAGIC);
+    out.extend_from_slice(&twox_hash::XxHash64::oneshot(0, payload).to_le_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// The payload of a [`seal`]ed file, or what is wrong with it.
+pub fn unseal(bytes: &[u8]) -> Result<&[u8], String> {
+    if bytes.len() < 16 || &bytes[..8] != SEAL_MAGIC {
+        return Err("no fedbandits checksum header (written by an older fedbandits, or not a snapshot)".into());
+    }
+    let stated = u64::from_le_bytes(bytes[8..16].try_into().map_err(|_| "short header".to_string())?);
+    let payload = &bytes[16..];
+    let actual = twox_hash::XxHash64::oneshot(0, payload);
+    if actual != stated {
+        return Err(format!(
+            "checksum mismatch (content {actual:016x}, header {stated:016x}): the file is damaged"
+        ));
+    }
+    Ok(payload)
 }
 
 #[cfg(test)]

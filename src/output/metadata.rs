@@ -1,0 +1,101 @@
+//! What every file says of itself: the job, the engine (version, git
+//! commit, semantics version), the family registry, the accountant's
+//! figures, and the checksum of its data pages.
+
+use crate::job::{Job, SEMANTICS_VERSION};
+use parquet::file::metadata::KeyValue;
+
+/// The key-value metadata entry holding the XXH64 checksum (hex) of a
+/// Parquet file's bytes before its footer, i.e. of every data page.
+pub const CHECKSUM_KEY: &str = "fedbandits.data_xxh64";
+
+/// The XXH64 of a Parquet file's bytes before its footer (the footer's
+/// length is in the 4 bytes before the trailing magic), or None when the
+/// bytes are not a Parquet file. Accidental damage anywhere in the data
+/// pages changes it (probability 1 - 2^-64); the footer is covered by its
+/// own decoding and the identity checks of the reader.
+pub fn data_checksum(bytes: &[u8]) -> Option<u64> {
+    let n = bytes.len();
+    if n < 12 || &bytes[n - 4..] != b"PAR1" {
+        return None;
+    }
+    let footer = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().ok()?) as usize;
+    let data_end = n.checked_sub(8 + footer)?;
+    Some(twox_hash::XxHash64::oneshot(0, &bytes[..data_end]))
+}
+
+/// Git commit the binary was built from (or "unknown").
+pub const GIT_COMMIT: &str = match option_env!("FEDBANDITS_GIT_COMMIT") {
+    Some(c) => c,
+    None => "unknown",
+};
+
+/// What the accountant says of each private cell, as JSON written into
+/// every file (`fedbandits.privacy`): `{"adaptive": false, "cells": [{"cell_id",
+/// "label", "relation" (what a neighbour is and that the figures assume the
+/// non-adaptive relation), "acct_epsilon", "acct_epsilon_zcdp",
+/// "paper_claimed_epsilon", "notes" (why a figure is null, failed
+/// preconditions)}, ...]}`.
+pub fn privacy_json(job: &Job) -> String {
+    let cells: Vec<serde_json::Value> = job
+        .cells
+        .iter()
+        .filter_map(|c| {
+            let a = c.config.accounting()?;
+            Some(serde_json::json!({
+                "cell_id": c.id,
+                "label": c.label(),
+                "relation": a.relation,
+                "acct_epsilon": a.epsilon,
+                "acct_epsilon_zcdp": a.epsilon_zcdp,
+                "paper_claimed_epsilon": a.paper_claimed,
+                "notes": a.warnings,
+            }))
+        })
+        .collect();
+    serde_json::json!({ "adaptive": false, "cells": cells }).to_string()
+}
+
+/// The family registry ([`crate::algo::family::FAMILIES`]) as JSON, written
+/// into every file so that the analysis package reads the families (their
+/// algorithms, environments and own columns) from the engine that wrote the
+/// data: `{"linear": {"algorithms": [...], "environments": [...],
+/// "columns": [...]}, ...}`.
+pub fn families_json() -> String {
+    let list = |names: &mut dyn Iterator<Item = &str>| {
+        let items: Vec<String> = names.map(|n| format!("\"{}\"", n.escape_default())).collect();
+        format!("[{}]", items.join(", "))
+    };
+    let fams: Vec<String> = crate::algo::family::FAMILIES
+        .iter()
+        .map(|f| {
+            format!(
+                "\"{}\": {{\"algorithms\": {}, \"environments\": {}, \"columns\": {}}}",
+                f.name,
+                list(&mut f.algorithms.iter().map(|a| a.0)),
+                list(&mut f.environments.iter().map(|e| e.0)),
+                list(&mut f.columns.iter().copied())
+            )
+        })
+        .collect();
+    format!("{{{}}}", fams.join(", "))
+}
+
+/// Key-value metadata written into every file.
+pub fn metadata(job: &Job, extra: &[(&str, String)]) -> Vec<KeyValue> {
+    let mut kv = vec![
+        KeyValue::new("fedbandits.job_yaml".into(), job.yaml.clone()),
+        KeyValue::new("fedbandits.job_name".into(), job.name.clone()),
+        KeyValue::new("fedbandits.job_path".into(), job.path.display().to_string()),
+        KeyValue::new("fedbandits.version".into(), env!("CARGO_PKG_VERSION").to_string()),
+        KeyValue::new("fedbandits.git_commit".into(), GIT_COMMIT.to_string()),
+        KeyValue::new("fedbandits.semantics_version".into(), SEMANTICS_VERSION.to_string()),
+        KeyValue::new("fedbandits.job_identity".into(), job.identity()),
+        KeyValue::new("fedbandits.families".into(), families_json()),
+        KeyValue::new("fedbandits.privacy".into(), privacy_json(job)),
+    ];
+    for (k, v) in extra {
+        kv.push(KeyValue::new(format!("fedbandits.{k}"), v.clone()));
+    }
+    kv
+}

@@ -1,0 +1,117 @@
+//! Reading Parquet files back: every batch after checking the data
+//! checksum, one metadata key, and the rows as canonical text for
+//! bit-for-bit comparisons of two result sets.
+
+use super::OutputError;
+use super::files::io;
+use super::metadata::{CHECKSUM_KEY, data_checksum};
+use arrow_array::RecordBatch;
+use arrow_schema::DataType;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use std::fs::File;
+use std::path::Path;
+
+/// Reads all record batches of a Parquet file written by
+/// [`write_parquet_atomic_with`], after checking its data checksum.
+pub fn read_parquet(path: &Path) -> Result<Vec<RecordBatch>, OutputError> {
+    Ok(read_parquet_checked(path)?.0)
+}
+
+/// A file's key-value metadata as (key, value) pairs.
+pub type Metadata = Vec<(String, String)>;
+
+/// Like [`read_parquet`], also returning the file's key-value metadata.
+pub fn read_parquet_checked(path: &Path) -> Result<(Vec<RecordBatch>, Metadata), OutputError> {
+    let bytes = bytes::Bytes::from(std::fs::read(path).map_err(io(path))?);
+    let pq = |source| OutputError::Parquet {
+        path: path.to_path_buf(),
+        source,
+    };
+    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes.clone()).map_err(pq)?;
+    let kv: Metadata = builder
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .map(|kvs| {
+            kvs.iter()
+                .map(|kv| (kv.key.clone(), kv.value.clone().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let bad = |message: String| OutputError::Checksum {
+        path: path.to_path_buf(),
+        message,
+    };
+    let stated = kv
+        .iter()
+        .find(|(k, _)| k == CHECKSUM_KEY)
+        .ok_or_else(|| bad(format!("no {CHECKSUM_KEY} checksum in its metadata")))?;
+    let actual = data_checksum(&bytes).ok_or_else(|| bad("not a Parquet file".into()))?;
+    if u64::from_str_radix(&stated.1, 16).ok() != Some(actual) {
+        return Err(bad(format!(
+            "checksum mismatch: the data pages hash to {actual:016x}, the file says {}",
+            stated.1
+        )));
+    }
+    let reader = builder.build().map_err(pq)?;
+    let mut out = Vec::new();
+    for b in reader {
+        out.push(b?);
+    }
+    Ok((out, kv))
+}
+
+/// Reads one key of a Parquet file's key-value metadata.
+pub fn read_metadata_key(path: &Path, key: &str) -> Result<Option<String>, OutputError> {
+    let file = File::open(path).map_err(io(path))?;
+    let pq = |source| OutputError::Parquet {
+        path: path.to_path_buf(),
+        source,
+    };
+    let b = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
+    let md = b.metadata().file_metadata().key_value_metadata();
+    Ok(md.and_then(|kvs| kvs.iter().find(|kv| kv.key == key).and_then(|kv| kv.value.clone())))
+}
+
+/// Renders every row of `batches` as one line of text (floats by their bit
+/// patterns), skipping `exclude` columns; rows are sorted. Two result sets are
+/// bit-identical in their data exactly when these lines are equal.
+pub fn canonical_rows(batches: &[RecordBatch], exclude: &[&str]) -> Vec<String> {
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float64Type, Int64Type, UInt32Type, UInt64Type};
+    let mut rows = Vec::new();
+    for b in batches {
+        let schema = b.schema();
+        let mut lines = vec![String::new(); b.num_rows()];
+        for (f, col) in schema.fields().iter().zip(b.columns()) {
+            if exclude.contains(&f.name().as_str()) {
+                continue;
+            }
+            for (r, line) in lines.iter_mut().enumerate() {
+                line.push_str(f.name());
+                line.push('=');
+                if col.is_null(r) {
+                    line.push_str("null");
+                } else {
+                    match f.data_type() {
+                        DataType::Utf8 => line.push_str(col.as_string::<i32>().value(r)),
+                        DataType::UInt32 => line.push_str(&col.as_primitive::<UInt32Type>().value(r).to_string()),
+                        DataType::UInt64 => line.push_str(&col.as_primitive::<UInt64Type>().value(r).to_string()),
+                        DataType::Int64 => line.push_str(&col.as_primitive::<Int64Type>().value(r).to_string()),
+                        DataType::Float64 => line.push_str(&format!(
+                            "{:016x}",
+                            col.as_primitive::<Float64Type>().value(r).to_bits()
+                        )),
+                        DataType::Boolean => line.push_str(&col.as_boolean().value(r).to_string()),
+                        other => line.push_str(&format!("<{other}>")),
+                    }
+                }
+                line.push(';');
+            }
+        }
+        rows.extend(lines);
+    }
+    rows.sort();
+    rows
+}

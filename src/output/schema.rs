@@ -1,0 +1,212 @@
+//! The results table: its long-format schema (one row per cell, repetition
+//! and checkpoint) and the record batch of a cell's repetitions.
+//!
+//! Every parameter of the registry ([`crate::algo::params::PARAMS`]) is its
+//! own typed, nullable column (null where the cell's algorithm or
+//! environment does not use it); every metric column of
+//! [`crate::algo::curve::METRICS`] likewise (null where the cell's family
+//! does not set it). The schema names no family.
+
+use super::OutputError;
+use crate::algo::curve::{CurvePoint, METRICS, Metric, MetricKind, RepResult};
+use crate::algo::params::{Kind, PARAMS, Value};
+use crate::job::{Cell, Job};
+use crate::privacy::accountant::Accounting;
+use arrow_array::builder::{Float64Builder, StringBuilder, UInt32Builder, UInt64Builder};
+use arrow_array::{
+    ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt32Array, UInt64Array,
+};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use std::sync::Arc;
+
+fn metric_type(kind: MetricKind) -> DataType {
+    match kind {
+        MetricKind::F64 => DataType::Float64,
+        MetricKind::U64 => DataType::UInt64,
+    }
+}
+
+fn param_type(kind: Kind) -> DataType {
+    match kind {
+        Kind::Int { .. } => DataType::Int64,
+        Kind::Float { .. } => DataType::Float64,
+        Kind::Choice(_) | Kind::Text => DataType::Utf8,
+        Kind::Bool => DataType::Boolean,
+    }
+}
+
+/// The output schema.
+pub fn schema() -> SchemaRef {
+    let mut f = vec![
+        Field::new("job", DataType::Utf8, false),
+        Field::new("cell_id", DataType::Utf8, false),
+        Field::new("cell_index", DataType::UInt32, false),
+        Field::new("algorithm", DataType::Utf8, false),
+        Field::new("environment", DataType::Utf8, false),
+        Field::new("horizon", DataType::UInt64, false),
+    ];
+    for p in PARAMS {
+        f.push(Field::new(p.name, param_type(p.kind), true));
+    }
+    f.extend([
+        Field::new("repetition", DataType::UInt32, false),
+        Field::new("seed", DataType::UInt64, false),
+        Field::new("t", DataType::UInt64, false),
+        Field::new("group_regret", DataType::Float64, false),
+        Field::new("agent_regret", DataType::Float64, false),
+        Field::new("agent_regret_max", DataType::Float64, false),
+        Field::new("sync_rounds", DataType::UInt64, false),
+        Field::new("messages", DataType::UInt64, false),
+        Field::new("cholesky_failures", DataType::UInt64, false),
+        Field::new("beta_clamps", DataType::UInt64, false),
+        Field::new("target_epsilon", DataType::Float64, true),
+        Field::new("target_delta", DataType::Float64, true),
+        Field::new("acct_epsilon", DataType::Float64, true),
+        Field::new("acct_releases_per_observation", DataType::UInt64, true),
+        Field::new("acct_noise_multiplier", DataType::Float64, true),
+        Field::new("paper_claimed_epsilon", DataType::Float64, true),
+        Field::new("acct_rho_zcdp", DataType::Float64, true),
+        Field::new("acct_epsilon_zcdp", DataType::Float64, true),
+        Field::new("acct_epsilon_pure", DataType::Float64, true),
+        Field::new("schedule_private", DataType::Boolean, false),
+    ]);
+    for (name, kind, _) in METRICS {
+        f.push(Field::new(*name, metric_type(*kind), true));
+    }
+    f.extend([
+        Field::new("backend", DataType::Utf8, false),
+        Field::new("wall_seconds", DataType::Float64, false),
+    ]);
+    Arc::new(Schema::new(f))
+}
+
+/// Columns that vary between runs of the same job (excluded from
+/// reproducibility comparisons).
+pub const NONDETERMINISTIC_COLUMNS: &[&str] = &["wall_seconds"];
+
+/// Builds the record batch of one cell (repetitions in order): the cell's
+/// identity and parameters, the per-point regret and counters, the
+/// accountant's figures, the metric columns, the backend and wall time.
+pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> Result<RecordBatch, OutputError> {
+    let n: usize = reps.iter().map(|r| r.points.len()).sum();
+    let mut cols: Vec<ArrayRef> = vec![
+        repeat_str(&job.name, n),
+        repeat_str(&cell.id, n),
+        Arc::new(UInt32Array::from(vec![cell.index as u32; n])),
+        repeat_str(&cell.algorithm, n),
+        repeat_str(&cell.environment, n),
+        Arc::new(UInt64Array::from(vec![job.horizon; n])),
+    ];
+    cols.extend(PARAMS.iter().map(|p| param_column(p.kind, cell.params.get(p.name), n)));
+    let mut b = UInt32Builder::new();
+    for r in reps {
+        b.append_value_n(r.rep, r.points.len());
+    }
+    cols.push(Arc::new(b.finish()));
+    cols.push(Arc::new(UInt64Array::from(vec![job.seed; n])));
+    cols.push(per_point_u64(reps, |p| p.t));
+    cols.push(per_point_f64(reps, |_, p| p.group_regret));
+    cols.push(per_point_f64(reps, |_, p| p.agent_regret_mean));
+    cols.push(per_point_f64(reps, |_, p| p.agent_regret_max));
+    cols.push(per_point_u64(reps, |p| p.counters.sync_rounds));
+    cols.push(per_point_u64(reps, |p| p.counters.messages));
+    cols.push(per_point_u64(reps, |p| p.counters.cholesky_failures));
+    cols.push(per_point_u64(reps, |p| p.counters.beta_clamps));
+    let acct = cell.config.accounting();
+    privacy_columns(cell, acct.as_ref(), n, &mut cols);
+    cols.extend(metric_columns(reps, acct.as_ref()));
+    cols.push(repeat_str(backend, n));
+    cols.push(per_point_f64(reps, |r, _| r.wall_seconds));
+    Ok(RecordBatch::try_new(schema(), cols)?)
+}
+
+/// `s` repeated `n` times.
+fn repeat_str(s: &str, n: usize) -> ArrayRef {
+    let mut b = StringBuilder::new();
+    for _ in 0..n {
+        b.append_value(s);
+    }
+    Arc::new(b.finish())
+}
+
+/// A parameter's column: its value (null where it does not apply) `n` times.
+fn param_column(kind: Kind, v: Option<&Value>, n: usize) -> ArrayRef {
+    match kind {
+        Kind::Int { .. } => Arc::new(Int64Array::from(vec![v.and_then(Value::as_i64); n])),
+        Kind::Float { .. } => Arc::new(Float64Array::from(vec![v.and_then(Value::as_f64); n])),
+        Kind::Choice(_) | Kind::Text => Arc::new(StringArray::from(vec![v.and_then(Value::as_str); n])),
+        Kind::Bool => Arc::new(BooleanArray::from(vec![v.and_then(Value::as_bool); n])),
+    }
+}
+
+/// A Float64 column of `f(repetition, point)` over every point.
+fn per_point_f64(reps: &[RepResult], f: impl Fn(&RepResult, &CurvePoint) -> f64) -> ArrayRef {
+    let mut b = Float64Builder::new();
+    for r in reps {
+        for p in &r.points {
+            b.append_value(f(r, p));
+        }
+    }
+    Arc::new(b.finish())
+}
+
+/// A UInt64 column of `f(point)` over every point.
+fn per_point_u64(reps: &[RepResult], f: impl Fn(&CurvePoint) -> u64) -> ArrayRef {
+    let mut b = UInt64Builder::new();
+    for p in reps.iter().flat_map(|r| &r.points) {
+        b.append_value(f(p));
+    }
+    Arc::new(b.finish())
+}
+
+/// The cell-level privacy columns: the target, the accountant's figures
+/// (null where not private) and whether the sync schedule is private.
+fn privacy_columns(cell: &Cell, acct: Option<&Accounting>, n: usize, cols: &mut Vec<ArrayRef>) {
+    let (te, td) = cell.config.target();
+    cols.push(Arc::new(Float64Array::from(vec![te; n])));
+    cols.push(Arc::new(Float64Array::from(vec![td; n])));
+    let figure = |f: &dyn Fn(&Accounting) -> Option<f64>| -> ArrayRef {
+        Arc::new(Float64Array::from(vec![acct.and_then(f); n]))
+    };
+    cols.push(figure(&|a| a.epsilon));
+    cols.push(Arc::new(UInt64Array::from(vec![
+        acct.map(|a| a.releases_per_observation);
+        n
+    ])));
+    cols.push(figure(&|a| a.noise_multiplier));
+    cols.push(figure(&|a| a.paper_claimed));
+    cols.push(figure(&|a| a.rho));
+    cols.push(figure(&|a| a.epsilon_zcdp));
+    cols.push(figure(&|a| a.epsilon_pure));
+    cols.push(Arc::new(BooleanArray::from(vec![cell.config.schedule_private(); n])));
+}
+
+/// The metric columns ([`METRICS`]): each point's value where its family
+/// set it; else, for a column the accountant also states over the horizon
+/// (basic composition), the cell's figure; else null.
+fn metric_columns(reps: &[RepResult], acct: Option<&Accounting>) -> Vec<ArrayRef> {
+    METRICS
+        .iter()
+        .enumerate()
+        .map(|(i, (name, kind, _))| {
+            let fallback = acct.and_then(|a| a.figure(name));
+            let value = |p: &CurvePoint| p.metrics[i].or(fallback.map(Metric::F64));
+            match kind {
+                MetricKind::F64 => {
+                    let mut b = Float64Builder::new();
+                    for p in reps.iter().flat_map(|r| &r.points) {
+                        b.append_option(value(p).map(Metric::as_f64));
+                    }
+                    Arc::new(b.finish()) as ArrayRef
+                }
+                MetricKind::U64 => {
+                    let mut b = UInt64Builder::new();
+                    for p in reps.iter().flat_map(|r| &r.points) {
+                        b.append_option(value(p).and_then(Metric::as_u64));
+                    }
+                    Arc::new(b.finish()) as ArrayRef
+                }
+            }
+        })
+        .collect()
+}
