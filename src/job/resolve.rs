@@ -11,6 +11,9 @@ use crate::algo::CellConfig;
 use crate::algo::params::Value;
 use std::collections::BTreeMap;
 
+/// The grid's axes: (parameter, values), in the job's order.
+pub(super) type Axes = [(String, Vec<Value>)];
+
 /// A resolved cell: its keys, the parameters that apply, its configuration.
 pub(super) type ResolvedCell = (identity::CellIds, BTreeMap<&'static str, Value>, CellConfig);
 
@@ -24,7 +27,7 @@ impl Parser<'_> {
         algo: &str,
         envname: &str,
         raw: &BTreeMap<String, Value>,
-        (fixed, axes): (&BTreeMap<String, Value>, &[(String, Vec<Value>)]),
+        (fixed, axes): (&BTreeMap<String, Value>, &Axes),
         (horizon, seed, reps, checkpoints): (u64, u64, u32, &CheckpointSpec),
     ) -> Option<ResolvedCell> {
         match crate::algo::resolve::resolve(algo, envname, raw, horizon) {
