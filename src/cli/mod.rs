@@ -141,52 +141,60 @@ pub enum Command {
     /// List algorithms, environments and parameters.
     List,
     /// Run the canonical benchmark workloads and print agent-steps per second.
-    Bench {
-        /// Backend: auto, cpu or cuda.
-        #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
-        backend: BackendChoice,
-        /// Worker threads (default: all cores; at most 4 x the cores).
-        #[arg(long, value_parser = at_least_one)]
-        threads: Option<usize>,
-        /// Rounds per federation (more rounds: steadier numbers).
-        #[arg(long, default_value_t = 200)]
-        rounds: u64,
-        /// Run only workloads whose name contains this text.
-        #[arg(long)]
-        only: Option<String>,
-        /// Federations per workload (default: each workload's own, 64 for
-        /// d = 10); a GPU needs thousands to fill.
-        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-        federations: Option<u32>,
-        /// Also time the per-step kernels (one thread, ns per call).
-        #[arg(long)]
-        kernels: bool,
-        /// Print the faer crossover table (hand-written vs faer inverse and
-        /// scoring, d = 4..256, one thread) and exit.
-        #[arg(long)]
-        linalg: bool,
-    },
+    Bench(BenchArgs),
     /// Measure every bench workload on every backend that works here (the
     /// CPU; CUDA when a device opens and agrees with the CPU bit for bit)
     /// at several batch sizes, print the table and record it as this
     /// machine's calibration, which `--backend auto` follows.
-    Calibrate {
-        /// Worker threads (default: all cores); part of the machine's key.
-        #[arg(long, value_parser = at_least_one)]
-        threads: Option<usize>,
-        /// Batch sizes, comma-separated.
-        #[arg(long, value_delimiter = ',', default_values_t = vec![64u32, 1024, 4096])]
-        federations: Vec<u32>,
-        /// Seconds per measurement (at least one round each).
-        #[arg(long, default_value_t = 2.0)]
-        seconds: f64,
-        /// Only workloads whose name contains this text.
-        #[arg(long)]
-        only: Option<String>,
-        /// Also write the table as a Markdown report.
-        #[arg(long)]
-        report: Option<PathBuf>,
-    },
+    Calibrate(CalibrateArgs),
+}
+
+/// `fedbandits bench`'s options.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Backend: auto, cpu or cuda.
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+    /// Worker threads (default: all cores; at most 4 x the cores).
+    #[arg(long, value_parser = at_least_one)]
+    pub threads: Option<usize>,
+    /// Rounds per federation (more rounds: steadier numbers).
+    #[arg(long, default_value_t = 200)]
+    pub rounds: u64,
+    /// Run only workloads whose name contains this text.
+    #[arg(long)]
+    pub only: Option<String>,
+    /// Federations per workload (default: each workload's own, 64 for
+    /// d = 10); a GPU needs thousands to fill.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub federations: Option<u32>,
+    /// Also time the per-step kernels (one thread, ns per call).
+    #[arg(long)]
+    pub kernels: bool,
+    /// Print the faer crossover table (hand-written vs faer inverse and
+    /// scoring, d = 4..256, one thread) and exit.
+    #[arg(long)]
+    pub linalg: bool,
+}
+
+/// `fedbandits calibrate`'s options.
+#[derive(Debug, clap::Args)]
+pub struct CalibrateArgs {
+    /// Worker threads (default: all cores); part of the machine's key.
+    #[arg(long, value_parser = at_least_one)]
+    pub threads: Option<usize>,
+    /// Batch sizes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = vec![64u32, 1024, 4096])]
+    pub federations: Vec<u32>,
+    /// Seconds per measurement (at least one round each).
+    #[arg(long, default_value_t = 2.0)]
+    pub seconds: f64,
+    /// Only workloads whose name contains this text.
+    #[arg(long)]
+    pub only: Option<String>,
+    /// Also write the table as a Markdown report.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
 }
 
 /// Errors reaching the command line.
@@ -249,21 +257,22 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             batch,
             snapshot_every,
             quiet,
-        } => run_command(
-            &job,
-            backend,
-            threads,
-            RunOptions {
+        } => {
+            let snapshot_every = (snapshot_every.is_finite() && snapshot_every >= 0.0)
+                .then(|| std::time::Duration::from_secs_f64(snapshot_every * 60.0));
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let threads_used = capped_threads(threads);
+            let opts = RunOptions {
                 shard,
-                threads: capped_threads(threads),
+                threads: threads_used,
                 quiet,
                 out,
                 batch,
-                snapshot_every: (snapshot_every.is_finite() && snapshot_every >= 0.0)
-                    .then(|| std::time::Duration::from_secs_f64(snapshot_every * 60.0)),
-                stop: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
-            },
-        ),
+                snapshot_every,
+                stop,
+            };
+            run_command(&job, backend, threads, opts)
+        }
         Command::Validate { job, threads } => {
             let job = Job::load(&job)?;
             emit(&validate_text(&job, threads.unwrap_or_else(rayon::current_num_threads)));
@@ -278,9 +287,7 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             out,
         } => {
             let mut job = Job::load(&job)?;
-            if let Some(o) = out {
-                job.output = o;
-            }
+            job.output = out.unwrap_or(job.output);
             emit(&plan_text(&job, tasks.max(1), threads.max(1), rate, all));
             Ok(())
         }
@@ -293,38 +300,24 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             confidence,
             noise_scale,
             threads,
-        } => {
-            let settings = audit::AuditSettings {
+        } => audit_command(
+            &job,
+            out,
+            audit::AuditSettings {
                 trials,
                 attack_trials,
                 confidence,
                 noise_scale,
-            };
-            let threads = capped_threads(threads);
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads.unwrap_or(0))
-                .build()
-                .map_err(|e| RunError::Threads {
-                    threads: threads.unwrap_or(0),
-                    message: e.to_string(),
-                })?;
-            let text = pool.install(|| audit::run(&job, out, settings))?;
-            emit(&text);
-            Ok(())
-        }
-        Command::Calibrate {
+            },
             threads,
-            federations,
-            seconds,
-            only,
-            report,
-        } => {
+        ),
+        Command::Calibrate(c) => {
             let opts = calibrate::CalibrateOptions {
-                threads: worker_threads(capped_threads(threads)),
-                federations,
-                seconds,
-                only,
-                report,
+                threads: worker_threads(capped_threads(c.threads)),
+                federations: c.federations,
+                seconds: c.seconds,
+                only: c.only,
+                report: c.report,
             };
             emit(&calibrate::run(&opts)?);
             Ok(())
@@ -333,33 +326,49 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             emit(&list_text());
             Ok(())
         }
-        Command::Bench {
-            backend,
-            threads,
-            rounds,
-            only,
-            federations,
-            kernels,
-            linalg,
-        } => {
-            if linalg {
-                bench::linalg_crossover();
-                return Ok(());
-            }
-            let sel = backend::select(backend, worker_threads(threads))?;
-            eprintln!("fedbandits bench: {}", sel.note);
-            if kernels {
-                bench::kernels(sel.cpu_backend());
-            }
-            let opts = bench::BenchOptions {
-                threads: capped_threads(threads),
-                rounds,
-                only,
-                federations,
-            };
-            bench::run(&sel, &opts).map_err(CliError::Run)
-        }
+        Command::Bench(b) => bench_command(b),
     }
+}
+
+/// `fedbandits audit`: the audit on a pool of the requested threads.
+fn audit_command(
+    job: &std::path::Path,
+    out: Option<std::path::PathBuf>,
+    settings: audit::AuditSettings,
+    threads: Option<usize>,
+) -> Result<(), CliError> {
+    let threads = capped_threads(threads);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.unwrap_or(0))
+        .build()
+        .map_err(|e| RunError::Threads {
+            threads: threads.unwrap_or(0),
+            message: e.to_string(),
+        })?;
+    let text = pool.install(|| audit::run(job, out, settings))?;
+    emit(&text);
+    Ok(())
+}
+
+/// `fedbandits bench`: the faer crossover table alone when asked, else the
+/// backend, the kernel timings when asked, then the workloads.
+fn bench_command(b: BenchArgs) -> Result<(), CliError> {
+    if b.linalg {
+        bench::linalg_crossover();
+        return Ok(());
+    }
+    let opts = bench::BenchOptions {
+        threads: capped_threads(b.threads),
+        rounds: b.rounds,
+        only: b.only,
+        federations: b.federations,
+    };
+    let sel = backend::select(b.backend, worker_threads(opts.threads))?;
+    eprintln!("fedbandits bench: {}", sel.note);
+    if b.kernels {
+        bench::kernels(sel.cpu_backend());
+    }
+    bench::run(&sel, &opts).map_err(CliError::Run)
 }
 
 /// `fedbandits run`: loads the job, selects the backend, says what will

@@ -152,6 +152,10 @@ fn invalid_jobs_exit_2_with_file_line_key() {
         "horizon: 100\nalgorithm: gossip_ucb\nenvironment: mab_heterogeneous\nparams: {m: 4, graph: ring, graph_edges: e.txt}\n",
         &["params.graph_edges", "applies to graph: edges only"],
     );
+}
+
+#[test]
+fn bad_flags_and_special_files_exit_with_clear_errors() {
     // A UTF-8 byte-order mark is not a second document.
     let dir = tempdir("bom");
     let job = write_job(&dir, "bom.yaml", &format!("\u{feff}{GOOD}"));

@@ -137,22 +137,40 @@ fn argmax(it: impl Iterator<Item = f64>) -> usize {
     best.1
 }
 
+/// The UCB width of an arm pulled `cnt` times at round t (`lt` = ln t,
+/// `log2_t` = log2 t), with the private term when the federation is
+/// private. The portable logarithm ([`crate::math`]), so a GPU computes
+/// the same widths bit for bit.
+#[inline]
+fn width(cnt: u64, c: f64, lt: f64, log2_t: f64, privacy: Option<&GossipPrivacy>) -> f64 {
+    let nn = cnt as f64;
+    let base = (2.0 * c * lt / nn).sqrt();
+    match privacy {
+        Some(p) => base + p.c_priv * p.log2_horizon * log2_t * crate::math::ln(nn) / (p.epsilon * nn),
+        None => base,
+    }
+}
+
 impl Fed {
+    /// One round of every agent: choose from the previous round's state,
+    /// observe and update, then (gossip policies) estimate network counts
+    /// and gossip over one random edge.
     fn round(&mut self, t: u64, policy: GossipPolicy, c: f64, privacy: Option<&GossipPrivacy>) {
+        self.choose(t, policy, c, privacy);
+        self.observe(t, privacy);
+        if policy == GossipPolicy::Gossip {
+            self.gossip(t);
+        }
+    }
+
+    /// Step 1: every agent's arm, from the previous round's state: the initial
+    /// pulls, then the policy's (a lagging arm is forced under gossip).
+    fn choose(&mut self, t: u64, policy: GossipPolicy, c: f64, privacy: Option<&GossipPrivacy>) {
         let (n, m) = (self.env.spec.agents, self.env.spec.arms);
-        // The portable logarithm (crate::math), so a GPU computes the same
-        // widths bit for bit; log2 t = ln t / ln 2.
+        // log2 t = ln t / ln 2.
         let lt = crate::math::ln(t as f64);
         let log2_t = lt / std::f64::consts::LN_2;
-        let width = |cnt: u64| {
-            let nn = cnt as f64;
-            let base = (2.0 * c * lt / nn).sqrt();
-            match privacy {
-                Some(p) => base + p.c_priv * p.log2_horizon * log2_t * crate::math::ln(nn) / (p.epsilon * nn),
-                None => base,
-            }
-        };
-        // 1. Choose (every agent from the previous round's state).
+        let width = |cnt: u64| width(cnt, c, lt, log2_t, privacy);
         if policy == GossipPolicy::Oracle && t > m as u64 {
             for k in 0..m {
                 let (mut s, mut cnt) = (0.0, 0u64);
@@ -196,7 +214,12 @@ impl Fed {
                 }
             };
         }
-        // 2. Observe and update own counts and estimates.
+    }
+
+    /// Step 2: every agent observes its arm and updates its own counts and
+    /// estimates (privately: clipped, through its binary partial sums).
+    fn observe(&mut self, t: u64, privacy: Option<&GossipPrivacy>) {
+        let (n, m) = (self.env.spec.agents, self.env.spec.arms);
         self.xbar_old.copy_from_slice(&self.xbar);
         let mut total = 0.0;
         for i in 0..n {
@@ -231,9 +254,13 @@ impl Fed {
             }
         }
         self.group += total;
-        if policy != GossipPolicy::Gossip {
-            return;
-        }
+    }
+
+    /// Steps 3 and 4 (gossip policies): network-count estimates from the
+    /// neighbours' previous values, then the gossip step.
+    fn gossip(&mut self, t: u64) {
+        let m = self.env.spec.arms;
+        let n = self.env.spec.agents;
         // 3. Network-count estimates from the neighbours' previous values.
         if t <= m as u64 {
             self.nt.copy_from_slice(&self.n);

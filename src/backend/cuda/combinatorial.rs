@@ -103,6 +103,44 @@ pub fn supports(batch: &CombBatch) -> Result<(), CudaError> {
     Ok(())
 }
 
+/// The instances of a batch, one after another: each producer's quality,
+/// cost and capacity, and the benchmarks (true revenue, best, penalty)
+/// regret is measured against.
+struct Instances {
+    quality: Vec<f64>,
+    cost: Vec<f64>,
+    cap: Vec<i32>,
+    r_true: Vec<f64>,
+    best: Vec<f64>,
+    penalty: Vec<f64>,
+}
+
+impl Instances {
+    fn new(batch: &CombBatch) -> Result<Self, CudaError> {
+        let mut h = Instances {
+            quality: Vec::new(),
+            cost: Vec::new(),
+            cap: Vec::new(),
+            r_true: Vec::new(),
+            best: Vec::new(),
+            penalty: Vec::new(),
+        };
+        for inst in &batch.instances {
+            let bm = Benchmarks::new(inst, batch.oracle);
+            h.quality.extend_from_slice(&inst.quality);
+            h.cost.extend_from_slice(&inst.cost);
+            for &k in &inst.capacity {
+                h.cap
+                    .push(i32::try_from(k).map_err(|_| CudaError::Unsupported("capacity exceeds i32".into()))?);
+            }
+            h.r_true.extend_from_slice(&bm.r_true);
+            h.best.extend_from_slice(&bm.best);
+            h.penalty.extend_from_slice(&bm.penalty);
+        }
+        Ok(h)
+    }
+}
+
 impl<'a> CudaComb<'a> {
     /// Uploads the initial state of every federation of `batch`.
     pub fn new(
@@ -116,19 +154,7 @@ impl<'a> CudaComb<'a> {
         };
         let spec = &first.spec;
         let (n, m) = (spec.agents, spec.producers);
-        let (mut quality, mut cost, mut cap) = (Vec::new(), Vec::new(), Vec::new());
-        let (mut r_true, mut best, mut penalty) = (Vec::new(), Vec::new(), Vec::new());
-        for inst in &batch.instances {
-            let bm = Benchmarks::new(inst, batch.oracle);
-            quality.extend_from_slice(&inst.quality);
-            cost.extend_from_slice(&inst.cost);
-            for &k in &inst.capacity {
-                cap.push(i32::try_from(k).map_err(|_| CudaError::Unsupported("capacity exceeds i32".into()))?);
-            }
-            r_true.extend_from_slice(&bm.r_true);
-            best.extend_from_slice(&bm.best);
-            penalty.extend_from_slice(&bm.penalty);
-        }
+        let inst = Instances::new(batch)?;
         if batch.quality_keys.len() != nf * n {
             return Err(CudaError::Unsupported("one quality key per agent".into()));
         }
@@ -164,12 +190,12 @@ impl<'a> CudaComb<'a> {
         let b = Bufs {
             comm_rounds: upload_slice(lr, &rounds)?,
             comm_scale: upload_slice(lr, &scale)?,
-            quality: upload_slice(lr, &quality)?,
-            cost: upload_slice(lr, &cost)?,
-            cap: upload_slice(lr, &cap)?,
-            r_true: upload_slice(lr, &r_true)?,
-            best: upload_slice(lr, &best)?,
-            penalty: upload_slice(lr, &penalty)?,
+            quality: upload_slice(lr, &inst.quality)?,
+            cost: upload_slice(lr, &inst.cost)?,
+            cap: upload_slice(lr, &inst.cap)?,
+            r_true: upload_slice(lr, &inst.r_true)?,
+            best: upload_slice(lr, &inst.best)?,
+            penalty: upload_slice(lr, &inst.penalty)?,
             keys: upload_slice(lr, &batch.quality_keys)?,
             nkeys: upload_slice(lr, &nkeys)?,
             w: upload_slice(lr, &zf(nnm))?,

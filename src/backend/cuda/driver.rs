@@ -160,6 +160,169 @@ pub struct CudaLinear<'a> {
     clamps: Vec<u64>,
 }
 
+/// The sizes [`Bufs::upload`] needs beyond the batch's: slots, the tree
+/// width, privacy, and the step kernels' scratch (the one-thread-per-agent
+/// kernel's decision-set and work buffers; 8 bytes where the cooperative
+/// kernel keeps them in shared memory).
+struct BufLayout {
+    ns: usize,
+    width: usize,
+    private: bool,
+    gbuf: usize,
+    work: usize,
+}
+
+/// The host-side initial streams, exactly as the CPU federations build
+/// them: theta* per federation, and per agent the 8-lane context
+/// generator, the reward stream and the uniform stream.
+struct HostStreams {
+    theta: Vec<f64>,
+    lanes: Vec<u64>,
+    rstate: Vec<u64>,
+    ustate: Vec<u64>,
+}
+
+impl HostStreams {
+    fn new(batch: &LinearBatch) -> Self {
+        let (nf, m, d) = (batch.federations(), batch.m, batch.env.d);
+        let n = nf * m;
+        let mut h = HostStreams {
+            theta: Vec::with_capacity(nf * d),
+            lanes: Vec::with_capacity(n * 32),
+            rstate: Vec::with_capacity(n * 4),
+            ustate: Vec::with_capacity(n * 4),
+        };
+        for key in &batch.env_keys {
+            let env = LinearEnv::new(&batch.env, key);
+            h.theta.extend_from_slice(&env.theta);
+            for i in 0..m {
+                let (ctx, uni, rew) = env.agent_stream_keys(i);
+                h.ustate.extend_from_slice(&state_words(&uni));
+                let mut words = [0u64; 32];
+                let mut key = ctx.clone();
+                key.push(0);
+                for lane in 0..8 {
+                    *key.last_mut().unwrap_or(&mut 0) = lane as u64;
+                    let w = state_words(&key);
+                    for (wi, v) in w.iter().enumerate() {
+                        words[wi * 8 + lane] = *v;
+                    }
+                }
+                h.lanes.extend_from_slice(&words);
+                h.rstate.extend_from_slice(&state_words(&rew));
+            }
+        }
+        h
+    }
+}
+
+/// Each slot's noise key on the device (zeros when not private). The CPU
+/// orders a federation's slots agent-major (i x gamma + g); the device
+/// g-major over all agents (g x n + f x m + i).
+fn slot_noise_keys(batch: &LinearBatch, ns: usize, private: bool) -> Vec<u64> {
+    let (m, n) = (batch.m, batch.federations() * batch.m);
+    match (&batch.network, private) {
+        (_, false) => vec![0; ns],
+        (Some(net), true) => {
+            let gamma = net.gamma.max(1);
+            (0..ns)
+                .map(|s| {
+                    let (g, a) = (s / n, s % n);
+                    batch.noise_keys[(a / m) * m * gamma + (a % m) * gamma + g]
+                })
+                .collect()
+        }
+        (None, true) => batch.noise_keys.clone(),
+    }
+}
+
+impl Bufs {
+    /// Uploads every federation's initial state: the streams, V^{-1} =
+    /// I / lambda and log det V = d ln lambda per slot, the server's base
+    /// lambda I, zeros elsewhere.
+    fn upload(lr: &mut dyn Launcher, batch: &LinearBatch, s: &BufLayout) -> Result<Self, CudaError> {
+        let (nf, m, d, lambda) = (batch.federations(), batch.m, batch.env.d, batch.lambda);
+        let (n, ns, dd) = (nf * m, s.ns, d * d);
+        let host = HostStreams::new(batch);
+        let mut vinv0 = vec![0.0f64; dd];
+        for i in 0..d {
+            vinv0[i * d + i] = 1.0 / lambda;
+        }
+        let mut base0 = vec![0.0f64; nf * dd];
+        for f in 0..nf {
+            for i in 0..d {
+                base0[f * dd + i * d + i] = lambda;
+            }
+        }
+        let z = |len: usize| vec![0.0f64; len];
+        let tree = if s.private { ns * s.width * 8 } else { 8 };
+        Ok(Bufs {
+            theta: upload_slice(lr, &host.theta)?,
+            lanes: upload_slice(lr, &host.lanes)?,
+            rstate: upload_slice(lr, &host.rstate)?,
+            rspare: upload_slice(lr, &z(n))?,
+            rhas: upload_slice(lr, &vec![0i32; n])?,
+            vinv: upload_slice(lr, &vinv0.repeat(ns))?,
+            logdet: upload_slice(lr, &vec![d as f64 * lambda.ln(); ns])?,
+            b: upload_slice(lr, &z(ns * d))?,
+            gram: upload_slice(lr, &z(ns * dd))?,
+            bias: upload_slice(lr, &z(ns * d))?,
+            regret: upload_slice(lr, &z(n))?,
+            clipped: upload_slice(lr, &vec![0u64; n])?,
+            round_regret: upload_slice(lr, &z(n))?,
+            group: upload_slice(lr, &z(nf))?,
+            failures: upload_slice(lr, &vec![0i32; nf])?,
+            gbuf: lr.alloc_zeroed(s.gbuf)?,
+            work: lr.alloc_zeroed(s.work)?,
+            base: upload_slice(lr, &base0)?,
+            usyn: upload_slice(lr, &z(nf * d))?,
+            scratch: lr.alloc_zeroed(n.max(nf) * 3 * dd * 8)?,
+            tsum: lr.alloc_zeroed(tree)?,
+            nsum: lr.alloc_zeroed(tree)?,
+            akey: upload_slice(lr, &slot_noise_keys(batch, ns, s.private))?,
+            ustate: upload_slice(lr, &host.ustate)?,
+            pstate: match &batch.random_policy {
+                Some(keys) => upload_slice(lr, &keys.iter().flat_map(|k| state_words(k)).collect::<Vec<u64>>())?,
+                None => lr.alloc_zeroed(8)?,
+            },
+        })
+    }
+}
+
+/// The sync release as `fb_sync_reduce`'s mode (0 exact, 1 tree, 2 cumulative,
+/// 3 vector summation) and whether the tree's node noise is Dubey's.
+fn release_mode(batch: &LinearBatch) -> (i32, bool) {
+    match batch.sync.as_ref().map(|s| &s.release) {
+        Some(Release::Tree { noise, .. }) => (1, *noise == crate::privacy::tree::NodeNoise::Dubey),
+        Some(Release::Cumulative) => (2, false),
+        Some(Release::VecSum { .. }) => (3, false),
+        _ => (0, false),
+    }
+}
+
+/// The step kernels' shape arguments: agents, M, d, K, K padded to 8, and
+/// the environment's reward rule (raw or clipped reward, noise, bound).
+fn shape_args(batch: &LinearBatch) -> Result<[Arg; 8], CudaError> {
+    let (n, m, d, k) = (batch.federations() * batch.m, batch.m, batch.env.d, batch.env.k);
+    let (reward_raw, noise_std) = match batch.env.kind {
+        LinearEnvKind::Sphere {
+            reward_on_raw,
+            noise_std,
+        } => (reward_on_raw, noise_std),
+        LinearEnvKind::Gap => (true, 0.0),
+    };
+    Ok([
+        int_arg(n)?,
+        int_arg(m)?,
+        int_arg(d)?,
+        int_arg(k)?,
+        int_arg(k.div_ceil(8) * 8)?,
+        Arg::I32(i32::from(reward_raw)),
+        Arg::F64(noise_std),
+        Arg::F64(batch.reward_bound),
+    ])
+}
+
 impl<'a> CudaLinear<'a> {
     /// Uploads the initial state of every federation of `batch` (exactly as
     /// the CPU builds it: same streams, V = lambda I, b = 0).
@@ -174,114 +337,24 @@ impl<'a> CudaLinear<'a> {
         // Per-slot buffers: gamma slots per agent on a network, else one.
         let ns = n * slots_per_agent(batch);
         let (dd, kp) = (d * d, k.div_ceil(8) * 8);
-        let (reward_raw, noise_std) = match batch.env.kind {
-            LinearEnvKind::Sphere {
-                reward_on_raw,
-                noise_std,
-            } => (reward_on_raw, noise_std),
-            LinearEnvKind::Gap => (true, 0.0),
-        };
         let lambda = batch.lambda;
         let sigma = batch.sync.as_ref().map_or(0.0, |s| s.tree_sigma());
         let private = sigma > 0.0;
         let width = dd + d;
-        let (mode, dubey) = match batch.sync.as_ref().map(|s| &s.release) {
-            Some(Release::Tree { noise, .. }) => (1, *noise == crate::privacy::tree::NodeNoise::Dubey),
-            Some(Release::Cumulative) => (2, false),
-            Some(Release::VecSum { .. }) => (3, false),
-            _ => (0, false),
-        };
-
-        // Host-side initial state, exactly as the CPU federations build it.
-        let mut theta = Vec::with_capacity(nf * d);
-        let mut lanes = Vec::with_capacity(n * 32);
-        let mut rstate = Vec::with_capacity(n * 4);
-        let mut ustate: Vec<u64> = Vec::with_capacity(n * 4);
-        for key in &batch.env_keys {
-            let env = LinearEnv::new(&batch.env, key);
-            theta.extend_from_slice(&env.theta);
-            for i in 0..m {
-                let (ctx, uni, rew) = env.agent_stream_keys(i);
-                ustate.extend_from_slice(&state_words(&uni));
-                let mut words = [0u64; 32];
-                let mut key = ctx.clone();
-                key.push(0);
-                for lane in 0..8 {
-                    *key.last_mut().unwrap_or(&mut 0) = lane as u64;
-                    let w = state_words(&key);
-                    for (wi, v) in w.iter().enumerate() {
-                        words[wi * 8 + lane] = *v;
-                    }
-                }
-                lanes.extend_from_slice(&words);
-                rstate.extend_from_slice(&state_words(&rew));
-            }
-        }
-        let akey: Vec<u64> = match (&batch.network, private) {
-            (_, false) => vec![0; ns],
-            // The CPU orders a federation's slots agent-major (i x gamma +
-            // g); the device g-major over all agents (g x n + f x m + i).
-            (Some(net), true) => {
-                let gamma = net.gamma.max(1);
-                (0..ns)
-                    .map(|s| {
-                        let (g, a) = (s / n, s % n);
-                        batch.noise_keys[(a / m) * m * gamma + (a % m) * gamma + g]
-                    })
-                    .collect()
-            }
-            (None, true) => batch.noise_keys.clone(),
-        };
-        let mut vinv0 = vec![0.0f64; dd];
-        for i in 0..d {
-            vinv0[i * d + i] = 1.0 / lambda;
-        }
-        let vinv_all: Vec<f64> = vinv0.repeat(ns);
-        let logdet_all = vec![d as f64 * lambda.ln(); ns];
-        let mut base0 = vec![0.0f64; nf * dd];
-        for f in 0..nf {
-            for i in 0..d {
-                base0[f * dd + i * d + i] = lambda;
-            }
-        }
+        let (mode, dubey) = release_mode(batch);
         let gap = matches!(batch.env.kind, LinearEnvKind::Gap);
         let coop = coop_step_shape(gap, d, k, shared_limit);
         let gstride = ((k - d.min(k)) * (d - 1)).max(1);
         let wstride = d * kp + 2 * kp + 3 * d;
-        let z = |len: usize| vec![0.0f64; len];
         let lr: &mut dyn Launcher = &mut **l;
-        let bufs = Bufs {
-            theta: upload_slice(lr, &theta)?,
-            lanes: upload_slice(lr, &lanes)?,
-            rstate: upload_slice(lr, &rstate)?,
-            rspare: upload_slice(lr, &z(n))?,
-            rhas: upload_slice(lr, &vec![0i32; n])?,
-            vinv: upload_slice(lr, &vinv_all)?,
-            logdet: upload_slice(lr, &logdet_all)?,
-            b: upload_slice(lr, &z(ns * d))?,
-            gram: upload_slice(lr, &z(ns * dd))?,
-            bias: upload_slice(lr, &z(ns * d))?,
-            regret: upload_slice(lr, &z(n))?,
-            clipped: upload_slice(lr, &vec![0u64; n])?,
-            round_regret: upload_slice(lr, &z(n))?,
-            group: upload_slice(lr, &z(nf))?,
-            failures: upload_slice(lr, &vec![0i32; nf])?,
-            // Per-agent decision-set scratch only for the one-thread-per-agent
-            // kernel; the cooperative one keeps the set in shared memory.
-            gbuf: lr.alloc_zeroed(if coop.is_some() { 8 } else { n * gstride * 4 })?,
-            work: lr.alloc_zeroed(if coop.is_some() { 8 } else { n * wstride * 8 })?,
-            base: upload_slice(lr, &base0)?,
-            usyn: upload_slice(lr, &z(nf * d))?,
-            scratch: lr.alloc_zeroed(n.max(nf) * 3 * dd * 8)?,
-            tsum: lr.alloc_zeroed(if private { ns * width * 8 } else { 8 })?,
-            nsum: lr.alloc_zeroed(if private { ns * width * 8 } else { 8 })?,
-            akey: upload_slice(lr, &akey)?,
-            ustate: upload_slice(lr, &ustate)?,
-            pstate: match &batch.random_policy {
-                Some(keys) => upload_slice(lr, &keys.iter().flat_map(|k| state_words(k)).collect::<Vec<u64>>())?,
-                None => lr.alloc_zeroed(8)?,
-            },
+        let layout = BufLayout {
+            ns,
+            width,
+            private,
+            gbuf: if coop.is_some() { 8 } else { n * gstride * 4 },
+            work: if coop.is_some() { 8 } else { n * wstride * 8 },
         };
+        let bufs = Bufs::upload(lr, batch, &layout)?;
         // A launch of the cooperative kernel runs a chunk of rounds (the
         // lockstep loop ends chunks at every event needing other kernels);
         // the fallback kernel runs one round per launch.
@@ -301,16 +374,7 @@ impl<'a> CudaLinear<'a> {
         };
         let rr = lr.alloc_zeroed(if coop.is_some() { chunk_max * n * 8 } else { 8 })?;
         let betas_dev = lr.alloc_zeroed(chunk_max * 8)?;
-        let shape = [
-            int_arg(n)?,
-            int_arg(m)?,
-            int_arg(d)?,
-            int_arg(k)?,
-            int_arg(kp)?,
-            Arg::I32(i32::from(reward_raw)),
-            Arg::F64(noise_std),
-            Arg::F64(batch.reward_bound),
-        ];
+        let shape = shape_args(batch)?;
         let mut linear = Self {
             l,
             bufs,

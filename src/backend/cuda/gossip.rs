@@ -85,6 +85,90 @@ pub fn supports(batch: &GossipBatch) -> Result<(), CudaError> {
     Ok(())
 }
 
+/// The host-side initial state of every federation of a batch: the arms'
+/// means (and a data environment's records), each graph's adjacency and
+/// edges (offsets per federation), and the noise and edge streams.
+struct Host {
+    local_means: Vec<f64>,
+    means: Vec<f64>,
+    best: Vec<f64>,
+    rec_total: Vec<u64>,
+    rec_ones: Vec<u64>,
+    adj_off: Vec<i32>,
+    adj: Vec<i32>,
+    edges: Vec<i32>,
+    edge_off: Vec<i32>,
+    nstate: Vec<u64>,
+    estate: Vec<u64>,
+}
+
+impl Host {
+    fn new(batch: &GossipBatch, n: usize, m: usize) -> Result<Self, CudaError> {
+        let nf = batch.federations();
+        let mut h = Host {
+            local_means: Vec::with_capacity(nf * n * m),
+            means: Vec::with_capacity(nf * m),
+            best: Vec::with_capacity(nf),
+            rec_total: Vec::new(),
+            rec_ones: Vec::new(),
+            adj_off: Vec::new(),
+            adj: Vec::new(),
+            edges: Vec::new(),
+            edge_off: vec![0i32],
+            nstate: Vec::with_capacity(nf * n * 4),
+            estate: Vec::with_capacity(nf * 4),
+        };
+        for (f, (env, g)) in batch.envs.iter().zip(&batch.graphs).enumerate() {
+            h.local_means.extend_from_slice(&env.local_means);
+            h.means.extend_from_slice(&env.means);
+            h.best.push(env.best);
+            if let Some(r) = &env.spec.records {
+                h.rec_total.extend_from_slice(&r.total);
+                h.rec_ones.extend_from_slice(&r.ones);
+            }
+            for i in 0..n {
+                h.adj_off.push(i32_of(h.adj.len())?);
+                for &j in g.neighbors(i) {
+                    h.adj.push(i32_of(j)?);
+                }
+                h.nstate.extend_from_slice(&state_words(&env.noise_key(i)));
+            }
+            h.adj_off.push(i32_of(h.adj.len())?);
+            for (u, v) in g.edges() {
+                h.edges.push(i32_of(u)?);
+                h.edges.push(i32_of(v)?);
+            }
+            h.edge_off.push(i32_of(h.edges.len() / 2)?);
+            h.estate.extend_from_slice(&state_words(&batch.edge_keys[f]));
+        }
+        Ok(h)
+    }
+}
+
+/// The round kernel's scalar arguments: N, arms, the policy, privacy and
+/// its constants (neutral values when not private).
+fn scalars(batch: &GossipBatch, n: usize, m: usize) -> Result<[Arg; 11], CudaError> {
+    let p = batch.privacy.as_ref();
+    let policy = match batch.policy {
+        GossipPolicy::Gossip => 0,
+        GossipPolicy::Local => 1,
+        GossipPolicy::Oracle => 2,
+    };
+    Ok([
+        Arg::I32(i32_of(n)?),
+        Arg::I32(i32_of(m)?),
+        Arg::I32(policy),
+        Arg::I32(i32::from(p.is_some())),
+        Arg::F64(batch.confidence_scale),
+        Arg::F64(p.map_or(0.0, |p| p.c_priv)),
+        Arg::F64(p.map_or(0.0, |p| p.log2_horizon)),
+        Arg::F64(p.map_or(1.0, |p| p.epsilon)),
+        Arg::F64(p.map_or(0.0, |p| p.scale)),
+        Arg::F64(p.map_or(0.0, |p| p.lo)),
+        Arg::F64(p.map_or(0.0, |p| p.hi)),
+    ])
+}
+
 impl<'a> CudaGossip<'a> {
     /// Uploads the initial state of every federation of `batch`.
     pub fn new(
@@ -98,36 +182,7 @@ impl<'a> CudaGossip<'a> {
         };
         let (n, m) = (first.spec.agents, first.spec.arms);
         let records = first.spec.records.is_some();
-        let mut local_means = Vec::with_capacity(nf * n * m);
-        let mut means = Vec::with_capacity(nf * m);
-        let mut best = Vec::with_capacity(nf);
-        let (mut rec_total, mut rec_ones) = (Vec::new(), Vec::new());
-        let (mut adj_off, mut adj, mut edges, mut edge_off) = (Vec::new(), Vec::new(), Vec::new(), vec![0i32]);
-        let mut nstate = Vec::with_capacity(nf * n * 4);
-        let mut estate = Vec::with_capacity(nf * 4);
-        for (f, (env, g)) in batch.envs.iter().zip(&batch.graphs).enumerate() {
-            local_means.extend_from_slice(&env.local_means);
-            means.extend_from_slice(&env.means);
-            best.push(env.best);
-            if let Some(r) = &env.spec.records {
-                rec_total.extend_from_slice(&r.total);
-                rec_ones.extend_from_slice(&r.ones);
-            }
-            for i in 0..n {
-                adj_off.push(i32_of(adj.len())?);
-                for &j in g.neighbors(i) {
-                    adj.push(i32_of(j)?);
-                }
-                nstate.extend_from_slice(&state_words(&env.noise_key(i)));
-            }
-            adj_off.push(i32_of(adj.len())?);
-            for (u, v) in g.edges() {
-                edges.push(i32_of(u)?);
-                edges.push(i32_of(v)?);
-            }
-            edge_off.push(i32_of(edges.len() / 2)?);
-            estate.extend_from_slice(&state_words(&batch.edge_keys[f]));
-        }
+        let h = Host::new(batch, n, m)?;
         let nkeys: Vec<u64> = match &batch.privacy {
             Some(p) if p.noise_keys.len() == nf * n => p.noise_keys.clone(),
             Some(_) => return Err(CudaError::Unsupported("one noise key per agent".into())),
@@ -138,19 +193,19 @@ impl<'a> CudaGossip<'a> {
         let zf = |len: usize| vec![0.0f64; len];
         let zu = |len: usize| vec![0u64; len];
         let b = Bufs {
-            local_means: upload_slice(lr, &local_means)?,
-            means: upload_slice(lr, &means)?,
-            best: upload_slice(lr, &best)?,
-            rec_total: upload_slice(lr, &rec_total)?,
-            rec_ones: upload_slice(lr, &rec_ones)?,
-            adj_off: upload_slice(lr, &adj_off)?,
-            adj: upload_slice(lr, &adj)?,
-            edges: upload_slice(lr, &edges)?,
-            edge_off: upload_slice(lr, &edge_off)?,
-            nstate: upload_slice(lr, &nstate)?,
+            local_means: upload_slice(lr, &h.local_means)?,
+            means: upload_slice(lr, &h.means)?,
+            best: upload_slice(lr, &h.best)?,
+            rec_total: upload_slice(lr, &h.rec_total)?,
+            rec_ones: upload_slice(lr, &h.rec_ones)?,
+            adj_off: upload_slice(lr, &h.adj_off)?,
+            adj: upload_slice(lr, &h.adj)?,
+            edges: upload_slice(lr, &h.edges)?,
+            edge_off: upload_slice(lr, &h.edge_off)?,
+            nstate: upload_slice(lr, &h.nstate)?,
             nspare: upload_slice(lr, &zf(nn))?,
             nhas: upload_slice(lr, &vec![0i32; nn])?,
-            estate: upload_slice(lr, &estate)?,
+            estate: upload_slice(lr, &h.estate)?,
             nkeys: upload_slice(lr, &nkeys)?,
             cnt: upload_slice(lr, &zu(nnm))?,
             nt: upload_slice(lr, &zu(nnm))?,
@@ -167,25 +222,7 @@ impl<'a> CudaGossip<'a> {
             clipped: upload_slice(lr, &zu(nn))?,
             rr: upload_slice(lr, &zf(nn))?,
         };
-        let p = batch.privacy.as_ref();
-        let policy = match batch.policy {
-            GossipPolicy::Gossip => 0,
-            GossipPolicy::Local => 1,
-            GossipPolicy::Oracle => 2,
-        };
-        let scalars = [
-            Arg::I32(i32_of(n)?),
-            Arg::I32(i32_of(m)?),
-            Arg::I32(policy),
-            Arg::I32(i32::from(p.is_some())),
-            Arg::F64(batch.confidence_scale),
-            Arg::F64(p.map_or(0.0, |p| p.c_priv)),
-            Arg::F64(p.map_or(0.0, |p| p.log2_horizon)),
-            Arg::F64(p.map_or(1.0, |p| p.epsilon)),
-            Arg::F64(p.map_or(0.0, |p| p.scale)),
-            Arg::F64(p.map_or(0.0, |p| p.lo)),
-            Arg::F64(p.map_or(0.0, |p| p.hi)),
-        ];
+        let scalars = scalars(batch, n, m)?;
         Ok(Self {
             l,
             b,
