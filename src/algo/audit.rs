@@ -36,6 +36,31 @@ use crate::privacy::audit::{AuditOutcome, Harness, audit, leaf_of};
 use crate::privacy::tree::{dubey_noise, symmetric_gaussian};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// The name of a private cell's mechanism, as the audit table writes it:
+/// Private-FedLinUCB's protocol (`ldp`, `sdp_amp`, `sdp_vecsum`, `alt`),
+/// FedUCB's `privatizer`, the gossip family's `partial_sums`, `p_fcb`.
+pub fn mechanism_name(cell: &CellConfig) -> &'static str {
+    match cell {
+        CellConfig::Linear(c) => match (c.algorithm, c.protocol) {
+            (LinearAlgorithm::PrivateFedlinucb, Protocol::Ldp) => "ldp",
+            (LinearAlgorithm::PrivateFedlinucb, Protocol::SdpAmp) => "sdp_amp",
+            (LinearAlgorithm::PrivateFedlinucb, Protocol::SdpVecsum) => "sdp_vecsum",
+            (LinearAlgorithm::PrivateFedlinucb, Protocol::Alt) => "alt",
+            _ => "privatizer",
+        },
+        CellConfig::Gossip(_) => "partial_sums",
+        CellConfig::Comb(_) => "p_fcb",
+    }
+}
+
+/// Whether [`schedule_attack`] applies: a private centralized linear cell
+/// whose sync times depend on the data (FedUCB) or are fixed
+/// (Private-FedLinUCB, the control).
+pub fn schedule_attackable(cell: &CellConfig) -> bool {
+    matches!(cell, CellConfig::Linear(c) if c.privacy.is_some()
+        && matches!(c.algorithm, LinearAlgorithm::FeducbCentralized | LinearAlgorithm::PrivateFedlinucb))
+}
+
 /// The two neighbouring observations (x, y) of a linear cell.
 fn neighbouring_points(cfg: &LinearConfig) -> [(Vec<f64>, f64); 2] {
     let d = cfg.env.d;

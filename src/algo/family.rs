@@ -3,21 +3,11 @@
 //! environments (listed in its own folder), its output columns -- and
 //! [`FAMILIES`], the one list the job loader, `fedbandits list`, the Parquet
 //! schema and the analysis package read. Adding a family is a folder under
-//! `src/algo/` and one entry here.
+//! `src/algo/` with its `FAMILY` constant and one line here (README,
+//! "Adding a family").
 
 use super::params::{PARAMS, Value};
 use std::collections::BTreeMap;
-
-/// Which family a cell belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FamilyId {
-    /// Linear contextual bandits (Zhou & Chowdhury; Dubey & Pentland).
-    Linear,
-    /// Decentralized multi-armed bandits with gossip (Zhu et al.).
-    Gossip,
-    /// Federated combinatorial bandits with quality constraints (Solanki et al.).
-    Combinatorial,
-}
 
 /// A family: its algorithms, environments and the metric columns it adds to
 /// the output (beyond the regret columns every family writes). Parameters
@@ -27,9 +17,8 @@ pub enum FamilyId {
 /// registry.
 #[derive(Clone, Copy, Debug)]
 pub struct Family {
-    /// Which.
-    pub id: FamilyId,
-    /// Name in `fedbandits list`.
+    /// Name in `fedbandits list` (unique: two names are one family exactly
+    /// when their families' names are equal).
     pub name: &'static str,
     /// One line.
     pub doc: &'static str,
@@ -70,65 +59,12 @@ impl Family {
     }
 }
 
-/// Every family.
+/// Every family, one line each: a family's entry is the `FAMILY` constant
+/// of its folder.
 pub const FAMILIES: &[Family] = &[
-    Family {
-        id: FamilyId::Linear,
-        name: "linear",
-        doc: "linear contextual bandits: M agents, d-dimensional actions (ALGORITHMS.md 1)",
-        algorithms: super::linear::ALGORITHMS,
-        environments: super::linear::ENVIRONMENTS,
-        resolve: super::linear::params::resolve,
-        baseline: None,
-        workloads: super::linear::workloads::WORKLOADS,
-        parity: super::linear::workloads::PARITY,
-        columns: &[
-            "cholesky_failures",
-            "beta_clamps",
-            "clipped_observations",
-            "acct_rho_zcdp",
-            "acct_epsilon_zcdp",
-            "acct_epsilon_basic",
-            "acct_delta_basic",
-        ],
-    },
-    Family {
-        id: FamilyId::Gossip,
-        name: "gossip",
-        doc: "decentralized multi-armed bandits: N agents on a graph, M arms, locally biased means (ALGORITHMS.md 2)",
-        algorithms: super::gossip::ALGORITHMS,
-        environments: super::gossip::ENVIRONMENTS,
-        resolve: super::gossip::params::resolve,
-        baseline: None,
-        workloads: super::gossip::WORKLOADS,
-        parity: super::gossip::PARITY,
-        columns: &[
-            "consensus_error",
-            "forced_pulls",
-            "clipped_observations",
-            "gossip_lambda2",
-            "acct_epsilon_pure",
-        ],
-    },
-    Family {
-        id: FamilyId::Combinatorial,
-        name: "combinatorial",
-        doc: "federated combinatorial bandits with quality constraints: n agents procure from m producers (ALGORITHMS.md 3)",
-        algorithms: super::combinatorial::ALGORITHMS,
-        environments: super::combinatorial::ENVIRONMENTS,
-        resolve: super::combinatorial::params::resolve,
-        baseline: Some("non_federated"),
-        workloads: super::combinatorial::WORKLOADS,
-        parity: super::combinatorial::PARITY,
-        columns: &[
-            "regret_after_exploration",
-            "constraint_violations",
-            "messages_accepted",
-            "messages_rejected",
-            "acct_epsilon_basic",
-            "acct_delta_basic",
-        ],
-    },
+    super::linear::FAMILY,
+    super::gossip::FAMILY,
+    super::combinatorial::FAMILY,
 ];
 
 /// Every algorithm of every family.

@@ -13,8 +13,7 @@
 
 use super::CliError;
 use crate::algo::CellConfig;
-use crate::algo::audit::{harness, schedule_attack};
-use crate::algo::linear::{LinearAlgorithm, Protocol};
+use crate::algo::audit::{harness, mechanism_name, schedule_attack, schedule_attackable};
 use crate::job::{Cell, Job};
 use crate::output::{AuditRow, audit_batch, audit_schema, metadata, write_parquet_atomic_with};
 use crate::privacy::accountant::Accounting;
@@ -37,17 +36,7 @@ pub struct AuditSettings {
 
 /// The mechanism's name, the accountant's main figure and which it is.
 fn claim(cell: &CellConfig, acct: Option<&Accounting>) -> (String, Option<f64>, String) {
-    let name = match cell {
-        CellConfig::Linear(c) => match (c.algorithm, c.protocol) {
-            (LinearAlgorithm::PrivateFedlinucb, Protocol::Ldp) => "ldp",
-            (LinearAlgorithm::PrivateFedlinucb, Protocol::SdpAmp) => "sdp_amp",
-            (LinearAlgorithm::PrivateFedlinucb, Protocol::SdpVecsum) => "sdp_vecsum",
-            (LinearAlgorithm::PrivateFedlinucb, Protocol::Alt) => "alt",
-            _ => "privatizer",
-        },
-        CellConfig::Gossip(_) => "partial_sums",
-        CellConfig::Comb(_) => "p_fcb",
-    };
+    let name = mechanism_name(cell);
     let (eps, fig) = match acct {
         Some(a) if a.epsilon.is_some() => (a.epsilon, "exact"),
         _ => (None, "none"),
@@ -267,15 +256,7 @@ fn audit_mechanism(
 /// depend on the data (FedUCB) or are fixed (Private-FedLinUCB, the
 /// control): the schedule is not private, so the row has no figure.
 fn audit_schedule(job: &Job, cell: &Cell, s: &AuditSettings, text: &mut String) -> Option<AuditRow> {
-    let CellConfig::Linear(c) = &cell.config else {
-        return None;
-    };
-    if c.privacy.is_none()
-        || !matches!(
-            c.algorithm,
-            LinearAlgorithm::FeducbCentralized | LinearAlgorithm::PrivateFedlinucb
-        )
-    {
+    if !schedule_attackable(&cell.config) {
         return None;
     }
     let t0 = Instant::now();

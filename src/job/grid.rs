@@ -212,7 +212,7 @@ impl Parser<'_> {
         for algo in algorithms {
             for envname in environments {
                 // Algorithms run on the environments of their own family.
-                if family_of(algo).map(|f| f.id) != family_of(envname).map(|f| f.id) {
+                if family_of(algo).map(|f| f.name) != family_of(envname).map(|f| f.name) {
                     continue;
                 }
                 for combo in 0..total {

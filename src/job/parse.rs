@@ -353,7 +353,7 @@ impl Parser<'_> {
         ] {
             for n in names {
                 let Some(f) = family_of(n) else { continue };
-                if partners.iter().any(|p| family_of(p).is_some_and(|g| g.id == f.id)) {
+                if partners.iter().any(|p| family_of(p).is_some_and(|g| g.name == f.name)) {
                     continue;
                 }
                 let (other, allowed) = if key == "algorithm" {

@@ -223,3 +223,24 @@ pub const PARITY: &[(&str, &str)] = &[(
     "seed: 8\nrepetitions: 2\nhorizon: 300\ncheckpoints: {every: 100}\nalgorithm: [non_federated, fcb, p_fcb]\n\
          environment: procurement\nparams: {m: 3, producers: 6, epsilon: 1, delta: 0.01, t_low: 50, t_high: 250}\n",
 )];
+
+/// The combinatorial procurement family (Solanki et al.) in the registry
+/// ([`crate::algo::family::FAMILIES`]).
+pub const FAMILY: crate::algo::family::Family = crate::algo::family::Family {
+    name: "combinatorial",
+    doc: "federated combinatorial bandits with quality constraints: n agents procure from m producers (ALGORITHMS.md 3)",
+    algorithms: ALGORITHMS,
+    environments: ENVIRONMENTS,
+    resolve: params::resolve,
+    baseline: Some("non_federated"),
+    workloads: WORKLOADS,
+    parity: PARITY,
+    columns: &[
+        "regret_after_exploration",
+        "constraint_violations",
+        "messages_accepted",
+        "messages_rejected",
+        "acct_epsilon_basic",
+        "acct_delta_basic",
+    ],
+};

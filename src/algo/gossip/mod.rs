@@ -235,3 +235,23 @@ pub const PARITY: &[(&str, &str)] = &[(
     "seed: 7\nrepetitions: 3\nhorizon: 150\ncheckpoints: {every: 30}\nalgorithm: [gossip_ucb, fed_ucb_gossip, \
          local_ucb, oracle_ucb]\nenvironment: mab_heterogeneous\nparams: {m: 4, arms: 3, epsilon: 1, graph: ring}\n",
 )];
+
+/// The decentralized multi-armed family (Zhu et al.) in the registry
+/// ([`crate::algo::family::FAMILIES`]).
+pub const FAMILY: crate::algo::family::Family = crate::algo::family::Family {
+    name: "gossip",
+    doc: "decentralized multi-armed bandits: N agents on a graph, M arms, locally biased means (ALGORITHMS.md 2)",
+    algorithms: ALGORITHMS,
+    environments: ENVIRONMENTS,
+    resolve: params::resolve,
+    baseline: None,
+    workloads: WORKLOADS,
+    parity: PARITY,
+    columns: &[
+        "consensus_error",
+        "forced_pulls",
+        "clipped_observations",
+        "gossip_lambda2",
+        "acct_epsilon_pure",
+    ],
+};

@@ -245,3 +245,25 @@ pub fn curve_point(p: crate::backend::BatchPoint, m: usize) -> crate::algo::curv
     c.set("clipped_observations", Metric::U64(p.clipped_rewards));
     c
 }
+
+/// The linear contextual family (Zhou & Chowdhury; Dubey & Pentland) in the registry
+/// ([`crate::algo::family::FAMILIES`]).
+pub const FAMILY: crate::algo::family::Family = crate::algo::family::Family {
+    name: "linear",
+    doc: "linear contextual bandits: M agents, d-dimensional actions (ALGORITHMS.md 1)",
+    algorithms: ALGORITHMS,
+    environments: ENVIRONMENTS,
+    resolve: params::resolve,
+    baseline: None,
+    workloads: workloads::WORKLOADS,
+    parity: workloads::PARITY,
+    columns: &[
+        "cholesky_failures",
+        "beta_clamps",
+        "clipped_observations",
+        "acct_rho_zcdp",
+        "acct_epsilon_zcdp",
+        "acct_epsilon_basic",
+        "acct_delta_basic",
+    ],
+};
