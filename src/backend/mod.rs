@@ -190,11 +190,10 @@ impl BatchRef<'_> {
     /// `sdp_vecsum` (each with `_large_d` from d = [`LARGE_D`] on, and
     /// `linear_large_d`), `gossip`, `combinatorial`.
     pub fn kind(&self) -> &'static str {
-        let BatchRef::Linear(b) = self else {
-            return match self {
-                BatchRef::Gossip(_) => "gossip",
-                _ => "combinatorial",
-            };
+        let b = match self {
+            BatchRef::Linear(b) => b,
+            BatchRef::Gossip(_) => return "gossip",
+            BatchRef::Comb(_) => return "combinatorial",
         };
         // Large d changes where the time goes (the d^2 and d^3 work), so it
         // is its own kind.
