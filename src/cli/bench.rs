@@ -148,13 +148,7 @@ pub fn min_rounds(yaml: &str) -> u64 {
 /// calibration measured it fastest, else the CPU; `--backend cuda`: the GPU,
 /// and a workload the device cannot run is reported and skipped).
 pub fn run(sel: &Selection, opts: &BenchOptions) -> Result<(), RunError> {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(opts.threads.unwrap_or(0))
-        .build()
-        .map_err(|e| RunError::Threads {
-            threads: opts.threads.unwrap_or(0),
-            message: e.to_string(),
-        })?;
+    let pool = crate::sim::runner::thread_pool(opts.threads.unwrap_or(0))?;
     let nthreads = pool.current_num_threads();
     for (name, default_feds, yaml) in workloads() {
         if opts.only.as_deref().is_some_and(|o| !name.contains(o)) {

@@ -14,7 +14,6 @@ use super::bench::{On, measure_for, workloads};
 use crate::backend::Backend;
 use crate::backend::calibration::{Calibration, MachineKey, Row, cache_dir};
 use crate::backend::cuda::CudaBackend;
-use crate::sim::runner::RunError;
 use std::path::PathBuf;
 
 /// What to measure.
@@ -41,13 +40,7 @@ pub fn run(opts: &CalibrateOptions) -> Result<String, CliError> {
             opts.seconds
         )));
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(opts.threads)
-        .build()
-        .map_err(|e| RunError::Threads {
-            threads: opts.threads,
-            message: e.to_string(),
-        })?;
+    let pool = crate::sim::runner::thread_pool(opts.threads)?;
     let mut text = String::new();
     let (device, mut rejected) = open_checked(&mut text);
     let mut rows = Vec::new();

@@ -338,13 +338,7 @@ fn audit_command(
     threads: Option<usize>,
 ) -> Result<(), CliError> {
     let threads = capped_threads(threads);
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.unwrap_or(0))
-        .build()
-        .map_err(|e| RunError::Threads {
-            threads: threads.unwrap_or(0),
-            message: e.to_string(),
-        })?;
+    let pool = crate::sim::runner::thread_pool(threads.unwrap_or(0))?;
     let text = pool.install(|| audit::run(job, out, settings))?;
     emit(&text);
     Ok(())

@@ -154,6 +154,18 @@ pub struct CellSummary {
     pub skipped: bool,
 }
 
+/// A pool of `threads` worker threads (0: one per core), or why it cannot
+/// be started.
+pub fn thread_pool(threads: usize) -> Result<rayon::ThreadPool, RunError> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| RunError::Threads {
+            threads,
+            message: e.to_string(),
+        })
+}
+
 /// Fills [`CellSummary::frr`]: a cell whose family names a baseline
 /// algorithm ([`crate::algo::family::Family::baseline`]) is compared with the
 /// baseline's cell whose every parameter this cell shares (the federated
@@ -536,13 +548,7 @@ impl Work<'_> {
     /// resumable from and writing snapshots; stops at the first error or a
     /// stop request (the running units snapshot).
     fn run_cpu(&self, cpu_units: &[Unit], opts: &RunOptions) -> Result<(), RunError> {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(opts.threads.unwrap_or(0))
-            .build()
-            .map_err(|e| RunError::Threads {
-                threads: opts.threads.unwrap_or(0),
-                message: e.to_string(),
-            })?;
+        let pool = thread_pool(opts.threads.unwrap_or(0))?;
         let done = std::sync::atomic::AtomicUsize::new(0);
         let stopped = std::sync::atomic::AtomicUsize::new(0);
         let first_error: Mutex<Option<RunError>> = Mutex::new(None);
