@@ -1,12 +1,14 @@
 //! The layers of the crate, checked from the source: a lower layer never
-//! names a higher one, and the module graph has no cycle.
+//! names a higher one, the module graph has no cycle, and the generic
+//! layers (job, sim, output) name no family.
 //!
 //! Layers, bottom up (README "Layout"): math, rng, linalg, env, graph,
 //! privacy, backend | algo | job | output | sim | cli. The first group are
 //! the lower layers of DESIGN.md: mechanisms, environments and backends,
 //! which must never reach the algorithms, the job files, the results or the
-//! simulation. A reference is any `crate::<module>` in a file's non-test code
-//! (everything before its `#[cfg(test)]` module).
+//! simulation. A reference is any `crate::<module>` (or a member of a
+//! `crate::{...}` group) in a file's non-test code (everything before its
+//! `#[cfg(test)]` module).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -25,6 +27,46 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
             out.push(p);
         }
     }
+}
+
+/// The top-level modules named right after a `crate::`: one name
+/// (`crate::algo::...`), or each group member of `crate::{algo, job::Job}`.
+fn named_modules(after: &str) -> Vec<String> {
+    let ident = |t: &str| -> String {
+        t.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    match after.strip_prefix('{') {
+        Some(group) => {
+            let group = &group[..group.find('}').unwrap_or(group.len())];
+            // Nested groups: only names at depth 0 are top-level modules.
+            let (mut depth, mut names, mut start) = (0, Vec::new(), 0);
+            for (j, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        names.push(ident(group[start..j].trim_start()));
+                        start = j + 1;
+                    }
+                    _ => {}
+                }
+            }
+            names.push(ident(group[start..].trim_start()));
+            names.into_iter().filter(|n| !n.is_empty()).collect()
+        }
+        None => vec![ident(after)].into_iter().filter(|n| !n.is_empty()).collect(),
+    }
+}
+
+#[test]
+fn grouped_crate_imports_are_seen() {
+    assert_eq!(named_modules("algo::CellConfig;"), ["algo"]);
+    assert_eq!(
+        named_modules("{algo::X, job, output::{a, b}};"),
+        ["algo", "job", "output"]
+    );
 }
 
 /// module -> modules its non-test code names, with one file as evidence.
@@ -47,12 +89,10 @@ fn module_graph() -> BTreeMap<String, BTreeMap<String, String>> {
         let code = text.split("#[cfg(test)]").next().unwrap_or("");
         let entry = graph.entry(module.clone()).or_default();
         for (i, _) in code.match_indices("crate::") {
-            let name: String = code[i + 7..]
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            if name != module && !name.is_empty() {
-                entry.entry(name).or_insert_with(|| rel.display().to_string());
+            for name in named_modules(&code[i + 7..]) {
+                if name != module {
+                    entry.entry(name).or_insert_with(|| rel.display().to_string());
+                }
             }
         }
     }
@@ -115,4 +155,48 @@ fn module_graph_has_no_cycle() {
             panic!("import cycle: {}", c.join(" -> "));
         }
     }
+}
+
+/// The generic layers (job, sim, output) know no family: their non-test,
+/// non-comment code quotes no family, algorithm or environment name of the
+/// registry (as a special case would: `== "non_federated"`) and names no
+/// family's types or functions (README, "Adding a family").
+#[test]
+fn generic_layers_name_no_family() {
+    use fedbandits::algo::family::FAMILIES;
+    let mut quoted: Vec<String> = Vec::new();
+    for f in FAMILIES {
+        quoted.push(format!("\"{}\"", f.name));
+        quoted.extend(
+            f.algorithms
+                .iter()
+                .chain(f.environments)
+                .map(|(n, _)| format!("\"{n}\"")),
+        );
+    }
+    // The families' type and module prefixes (LinearBatch, GossipPoint,
+    // CombConfig, gossip::, combinatorial::, linear::).
+    let prefixes = ["Linear", "Gossip", "Comb", "gossip::", "combinatorial::", "linear::"];
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut bad = Vec::new();
+    for layer in ["job", "sim", "output"] {
+        let mut files = Vec::new();
+        rust_files(&src.join(layer), &mut files);
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            let code = text.split("#[cfg(test)]").next().unwrap_or("");
+            for (n, line) in code.lines().enumerate() {
+                let line = line.split("//").next().unwrap_or("");
+                let word_start = |i: usize| !line[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
+                let quotes = quoted.iter().any(|q| line.contains(q.as_str()));
+                let names = prefixes
+                    .iter()
+                    .any(|p| line.match_indices(*p).any(|(i, _)| word_start(i)));
+                if quotes || names {
+                    bad.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "generic layers name a family:\n{}", bad.join("\n"));
 }
