@@ -5,14 +5,16 @@
 // of phases separated by barriers; in each phase the block's threads stride
 // over the federation's elements e = j * M + i (agent j, producer i) or over
 // its agents:
-//   1. (elements) upper confidence quality q+ and revenue r = rho q+ - c;
+//   1. (elements) upper confidence quality q+ = (Y + sqrt(1.5 ln t W)) / W
+//      and revenue r = rho q+ - c;
 //   2. (elements) greedy's order: the rank of each profitable producer below
 //      the threshold by r / (alpha - q+), largest first, ties to the lower
 //      index (a counting sort: every element counts the ones before it);
 //   3. (agents) greedy's slack walk in that order, then the regret of the
 //      choice against the oracle on the true qualities;
-//   4. (elements) the units' qualities (counter-based, as on the CPU) and
-//      the counts; thread 0 adds the agents' regrets in agent order;
+//   4. (elements) the good units among those bought, one keyed Binomial draw
+//      per element (as on the CPU) and the counts; thread 0 adds the agents'
+//      regrets in agent order;
 //   5. FCB: every element adds the round's units of its producer over all
 //      agents; P-FCB in a communication round: (elements) the noisy messages,
 //      then (receiver elements) accept or reject every sender's message in
@@ -49,7 +51,7 @@ extern "C" __global__ void fb_comb_rounds(
             for (int e = tid; e < nm; e += stride) {
                 fb_u64 g = base + e;
                 double we = w[g];
-                double qe = y[g] / we + sqrt(3.0 * lt / (2.0 * we));
+                double qe = (y[g] + sqrt(1.5 * lt * we)) / we;
                 qp[g] = qe;
                 r[g] = rho * qe - cost[g];
             }
@@ -96,6 +98,7 @@ extern "C" __global__ void fb_comb_rounds(
                     int i = order[row + c];
                     fb_u64 g = row + i;
                     double gap = alpha - qp[g];
+                    if (slack < gap) continue;  // buys none (procurement::greedy)
                     double take = fmin(fmax(floor(slack / gap), 0.0), (double)cap[g]);
                     l[g] = (int)take;
                     slack -= take * gap;
@@ -131,10 +134,8 @@ extern "C" __global__ void fb_comb_rounds(
             if (units == 0) continue;
             fb_u64 key = fb_fold_more(keys[(fb_u64)f * n + j], t);
             double qi = q[i];
-            int good = 0;
-            for (int u = 0; u < units; ++u) {
-                if (fb_uniform_at(key, ((fb_u64)i << 32) | (fb_u64)u) < qi) ++good;
-            }
+            // One keyed Binomial(units, q_i) draw (the CPU's good_units).
+            fb_u64 good = fb_small_binomial_at(key, (fb_u64)i * (1ull << 20), (fb_u64)units, qi);
             double wu = (double)units, gu = (double)good;
             own[g] += wu;
             if (policy == FB_COMB_FCB) {

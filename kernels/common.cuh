@@ -502,3 +502,30 @@ FB_DEV fb_u64 fb_binomial_at(fb_u64 key, fb_u64 index, fb_u64 n, double p) {
     fb_u64 x = (double)n * pp < 10.0 ? fb_binomial_inversion(key, index, n, pp) : fb_binomial_btrd(key, index, n, pp);
     return flip ? n - x : x;
 }
+
+// rng::small_binomial::small_binomial_at: Binomial(n, p) for n <= 128 from
+// the one keyed uniform at index, by inversion of the cumulative
+// distribution (the least k with u <= C_k, n if rounding left C_n below u),
+// the thresholds by the CPU's recurrence in the same order; larger n by
+// fb_binomial_at. Bit for bit the CPU's draw.
+#define FB_SMALL_N 128ull
+FB_DEV fb_u64 fb_small_binomial_at(fb_u64 key, fb_u64 index, fb_u64 n, double p) {
+    if (n == 0 || p != p || p <= 0.0 || p > 1.0) return 0;
+    if (p >= 1.0) return n;
+    if (n > FB_SMALL_N) return fb_binomial_at(key, index, n, p);
+    int flip = p > 0.5;
+    double pp = flip ? 1.0 - p : p;
+    double q = 1.0 - pp;
+    double s = pp / q;
+    double a = ((double)n + 1.0) * s;
+    double r = fb_pow_u64(q, n);
+    double c = r;
+    double u = fb_uniform_at(key, index);
+    fb_u64 x = 0;
+    while (x < n && c < u) {
+        x += 1;
+        r *= a / (double)x - s;
+        c += r;
+    }
+    return flip ? n - x : x;
+}

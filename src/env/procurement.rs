@@ -85,6 +85,12 @@ impl Instance {
         }
     }
 
+    /// Agent j's costs.
+    pub fn costs(&self, j: usize) -> &[f64] {
+        let m = self.spec.producers;
+        &self.cost[j * m..(j + 1) * m]
+    }
+
     /// Agent j's capacities.
     pub fn capacities(&self, j: usize) -> &[u32] {
         let m = self.spec.producers;
@@ -112,9 +118,12 @@ pub fn feasible(l: &[u32], q: &[f64], alpha: f64) -> bool {
 /// with r_i > 0 and q_i >= alpha at full capacity, slack s = sum l_i (q_i -
 /// alpha); (2) the remaining profitable producers (q_i < alpha) by r_i /
 /// (alpha - q_i), largest first (ties: lower index), each l_i = min(k_i,
-/// floor(s / (alpha - q_i))), s reduced by l_i (alpha - q_i). Writes the
-/// choice into `l`; `order` is workspace (m entries).
-pub fn greedy(q: &[f64], r: &[f64], k: &[u32], alpha: f64, l: &mut [u32], order: &mut Vec<usize>) {
+/// floor(s / (alpha - q_i))) (0 where s < alpha - q_i: since semantics 9
+/// without dividing, so a quotient rounded up to 1 cannot buy a unit the
+/// slack does not cover), s reduced by l_i (alpha - q_i). Writes the
+/// choice into `l`; `order` is workspace.
+#[inline(always)]
+pub fn greedy(q: &[f64], r: &[f64], k: &[u32], alpha: f64, l: &mut [u32], order: &mut GreedyOrder) {
     let mut slack = 0.0;
     order.clear();
     for i in 0..q.len() {
@@ -123,20 +132,28 @@ pub fn greedy(q: &[f64], r: &[f64], k: &[u32], alpha: f64, l: &mut [u32], order:
             l[i] = k[i];
             slack += f64::from(k[i]) * (q[i] - alpha);
         } else if r[i] > 0.0 {
-            order.push(i);
+            order.push((r[i] / (alpha - q[i]), i));
         }
     }
-    order.sort_by(|&a, &b| {
-        let (ka, kb) = (r[a] / (alpha - q[a]), r[b] / (alpha - q[b]));
-        kb.total_cmp(&ka).then(a.cmp(&b))
-    });
-    for &i in order.iter() {
+    // (ratio, index) pairs are distinct, so the unstable sort's order is
+    // the one order: ratio descending, then index ascending.
+    order.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    for &(_, i) in order.iter() {
         let gap = alpha - q[i];
+        // Slack below one unit's gap buys none (without the division,
+        // whose quotient can round up to 1 there).
+        if slack < gap {
+            continue;
+        }
         let take = (slack / gap).floor().clamp(0.0, f64::from(k[i])) as u32;
         l[i] = take;
         slack -= f64::from(take) * gap;
     }
 }
+
+/// [`greedy`]'s workspace: the candidates' (ratio r_i / (alpha - q_i),
+/// index), m entries at most.
+pub type GreedyOrder = Vec<(f64, usize)>;
 
 /// Which oracle solves an agent's integer program (its choice on the upper
 /// confidence qualities and the benchmark s* on the true ones).
@@ -152,6 +169,7 @@ impl Oracle {
     /// Agent choice `l` for qualities `q`, revenues `r`, capacities `k`;
     /// `order` and `cur` are workspace (m entries each).
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     pub fn solve(
         self,
         q: &[f64],
@@ -159,7 +177,7 @@ impl Oracle {
         k: &[u32],
         alpha: f64,
         l: &mut [u32],
-        order: &mut Vec<usize>,
+        order: &mut GreedyOrder,
         cur: &mut [u32],
     ) {
         match self {

@@ -65,7 +65,15 @@ use thiserror::Error;
 /// rounding of `feducb_decentralized`'s sums can change (a 64-repetition
 /// probe of 16 cells gave identical regret, syncs and messages); every
 /// other cell is unchanged.
-pub const SEMANTICS_VERSION: u32 = 8;
+/// 9 -- the combinatorial family's good units: one keyed Binomial(units,
+/// q_i) draw per (agent, producer, round) ([`crate::rng::small_binomial`],
+/// one uniform, inversion of the cumulative distribution) instead of one
+/// keyed uniform per unit; q+ computed as (Y + sqrt(1.5 ln t W)) / W (one
+/// division; the same quantity); the greedy oracle buys nothing from a
+/// candidate whose gap exceeds the slack without dividing. Every
+/// combinatorial cell's values change (same distribution); every other cell
+/// is unchanged.
+pub const SEMANTICS_VERSION: u32 = 9;
 
 /// One problem in a job file.
 #[derive(Clone, Debug, PartialEq)]

@@ -13,6 +13,8 @@
 //! decomposition (1993), exact. Every step is IEEE double arithmetic with the
 //! engine's own logarithm ([`crate::math::ln`]) and an explicit power by
 //! squaring, so the CUDA port has the same bits.
+//!
+//! [`super::small_binomial`] draws small n from one uniform each.
 
 /// Indices one draw may use: a caller keys draw i at `i * STRIDE`.
 pub const STRIDE: u64 = 1 << 20;

@@ -19,6 +19,7 @@ pub mod binomial;
 pub mod keyed;
 pub mod lanes;
 pub mod normal;
+pub mod small_binomial;
 
 use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;

@@ -27,7 +27,9 @@ const CHECK_EVERY: u64 = 256;
 /// 7: FedUCB runs on the lockstep core (no federation objects).
 /// 8: the vector-summation protocol's randomness is keyed (no streams).
 /// 9: decentralized FedUCB keeps its messages in rings (no queue).
-const SNAPSHOT_VERSION: u32 = 9;
+/// 10: combinatorial federations carry the good-unit draws' workspace (their
+/// cached CDF tables are not stored: rebuilt on resume).
+const SNAPSHOT_VERSION: u32 = 10;
 
 /// Periodic snapshots of a running repetition.
 pub struct Snapshots<'a> {

@@ -202,10 +202,12 @@ pub fn cost(_c: &CombConfig) -> crate::algo::Cost {
 
 /// Approximate peak memory of one running federation, in bytes: per agent
 /// and producer cost, capacity, revenues, W, Y, own, pending and snapshot
-/// counts, messages (about 12 words).
+/// counts, messages (about 12 words), and the good-unit draws' cached CDF
+/// tables at their largest.
 pub fn memory_per_federation(c: &CombConfig) -> u64 {
     let (n, m) = (c.env.agents as u64, c.env.producers as u64);
-    n * m * 12 * 8 + m * 64 + n * 64
+    let tables = crate::rng::small_binomial::CdfTables::max_bytes(c.env.producers, u64::from(c.env.max_capacity));
+    n * m * 12 * 8 + m * 64 + n * 64 + tables
 }
 
 /// The family's `fedbandits bench` workload: (name, default federations,

@@ -6,7 +6,9 @@ use crate::backend::BatchError;
 use crate::backend::combinatorial::{
     Benchmarks, CombBatch, CombObservation, CombOps, CombPolicy, PFcb, p_fcb_message, p_fcb_noise_scale,
 };
-use crate::env::procurement::{Instance, Oracle, feasible, revenue};
+use crate::env::procurement::{GreedyOrder, Instance, Oracle};
+use crate::rng::binomial::STRIDE;
+use crate::rng::small_binomial::{CdfTables, small_binomial_at};
 use crate::rng::{fold_more, uniform_at};
 use rayon::prelude::*;
 
@@ -46,13 +48,19 @@ struct Fed {
     q_plus: Vec<f64>,
     r: Vec<f64>,
     l: Vec<u32>,
-    order: Vec<usize>,
+    order: GreedyOrder,
     cur: Vec<u32>,
     round_w: Vec<f64>,
     round_y: Vec<f64>,
     msg: Vec<f64>,
     snap_w: Vec<f64>,
     snap_y: Vec<f64>,
+    /// The good-unit draws' cumulative thresholds per (producer, units),
+    /// rebuilt after a snapshot (a pure function of the qualities).
+    #[serde(skip)]
+    tables: CdfTables,
+    /// Workspace: an agent's uniforms of the round, one per producer.
+    u: Vec<f64>,
 }
 
 impl CpuComb {
@@ -110,6 +118,8 @@ impl CpuComb {
                     msg: vec![0.0; 2 * n * m],
                     snap_w: z.clone(),
                     snap_y: z,
+                    tables: CdfTables::new(&inst.quality, u64::from(inst.spec.max_capacity)),
+                    u: vec![0.0; m],
                     inst: inst.clone(),
                 })
             })
@@ -125,17 +135,90 @@ impl CpuComb {
 
 /// Regret of choice `l` of an agent whose true revenues are `r_true` and
 /// whose benchmark s* earns `best`; None when `l` violates the constraint
-/// under the true qualities.
+/// under the true qualities. One pass for the three sums, each in producer
+/// order (the same bits as `procurement::feasible` and `revenue`).
 fn choice_regret(inst: &Instance, r_true: &[f64], best: f64, l: &[u32]) -> Option<f64> {
-    feasible(l, &inst.quality, inst.spec.alpha).then(|| best - revenue(l, r_true))
+    let (mut good, mut units, mut rev) = (0.0, 0.0, 0.0);
+    for ((&li, &qi), &ri) in l.iter().zip(&inst.quality).zip(r_true) {
+        let lf = f64::from(li);
+        good += lf * qi;
+        units += lf;
+        rev += lf * ri;
+    }
+    let alpha = inst.spec.alpha;
+    (good >= alpha * units - 1e-12 * f64::max(units, 1.0)).then_some(best - rev)
+}
+
+/// One agent's upper confidence qualities q+_i = Y_i / W_i + sqrt(3 ln t /
+/// (2 W_i)) (`lt` = ln t) and revenues r_i = rho q+_i - c_i, element by
+/// element (vectorized in [`run_rounds`]' clones for wider registers; the
+/// same bits). q+ is computed as (Y_i + sqrt(1.5 ln t W_i)) / W_i, one
+/// division where the textbook form has two (semantics 9; the kernel's
+/// phase 1 computes the same).
+#[inline(always)]
+fn ucb_revenues(w: &[f64], y: &[f64], cost: &[f64], rho: f64, lt: f64, q_plus: &mut [f64], r: &mut [f64]) {
+    let m = q_plus.len().min(r.len()).min(w.len()).min(y.len()).min(cost.len());
+    let (q_plus, r, w, y, cost) = (&mut q_plus[..m], &mut r[..m], &w[..m], &y[..m], &cost[..m]);
+    for i in 0..m {
+        let q = (y[i] + (1.5 * lt * w[i]).sqrt()) / w[i];
+        q_plus[i] = q;
+        r[i] = rho * q - cost[i];
+    }
+}
+
+/// FCB's sharing: every agent's row (of m producers) of `total` gains the
+/// round's units over all agents, `round`.
+#[inline(always)]
+fn add_to_every_row(total: &mut [f64], round: &[f64]) {
+    for row in total.chunks_exact_mut(round.len()) {
+        for (t, x) in row.iter_mut().zip(round) {
+            *t += x;
+        }
+    }
+}
+
+/// How many of the `units` bought from producer `i` are good, each good
+/// with probability `q` independently: one Binomial(units, q) draw keyed by
+/// (the agent's round key, producer), [`small_binomial_at`] at index
+/// `i` x [`STRIDE`] (`fb_small_binomial_at` in kernels/combinatorial.cu
+/// draws the same bits; a federation draws through its cached thresholds,
+/// [`CdfTables`], the same bits again). Since semantics 9; before, one
+/// keyed uniform per unit.
+pub fn good_units(round_key: u64, i: usize, units: u32, q: f64) -> u64 {
+    small_binomial_at(round_key, i as u64 * STRIDE, u64::from(units), q)
+}
+
+/// Rounds t0 .. t0 + count of one federation. Compiled for the CPU's
+/// widest registers too (chosen at run time; the default build stays
+/// portable): everything a round calls is inlined into each clone, so the
+/// UCB and revenue rows, FCB's sharing and the draws' threshold counts use
+/// AVX2/AVX-512 where the CPU has them, and `floor` is one instruction.
+/// Element-wise operations and sums in a fixed order: every clone computes
+/// the same bits.
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx512bw+avx2+fma",
+    "x86_64+avx2+fma",
+    "aarch64+neon"
+))]
+fn run_rounds(f: &mut Fed, t0: u64, count: u64, policy: &CombPolicy, oracle: Oracle, explore: u64) {
+    for t in t0..t0 + count {
+        f.round(t, policy, oracle, explore);
+    }
 }
 
 impl Fed {
+    /// One round of every agent: choose (the oracle on the upper confidence
+    /// qualities; everything during exploration), regret, observe, share.
+    #[inline(always)]
     fn round(&mut self, t: u64, policy: &CombPolicy, oracle: Oracle, explore: u64) {
         let (n, m) = (self.inst.spec.agents, self.inst.spec.producers);
         let alpha = self.inst.spec.alpha;
         let exploring = t <= explore;
         let lt = crate::math::ln(t as f64);
+        if self.tables.slots() != m {
+            // Restored from a snapshot.
+            self.tables = CdfTables::new(&self.inst.quality, u64::from(self.inst.spec.max_capacity));
+        }
         self.round_w.fill(0.0);
         self.round_y.fill(0.0);
         let mut total = 0.0;
@@ -144,11 +227,15 @@ impl Fed {
             if exploring {
                 self.l.fill(1);
             } else {
-                for i in 0..m {
-                    let (w, y) = (self.w_total[j * m + i], self.y_total[j * m + i]);
-                    self.q_plus[i] = y / w + (3.0 * lt / (2.0 * w)).sqrt();
-                }
-                self.inst.revenues(j, &self.q_plus, &mut self.r);
+                ucb_revenues(
+                    &self.w_total[row.clone()],
+                    &self.y_total[row.clone()],
+                    self.inst.costs(j),
+                    self.inst.spec.rho,
+                    lt,
+                    &mut self.q_plus,
+                    &mut self.r,
+                );
                 oracle.solve(
                     &self.q_plus,
                     &self.r,
@@ -169,18 +256,20 @@ impl Fed {
             };
             self.regret[j] += reg;
             total += reg;
-            // Observe every unit's quality (counter-based: common across
-            // algorithms).
+            // Observe the units' qualities: the good ones in one keyed
+            // Binomial draw (counter-based: common across algorithms).
             let key = fold_more(self.keys[j], t);
+            // Every producer's uniform at once (in vectors), then the draws.
+            for (i, u) in self.u.iter_mut().enumerate() {
+                *u = uniform_at(key, i as u64 * STRIDE);
+            }
             for i in 0..m {
                 let units = self.l[i];
                 if units == 0 {
                     continue;
                 }
-                let q = self.inst.quality[i];
-                let good = (0..u64::from(units))
-                    .filter(|&u| uniform_at(key, ((i as u64) << 32) | u) < q)
-                    .count() as f64;
+                let index = i as u64 * STRIDE;
+                let good = self.tables.draw_with(self.u[i], key, index, i, u64::from(units)) as f64;
                 let (w, e) = (f64::from(units), j * m + i);
                 self.own[e] += w;
                 match policy {
@@ -207,12 +296,8 @@ impl Fed {
         }
         match policy {
             CombPolicy::Fcb => {
-                for j in 0..n {
-                    for i in 0..m {
-                        self.w_total[j * m + i] += self.round_w[i];
-                        self.y_total[j * m + i] += self.round_y[i];
-                    }
-                }
+                add_to_every_row(&mut self.w_total, &self.round_w);
+                add_to_every_row(&mut self.y_total, &self.round_y);
             }
             CombPolicy::PFcb(p) if self.comm < p.rounds.len() && p.rounds[self.comm] == t => self.communicate(t, p),
             _ => {}
@@ -279,11 +364,7 @@ impl CpuComb {
 impl CombOps for CpuComb {
     fn rounds(&mut self, t0: u64, count: u64) -> Result<(), BatchError> {
         let (policy, oracle, explore) = (&self.policy, self.oracle, self.explore);
-        let run = |f: &mut Fed| {
-            for t in t0..t0 + count {
-                f.round(t, policy, oracle, explore);
-            }
-        };
+        let run = |f: &mut Fed| run_rounds(f, t0, count, policy, oracle, explore);
         if self.feds.len() == 1 {
             run(&mut self.feds[0]);
         } else {
