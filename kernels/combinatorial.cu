@@ -99,7 +99,9 @@ extern "C" __global__ void fb_comb_rounds(
                     fb_u64 g = row + i;
                     double gap = alpha - qp[g];
                     if (slack < gap) continue;  // buys none (procurement::greedy)
-                    double take = fmin(fmax(floor(slack / gap), 0.0), (double)cap[g]);
+                    double capg = (double)cap[g];
+                    // All of it where the slack covers it, else floor(s / gap).
+                    double take = slack >= capg * gap ? capg : fmin(fmax(floor(slack / gap), 0.0), capg);
                     l[g] = (int)take;
                     slack -= take * gap;
                 }

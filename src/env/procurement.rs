@@ -118,9 +118,10 @@ pub fn feasible(l: &[u32], q: &[f64], alpha: f64) -> bool {
 /// with r_i > 0 and q_i >= alpha at full capacity, slack s = sum l_i (q_i -
 /// alpha); (2) the remaining profitable producers (q_i < alpha) by r_i /
 /// (alpha - q_i), largest first (ties: lower index), each l_i = min(k_i,
-/// floor(s / (alpha - q_i))) (0 where s < alpha - q_i: since semantics 9
-/// without dividing, so a quotient rounded up to 1 cannot buy a unit the
-/// slack does not cover), s reduced by l_i (alpha - q_i). Writes the
+/// floor(s / (alpha - q_i))) (since semantics 9 without dividing where
+/// the slack buys none, s < alpha - q_i, or all, s >= k_i (alpha - q_i), so
+/// a quotient rounded across an integer cannot decide), s reduced by l_i
+/// (alpha - q_i). Writes the
 /// choice into `l`; `order` is workspace.
 #[inline(always)]
 pub fn greedy(q: &[f64], r: &[f64], k: &[u32], alpha: f64, l: &mut [u32], order: &mut GreedyOrder) {
@@ -145,7 +146,14 @@ pub fn greedy(q: &[f64], r: &[f64], k: &[u32], alpha: f64, l: &mut [u32], order:
         if slack < gap {
             continue;
         }
-        let take = (slack / gap).floor().clamp(0.0, f64::from(k[i])) as u32;
+        // Slack covering the whole capacity buys it (again without the
+        // division); else floor(s / gap) units.
+        let cap = f64::from(k[i]);
+        let take = if slack >= cap * gap {
+            k[i]
+        } else {
+            (slack / gap).floor().clamp(0.0, cap) as u32
+        };
         l[i] = take;
         slack -= f64::from(take) * gap;
     }

@@ -150,19 +150,22 @@ fn choice_regret(inst: &Instance, r_true: &[f64], best: f64, l: &[u32]) -> Optio
 }
 
 /// One agent's upper confidence qualities q+_i = Y_i / W_i + sqrt(3 ln t /
-/// (2 W_i)) (`lt` = ln t) and revenues r_i = rho q+_i - c_i, element by
-/// element (vectorized in [`run_rounds`]' clones for wider registers; the
-/// same bits). q+ is computed as (Y_i + sqrt(1.5 ln t W_i)) / W_i, one
-/// division where the textbook form has two (semantics 9; the kernel's
-/// phase 1 computes the same).
+/// (2 W_i)) (`lt` = ln t), element by element (vectorized in
+/// [`run_rounds`]' clones for wider registers; the same bits), computed as
+/// (Y_i + sqrt(1.5 ln t W_i)) / W_i, one division where the textbook form
+/// has two (semantics 9; the kernel's phase 1 computes the same).
 #[inline(always)]
-fn ucb_revenues(w: &[f64], y: &[f64], cost: &[f64], rho: f64, lt: f64, q_plus: &mut [f64], r: &mut [f64]) {
-    let m = q_plus.len().min(r.len()).min(w.len()).min(y.len()).min(cost.len());
-    let (q_plus, r, w, y, cost) = (&mut q_plus[..m], &mut r[..m], &w[..m], &y[..m], &cost[..m]);
-    for i in 0..m {
-        let q = (y[i] + (1.5 * lt * w[i]).sqrt()) / w[i];
-        q_plus[i] = q;
-        r[i] = rho * q - cost[i];
+fn ucb(w: &[f64], y: &[f64], lt: f64, q_plus: &mut [f64]) {
+    for ((q, &w), &y) in q_plus.iter_mut().zip(w).zip(y) {
+        *q = (y + (1.5 * lt * w).sqrt()) / w;
+    }
+}
+
+/// One agent's revenues r_i = rho q+_i - c_i.
+#[inline(always)]
+fn revenues(q_plus: &[f64], cost: &[f64], rho: f64, r: &mut [f64]) {
+    for ((r, &q), &c) in r.iter_mut().zip(q_plus).zip(cost) {
+        *r = rho * q - c;
     }
 }
 
@@ -227,15 +230,17 @@ impl Fed {
             if exploring {
                 self.l.fill(1);
             } else {
-                ucb_revenues(
-                    &self.w_total[row.clone()],
-                    &self.y_total[row.clone()],
-                    self.inst.costs(j),
-                    self.inst.spec.rho,
-                    lt,
-                    &mut self.q_plus,
-                    &mut self.r,
-                );
+                // Under FCB every agent's counts are the same (each round's
+                // units reach every row), so agent 0's q+ serve all.
+                if j == 0 || !matches!(policy, CombPolicy::Fcb) {
+                    ucb(
+                        &self.w_total[row.clone()],
+                        &self.y_total[row.clone()],
+                        lt,
+                        &mut self.q_plus,
+                    );
+                }
+                revenues(&self.q_plus, self.inst.costs(j), self.inst.spec.rho, &mut self.r);
                 oracle.solve(
                     &self.q_plus,
                     &self.r,
