@@ -136,7 +136,7 @@ extern "C" __global__ void fb_comb_rounds(
             if (units == 0) continue;
             fb_u64 key = fb_fold_more(keys[(fb_u64)f * n + j], t);
             double qi = q[i];
-            // One keyed Binomial(units, q_i) draw (the CPU's good_units).
+            // One keyed Binomial(units, q_i) draw (as the CPU's round).
             fb_u64 good = fb_small_binomial_at(key, (fb_u64)i * (1ull << 20), (fb_u64)units, qi);
             double wu = (double)units, gu = (double)good;
             own[g] += wu;

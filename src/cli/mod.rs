@@ -92,7 +92,7 @@ pub enum Command {
         /// K = 100). Each cell's time is its agent-steps weighted by the
         /// engine's time model (linear cells cost more with K and d: d = 128 is
         /// about 30x d = 10). Default: rates measured on the 2-core
-        /// development VM, 2e5 (linear), 1e6 (gossip), 5e5 (combinatorial).
+        /// development VM, 2e5 (linear), 1e6 (gossip), 2.5e6 (combinatorial).
         #[arg(long, value_parser = positive_rate)]
         rate: Option<f64>,
         /// Print every shard's line (default: the first 10 and the last 5).

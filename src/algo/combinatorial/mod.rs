@@ -190,11 +190,12 @@ pub fn curve_point(p: &CombPoint, b: &CombBatch) -> crate::algo::curve::CurvePoi
 }
 
 /// The cell's cost for `fedbandits plan`: a flat reference rate (`bench`'s
-/// pfcb_n10_m30 8e5 agent-steps/s per thread, rounded down to what
-/// solanki_exp1 achieved, 5.5e5).
+/// pfcb_n10_m30 2.6e6 agent-steps/s per thread since semantics 9, and
+/// solanki_exp1 3.0e6 per CPU second (6e8 agent-steps, 202 s), rounded
+/// down).
 pub fn cost(_c: &CombConfig) -> crate::algo::Cost {
     crate::algo::Cost {
-        reference_rate: 5.0e5,
+        reference_rate: 2.5e6,
         relative: 1.0,
         noise_entries_per_step: 0.0,
     }

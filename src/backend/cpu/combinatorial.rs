@@ -8,7 +8,7 @@ use crate::backend::combinatorial::{
 };
 use crate::env::procurement::{GreedyOrder, Instance, Oracle};
 use crate::rng::binomial::STRIDE;
-use crate::rng::small_binomial::{CdfTables, small_binomial_at};
+use crate::rng::small_binomial::CdfTables;
 use crate::rng::{fold_more, uniform_at};
 use rayon::prelude::*;
 
@@ -180,17 +180,6 @@ fn add_to_every_row(total: &mut [f64], round: &[f64]) {
     }
 }
 
-/// How many of the `units` bought from producer `i` are good, each good
-/// with probability `q` independently: one Binomial(units, q) draw keyed by
-/// (the agent's round key, producer), [`small_binomial_at`] at index
-/// `i` x [`STRIDE`] (`fb_small_binomial_at` in kernels/combinatorial.cu
-/// draws the same bits; a federation draws through its cached thresholds,
-/// [`CdfTables`], the same bits again). Since semantics 9; before, one
-/// keyed uniform per unit.
-pub fn good_units(round_key: u64, i: usize, units: u32, q: f64) -> u64 {
-    small_binomial_at(round_key, i as u64 * STRIDE, u64::from(units), q)
-}
-
 /// Rounds t0 .. t0 + count of one federation. Compiled for the CPU's
 /// widest registers too (chosen at run time; the default build stays
 /// portable): everything a round calls is inlined into each clone, so the
@@ -261,8 +250,13 @@ impl Fed {
             };
             self.regret[j] += reg;
             total += reg;
-            // Observe the units' qualities: the good ones in one keyed
-            // Binomial draw (counter-based: common across algorithms).
+            // Observe the units' qualities: how many of the l_i units bought
+            // from producer i are good (each with probability q_i) is one
+            // keyed Binomial(l_i, q_i) draw, `small_binomial_at(round key,
+            // i x STRIDE, l_i, q_i)` (counter-based: common across
+            // algorithms; `fb_small_binomial_at` in the kernel draws the
+            // same bits; here through the cached tables, the same bits
+            // again). Since semantics 9; before, one keyed uniform per unit.
             let key = fold_more(self.keys[j], t);
             // Every producer's uniform at once (in vectors), then the draws.
             for (i, u) in self.u.iter_mut().enumerate() {
