@@ -181,12 +181,12 @@ fn btrd(key: u64, index: u64, n: u64, p: f64) -> u64 {
     }
 }
 
+/// Test references shared by the binomial samplers' tests.
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The binomial pmf by its recurrence in f64 (test reference).
-    fn pmf(n: u64, p: f64) -> Vec<f64> {
+pub(crate) mod reference {
+    /// The binomial pmf from ln C(n, k) in f64 (test reference, not the
+    /// samplers' recurrence).
+    pub fn pmf(n: u64, p: f64) -> Vec<f64> {
         let mut out = vec![0.0; n as usize + 1];
         let lnp = p.ln();
         let lnq = (1.0 - p).ln();
@@ -200,14 +200,11 @@ mod tests {
         out
     }
 
-    /// Chi-square of `draws` draws of Binomial(n, p) (keyed by `key`)
-    /// against the pmf, cells of expected count below 5 pooled into their
-    /// neighbours; returns (statistic, degrees of freedom).
-    fn chi_square(key: u64, draws: u64, n: u64, p: f64) -> (f64, usize) {
-        let mut counts = vec![0u64; n as usize + 1];
-        for i in 0..draws {
-            counts[binomial_at(key, i * STRIDE, n, p) as usize] += 1;
-        }
+    /// Chi-square of observed `counts` of 0..=n against Binomial(n, p), cells
+    /// of expected count below 5 pooled into their neighbours; returns
+    /// (statistic, degrees of freedom).
+    pub fn chi_square(counts: &[u64], n: u64, p: f64) -> (f64, usize) {
+        let draws: u64 = counts.iter().sum();
         let pm = pmf(n, p);
         let (mut stat, mut cells) = (0.0, 0usize);
         let (mut obs, mut exp) = (0.0, 0.0);
@@ -227,6 +224,17 @@ mod tests {
         }
         (stat, cells.saturating_sub(1))
     }
+
+    /// The 99.9% quantile of chi-square(df) is below this.
+    pub fn limit(df: usize) -> f64 {
+        df as f64 + 3.3 * (2.0 * df as f64).sqrt() + 10.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reference::{chi_square, limit, pmf};
+    use super::*;
 
     /// The inversion at small (n, p) assigns each k exactly the mass the
     /// recurrence computes: the thresholds it compares u with are the pmf's
@@ -262,12 +270,16 @@ mod tests {
             .into_iter()
             .enumerate()
         {
-            let (stat, df) = chi_square(crate::rng::fold_key(&[31, i as u64]), 1_000_000, n, p);
-            // 99.9% quantile of chi-square(df) < df + 3.3 sqrt(2 df) + 10.
-            let limit = df as f64 + 3.3 * (2.0 * df as f64).sqrt() + 10.0;
+            let key = crate::rng::fold_key(&[31, i as u64]);
+            let mut counts = vec![0u64; n as usize + 1];
+            for i in 0..1_000_000u64 {
+                counts[binomial_at(key, i * STRIDE, n, p) as usize] += 1;
+            }
+            let (stat, df) = chi_square(&counts, n, p);
             assert!(
-                stat < limit,
-                "n {n} p {p}: chi-square {stat:.1} on {df} df (limit {limit:.1})"
+                stat < limit(df),
+                "n {n} p {p}: chi-square {stat:.1} on {df} df (limit {:.1})",
+                limit(df)
             );
         }
     }

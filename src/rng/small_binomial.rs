@@ -188,21 +188,8 @@ impl CdfTables {
 mod tests {
     use super::*;
     use crate::rng::binomial::STRIDE;
+    use crate::rng::binomial::reference::{chi_square, limit, pmf};
     use crate::rng::{fold_key, uniform_at};
-
-    /// The binomial pmf by exact rational arithmetic on ln C(n, k) in f64
-    /// (an independent reference: not the sampler's recurrence).
-    fn pmf(n: u64, p: f64) -> Vec<f64> {
-        let mut lc = 0.0f64;
-        (0..=n)
-            .map(|k| {
-                if k > 0 {
-                    lc += ((n - k + 1) as f64).ln() - (k as f64).ln();
-                }
-                (lc + k as f64 * p.ln() + (n - k) as f64 * (1.0 - p).ln()).exp()
-            })
-            .collect()
-    }
 
     /// Exact pmf by enumeration of the inversion, small (n, p): every
     /// threshold is the reference CDF to 1e-12, and the draw at uniforms
@@ -262,27 +249,11 @@ mod tests {
             for i in 0..draws {
                 counts[tables.draw(key, i * STRIDE, 0, n) as usize] += 1;
             }
-            let pm = pmf(n, p);
-            let (mut stat, mut cells, mut obs, mut exp) = (0.0, 0usize, 0.0, 0.0);
-            for k in 0..=n as usize {
-                obs += counts[k] as f64;
-                exp += pm[k] * draws as f64;
-                if exp >= 5.0 {
-                    stat += (obs - exp) * (obs - exp) / exp;
-                    cells += 1;
-                    (obs, exp) = (0.0, 0.0);
-                }
-            }
-            if exp > 0.0 {
-                stat += (obs - exp) * (obs - exp) / exp.max(1e-300);
-                cells += 1;
-            }
-            let df = cells.saturating_sub(1) as f64;
-            // 99.9% quantile of chi-square(df) < df + 3.3 sqrt(2 df) + 10.
-            let limit = df + 3.3 * (2.0 * df).sqrt() + 10.0;
+            let (stat, df) = chi_square(&counts, n, p);
             assert!(
-                stat < limit,
-                "n {n} p {p}: chi-square {stat:.1} on {df} df (limit {limit:.1})"
+                stat < limit(df),
+                "n {n} p {p}: chi-square {stat:.1} on {df} df (limit {:.1})",
+                limit(df)
             );
         }
     }
