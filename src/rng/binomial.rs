@@ -225,15 +225,21 @@ pub(crate) mod reference {
         (stat, cells.saturating_sub(1))
     }
 
-    /// The 99.9% quantile of chi-square(df) is below this.
-    pub fn limit(df: usize) -> f64 {
-        df as f64 + 3.3 * (2.0 * df as f64).sqrt() + 10.0
+    /// Asserts that `counts` fit Binomial(n, p) at 99.9%: the chi-square
+    /// statistic below df + 3.3 sqrt(2 df) + 10, above the quantile.
+    pub fn assert_fits(counts: &[u64], n: u64, p: f64) {
+        let (stat, df) = chi_square(counts, n, p);
+        let limit = df as f64 + 3.3 * (2.0 * df as f64).sqrt() + 10.0;
+        assert!(
+            stat < limit,
+            "n {n} p {p}: chi-square {stat:.1} on {df} df (limit {limit:.1})"
+        );
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::reference::{chi_square, limit, pmf};
+    use super::reference::{assert_fits, pmf};
     use super::*;
 
     /// The inversion at small (n, p) assigns each k exactly the mass the
@@ -275,12 +281,7 @@ mod tests {
             for i in 0..1_000_000u64 {
                 counts[binomial_at(key, i * STRIDE, n, p) as usize] += 1;
             }
-            let (stat, df) = chi_square(&counts, n, p);
-            assert!(
-                stat < limit(df),
-                "n {n} p {p}: chi-square {stat:.1} on {df} df (limit {:.1})",
-                limit(df)
-            );
+            assert_fits(&counts, n, p);
         }
     }
 
