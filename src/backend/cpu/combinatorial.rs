@@ -61,6 +61,10 @@ struct Fed {
     tables: CdfTables,
     /// Workspace: an agent's uniforms of the round, one per producer.
     u: Vec<f64>,
+    /// Each agent's last choice (n x m; u32::MAX before the first) and its
+    /// regret (None: it violated the constraint).
+    last_l: Vec<u32>,
+    last_reg: Vec<Option<f64>>,
 }
 
 impl CpuComb {
@@ -120,6 +124,8 @@ impl CpuComb {
                     snap_y: z,
                     tables: CdfTables::new(&inst.quality, u64::from(inst.spec.max_capacity)),
                     u: vec![0.0; m],
+                    last_l: vec![u32::MAX; n * m],
+                    last_reg: vec![None; n],
                     inst: inst.clone(),
                 })
             })
@@ -240,8 +246,15 @@ impl Fed {
                     &mut self.cur,
                 );
             }
-            // Regret against the oracle on the true qualities.
-            let reg = match choice_regret(&self.inst, &self.r_true[row], self.best[j], &self.l) {
+            // Regret against the oracle on the true qualities: a function of
+            // the choice alone, so an agent repeating its last choice (the
+            // common case once estimates settle) repeats its last value.
+            let last = &mut self.last_l[row.clone()];
+            if last[..] != self.l[..] {
+                last.copy_from_slice(&self.l);
+                self.last_reg[j] = choice_regret(&self.inst, &self.r_true[row], self.best[j], &self.l);
+            }
+            let reg = match self.last_reg[j] {
                 Some(reg) => reg,
                 None => {
                     self.obs.violations += 1;
