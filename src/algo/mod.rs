@@ -129,6 +129,18 @@ pub struct Cost {
     pub noise_entries_per_step: f64,
 }
 
+impl Cost {
+    /// A flat rate: every agent-step of the family costs the same, and no
+    /// tree noise is regenerated.
+    pub fn flat(reference_rate: f64) -> Self {
+        Cost {
+            reference_rate,
+            relative: 1.0,
+            noise_entries_per_step: 0.0,
+        }
+    }
+}
+
 /// Counters a federation accumulates over a run (written to the output).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counters {

@@ -194,11 +194,7 @@ pub fn curve_point(p: &CombPoint, b: &CombBatch) -> crate::algo::curve::CurvePoi
 /// solanki_exp1 3.0e6 per CPU second (6e8 agent-steps, 202 s), rounded
 /// down).
 pub fn cost(_c: &CombConfig) -> crate::algo::Cost {
-    crate::algo::Cost {
-        reference_rate: 2.5e6,
-        relative: 1.0,
-        noise_entries_per_step: 0.0,
-    }
+    crate::algo::Cost::flat(2.5e6)
 }
 
 /// Approximate peak memory of one running federation, in bytes: per agent

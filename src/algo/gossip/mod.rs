@@ -205,11 +205,7 @@ pub fn curve_point(p: &GossipPoint, b: &GossipBatch, lambda2: f64) -> crate::alg
 /// what zhu_fig1a_medium achieved, 1.2e6): the per-step work is small and
 /// the paper workloads vary little.
 pub fn cost(_c: &GossipConfig) -> crate::algo::Cost {
-    crate::algo::Cost {
-        reference_rate: 1.0e6,
-        relative: 1.0,
-        noise_entries_per_step: 0.0,
-    }
+    crate::algo::Cost::flat(1.0e6)
 }
 
 /// Approximate peak memory of one running federation, in bytes: per agent
