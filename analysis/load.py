@@ -243,12 +243,10 @@ def _completeness(d: Path, files: list[Path], mds: list[dict[bytes, bytes]]) -> 
     return None
 
 
-def checked_files(path: str | Path, allow_partial: bool = False) -> tuple[list[Path], dict[Path, bool]]:
-    """The part files under `path` after every check of the module doc, and
-    for each whether its job directory (or, for a single file, the file) is
-    a complete run. Raises ResultsError on the first failed check, and on a
-    failed completeness check only when `allow_partial` is false."""
-    p = Path(path)
+def _checked_groups(p: Path) -> list[tuple[list[Path], str | None]]:
+    """Every check of the module doc but completeness on the part files
+    under `p`, then the files grouped by job directory (or the single file),
+    each group with why it is not a complete run (None when it is)."""
     files = parquet_files(p)
     mds = [check_file(f) for f in files]
     dirs = [] if p.is_file() else sorted({f.parent for f in files})
@@ -259,15 +257,30 @@ def checked_files(path: str | Path, allow_partial: bool = False) -> tuple[list[P
     if p.is_file():
         shard = _meta(mds[0], "shard", "0/1")
         why = None if shard.endswith("/1") else f"{p}: one shard (shard {shard}) of a sharded run; scan its directory"
-        groups = [(files, why)]
-    else:
-        groups = [(fs, _completeness(d, fs, ms)) for d, (fs, ms) in by_dir.items()]
+        return [(files, why)]
+    return [(fs, _completeness(d, fs, ms)) for d, (fs, ms) in by_dir.items()]
+
+
+def checked_files(path: str | Path, allow_partial: bool = False) -> tuple[list[Path], dict[Path, bool]]:
+    """The part files under `path` after every check of the module doc, and
+    for each whether its job directory (or, for a single file, the file) is
+    a complete run. Raises ResultsError on the first failed check, and on a
+    failed completeness check only when `allow_partial` is false."""
+    groups = _checked_groups(Path(path))
     complete: dict[Path, bool] = {}
     for fs, why in groups:
         if why is not None and not allow_partial:
             raise ResultsError(f"{why} (or read what is there with allow_partial=True)")
         complete.update({f: why is None for f in fs})
-    return files, complete
+    return sorted(f for fs, _ in groups for f in fs), complete
+
+
+def incomplete_runs(path: str | Path) -> dict[Path, str]:
+    """For each job directory (or single file) under `path` that is not a
+    complete run, why not and the command that completes it (what
+    `checked_files` raises without `allow_partial`); empty when every run
+    is complete. The other checks of the module doc still raise."""
+    return {fs[0].parent if fs else Path(path): why for fs, why in _checked_groups(Path(path)) if why is not None}
 
 
 def scan(path: str | Path, allow_partial: bool = False) -> pl.LazyFrame:

@@ -58,27 +58,25 @@ pub fn privacy_json(job: &Job) -> String {
 
 /// The family registry ([`crate::algo::family::FAMILIES`]) as JSON, written
 /// into every file so that the analysis package reads the families (their
-/// algorithms, environments and own columns) from the engine that wrote the
-/// data: `{"linear": {"algorithms": [...], "environments": [...],
-/// "columns": [...]}, ...}`.
+/// algorithms, environments, own columns and the baseline of their
+/// federated regret ratio) from the engine that wrote the data:
+/// `{"linear": {"algorithms": [...], "environments": [...], "columns":
+/// [...], "baseline": null}, ...}`.
 pub fn families_json() -> String {
-    let list = |names: &mut dyn Iterator<Item = &str>| {
-        let items: Vec<String> = names.map(|n| format!("\"{}\"", n.escape_default())).collect();
-        format!("[{}]", items.join(", "))
-    };
-    let fams: Vec<String> = crate::algo::family::FAMILIES
+    let fams: serde_json::Map<String, serde_json::Value> = crate::algo::family::FAMILIES
         .iter()
         .map(|f| {
-            format!(
-                "\"{}\": {{\"algorithms\": {}, \"environments\": {}, \"columns\": {}}}",
-                f.name,
-                list(&mut f.algorithms.iter().map(|a| a.0)),
-                list(&mut f.environments.iter().map(|e| e.0)),
-                list(&mut f.columns.iter().copied())
-            )
+            let names = |list: &[(&'static str, &'static str)]| list.iter().map(|m| m.0).collect::<Vec<_>>();
+            let entry = serde_json::json!({
+                "algorithms": names(f.algorithms),
+                "environments": names(f.environments),
+                "columns": f.columns,
+                "baseline": f.baseline,
+            });
+            (f.name.to_owned(), entry)
         })
         .collect();
-    format!("{{{}}}", fams.join(", "))
+    serde_json::Value::Object(fams).to_string()
 }
 
 /// Key-value metadata written into every file.

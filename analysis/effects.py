@@ -1,0 +1,421 @@
+"""The statistics of a sensitivity report (`fedbandits_analysis.report`):
+one job's swept axes, its cells' final regret, the main effect of each
+axis per algorithm, the axes ranked by effect size, two-axis interactions,
+the cells worth drawing as curves, and the warnings.
+
+Definitions (the report quotes them beside its tables):
+- **final value**: a repetition's metric at t = horizon (per-agent regret,
+  `agent_regret`, for every family).
+- **main effect** of axis `a` for algorithm `g` at value `v`: for each
+  repetition r, the mean over `g`'s cells with `a = v` (the other axes
+  pooled, each of their combinations counted once) of the final values of
+  repetition r; then the mean over repetitions with a 95% normal interval,
+  mean +- 1.96 sd / sqrt(R). Pooling inside a repetition first keeps the
+  interval honest when repetitions share random numbers across cells
+  (linear_sphere's theta* is common to every cell of a repetition).
+- **effect size** of `a` for `g`: (largest - smallest main-effect mean) /
+  the pooled within-cell standard deviation of `g`'s cells (the square
+  root of their degrees-of-freedom-weighted mean variance): how many
+  repetition-to-repetition standard deviations of one cell the axis moves
+  final regret across its range. An axis's score is its largest effect size
+  over the algorithms it applies to, and axes are ranked by score. Chosen
+  over variance explained because it reads in the units a user plans
+  repetitions in and does not shrink when another axis is strong.
+- **flat** axis: for every algorithm it applies to, the 95% intervals of
+  every two neighbouring values overlap. Overlap of two 95% intervals is a
+  conservative test (with equal standard errors it means p > 0.006 for the
+  difference), so "flat" reads "no effect at this many repetitions", not
+  "no effect".
+- **federated regret ratio** (families whose registry names a baseline,
+  e.g. combinatorial's `non_federated`): an algorithm's main-effect mean
+  at `v` over the baseline's at `v` (over the baseline's overall mean when
+  the axis does not apply to the baseline, as epsilon to a non-private
+  one). Repetition r of every cell shares its problem instance, so the
+  ratio's interval is the delta method over repetition pairs, with the
+  covariance of numerator and denominator (paired; with independent
+  repetitions the covariance is near 0 and it is the unpaired interval).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+import yaml
+
+from .load import ResultsError, checked_files, incomplete_runs, scan
+
+#: The accountant's and the job's privacy columns (README, "Privacy columns").
+PRIVACY_COLUMNS = (
+    "target_epsilon",
+    "target_delta",
+    "acct_epsilon",
+    "acct_epsilon_zcdp",
+    "acct_rho_zcdp",
+    "acct_epsilon_pure",
+    "acct_epsilon_basic",
+    "acct_delta_basic",
+    "paper_claimed_epsilon",
+    "acct_noise_multiplier",
+    "acct_releases_per_observation",
+    "schedule_private",
+)
+#: Counters that should be zero in a healthy run (warned when not).
+FLAG_COLUMNS = ("cholesky_failures", "beta_clamps", "clipped_observations")
+#: Fewer repetitions per cell than this is warned.
+MIN_REPETITIONS = 10
+#: Values spanning more than this factor are drawn on a log axis.
+LOG_SPAN = 20.0
+Z95 = 1.959963984540054
+#: At most this many grid-corner cells per algorithm are drawn as curves.
+MAX_CORNERS = 6
+
+
+@dataclass
+class Axis:
+    """A swept parameter: its values in grid order (ascending for numbers),
+    whether they are numbers, and whether to draw them on a log axis."""
+
+    name: str
+    values: list
+    numeric: bool
+    log: bool
+
+
+@dataclass
+class Study:
+    """One job's results, reduced to what the report needs."""
+
+    job: str
+    meta: dict[str, str]
+    files: list[Path]
+    incomplete: str | None
+    rows: int
+    final: pl.DataFrame
+    cells: pl.DataFrame
+    axes: list[Axis]
+    family: str | None
+    baseline: str | None
+    lf: pl.LazyFrame
+    privacy: dict = field(default_factory=dict)
+    metric: str = "agent_regret"
+
+    def label(self, cell: dict) -> str:
+        """A cell as `algorithm axis=value ...` (its swept values only)."""
+        parts = [cell["algorithm"]]
+        for a in self.axes:
+            v = cell.get(a.name)
+            if v is not None:
+                parts.append(f"{a.name}={fmt(v)}")
+        return " ".join(parts)
+
+
+def fmt(v) -> str:
+    """A parameter value as the job file would write it."""
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, float):
+        return "inf" if math.isinf(v) else f"{v:g}"
+    return str(v)
+
+
+def _metadata(f: Path) -> dict[str, str]:
+    md = pq.read_metadata(f).metadata or {}
+    return {k.decode()[len("fedbandits.") :]: v.decode() for k, v in md.items() if k.startswith(b"fedbandits.")}
+
+
+def grid_keys(job_yaml: str) -> list[str]:
+    """The grid axes the job file declares (`grid:` keys, in order), and
+    `environment` when it lists several; [] when the text does not parse."""
+    try:
+        doc = yaml.safe_load(job_yaml)
+    except yaml.YAMLError:
+        return []
+    if not isinstance(doc, dict):
+        return []
+    keys = [str(k) for k in (doc.get("grid") or {})] if isinstance(doc.get("grid"), dict) else []
+    env = doc.get("environment")
+    if isinstance(env, list) and len(env) > 1:
+        keys.append("environment")
+    return keys
+
+
+def _param_columns(schema: list[str]) -> list[str]:
+    """The parameter columns: those between `horizon` and `repetition`."""
+    return schema[schema.index("horizon") + 1 : schema.index("repetition")]
+
+
+def _partition(values: list) -> list[int]:
+    """Each value's index of first appearance: equal lists for two columns
+    that split the rows alike."""
+    first: dict = {}
+    return [first.setdefault(v, len(first)) for v in values]
+
+
+def _aliases_dropped(cells: pl.DataFrame, cols: list[str]) -> list[str]:
+    """`cols` without those that split the cells exactly as an earlier one
+    does (a default derived from another parameter, as s_bound from d)."""
+    kept: list[str] = []
+    for c in cols:
+        part = _partition(cells[c].to_list())
+        if all(_partition(cells[k].to_list()) != part for k in kept):
+            kept.append(c)
+    return kept
+
+
+def swept_axes(cells: pl.DataFrame, declared: list[str], params: list[str]) -> list[Axis]:
+    """The axes: the declared grid keys that take several values among the
+    cells (all varying parameter columns, less aliases, when the job text
+    declares none, as in files of another tool)."""
+    varying = [c for c in ["environment", *params] if c in cells.columns and cells[c].drop_nulls().n_unique() > 1]
+    names = [k for k in declared if k in varying] if declared else _aliases_dropped(cells, varying)
+    axes = []
+    for name in names:
+        col = cells.select(name, "cell_index").drop_nulls(name)
+        numeric = col.schema[name].is_numeric()
+        if numeric:
+            values = sorted(col[name].unique().to_list())
+        else:
+            values = col.group_by(name).agg(pl.col("cell_index").min()).sort("cell_index")[name].to_list()
+        finite = [v for v in values if numeric and math.isfinite(v)]
+        log = bool(finite) and min(finite) > 0 and max(finite) / min(finite) > LOG_SPAN
+        axes.append(Axis(name, values, numeric, log))
+    return axes
+
+
+def _cell_table(final: pl.DataFrame, metric: str, keys: list[str]) -> pl.DataFrame:
+    flags = [c for c in FLAG_COLUMNS if c in final.columns]
+    return (
+        final.group_by(keys)
+        .agg(
+            n=pl.len(),
+            mean=pl.col(metric).mean(),
+            sd=pl.col(metric).std(),
+            wall=pl.col("wall_seconds").sum(),
+            **{f: pl.col(f).cast(pl.Float64).mean() for f in flags},
+        )
+        .sort("cell_index")
+    )
+
+
+def load_studies(path: str | Path) -> list[Study]:
+    """Every job under `path` (a job's results directory, a root of several,
+    or a file), read lazily: the final rows only, with incomplete runs read
+    as they are and their reason kept for the warnings."""
+    files, _ = checked_files(path, allow_partial=True)
+    problems = incomplete_runs(path)
+    lf = scan(path, allow_partial=True)
+    schema = lf.collect_schema().names()
+    params = _param_columns(schema)
+    by_job: dict[str, list[Path]] = {}
+    for f in files:
+        by_job.setdefault(_metadata(f).get("job_name", f.parent.name), []).append(f)
+    studies = []
+    for job, fs in sorted(by_job.items()):
+        studies.append(_study(lf.filter(pl.col("job") == job), job, fs, problems, schema, params))
+    return studies
+
+
+def _study(lf, job, files, problems, schema, params) -> Study:
+    meta = _metadata(files[0])
+    keep = [c for c in schema if c not in ("group_regret", "messages", "sync_rounds")]
+    final = lf.filter(pl.col("t") == pl.col("horizon")).select(keep).collect()
+    rows = lf.select(pl.len()).collect().item()
+    keys = ["cell_id", "cell_index", "algorithm", "environment", *params]
+    cell_keys = final.select(keys).unique()
+    axes = swept_axes(cell_keys, grid_keys(meta.get("job_yaml", "")), params)
+    cells = _cell_table(final, "agent_regret", ["cell_id", "cell_index", "algorithm", "environment", *[a.name for a in axes if a.name != "environment"]])
+    fams = json.loads(meta.get("families", "{}"))
+    algos = set(cells["algorithm"].to_list())
+    family = next((n for n, f in fams.items() if algos & set(f.get("algorithms", []))), None)
+    baseline = fams.get(family, {}).get("baseline") if family else None
+    if baseline not in algos or len(algos) < 2:
+        baseline = None
+    reason = next((why for d, why in problems.items() if d in {f.parent for f in files} or d in files), None)
+    privacy = json.loads(meta.get("privacy", "{}"))
+    return Study(job, meta, files, reason, rows, final, cells, axes, family, baseline, lf, privacy)
+
+
+def _interval(df: pl.DataFrame) -> pl.DataFrame:
+    se = pl.col("sd") / pl.col("reps").sqrt()
+    return df.with_columns(se=se).with_columns(lo=pl.col("mean") - Z95 * pl.col("se"), hi=pl.col("mean") + Z95 * pl.col("se"))
+
+
+def pooled(final: pl.DataFrame, by: list[str], metric: str) -> pl.DataFrame:
+    """Per `by` group: the mean over repetitions of the per-repetition mean
+    over the group's cells, with sd, reps, se, lo, hi and the cells pooled."""
+    per_rep = final.group_by([*by, "repetition"]).agg(v=pl.col(metric).mean())
+    stats = per_rep.group_by(by).agg(mean=pl.col("v").mean(), sd=pl.col("v").std(), reps=pl.len())
+    ncells = final.group_by(by).agg(cells=pl.col("cell_id").n_unique())
+    return _interval(stats.join(ncells, on=by, nulls_equal=True))
+
+
+def main_effect(study: Study, axis: Axis) -> pl.DataFrame:
+    """The main effect of `axis` per algorithm it applies to: algorithm,
+    value, mean, sd, reps, se, lo, hi, cells; in the axis's value order."""
+    sub = study.final.filter(pl.col(axis.name).is_not_null())
+    eff = pooled(sub, ["algorithm", axis.name], study.metric)
+    order = pl.DataFrame({axis.name: axis.values, "_order": range(len(axis.values))}, schema_overrides={axis.name: sub.schema[axis.name]})
+    return eff.join(order, on=axis.name).sort(["algorithm", "_order"]).drop("_order").rename({axis.name: "value"})
+
+
+def reference_levels(study: Study, axis: Axis) -> pl.DataFrame:
+    """The algorithms `axis` does not apply to (null in their cells), each
+    pooled over its cells: the level the axis's lines are compared with."""
+    return pooled(study.final.filter(pl.col(axis.name).is_null()), ["algorithm"], study.metric)
+
+
+def within_sd(study: Study, algorithm: str, axis: Axis) -> float:
+    """The pooled within-cell sd of `algorithm`'s cells `axis` applies to."""
+    c = study.cells.filter((pl.col("algorithm") == algorithm) & pl.col(axis.name).is_not_null() & (pl.col("n") > 1))
+    dof = (c["n"] - 1).sum()
+    return math.sqrt(((c["n"] - 1) * c["sd"] ** 2).sum() / dof) if dof else float("nan")
+
+
+def _overlap_everywhere(part: pl.DataFrame) -> bool:
+    lo, hi = part["lo"].to_list(), part["hi"].to_list()
+    if any(v is None or math.isnan(v) for v in lo + hi):
+        return False
+    return all(lo[i + 1] <= hi[i] and lo[i] <= hi[i + 1] for i in range(len(lo) - 1))
+
+
+def ranking(study: Study, effects: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """One row per axis, highest score first: axis, values, score, the
+    algorithm it is largest for, that algorithm's range of means (regret
+    units), and whether the axis is flat."""
+    rows = []
+    for axis in study.axes:
+        eff = effects[axis.name]
+        best = (float("nan"), None, float("nan"))
+        flat = True
+        for (algo,), part in eff.group_by(["algorithm"], maintain_order=True):
+            if part.height < 2:
+                continue
+            rng = part["mean"].max() - part["mean"].min()
+            sw = within_sd(study, algo, axis)
+            size = rng / sw if sw > 0 else (0.0 if rng == 0 else float("inf"))
+            if math.isnan(best[0]) or size > best[0]:
+                best = (size, algo, rng)
+            flat = flat and _overlap_everywhere(part)
+        rows.append({"axis": axis.name, "values": len(axis.values), "score": best[0], "algorithm": best[1], "range": best[2], "flat": flat})
+    df = pl.DataFrame(rows, schema={"axis": pl.String, "values": pl.Int64, "score": pl.Float64, "algorithm": pl.String, "range": pl.Float64, "flat": pl.Boolean})
+    # NaN (an axis no algorithm has two values of) ranks last.
+    return df.with_columns(pl.col("score").fill_nan(None)).sort("score", descending=True, nulls_last=True) if df.height else df
+
+
+def _paired_ratio(paired: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """mean(n) / mean(d) per `by` group of per-repetition pairs (n, d),
+    with the delta-method interval that counts their covariance."""
+    stats = paired.group_by(by).agg(
+        mn=pl.col("n").mean(), md=pl.col("d").mean(), vn=pl.col("n").var(), vd=pl.col("d").var(), c=pl.cov("n", "d"), reps=pl.len()
+    )
+    frr = pl.col("mn") / pl.col("md")
+    var = (pl.col("vn") - 2 * frr * pl.col("c") + frr**2 * pl.col("vd")).clip(lower_bound=0.0)
+    out = stats.with_columns(frr=frr, frr_se=(var / pl.col("reps")).sqrt() / pl.col("md"))
+    return out.with_columns(lo=pl.col("frr") - Z95 * pl.col("frr_se"), hi=pl.col("frr") + Z95 * pl.col("frr_se"))
+
+
+def frr_reference(study: Study, axis: Axis) -> pl.DataFrame:
+    """The federated regret ratio of the non-baseline algorithms `axis`
+    does not apply to, each pooled over its cells (against the baseline's
+    overall mean): the levels the ratio's lines are compared with."""
+    final, metric = study.final, study.metric
+    rest = final.filter((pl.col("algorithm") != study.baseline) & pl.col(axis.name).is_null())
+    num = rest.group_by(["algorithm", "repetition"]).agg(n=pl.col(metric).mean())
+    den = final.filter(pl.col("algorithm") == study.baseline).group_by("repetition").agg(d=pl.col(metric).mean())
+    out = _paired_ratio(num.join(den, on="repetition"), ["algorithm"])
+    cells = rest.group_by("algorithm").agg(cells=pl.col("cell_id").n_unique())
+    return out.join(cells, on="algorithm").sort("algorithm").select("algorithm", "frr", "lo", "hi", "reps", "cells")
+
+
+def frr_effect(study: Study, axis: Axis, effect: pl.DataFrame) -> pl.DataFrame | None:
+    """The federated regret ratio against `axis` per non-baseline algorithm
+    (module doc), or None when the family has no baseline in these results.
+    Columns: algorithm, value, frr, frr_se, lo, hi, reps, cells."""
+    if study.baseline is None:
+        return None
+    final, a, metric = study.final, axis.name, study.metric
+    applies = final.filter((pl.col("algorithm") == study.baseline) & pl.col(a).is_not_null()).height > 0
+    num = (
+        final.filter((pl.col("algorithm") != study.baseline) & pl.col(a).is_not_null())
+        .group_by(["algorithm", a, "repetition"])
+        .agg(n=pl.col(metric).mean())
+    )
+    keys = [a, "repetition"] if applies else ["repetition"]
+    den = final.filter(pl.col("algorithm") == study.baseline).group_by(keys).agg(d=pl.col(metric).mean())
+    out = _paired_ratio(num.join(den, on=keys), ["algorithm", a]).rename({a: "value"})
+    cells = effect.select("algorithm", "value", "cells")
+    ordered = cells.join(out, on=["algorithm", "value"], how="inner", maintain_order="left")
+    return ordered.select("algorithm", "value", "frr", "frr_se", "lo", "hi", "reps", "cells")
+
+
+def interaction(study: Study, a: Axis, b: Axis) -> dict[str, pl.DataFrame]:
+    """Per algorithm both axes apply to (with two values or more each): the
+    mean final value per (a, b) pair, the other axes pooled; columns a, b,
+    mean, cells."""
+    out = {}
+    sub = study.final.filter(pl.col(a.name).is_not_null() & pl.col(b.name).is_not_null())
+    for (algo,), part in sub.group_by(["algorithm"], maintain_order=True):
+        if part[a.name].n_unique() < 2 or part[b.name].n_unique() < 2:
+            continue
+        out[algo] = part.group_by([a.name, b.name]).agg(mean=pl.col(study.metric).mean(), cells=pl.col("cell_id").n_unique())
+    return dict(sorted(out.items()))
+
+
+def curve_cells(study: Study) -> dict[str, list[tuple[str, str]]]:
+    """Per algorithm, the cells to draw as curves, each with its role: the
+    best and the worst (lowest and highest mean final value) and those at
+    the grid's corners (every swept value it uses at one end of its axis),
+    at most MAX_CORNERS of them, in grid order."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for (algo,), part in study.cells.group_by(["algorithm"], maintain_order=True):
+        part = part.sort("cell_index")
+        chosen = [(part.sort("mean")["cell_id"][0], "best")]
+        if part.height > 1:
+            chosen.append((part.sort("mean")["cell_id"][-1], "worst"))
+        ends = {}
+        for a in study.axes:
+            used = set(part[a.name].drop_nulls().to_list()) if a.name in part.columns else set()
+            # An infinite value (epsilon = inf: no privacy) is a level of
+            # its own, not a corner of the range.
+            vals = [v for v in a.values if v in used and not (a.numeric and math.isinf(v))]
+            if len(vals) > 1:
+                ends[a.name] = {vals[0], vals[-1]}
+        corners = [r["cell_id"] for r in part.iter_rows(named=True) if ends and all(r[k] in e for k, e in ends.items())]
+        taken = {c for c, _ in chosen}
+        chosen += [(c, "corner") for c in corners if c not in taken][:MAX_CORNERS]
+        out[algo] = chosen
+    return dict(sorted(out.items()))
+
+
+def warnings(study: Study, ranked: pl.DataFrame) -> list[str]:
+    """What a reader must know before trusting the figures: an incomplete
+    run, cells with few repetitions, non-zero health counters, flat axes."""
+    out = []
+    if study.incomplete:
+        out.append(f"Incomplete results (read as they are): {study.incomplete}")
+    few = study.cells.filter(pl.col("n") < MIN_REPETITIONS)
+    if few.height:
+        examples = "; ".join(f"{study.label(r)} ({r['n']})" for r in few.head(3).iter_rows(named=True))
+        out.append(
+            f"{few.height} of {study.cells.height} cells have fewer than {MIN_REPETITIONS} repetitions "
+            f"(min {few['n'].min()}): their intervals are rough. E.g. {examples}"
+        )
+    for col in FLAG_COLUMNS:
+        if col not in study.cells.columns:
+            continue
+        hit = study.cells.filter(pl.col(col) > 0)
+        if hit.height:
+            examples = "; ".join(f"{study.label(r)}: {r[col]:.4g}" for r in hit.sort(col, descending=True).head(3).iter_rows(named=True))
+            out.append(f"`{col}` is non-zero in {hit.height} of {study.cells.height} cells (mean per repetition at t = T; largest: {examples})")
+    reps = study.cells["n"].min() if study.cells.height else 0
+    for row in ranked.filter(pl.col("flat")).iter_rows(named=True):
+        out.append(
+            f"Axis `{row['axis']}` shows no effect at this many repetitions ({reps} per cell at least): "
+            f"the 95% intervals of every two neighbouring values overlap for every algorithm"
+        )
+    return out

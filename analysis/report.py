@@ -1,0 +1,383 @@
+"""A sensitivity report for any job: from a results directory to the effect
+of every swept parameter.
+
+    python -m fedbandits_analysis.report RESULTS_DIR --out DIR [--html]
+
+or `report(path, out, html=False)`. RESULTS_DIR is a job's results
+directory (merged or sharded; an incomplete run is reported with a
+warning), a root of several jobs (one section each), or a Parquet file.
+Only the final rows and the curves of the cells drawn are read.
+
+For each job, `DIR/report.md` (with the PNGs beside it; `--html`: also
+`DIR/report.html`, one self-contained file with the images embedded):
+1. the run: job, engine and semantics versions, cells, repetitions,
+   agent-steps, wall time, backend, swept axes; every privacy figure
+   present with its column, and each null with the reason the engine wrote;
+2. warnings: an incomplete run, cells with fewer than 10 repetitions,
+   non-zero cholesky_failures / beta_clamps / clipped_observations, axes
+   that show no effect at this many repetitions;
+3. the axes ranked by effect size (effects.py's module doc defines it);
+4. main effects: final per-agent regret against each axis, one line per
+   algorithm, 95% intervals over repetitions, the other axes pooled (and
+   the federated regret ratio where the family has a baseline);
+5. the interaction of the two highest-ranked axes (a heatmap per
+   algorithm);
+6. regret curves of each algorithm's best and worst cells and its
+   grid-corner cells.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import html
+import math
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+
+from . import report_plots as plots
+from .effects import (
+    MIN_REPETITIONS,
+    PRIVACY_COLUMNS,
+    Study,
+    curve_cells,
+    fmt,
+    frr_effect,
+    frr_reference,
+    interaction,
+    load_studies,
+    main_effect,
+    ranking,
+    reference_levels,
+    warnings,
+)
+from .load import ResultsError
+
+#: A document is a list of blocks: ("h1" | "h2" | "h3" | "p", text),
+#: ("ul", [items]), ("table", header, rows), ("img", file name, alt text).
+Block = tuple
+#: Private cells listed in full in the privacy table (the rest counted).
+MAX_PRIVACY_ROWS = 40
+
+
+def _num(v, digits: int = 4) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else f"{v:.{digits}g}"
+    return str(v)
+
+
+def _pm(mean, lo, hi) -> str:
+    if lo is None or hi is None or math.isnan(lo):
+        return _num(mean)
+    return f"{_num(mean)} ± {_num((hi - lo) / 2, 2)}"
+
+
+def header(s: Study) -> list[Block]:
+    """The run: what was computed, by which engine, at what cost."""
+    m, final = s.meta, s.final
+    reps = s.cells["n"]
+    shards = sorted({f.name for f in s.files})
+    steps = final.select((pl.col("m").cast(pl.Float64) * pl.col("horizon").cast(pl.Float64)).sum()).item() if "m" in final.columns else None
+    backends = ", ".join(f"{b} ({n} repetitions)" for b, n in final.group_by("backend").len().sort("backend").iter_rows())
+    per_algo = ", ".join(f"{a} {n}" for a, n in s.cells.group_by("algorithm", maintain_order=True).len().iter_rows())
+    axes = "; ".join(f"`{a.name}`: {', '.join(fmt(v) for v in a.values)}{' (log axis)' if a.log else ''}" for a in s.axes) or "none"
+    rows = [
+        ("job", f"`{s.job}` ({m.get('job_path', '?')}, identity {m.get('job_identity', '?')})"),
+        ("engine", f"fedbandits {m.get('version', '?')}, commit {m.get('git_commit', '?')[:12]}, semantics {m.get('semantics_version', '?')}"),
+        ("family", f"{s.family or '?'}" + (f" (baseline of the federated regret ratio: `{s.baseline}`)" if s.baseline else "")),
+        ("files", f"{len(s.files)} part file(s): {', '.join(shards[:4])}{' ...' if len(shards) > 4 else ''}; " + ("complete" if not s.incomplete else "INCOMPLETE (see warnings)")),
+        ("cells", f"{s.cells.height} ({per_algo})"),
+        ("repetitions per cell", f"{reps.min()}" if reps.min() == reps.max() else f"{reps.min()} to {reps.max()}"),
+        ("rows", f"{s.rows:,}"),
+        ("horizon", ", ".join(str(h) for h in sorted(final["horizon"].unique().to_list()))),
+        ("agent-steps", f"{steps:.3e}" if steps is not None else "unknown"),
+        ("wall time", f"{final['wall_seconds'].sum():.1f} s (sum of the repetitions' wall times; they run in parallel)"),
+        ("backend", backends),
+        ("swept axes", axes),
+        ("final value", f"`{s.metric}` at t = horizon: cumulative regret per agent"),
+    ]
+    return [("h2", "Run"), ("table", ["", ""], rows)]
+
+
+def _family_privacy_columns(s: Study) -> list[str]:
+    """The privacy columns of this job's family: the shared ones and its
+    own, not those only another family fills."""
+    import json
+
+    fams = json.loads(s.meta.get("families", "{}"))
+    own = set(fams.get(s.family, {}).get("columns", []))
+    others = {c for n, f in fams.items() if n != s.family for c in f.get("columns", [])} - own
+    return [c for c in PRIVACY_COLUMNS if c in s.final.columns and c not in others]
+
+
+def privacy(s: Study) -> list[Block]:
+    """Every privacy figure present (by column) per private cell, and why
+    each null figure is null (the notes the accountant wrote)."""
+    listed = {c["cell_id"]: c for c in s.privacy.get("cells", [])}
+    private = s.final.filter(pl.col("cell_id").is_in(list(listed))).unique("cell_id", keep="first").sort("cell_index")
+    if private.height == 0:
+        return [("h2", "Privacy"), ("p", "No cell of this job is private (no privacy figure to report).")]
+    cols = _family_privacy_columns(s)
+    shown = [c for c in cols if private[c].null_count() < private.height]
+    rows = [[s.label(r), *[_num(r[c]) for c in shown]] for r in private.head(MAX_PRIVACY_ROWS).iter_rows(named=True)]
+    out: list[Block] = [("h2", "Privacy"), ("table", ["cell", *[f"`{c}`" for c in shown]], rows)]
+    if private.height > MAX_PRIVACY_ROWS:
+        out.append(("p", f"{private.height - MAX_PRIVACY_ROWS} more private cells: the same columns in the Parquet files."))
+    nulls = []
+    for c in cols:
+        missing = private.filter(pl.col(c).is_null())["cell_id"].to_list()
+        if not missing:
+            continue
+        notes = sorted({n for cid in missing for n in listed[cid].get("notes", [])})
+        named = [n for n in notes if c in n]
+        why = " / ".join(named) if named else "no note in the file names this column"
+        nulls.append(f"`{c}` null in {len(missing)} of {private.height} private cells: {why}")
+    if nulls:
+        out += [("p", "Null figures and why:"), ("ul", nulls)]
+    relations = sorted({c.get("relation", "") for c in listed.values()} - {""})
+    if relations:
+        out.append(("p", "Neighbouring relation the figures assume: " + " / ".join(relations)))
+    return out
+
+
+def ranking_blocks(ranked: pl.DataFrame) -> list[Block]:
+    rows = [
+        [str(i + 1), f"`{r['axis']}`", str(r["values"]), _num(r["score"], 3), r["algorithm"] or "-", _num(r["range"]), "flat" if r["flat"] else "resolved"]
+        for i, r in enumerate(ranked.iter_rows(named=True))
+    ]
+    return [
+        ("h2", "Axes ranked by effect size"),
+        (
+            "p",
+            "Effect size: the range of an algorithm's main-effect means over the axis, in units of its pooled "
+            "within-cell standard deviation (how many repetition-to-repetition sds of one cell the axis moves "
+            "final regret); an axis's score is its largest over the algorithms it applies to. Flat: for every "
+            "algorithm the 95% intervals of neighbouring values overlap (no effect resolved at this many repetitions).",
+        ),
+        ("table", ["rank", "axis", "values", "effect size", "largest for", "range of means (regret per agent)", "at this many repetitions"], rows),
+    ]
+
+
+def _effect_table(eff: pl.DataFrame, refs: pl.DataFrame, y: str = "mean") -> tuple[Block, str]:
+    """The main effect as a table (values down, algorithms across) and a
+    note of how many cells each point pools."""
+    algos = eff["algorithm"].unique(maintain_order=True).to_list()
+    values = eff["value"].unique(maintain_order=True).to_list()
+    cells = sorted(set(eff["cells"].to_list()))
+    uniform = len(cells) == 1
+    rows = []
+    for v in values:
+        row = [fmt(v)]
+        for a in algos:
+            hit = eff.filter((pl.col("algorithm") == a) & (pl.col("value") == v))
+            if hit.height == 0:
+                row.append("")
+                continue
+            r = hit.row(0, named=True)
+            row.append(_pm(r[y], r["lo"], r["hi"]) + ("" if uniform else f" ({r['cells']} cells)"))
+        rows.append(row)
+    note = f"Each point pools {cells[0]} cell(s)" if uniform else "Cells pooled per point in parentheses"
+    reps = sorted(set(eff["reps"].to_list()))
+    note += f", {reps[0] if len(reps) == 1 else f'{reps[0]} to {reps[-1]}'} repetitions; ± is the half-width of the 95% interval."
+    if refs.height:
+        note += " Cells the axis does not apply to (the dashed levels): " + "; ".join(
+            f"{r['algorithm']} ({r['cells']} cell{'s' if r['cells'] > 1 else ''}) {_pm(r['mean'], r['lo'], r['hi'])}" for r in refs.iter_rows(named=True)
+        ) + "."
+    return ("table", ["value", *algos], rows), note
+
+
+def main_effects(s: Study, out: Path, effects: dict[str, pl.DataFrame]) -> list[Block]:
+    blocks: list[Block] = [("h2", "Main effects")]
+    if not s.axes:
+        return blocks + [("p", "The job sweeps no parameter (one cell per algorithm): no main effect to draw.")]
+    blocks.append(("p", "Final per-agent regret against each axis: mean over repetitions with a 95% interval, the other axes pooled (each of their combinations counted once)."))
+    for axis in s.axes:
+        eff, refs = effects[axis.name], reference_levels(s, axis)
+        name = f"{s.job}_effect_{axis.name}.png"
+        plots.effect_plot(axis, eff, refs, out / name, f"{s.job}: final regret per agent vs {axis.name}")
+        table, note = _effect_table(eff, refs)
+        blocks += [("h3", f"`{axis.name}`"), ("img", name, f"final regret vs {axis.name}"), table, ("p", note)]
+        frr = frr_effect(s, axis, eff)
+        if frr is not None and frr.height:
+            fname = f"{s.job}_frr_{axis.name}.png"
+            frr_lines = frr.select("algorithm", "value", "frr", "lo", "hi", "cells", "reps")
+            frr_refs = frr_reference(s, axis).rename({"frr": "mean"})
+            ylabel = f"FRR (final regret / {s.baseline}'s)"
+            plots.effect_plot(axis, frr_lines, frr_refs.rename({"mean": "frr"}), out / fname, f"{s.job}: federated regret ratio vs {axis.name}", y="frr", ylabel=ylabel)
+            ftable, fnote = _effect_table(frr_lines, frr_refs, y="frr")
+            blocks += [
+                ("img", fname, f"FRR vs {axis.name}"),
+                ftable,
+                ("p", f"Federated regret ratio: final regret over `{s.baseline}`'s at the same value (its overall mean where the axis does not apply to it), below 1 where federation helps; intervals paired by repetition (effects.py). {fnote}"),
+            ]
+    return blocks
+
+
+def interactions(s: Study, out: Path, ranked: pl.DataFrame) -> list[Block]:
+    blocks: list[Block] = [("h2", "Interaction of the two highest-ranked axes")]
+    if ranked.height < 2:
+        return blocks + [("p", "Fewer than two swept axes: no interaction to draw.")]
+    by_name = {a.name: a for a in s.axes}
+    a, b = by_name[ranked["axis"][0]], by_name[ranked["axis"][1]]
+    tables = interaction(s, a, b)
+    if not tables:
+        return blocks + [("p", f"No algorithm has both `{a.name}` and `{b.name}` with two values or more.")]
+    name = f"{s.job}_interaction.png"
+    plots.heatmaps(a, b, tables, out / name, f"{s.job}: mean final regret per agent, {a.name} x {b.name}")
+    return blocks + [
+        ("img", name, f"{a.name} x {b.name}"),
+        ("p", f"Mean final regret per agent for each (`{a.name}`, `{b.name}`) pair, the other axes pooled; one panel per algorithm, each with its own colour scale."),
+    ]
+
+
+def curve_blocks(s: Study, out: Path) -> list[Block]:
+    blocks: list[Block] = [
+        ("h2", "Regret curves"),
+        ("p", "Per algorithm: its best and worst cells (lowest and highest mean final regret) and the cells at the grid's corners (dashed); mean and 95% band over repetitions."),
+    ]
+    chosen = curve_cells(s)
+    single = [cells[0] for cells in chosen.values() if len(cells) == 1]
+    if len(single) > 1:
+        name = f"{s.job}_curves_single.png"
+        plots.curves(s, None, single, out / name)
+        blocks.append(("img", name, "regret curves of the algorithms with one cell"))
+    for algo, cells in chosen.items():
+        if len(cells) == 1 and len(single) > 1:
+            continue
+        name = f"{s.job}_curves_{re.sub(r'[^A-Za-z0-9_.-]', '_', algo)}.png"
+        plots.curves(s, algo, cells, out / name)
+        blocks.append(("img", name, f"{algo} regret curves"))
+    return blocks
+
+
+def job_report(s: Study, out: Path) -> list[Block]:
+    """Every section of one job's report (the figures written into `out`)."""
+    effects = {a.name: main_effect(s, a) for a in s.axes}
+    ranked = ranking(s, effects)
+    warned = warnings(s, ranked)
+    description = _description(s.meta.get("job_yaml", ""))
+    blocks: list[Block] = [("h1", f"Sensitivity report: {s.job}")]
+    if description:
+        blocks.append(("p", description))
+    blocks += header(s) + privacy(s)
+    blocks += [("h2", "Warnings"), ("ul", warned) if warned else ("p", f"None (every cell has {MIN_REPETITIONS}+ repetitions, no health counter fired, no flat axis, the run is complete).")]
+    if s.axes:
+        blocks += ranking_blocks(ranked)
+    blocks += main_effects(s, out, effects) + interactions(s, out, ranked) + curve_blocks(s, out)
+    return blocks
+
+
+def _description(job_yaml: str) -> str:
+    found = re.search(r"^description:\s*(.+)$", job_yaml, re.M)
+    return found.group(1).strip().strip("\"'") if found else ""
+
+
+def _inline_md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(blocks: list[Block]) -> str:
+    lines: list[str] = []
+    for b in blocks:
+        kind = b[0]
+        if kind in ("h1", "h2", "h3"):
+            lines += ["#" * int(kind[1]) + " " + b[1], ""]
+        elif kind == "p":
+            lines += [b[1], ""]
+        elif kind == "ul":
+            lines += [f"- {item}" for item in b[1]] + [""]
+        elif kind == "table":
+            head, rows = b[1], b[2]
+            lines.append("| " + " | ".join(_inline_md(h) for h in head) + " |")
+            lines.append("|" + "|".join("---" for _ in head) + "|")
+            lines += ["| " + " | ".join(_inline_md(str(c)) for c in row) + " |" for row in rows]
+            lines.append("")
+        elif kind == "img":
+            lines += [f"![{b[2]}]({b[1]})", ""]
+    return "\n".join(lines)
+
+
+def _inline_html(text: str) -> str:
+    t = html.escape(text)
+    t = re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
+    return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", t)
+
+
+def to_html(blocks: list[Block], out: Path, title: str) -> str:
+    """One self-contained page: the images inlined as base64 data."""
+    body = []
+    for b in blocks:
+        kind = b[0]
+        if kind in ("h1", "h2", "h3"):
+            body.append(f"<{kind}>{_inline_html(b[1])}</{kind}>")
+        elif kind == "p":
+            body.append(f"<p>{_inline_html(b[1])}</p>")
+        elif kind == "ul":
+            body.append("<ul>" + "".join(f"<li>{_inline_html(i)}</li>" for i in b[1]) + "</ul>")
+        elif kind == "table":
+            head = "".join(f"<th>{_inline_html(h)}</th>" for h in b[1])
+            rows = "".join("<tr>" + "".join(f"<td>{_inline_html(str(c))}</td>" for c in row) + "</tr>" for row in b[2])
+            body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
+        elif kind == "img":
+            data = base64.b64encode((out / b[1]).read_bytes()).decode()
+            body.append(f'<p><img alt="{html.escape(b[2])}" src="data:image/png;base64,{data}"></p>')
+    style = (
+        "body{font-family:sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222}"
+        "table{border-collapse:collapse;margin:0.5em 0;font-size:0.9em}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}"
+        "img{max-width:100%}code{background:#f3f3f3;padding:0 2px}"
+    )
+    return f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title><style>{style}</style></head><body>\n' + "\n".join(body) + "\n</body></html>\n"
+
+
+def _write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def report(path: str | Path, out: str | Path, html_page: bool = False, progress=None) -> Path:
+    """Writes the sensitivity report of every job under `path` into `out`
+    (report.md, the PNGs, and with `html_page` report.html); returns the
+    path of report.md. Raises ResultsError when `path` cannot be read."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    blocks: list[Block] = []
+    for s in load_studies(path):
+        if progress:
+            progress(f"{s.job}: {s.cells.height} cells, {s.rows:,} rows")
+        blocks += job_report(s, out)
+    md = out / "report.md"
+    _write_text(md, to_markdown(blocks))
+    if html_page:
+        _write_text(out / "report.html", to_html(blocks, out, f"fedbandits report: {Path(path).name}"))
+    return md
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m fedbandits_analysis.report", description=__doc__.split("\n\n")[0])
+    p.add_argument("results", help="a job's results directory (merged or sharded), a root of several, or a Parquet file")
+    p.add_argument("--out", required=True, help="directory for report.md and its figures (created)")
+    p.add_argument("--html", action="store_true", help="also write report.html, one file with the images embedded")
+    a = p.parse_args(argv)
+    start = time.perf_counter()
+    try:
+        md = report(a.results, a.out, a.html, progress=lambda m: print(f"report: {m}", file=sys.stderr, flush=True))
+    except ResultsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    made = [md] + ([md.with_suffix(".html")] if a.html else [])
+    print(f"wrote {', '.join(str(m) for m in made)} in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""The figures of a sensitivity report (`fedbandits_analysis.report`): main
+effects per axis (and the federated regret ratio), the interaction heatmap
+of the two highest-ranked axes, and regret curves of selected cells. Each
+figure is written atomically (a temporary file renamed into place) and
+drawn in the style of `figures.py` (900 x 500 px, legend outside)."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+
+from .effects import Axis, Study, fmt  # noqa: E402
+from .figures import DPI, HEIGHT_PX, WIDTH_PX, _figure, _legend  # noqa: E402
+from .load import summarize  # noqa: E402
+
+YLABEL = "final cumulative regret per agent"
+
+
+def save(fig, out: Path) -> Path:
+    """Writes `fig` to `out` through a temporary file (never a half PNG)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    fig.savefig(tmp, dpi=DPI, format="png")
+    plt.close(fig)
+    os.replace(tmp, out)
+    return out
+
+
+def _positions(axis: Axis, values: list) -> list[float]:
+    """x positions: the values themselves on a numeric axis, else the
+    index in grid order (categories, true/false)."""
+    if axis.numeric:
+        return [float(v) for v in values]
+    return [float(axis.values.index(v)) for v in values]
+
+
+def _categorical_ticks(ax, axis: Axis) -> None:
+    ax.set_xticks(range(len(axis.values)), [fmt(v) for v in axis.values])
+    ax.set_xlim(-0.5, len(axis.values) - 0.5)
+
+
+def _numeric_ticks(ax, axis: Axis) -> None:
+    finite = [v for v in axis.values if math.isfinite(v)]
+    if axis.log:
+        ax.set_xscale("log")
+    if len(finite) <= 12:
+        ax.set_xticks(finite, [fmt(v) for v in finite])
+        ax.minorticks_off()
+
+
+def effect_plot(axis: Axis, lines: pl.DataFrame, refs: pl.DataFrame, out: Path, title: str, y: str = "mean", ylabel: str = YLABEL) -> Path:
+    """One line per algorithm of `y` (with lo/hi as 95% error bars) against
+    the axis value; infinite values and the algorithms the axis does not
+    apply to (`refs`) as dashed horizontal levels with their band."""
+    fig, ax = _figure(title)
+    algos = lines["algorithm"].unique(maintain_order=True).to_list()
+    spread = 0.06 if not axis.numeric else 0.0
+    for i, algo in enumerate(algos):
+        part = lines.filter(pl.col("algorithm") == algo)
+        if axis.numeric:
+            inf = part.filter(pl.col("value").is_infinite())
+            for row in inf.iter_rows(named=True):
+                level = ax.axhline(row[y], ls=":", lw=1.2, color=f"C{i}", label=f"{algo}, {axis.name}=inf")
+                if row["lo"] is not None and not math.isnan(row["lo"]):
+                    ax.axhspan(row["lo"], row["hi"], color=level.get_color(), alpha=0.1, lw=0)
+            part = part.filter(pl.col("value").is_finite())
+        xs = np.array(_positions(axis, part["value"].to_list())) + spread * (i - (len(algos) - 1) / 2)
+        m = part[y].to_numpy()
+        err = [np.nan_to_num(m - part["lo"].to_numpy(), nan=0.0), np.nan_to_num(part["hi"].to_numpy() - m, nan=0.0)]
+        ax.errorbar(xs, m, yerr=err, marker="o", capsize=3, color=f"C{i}", label=algo)
+    for j, row in enumerate(refs.iter_rows(named=True)):
+        level = ax.axhline(row[y], ls="--", lw=1.2, color=f"C{(len(algos) + j) % 10}", label=f"{row['algorithm']} (no {axis.name})")
+        if row["lo"] is not None and not math.isnan(row["lo"]):
+            ax.axhspan(row["lo"], row["hi"], color=level.get_color(), alpha=0.12, lw=0)
+    (_numeric_ticks if axis.numeric else _categorical_ticks)(ax, axis)
+    ax.set_xlabel(axis.name)
+    ax.set_ylabel(ylabel)
+    _legend(ax)
+    return save(fig, out)
+
+
+def heatmaps(a: Axis, b: Axis, tables: dict[str, pl.DataFrame], out: Path, title: str) -> Path:
+    """Mean final regret per (a, b) pair, one panel per algorithm, each
+    with its own colour scale and the values written in the cells."""
+    n = len(tables)
+    cols = min(n, 3)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(WIDTH_PX / DPI, max(HEIGHT_PX / DPI, 3.6 * rows)), dpi=DPI, squeeze=False)
+    fig.suptitle(title, fontsize=11)
+    for ax in axes.flat[n:]:
+        ax.axis("off")
+    for ax, (algo, t) in zip(axes.flat, tables.items()):
+        av = [v for v in a.values if v in set(t[a.name].to_list())]
+        bv = [v for v in b.values if v in set(t[b.name].to_list())]
+        grid = np.full((len(bv), len(av)), np.nan)
+        for r in t.iter_rows(named=True):
+            grid[bv.index(r[b.name]), av.index(r[a.name])] = r["mean"]
+        im = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis")
+        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+        ax.set_xticks(range(len(av)), [fmt(v) for v in av], fontsize=8, rotation=45 if len(av) > 6 else 0)
+        ax.set_yticks(range(len(bv)), [fmt(v) for v in bv], fontsize=8)
+        ax.set_xlabel(a.name, fontsize=9)
+        ax.set_ylabel(b.name, fontsize=9)
+        ax.set_title(algo, fontsize=10)
+        if grid.size <= 64:
+            mid = np.nanmean(grid)
+            for (i, j), v in np.ndenumerate(grid):
+                if not np.isnan(v):
+                    ax.text(j, i, f"{v:.4g}", ha="center", va="center", fontsize=7, color="white" if v < mid else "black")
+    fig.tight_layout()
+    return save(fig, out)
+
+
+def curves(study: Study, algo: str | None, chosen: list[tuple[str, str]], out: Path) -> Path:
+    """Per-agent regret against t (mean and 95% band over repetitions) of
+    the chosen cells of one algorithm (None: cells of several, each its
+    algorithm's only one), read lazily (those cells only)."""
+    ids = [c for c, _ in chosen]
+    lf = study.lf.filter(pl.col("cell_id").is_in(ids)).select("cell_id", "repetition", "t", study.metric)
+    s = summarize(lf, ["cell_id"], study.metric)
+    labels = {r["cell_id"]: study.label(r) for r in study.cells.filter(pl.col("cell_id").is_in(ids)).iter_rows(named=True)}
+    title = f"{study.job}: {algo}, regret of selected cells" if algo else f"{study.job}: algorithms with one cell"
+    fig, ax = _figure(title)
+    for i, (cell, role) in enumerate(chosen):
+        part = s.filter(pl.col("cell_id") == cell)
+        t = part["t"].to_numpy()
+        name = labels[cell].removeprefix(algo).strip() if algo else labels[cell]
+        label = f"{role}: {name}" if algo else name
+        (line,) = ax.plot(t, part["mean"].to_numpy(), color=f"C{i % 10}", lw=1.5, ls="-" if role != "corner" else "--", label=label)
+        ax.fill_between(t, part["lo"].to_numpy(), part["hi"].to_numpy(), color=line.get_color(), alpha=0.15, lw=0)
+    ax.set_xscale("log")
+    ax.set_xlabel("round t")
+    ax.set_ylabel("cumulative regret per agent")
+    _legend(ax)
+    return save(fig, out)
