@@ -1,0 +1,177 @@
+"""Tests of the sensitivity report (`fedbandits_analysis.report`) on results
+the engine writes: a planted effect ranked first and a flat axis warned,
+main effects and the federated regret ratio recomputed by hand, every
+family, sharded and incomplete directories, and the self-contained HTML."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from fedbandits_analysis import report as rep
+from fedbandits_analysis.effects import load_studies, main_effect, ranking, warnings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# epsilon over two decades moves Private-FedLinUCB's regret by several
+# within-cell sds; confidence_scale over +-2% does not, at 12 repetitions.
+PLANTED = """\
+name: planted
+seed: 11
+repetitions: 12
+horizon: 1000
+checkpoints: {log_points: 10}
+algorithm: private_fedlinucb
+environment: linear_sphere
+params: {m: 4, d: 4, k: 10, delta: 0.1}
+grid:
+  confidence_scale: [0.98, 1.0, 1.02]
+  epsilon: {logspace: [0.1, 10, 3]}
+"""
+GOSSIP = """\
+name: goss
+seed: 5
+repetitions: 4
+horizon: 2000
+checkpoints: {log_points: 10}
+algorithm: [fed_ucb_gossip, local_ucb]
+environment: mab_heterogeneous
+params: {m: 4, arms: 3, graph: complete, c_priv: 0.05}
+grid:
+  epsilon: [1, 4, .inf]
+  clip: [true, false]
+"""
+COMBINATORIAL = """\
+name: comb
+seed: 5
+repetitions: 4
+horizon: 2000
+checkpoints: {log_points: 10}
+algorithm: [non_federated, fcb, p_fcb]
+environment: procurement
+params: {m: 4, producers: 10, quality_threshold: 0.4, instances: 4, delta: 0.01, t_low: 50, t_high: 4000, omega1: 0.1, omega2: 10}
+grid:
+  epsilon: [1, 8]
+"""
+
+
+def engine(*args: str) -> None:
+    exe = Path(os.environ.get("FEDBANDITS_BIN", ROOT / "target" / "release" / "fedbandits"))
+    assert exe.exists(), f"{exe} not built: run `cargo build --release` (.ci/run does) or set FEDBANDITS_BIN"
+    subprocess.run([str(exe), *args], check=True, capture_output=True)
+
+
+def run_job(d: Path, text: str, *extra: str) -> Path:
+    name = re.search(r"^name: (\S+)", text, re.M).group(1)
+    job = d / f"{name}.yaml"
+    job.write_text(text)
+    engine("run", str(job), "--out", str(d), "--quiet", *extra)
+    return d / name
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory) -> Path:
+    return run_job(tmp_path_factory.mktemp("planted"), PLANTED)
+
+
+def test_planted_axis_ranks_first_and_the_flat_axis_is_warned(planted: Path, tmp_path: Path) -> None:
+    (s,) = load_studies(planted)
+    assert [a.name for a in s.axes] == ["confidence_scale", "epsilon"]
+    ranked = ranking(s, {a.name: main_effect(s, a) for a in s.axes})
+    assert ranked["axis"].to_list() == ["epsilon", "confidence_scale"]
+    assert ranked["score"][0] > 3 * ranked["score"][1]
+    assert ranked["flat"].to_list() == [False, True]
+    flat = [w for w in warnings(s, ranked) if "shows no effect" in w]
+    assert len(flat) == 1 and "`confidence_scale`" in flat[0]
+    md = rep.report(planted, tmp_path / "out").read_text()
+    assert "Axis `confidence_scale` shows no effect at this many repetitions" in md
+    assert "Axis `epsilon` shows no effect" not in md
+    assert md.index("| 1 | `epsilon` |") < md.index("| 2 | `confidence_scale` |")
+
+
+def test_main_effect_is_the_per_repetition_pooled_mean_with_its_interval(planted: Path) -> None:
+    final = pl.read_parquet(planted / "*.parquet").filter(pl.col("t") == pl.col("horizon"))
+    (s,) = load_studies(planted)
+    eff = main_effect(s, next(a for a in s.axes if a.name == "epsilon"))
+    assert eff["value"].to_list() == pytest.approx([0.1, 1.0, 10.0])
+    for row in eff.iter_rows(named=True):
+        sub = final.filter((pl.col("epsilon") - row["value"]).abs() < 1e-12)
+        # per repetition: the mean over the three confidence_scale cells
+        x = sub.group_by("repetition").agg(pl.col("agent_regret").mean()).sort("repetition")["agent_regret"].to_numpy()
+        assert len(x) == 12 and row["cells"] == 3 and row["reps"] == 12
+        assert row["mean"] == pytest.approx(x.mean(), rel=1e-12)
+        half = 1.959963984540054 * x.std(ddof=1) / math.sqrt(len(x))
+        assert (row["hi"] - row["lo"]) / 2 == pytest.approx(half, rel=1e-9)
+    # the effect size: range of means over the pooled within-cell sd
+    cells = final.group_by("cell_id").agg(v=pl.col("agent_regret").var())
+    sw = math.sqrt(cells["v"].mean())
+    ranked = ranking(s, {a.name: main_effect(s, a) for a in s.axes})
+    assert ranked["score"][0] == pytest.approx((eff["mean"].max() - eff["mean"].min()) / sw, rel=1e-9)
+
+
+def test_header_counts_and_self_contained_html(planted: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert rep.main([str(planted), "--out", str(out), "--html"]) == 0
+    md = (out / "report.md").read_text()
+    assert "| cells | 9 (private_fedlinucb 9) |" in md
+    assert "| repetitions per cell | 12 |" in md
+    assert f"| agent-steps | {9 * 12 * 4 * 1000:.3e} |" in md
+    assert "| rows | 1,080 |" in md  # 9 cells x 12 repetitions x 10 checkpoints
+    assert "`acct_epsilon`" in md and "semantics 9" in md
+    pngs = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
+    assert pngs and all((out / p).stat().st_size > 1000 for p in pngs)
+    page = (out / "report.html").read_text()
+    srcs = re.findall(r'src="([^"]*)"', page)
+    assert len(srcs) == len(pngs) and all(s.startswith("data:image/png;base64,") for s in srcs)
+    assert "href=" not in page
+    assert not list(out.glob(".*tmp"))
+
+
+def test_every_family_and_the_federated_regret_ratio(tmp_path: Path) -> None:
+    goss = run_job(tmp_path, GOSSIP)
+    comb = run_job(tmp_path, COMBINATORIAL)
+    md = rep.report(tmp_path, tmp_path / "out").read_text()
+    assert "# Sensitivity report: goss" in md and "# Sensitivity report: comb" in md
+    assert "have fewer than 10 repetitions" in md  # 4 per cell
+    assert "`clipped_observations` is non-zero" in md  # gossip clip = true
+    assert (tmp_path / "out" / "comb_frr_epsilon.png").exists()
+    assert (tmp_path / "out" / "goss_interaction.png").exists()
+    # The ratio by hand: p_fcb's mean final regret at each epsilon over
+    # non_federated's (the baseline has no epsilon: its overall mean).
+    final = pl.read_parquet(comb / "*.parquet").filter(pl.col("t") == pl.col("horizon"))
+    base = final.filter(pl.col("algorithm") == "non_federated")["agent_regret"].mean()
+    for eps in (1.0, 8.0):
+        num = final.filter((pl.col("algorithm") == "p_fcb") & (pl.col("epsilon") == eps))["agent_regret"].mean()
+        assert f"| {eps:g} | {num / base:.4g} ± " in md
+    # gossip: epsilon = inf is its own level, not a corner of the range
+    (g,) = [s for s in load_studies(goss)]
+    eff = main_effect(g, next(a for a in g.axes if a.name == "epsilon"))
+    assert np.isinf(eff["value"].to_list()).sum() == 1
+
+
+def test_sharded_incomplete_and_merged_directories(tmp_path: Path) -> None:
+    job = tmp_path / "planted.yaml"
+    job.write_text(PLANTED.replace("repetitions: 12", "repetitions: 4"))
+    engine("run", str(job), "--out", str(tmp_path), "--quiet", "--shard", "0/2")
+    md = rep.report(tmp_path / "planted", tmp_path / "half").read_text()
+    assert "Incomplete results" in md and "part-00001-of-00002.parquet" in md
+    engine("run", str(job), "--out", str(tmp_path), "--quiet", "--shard", "1/2")
+    md = rep.report(tmp_path / "planted", tmp_path / "whole").read_text()
+    assert "Incomplete results" not in md and "| repetitions per cell | 4 |" in md
+    engine("merge", str(tmp_path / "planted"))
+    merged = rep.report(tmp_path / "planted", tmp_path / "merged").read_text()
+    assert merged.split("## Privacy")[1] == md.split("## Privacy")[1]
+
+
+def test_cli_errors_are_clean(tmp_path: Path, capsys) -> None:
+    assert rep.main([str(tmp_path / "nothing"), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "no such results directory" in err
+    assert not (tmp_path / "o" / "report.md").exists()
