@@ -25,7 +25,11 @@ Definitions (the report quotes them beside its tables):
   every two neighbouring values overlap. Overlap of two 95% intervals is a
   conservative test (with equal standard errors it means p > 0.006 for the
   difference), so "flat" reads "no effect at this many repetitions", not
-  "no effect".
+  "no effect". The ranking also counts the neighbouring steps a paired
+  comparison resolves (`paired_steps`: the per-repetition difference,
+  valid because repetition r of every cell shares its random numbers),
+  which sees consistent effects smaller than the spread between
+  repetitions.
 - **federated regret ratio** (families whose registry names a baseline,
   e.g. combinatorial's `non_federated`): an algorithm's main-effect mean
   at `v` over the baseline's at `v` (over the baseline's overall mean when
@@ -283,10 +287,34 @@ def _overlap_everywhere(part: pl.DataFrame) -> bool:
     return all(lo[i + 1] <= hi[i] and lo[i] <= hi[i + 1] for i in range(len(lo) - 1))
 
 
+def paired_steps(study: Study, axis: Axis) -> pl.DataFrame:
+    """Neighbouring values of `axis` compared within repetitions: per
+    algorithm and step (value i to i + 1), the mean over repetitions of the
+    difference of the per-repetition pooled means, its 95% interval, and
+    whether the interval excludes 0. Cells share random numbers within a
+    repetition, so this resolves consistent differences that the
+    repetition-to-repetition spread hides from the unpaired intervals."""
+    sub = study.final.filter(pl.col(axis.name).is_not_null())
+    per_rep = sub.group_by(["algorithm", axis.name, "repetition"]).agg(v=pl.col(study.metric).mean())
+    rows = []
+    for (algo,), part in per_rep.group_by(["algorithm"], maintain_order=True):
+        used = [v for v in axis.values if v in set(part[axis.name].to_list())]
+        for a, b in zip(used, used[1:]):
+            lo = part.filter(pl.col(axis.name) == a).select("repetition", va="v")
+            hi = part.filter(pl.col(axis.name) == b).select("repetition", vb="v")
+            d = hi.join(lo, on="repetition").select(pl.col("vb") - pl.col("va"))
+            n, mean, sd = d.height, d.to_series().mean(), d.to_series().std()
+            half = Z95 * sd / math.sqrt(n) if n > 1 and sd is not None else float("nan")
+            rows.append({"algorithm": algo, "from": fmt(a), "to": fmt(b), "diff": mean, "half": half, "resolved": bool(abs(mean) > half)})
+    schema = {"algorithm": pl.String, "from": pl.String, "to": pl.String, "diff": pl.Float64, "half": pl.Float64, "resolved": pl.Boolean}
+    return pl.DataFrame(rows, schema=schema)
+
+
 def ranking(study: Study, effects: dict[str, pl.DataFrame]) -> pl.DataFrame:
     """One row per axis, highest score first: axis, values, score, the
     algorithm it is largest for, that algorithm's range of means (regret
-    units), and whether the axis is flat."""
+    units), whether the axis is flat, and how many neighbouring steps the
+    paired comparison resolves ("k of n", over every algorithm)."""
     rows = []
     for axis in study.axes:
         eff = effects[axis.name]
@@ -301,8 +329,11 @@ def ranking(study: Study, effects: dict[str, pl.DataFrame]) -> pl.DataFrame:
             if math.isnan(best[0]) or size > best[0]:
                 best = (size, algo, rng)
             flat = flat and _overlap_everywhere(part)
-        rows.append({"axis": axis.name, "values": len(axis.values), "score": best[0], "algorithm": best[1], "range": best[2], "flat": flat})
-    df = pl.DataFrame(rows, schema={"axis": pl.String, "values": pl.Int64, "score": pl.Float64, "algorithm": pl.String, "range": pl.Float64, "flat": pl.Boolean})
+        steps = paired_steps(study, axis)
+        paired = f"{steps['resolved'].sum()} of {steps.height}"
+        rows.append({"axis": axis.name, "values": len(axis.values), "score": best[0], "algorithm": best[1], "range": best[2], "flat": flat, "paired": paired})
+    schema = {"axis": pl.String, "values": pl.Int64, "score": pl.Float64, "algorithm": pl.String, "range": pl.Float64, "flat": pl.Boolean, "paired": pl.String}
+    df = pl.DataFrame(rows, schema=schema)
     # NaN (an axis no algorithm has two values of) ranks last.
     return df.with_columns(pl.col("score").fill_nan(None)).sort("score", descending=True, nulls_last=True) if df.height else df
 
@@ -414,8 +445,11 @@ def warnings(study: Study, ranked: pl.DataFrame) -> list[str]:
             out.append(f"`{col}` is non-zero in {hit.height} of {study.cells.height} cells (mean per repetition at t = T; largest: {examples})")
     reps = study.cells["n"].min() if study.cells.height else 0
     for row in ranked.filter(pl.col("flat")).iter_rows(named=True):
-        out.append(
-            f"Axis `{row['axis']}` shows no effect at this many repetitions ({reps} per cell at least): "
-            f"the 95% intervals of every two neighbouring values overlap for every algorithm"
-        )
+        note = f"Axis `{row['axis']}` shows no effect at this many repetitions ({reps} per cell at least): the 95% intervals of every two neighbouring values overlap for every algorithm"
+        if not row["paired"].startswith("0 "):
+            note += (
+                f". Paired by repetition, {row['paired']} neighbouring steps differ (cells share random numbers within a "
+                f"repetition): a consistent effect smaller than the spread between repetitions"
+            )
+        out.append(note)
     return out

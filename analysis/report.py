@@ -151,7 +151,7 @@ def privacy(s: Study) -> list[Block]:
 
 def ranking_blocks(ranked: pl.DataFrame) -> list[Block]:
     rows = [
-        [str(i + 1), f"`{r['axis']}`", str(r["values"]), _num(r["score"], 3), r["algorithm"] or "-", _num(r["range"]), "flat" if r["flat"] else "resolved"]
+        [str(i + 1), f"`{r['axis']}`", str(r["values"]), _num(r["score"], 3), r["algorithm"] or "-", _num(r["range"]), "flat" if r["flat"] else "resolved", r["paired"]]
         for i, r in enumerate(ranked.iter_rows(named=True))
     ]
     return [
@@ -161,9 +161,10 @@ def ranking_blocks(ranked: pl.DataFrame) -> list[Block]:
             "Effect size: the range of an algorithm's main-effect means over the axis, in units of its pooled "
             "within-cell standard deviation (how many repetition-to-repetition sds of one cell the axis moves "
             "final regret); an axis's score is its largest over the algorithms it applies to. Flat: for every "
-            "algorithm the 95% intervals of neighbouring values overlap (no effect resolved at this many repetitions).",
+            "algorithm the 95% intervals of neighbouring values overlap (no effect resolved at this many repetitions). Paired: the neighbouring "
+            "steps whose difference, taken within each repetition (cells share random numbers within a repetition), has a 95% interval excluding 0.",
         ),
-        ("table", ["rank", "axis", "values", "effect size", "largest for", "range of means (regret per agent)", "at this many repetitions"], rows),
+        ("table", ["rank", "axis", "values", "effect size", "largest for", "range of means (regret per agent)", "at this many repetitions", "paired steps resolved"], rows),
     ]
 
 

@@ -88,6 +88,7 @@ def test_planted_axis_ranks_first_and_the_flat_axis_is_warned(planted: Path, tmp
     assert ranked["axis"].to_list() == ["epsilon", "confidence_scale"]
     assert ranked["score"][0] > 3 * ranked["score"][1]
     assert ranked["flat"].to_list() == [False, True]
+    assert ranked["paired"].to_list() == ["2 of 2", "0 of 2"]  # within-repetition differences
     flat = [w for w in warnings(s, ranked) if "shows no effect" in w]
     assert len(flat) == 1 and "`confidence_scale`" in flat[0]
     md = rep.report(planted, tmp_path / "out").read_text()
