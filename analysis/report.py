@@ -375,6 +375,9 @@ def main(argv: list[str] | None = None) -> int:
     except ResultsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:
+        print(f"error: cannot write the report into {a.out}: {e.strerror or e}", file=sys.stderr)
+        return 2
     made = [md] + ([md.with_suffix(".html")] if a.html else [])
     print(f"wrote {', '.join(str(m) for m in made)} in {time.perf_counter() - start:.1f} s")
     return 0

@@ -171,8 +171,23 @@ def test_sharded_incomplete_and_merged_directories(tmp_path: Path) -> None:
     assert merged.split("## Privacy")[1] == md.split("## Privacy")[1]
 
 
-def test_cli_errors_are_clean(tmp_path: Path, capsys) -> None:
+def test_cli_errors_are_clean(planted: Path, tmp_path: Path, capsys) -> None:
     assert rep.main([str(tmp_path / "nothing"), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "no such results directory" in err
     assert not (tmp_path / "o" / "report.md").exists()
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a directory")
+    assert rep.main([str(planted), "--out", str(blocker)]) == 2
+    assert f"error: cannot write the report into {blocker}" in capsys.readouterr().err
+    assert blocker.read_text() == "not a directory"
+
+
+def test_readme_command_works_verbatim(planted: Path, tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text()
+    (line,) = [ln for ln in readme.splitlines() if ln.startswith("analysis/.venv/bin/python -m fedbandits_analysis.report ")]
+    args = line.split()[3:]
+    assert args[0] == "results/quickstart" and args[1] == "--out"
+    args[0], args[2] = str(planted), str(tmp_path / args[2])
+    assert rep.main(args) == 0
+    assert (tmp_path / "report" / "report.md").exists() and (tmp_path / "report" / "report.html").exists()
