@@ -352,7 +352,10 @@ def report(path: str | Path, out: str | Path, html_page: bool = False, progress=
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     blocks: list[Block] = []
-    for s in load_studies(path):
+    studies = load_studies(path)
+    if len(studies) > 1:
+        blocks.append(("p", f"{len(studies)} jobs, one section each: " + ", ".join(f"`{s.job}`" for s in studies) + "."))
+    for s in studies:
         if progress:
             progress(f"{s.job}: {s.cells.height} cells, {s.rows:,} rows")
         blocks += job_report(s, out)
