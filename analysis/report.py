@@ -200,11 +200,12 @@ def main_effects(s: Study, out: Path, effects: dict[str, pl.DataFrame]) -> list[
     blocks: list[Block] = [("h2", "Main effects")]
     if not s.axes:
         return blocks + [("p", "The job sweeps no parameter (one cell per algorithm): no main effect to draw.")]
+    palette = plots.colors(s)
     blocks.append(("p", "Final per-agent regret against each axis: mean over repetitions with a 95% interval, the other axes pooled (each of their combinations counted once)."))
     for axis in s.axes:
         eff, refs = effects[axis.name], reference_levels(s, axis)
         name = f"{s.job}_effect_{axis.name}.png"
-        plots.effect_plot(axis, eff, refs, out / name, f"{s.job}: final regret per agent vs {axis.name}")
+        plots.effect_plot(axis, eff, refs, out / name, f"{s.job}: final regret per agent vs {axis.name}", palette)
         table, note = _effect_table(eff, refs)
         blocks += [("h3", f"`{axis.name}`"), ("img", name, f"final regret vs {axis.name}"), table, ("p", note)]
         frr = frr_effect(s, axis, eff)
@@ -213,7 +214,7 @@ def main_effects(s: Study, out: Path, effects: dict[str, pl.DataFrame]) -> list[
             frr_lines = frr.select("algorithm", "value", "frr", "lo", "hi", "cells", "reps")
             frr_refs = frr_reference(s, axis).rename({"frr": "mean"})
             ylabel = f"FRR (final regret / {s.baseline}'s)"
-            plots.effect_plot(axis, frr_lines, frr_refs.rename({"mean": "frr"}), out / fname, f"{s.job}: federated regret ratio vs {axis.name}", y="frr", ylabel=ylabel)
+            plots.effect_plot(axis, frr_lines, frr_refs.rename({"mean": "frr"}), out / fname, f"{s.job}: federated regret ratio vs {axis.name}", palette, y="frr", ylabel=ylabel)
             ftable, fnote = _effect_table(frr_lines, frr_refs, y="frr")
             blocks += [
                 ("img", fname, f"FRR vs {axis.name}"),

@@ -56,10 +56,17 @@ def _numeric_ticks(ax, axis: Axis) -> None:
         ax.minorticks_off()
 
 
-def effect_plot(axis: Axis, lines: pl.DataFrame, refs: pl.DataFrame, out: Path, title: str, y: str = "mean", ylabel: str = YLABEL) -> Path:
+def colors(study: Study) -> dict[str, str]:
+    """One colour per algorithm (in grid order), the same in every figure."""
+    order = study.cells.group_by("algorithm").agg(pl.col("cell_index").min()).sort("cell_index")["algorithm"]
+    return {a: f"C{i % 10}" for i, a in enumerate(order)}
+
+
+def effect_plot(axis: Axis, lines: pl.DataFrame, refs: pl.DataFrame, out: Path, title: str, palette: dict[str, str], y: str = "mean", ylabel: str = YLABEL) -> Path:
     """One line per algorithm of `y` (with lo/hi as 95% error bars) against
-    the axis value; infinite values and the algorithms the axis does not
-    apply to (`refs`) as dashed horizontal levels with their band."""
+    the axis value; infinite values (dotted) and the cells the axis does not
+    apply to (`refs`, dashed) as horizontal levels with their band, each in
+    its algorithm's colour (`palette`)."""
     fig, ax = _figure(title)
     algos = lines["algorithm"].unique(maintain_order=True).to_list()
     spread = 0.06 if not axis.numeric else 0.0
@@ -68,16 +75,16 @@ def effect_plot(axis: Axis, lines: pl.DataFrame, refs: pl.DataFrame, out: Path, 
         if axis.numeric:
             inf = part.filter(pl.col("value").is_infinite())
             for row in inf.iter_rows(named=True):
-                level = ax.axhline(row[y], ls=":", lw=1.2, color=f"C{i}", label=f"{algo}, {axis.name}=inf")
+                level = ax.axhline(row[y], ls=":", lw=1.2, color=palette[algo], label=f"{algo}, {axis.name}=inf")
                 if row["lo"] is not None and not math.isnan(row["lo"]):
                     ax.axhspan(row["lo"], row["hi"], color=level.get_color(), alpha=0.1, lw=0)
             part = part.filter(pl.col("value").is_finite())
         xs = np.array(_positions(axis, part["value"].to_list())) + spread * (i - (len(algos) - 1) / 2)
         m = part[y].to_numpy()
         err = [np.nan_to_num(m - part["lo"].to_numpy(), nan=0.0), np.nan_to_num(part["hi"].to_numpy() - m, nan=0.0)]
-        ax.errorbar(xs, m, yerr=err, marker="o", capsize=3, color=f"C{i}", label=algo)
-    for j, row in enumerate(refs.iter_rows(named=True)):
-        level = ax.axhline(row[y], ls="--", lw=1.2, color=f"C{(len(algos) + j) % 10}", label=f"{row['algorithm']} (no {axis.name})")
+        ax.errorbar(xs, m, yerr=err, marker="o", capsize=3, color=palette[algo], label=algo)
+    for row in refs.iter_rows(named=True):
+        level = ax.axhline(row[y], ls="--", lw=1.2, color=palette[row["algorithm"]], label=f"{row['algorithm']} (no {axis.name})")
         if row["lo"] is not None and not math.isnan(row["lo"]):
             ax.axhspan(row["lo"], row["hi"], color=level.get_color(), alpha=0.12, lw=0)
     (_numeric_ticks if axis.numeric else _categorical_ticks)(ax, axis)
