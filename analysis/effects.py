@@ -280,10 +280,12 @@ def within_sd(study: Study, algorithm: str, axis: Axis) -> float:
     return math.sqrt(((c["n"] - 1) * c["sd"] ** 2).sum() / dof) if dof else float("nan")
 
 
-def _overlap_everywhere(part: pl.DataFrame) -> bool:
+def _overlap_everywhere(part: pl.DataFrame) -> bool | None:
+    """Whether the 95% intervals of every two neighbouring values overlap;
+    None when an interval is undefined (one repetition)."""
     lo, hi = part["lo"].to_list(), part["hi"].to_list()
     if any(v is None or math.isnan(v) for v in lo + hi):
-        return False
+        return None
     return all(lo[i + 1] <= hi[i] and lo[i] <= hi[i + 1] for i in range(len(lo) - 1))
 
 
@@ -313,29 +315,34 @@ def paired_steps(study: Study, axis: Axis) -> pl.DataFrame:
 def ranking(study: Study, effects: dict[str, pl.DataFrame]) -> pl.DataFrame:
     """One row per axis, highest score first: axis, values, score, the
     algorithm it is largest for, that algorithm's range of means (regret
-    units), whether the axis is flat, and how many neighbouring steps the
+    units), whether the axis is flat (None: undetermined, an interval is
+    undefined with one repetition), and how many neighbouring steps the
     paired comparison resolves ("k of n", over every algorithm)."""
     rows = []
+    nan = float("nan")
     for axis in study.axes:
-        eff = effects[axis.name]
-        best = (float("nan"), None, float("nan"))
-        flat = True
-        for (algo,), part in eff.group_by(["algorithm"], maintain_order=True):
+        cands, flats = [], []
+        for (algo,), part in effects[axis.name].group_by(["algorithm"], maintain_order=True):
             if part.height < 2:
                 continue
             rng = part["mean"].max() - part["mean"].min()
             sw = within_sd(study, algo, axis)
-            size = rng / sw if sw > 0 else (0.0 if rng == 0 else float("inf"))
-            if math.isnan(best[0]) or size > best[0]:
-                best = (size, algo, rng)
-            flat = flat and _overlap_everywhere(part)
+            # No within-cell sd (one repetition per cell): no effect size.
+            size = nan if math.isnan(sw) else rng / sw if sw > 0 else 0.0 if rng == 0 else float("inf")
+            cands.append((size, algo, rng))
+            flats.append(_overlap_everywhere(part))
+        scored = [c for c in cands if not math.isnan(c[0])]
+        best = max(scored, key=lambda c: c[0]) if scored else max(cands, key=lambda c: c[2], default=(nan, None, nan))
+        flat = None if not flats or None in flats else all(flats)
         steps = paired_steps(study, axis)
         paired = f"{steps['resolved'].sum()} of {steps.height}"
         rows.append({"axis": axis.name, "values": len(axis.values), "score": best[0], "algorithm": best[1], "range": best[2], "flat": flat, "paired": paired})
     schema = {"axis": pl.String, "values": pl.Int64, "score": pl.Float64, "algorithm": pl.String, "range": pl.Float64, "flat": pl.Boolean, "paired": pl.String}
     df = pl.DataFrame(rows, schema=schema)
-    # NaN (an axis no algorithm has two values of) ranks last.
-    return df.with_columns(pl.col("score").fill_nan(None)).sort("score", descending=True, nulls_last=True) if df.height else df
+    # No score (one repetition per cell, or no algorithm with two values)
+    # ranks last, by the range of its means.
+    df = df.with_columns(pl.col("score").fill_nan(None), pl.col("range").fill_nan(None))
+    return df.sort(["score", "range"], descending=True, nulls_last=True) if df.height else df
 
 
 def _paired_ratio(paired: pl.DataFrame, by: list[str]) -> pl.DataFrame:

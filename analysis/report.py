@@ -149,9 +149,13 @@ def privacy(s: Study) -> list[Block]:
     return out
 
 
+def _flat(flat: bool | None) -> str:
+    return "undetermined (needs 2+ repetitions per cell)" if flat is None else "flat" if flat else "resolved"
+
+
 def ranking_blocks(ranked: pl.DataFrame) -> list[Block]:
     rows = [
-        [str(i + 1), f"`{r['axis']}`", str(r["values"]), _num(r["score"], 3), r["algorithm"] or "-", _num(r["range"]), "flat" if r["flat"] else "resolved", r["paired"]]
+        [str(i + 1), f"`{r['axis']}`", str(r["values"]), _num(r["score"], 3) if r["score"] is not None else "n/a (one repetition per cell)", r["algorithm"] or "-", _num(r["range"]), _flat(r["flat"]), r["paired"]]
         for i, r in enumerate(ranked.iter_rows(named=True))
     ]
     return [

@@ -191,3 +191,15 @@ def test_readme_command_works_verbatim(planted: Path, tmp_path: Path) -> None:
     args[0], args[2] = str(planted), str(tmp_path / args[2])
     assert rep.main(args) == 0
     assert (tmp_path / "report" / "report.md").exists() and (tmp_path / "report" / "report.html").exists()
+
+
+def test_one_repetition_per_cell_claims_nothing(tmp_path: Path) -> None:
+    d = run_job(tmp_path, PLANTED.replace("repetitions: 12", "repetitions: 1"))
+    (s,) = load_studies(d)
+    ranked = ranking(s, {a.name: main_effect(s, a) for a in s.axes})
+    assert ranked["score"].null_count() == 2 and ranked["flat"].null_count() == 2
+    assert ranked["axis"][0] == "epsilon"  # by the range of its means
+    ws = warnings(s, ranked)
+    assert not [w for w in ws if "shows no effect" in w] and "fewer than 10 repetitions (min 1)" in ws[0]
+    md = rep.report(d, tmp_path / "out").read_text()
+    assert "undetermined (needs 2+ repetitions per cell)" in md and " inf " not in md
