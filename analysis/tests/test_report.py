@@ -203,3 +203,27 @@ def test_one_repetition_per_cell_claims_nothing(tmp_path: Path) -> None:
     assert not [w for w in ws if "shows no effect" in w] and "fewer than 10 repetitions (min 1)" in ws[0]
     md = rep.report(d, tmp_path / "out").read_text()
     assert "undetermined (needs 2+ repetitions per cell)" in md and " inf " not in md
+
+
+def test_axes_come_from_the_grid_or_from_the_data_less_aliases() -> None:
+    from fedbandits_analysis.effects import grid_keys, swept_axes
+
+    assert grid_keys("grid:\n  epsilon: [1, 2]\n  d: {linspace: [2, 8, 4]}\nenvironment: [a, b]\n") == ["epsilon", "d", "environment"]
+    assert grid_keys("grid: [oops\n") == [] and grid_keys("just text") == []
+    cells = pl.DataFrame(
+        {
+            "cell_index": [0, 1, 2, 3],
+            "environment": ["e"] * 4,
+            "d": [4, 16, 4, 16],
+            "s_bound": [2.0, 4.0, 2.0, 4.0],  # derived from d: an alias
+            "epsilon": [0.1, 0.1, 100.0, float("inf")],
+            "sync": ["log", "every_round", "log", "sqrt_m"],
+        }
+    )
+    params = ["d", "s_bound", "epsilon", "sync"]
+    declared = swept_axes(cells, ["epsilon"], params)
+    assert [a.name for a in declared] == ["epsilon"] and declared[0].log  # 0.1 to 100, inf aside
+    inferred = swept_axes(cells, [], params)
+    assert [a.name for a in inferred] == ["d", "epsilon", "sync"]
+    assert inferred[2].values == ["log", "every_round", "sqrt_m"] and not inferred[2].numeric  # grid order
+    assert not inferred[0].log  # 4 to 16: under 20x
