@@ -51,7 +51,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import yaml
 
-from .load import ResultsError, checked_files, incomplete_runs, scan
+from .load import checked_files, incomplete_runs, scan
 
 #: The accountant's and the job's privacy columns (README, "Privacy columns").
 PRIVACY_COLUMNS = (
@@ -199,7 +199,6 @@ def _cell_table(final: pl.DataFrame, metric: str, keys: list[str]) -> pl.DataFra
             n=pl.len(),
             mean=pl.col(metric).mean(),
             sd=pl.col(metric).std(),
-            wall=pl.col("wall_seconds").sum(),
             **{f: pl.col(f).cast(pl.Float64).mean() for f in flags},
         )
         .sort("cell_index")
@@ -232,7 +231,9 @@ def _study(lf, job, files, problems, schema, params) -> Study:
     keys = ["cell_id", "cell_index", "algorithm", "environment", *params]
     cell_keys = final.select(keys).unique()
     axes = swept_axes(cell_keys, grid_keys(meta.get("job_yaml", "")), params)
-    cells = _cell_table(final, "agent_regret", ["cell_id", "cell_index", "algorithm", "environment", *[a.name for a in axes if a.name != "environment"]])
+    cells = _cell_table(
+        final, "agent_regret", ["cell_id", "cell_index", "algorithm", "environment", *[a.name for a in axes if a.name != "environment"]]
+    )
     fams = json.loads(meta.get("families", "{}"))
     algos = set(cells["algorithm"].to_list())
     family = next((n for n, f in fams.items() if algos & set(f.get("algorithms", []))), None)
@@ -336,8 +337,26 @@ def ranking(study: Study, effects: dict[str, pl.DataFrame]) -> pl.DataFrame:
         flat = None if not flats or None in flats else all(flats)
         steps = paired_steps(study, axis)
         paired = f"{steps['resolved'].sum()} of {steps.height}"
-        rows.append({"axis": axis.name, "values": len(axis.values), "score": best[0], "algorithm": best[1], "range": best[2], "flat": flat, "paired": paired})
-    schema = {"axis": pl.String, "values": pl.Int64, "score": pl.Float64, "algorithm": pl.String, "range": pl.Float64, "flat": pl.Boolean, "paired": pl.String}
+        rows.append(
+            {
+                "axis": axis.name,
+                "values": len(axis.values),
+                "score": best[0],
+                "algorithm": best[1],
+                "range": best[2],
+                "flat": flat,
+                "paired": paired,
+            }
+        )
+    schema = {
+        "axis": pl.String,
+        "values": pl.Int64,
+        "score": pl.Float64,
+        "algorithm": pl.String,
+        "range": pl.Float64,
+        "flat": pl.Boolean,
+        "paired": pl.String,
+    }
     df = pl.DataFrame(rows, schema=schema)
     # No score (one repetition per cell, or no algorithm with two values)
     # ranks last, by the range of its means.
@@ -449,7 +468,9 @@ def warnings(study: Study, ranked: pl.DataFrame) -> list[str]:
         hit = study.cells.filter(pl.col(col) > 0)
         if hit.height:
             examples = "; ".join(f"{study.label(r)}: {r[col]:.4g}" for r in hit.sort(col, descending=True).head(3).iter_rows(named=True))
-            out.append(f"`{col}` is non-zero in {hit.height} of {study.cells.height} cells (mean per repetition at t = T; largest: {examples})")
+            out.append(
+                f"`{col}` is non-zero in {hit.height} of {study.cells.height} cells (mean per repetition at t = T; largest: {examples})"
+            )
     reps = study.cells["n"].min() if study.cells.height else 0
     for row in ranked.filter(pl.col("flat")).iter_rows(named=True):
         note = f"Axis `{row['axis']}` shows no effect at this many repetitions ({reps} per cell at least): the 95% intervals of every two neighbouring values overlap for every algorithm"

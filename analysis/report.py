@@ -92,9 +92,16 @@ def header(s: Study) -> list[Block]:
     axes = "; ".join(f"`{a.name}`: {', '.join(fmt(v) for v in a.values)}{' (log axis)' if a.log else ''}" for a in s.axes) or "none"
     rows = [
         ("job", f"`{s.job}` ({m.get('job_path', '?')}, identity {m.get('job_identity', '?')})"),
-        ("engine", f"fedbandits {m.get('version', '?')}, commit {m.get('git_commit', '?')[:12]}, semantics {m.get('semantics_version', '?')}"),
+        (
+            "engine",
+            f"fedbandits {m.get('version', '?')}, commit {m.get('git_commit', '?')[:12]}, semantics {m.get('semantics_version', '?')}",
+        ),
         ("family", f"{s.family or '?'}" + (f" (baseline of the federated regret ratio: `{s.baseline}`)" if s.baseline else "")),
-        ("files", f"{len(s.files)} part file(s): {', '.join(shards[:4])}{' ...' if len(shards) > 4 else ''}; " + ("complete" if not s.incomplete else "INCOMPLETE (see warnings)")),
+        (
+            "files",
+            f"{len(s.files)} part file(s): {', '.join(shards[:4])}{' ...' if len(shards) > 4 else ''}; "
+            + ("complete" if not s.incomplete else "INCOMPLETE (see warnings)"),
+        ),
         ("cells", f"{s.cells.height} ({per_algo})"),
         ("repetitions per cell", f"{reps.min()}" if reps.min() == reps.max() else f"{reps.min()} to {reps.max()}"),
         ("rows", f"{s.rows:,}"),
@@ -155,7 +162,16 @@ def _flat(flat: bool | None) -> str:
 
 def ranking_blocks(ranked: pl.DataFrame) -> list[Block]:
     rows = [
-        [str(i + 1), f"`{r['axis']}`", str(r["values"]), _num(r["score"], 3) if r["score"] is not None else "n/a (one repetition per cell)", r["algorithm"] or "-", _num(r["range"]), _flat(r["flat"]), r["paired"]]
+        [
+            str(i + 1),
+            f"`{r['axis']}`",
+            str(r["values"]),
+            _num(r["score"], 3) if r["score"] is not None else "n/a (one repetition per cell)",
+            r["algorithm"] or "-",
+            _num(r["range"]),
+            _flat(r["flat"]),
+            r["paired"],
+        ]
         for i, r in enumerate(ranked.iter_rows(named=True))
     ]
     return [
@@ -168,7 +184,20 @@ def ranking_blocks(ranked: pl.DataFrame) -> list[Block]:
             "algorithm the 95% intervals of neighbouring values overlap (no effect resolved at this many repetitions). Paired: the neighbouring "
             "steps whose difference, taken within each repetition (cells share random numbers within a repetition), has a 95% interval excluding 0.",
         ),
-        ("table", ["rank", "axis", "values", "effect size", "largest for", "range of means (regret per agent)", "at this many repetitions", "paired steps resolved"], rows),
+        (
+            "table",
+            [
+                "rank",
+                "axis",
+                "values",
+                "effect size",
+                "largest for",
+                "range of means (regret per agent)",
+                "at this many repetitions",
+                "paired steps resolved",
+            ],
+            rows,
+        ),
     ]
 
 
@@ -194,9 +223,14 @@ def _effect_table(eff: pl.DataFrame, refs: pl.DataFrame, y: str = "mean") -> tup
     reps = sorted(set(eff["reps"].to_list()))
     note += f", {reps[0] if len(reps) == 1 else f'{reps[0]} to {reps[-1]}'} repetitions; ± is the half-width of the 95% interval."
     if refs.height:
-        note += " Cells the axis does not apply to (the dashed levels): " + "; ".join(
-            f"{r['algorithm']} ({r['cells']} cell{'s' if r['cells'] > 1 else ''}) {_pm(r['mean'], r['lo'], r['hi'])}" for r in refs.iter_rows(named=True)
-        ) + "."
+        note += (
+            " Cells the axis does not apply to (the dashed levels): "
+            + "; ".join(
+                f"{r['algorithm']} ({r['cells']} cell{'s' if r['cells'] > 1 else ''}) {_pm(r['mean'], r['lo'], r['hi'])}"
+                for r in refs.iter_rows(named=True)
+            )
+            + "."
+        )
     return ("table", ["value", *algos], rows), note
 
 
@@ -205,7 +239,12 @@ def main_effects(s: Study, out: Path, effects: dict[str, pl.DataFrame]) -> list[
     if not s.axes:
         return blocks + [("p", "The job sweeps no parameter (one cell per algorithm): no main effect to draw.")]
     palette = plots.colors(s)
-    blocks.append(("p", "Final per-agent regret against each axis: mean over repetitions with a 95% interval, the other axes pooled (each of their combinations counted once)."))
+    blocks.append(
+        (
+            "p",
+            "Final per-agent regret against each axis: mean over repetitions with a 95% interval, the other axes pooled (each of their combinations counted once).",
+        )
+    )
     for axis in s.axes:
         eff, refs = effects[axis.name], reference_levels(s, axis)
         name = f"{s.job}_effect_{axis.name}.png"
@@ -218,12 +257,24 @@ def main_effects(s: Study, out: Path, effects: dict[str, pl.DataFrame]) -> list[
             frr_lines = frr.select("algorithm", "value", "frr", "lo", "hi", "cells", "reps")
             frr_refs = frr_reference(s, axis).rename({"frr": "mean"})
             ylabel = f"FRR (final regret / {s.baseline}'s)"
-            plots.effect_plot(axis, frr_lines, frr_refs.rename({"mean": "frr"}), out / fname, f"{s.job}: federated regret ratio vs {axis.name}", palette, y="frr", ylabel=ylabel)
+            plots.effect_plot(
+                axis,
+                frr_lines,
+                frr_refs.rename({"mean": "frr"}),
+                out / fname,
+                f"{s.job}: federated regret ratio vs {axis.name}",
+                palette,
+                y="frr",
+                ylabel=ylabel,
+            )
             ftable, fnote = _effect_table(frr_lines, frr_refs, y="frr")
             blocks += [
                 ("img", fname, f"FRR vs {axis.name}"),
                 ftable,
-                ("p", f"Federated regret ratio: final regret over `{s.baseline}`'s at the same value (its overall mean where the axis does not apply to it), below 1 where federation helps; intervals paired by repetition (effects.py). {fnote}"),
+                (
+                    "p",
+                    f"Federated regret ratio: final regret over `{s.baseline}`'s at the same value (its overall mean where the axis does not apply to it), below 1 where federation helps; intervals paired by repetition (effects.py). {fnote}",
+                ),
             ]
     return blocks
 
@@ -241,14 +292,20 @@ def interactions(s: Study, out: Path, ranked: pl.DataFrame) -> list[Block]:
     plots.heatmaps(a, b, tables, out / name, f"{s.job}: mean final regret per agent, {a.name} x {b.name}")
     return blocks + [
         ("img", name, f"{a.name} x {b.name}"),
-        ("p", f"Mean final regret per agent for each (`{a.name}`, `{b.name}`) pair, the other axes pooled; one panel per algorithm, each with its own colour scale."),
+        (
+            "p",
+            f"Mean final regret per agent for each (`{a.name}`, `{b.name}`) pair, the other axes pooled; one panel per algorithm, each with its own colour scale.",
+        ),
     ]
 
 
 def curve_blocks(s: Study, out: Path) -> list[Block]:
     blocks: list[Block] = [
         ("h2", "Regret curves"),
-        ("p", "Per algorithm: its best and worst cells (lowest and highest mean final regret) and the cells at the grid's corners (dashed); mean and 95% band over repetitions."),
+        (
+            "p",
+            "Per algorithm: its best and worst cells (lowest and highest mean final regret) and the cells at the grid's corners (dashed); mean and 95% band over repetitions.",
+        ),
     ]
     chosen = curve_cells(s)
     single = [cells[0] for cells in chosen.values() if len(cells) == 1]
@@ -275,7 +332,12 @@ def job_report(s: Study, out: Path) -> list[Block]:
     if description:
         blocks.append(("p", description))
     blocks += header(s) + privacy(s)
-    blocks += [("h2", "Warnings"), ("ul", warned) if warned else ("p", f"None (every cell has {MIN_REPETITIONS}+ repetitions, no health counter fired, no flat axis, the run is complete).")]
+    blocks += [
+        ("h2", "Warnings"),
+        ("ul", warned)
+        if warned
+        else ("p", f"None (every cell has {MIN_REPETITIONS}+ repetitions, no health counter fired, no flat axis, the run is complete)."),
+    ]
     if s.axes:
         blocks += ranking_blocks(ranked)
     blocks += main_effects(s, out, effects) + interactions(s, out, ranked) + curve_blocks(s, out)
@@ -341,7 +403,11 @@ def to_html(blocks: list[Block], out: Path, title: str) -> str:
         "table{border-collapse:collapse;margin:0.5em 0;font-size:0.9em}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}"
         "img{max-width:100%}code{background:#f3f3f3;padding:0 2px}"
     )
-    return f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title><style>{style}</style></head><body>\n' + "\n".join(body) + "\n</body></html>\n"
+    return (
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title><style>{style}</style></head><body>\n'
+        + "\n".join(body)
+        + "\n</body></html>\n"
+    )
 
 
 def _write_text(path: Path, text: str) -> None:

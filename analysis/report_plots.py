@@ -62,7 +62,16 @@ def colors(study: Study) -> dict[str, str]:
     return {a: f"C{i % 10}" for i, a in enumerate(order)}
 
 
-def effect_plot(axis: Axis, lines: pl.DataFrame, refs: pl.DataFrame, out: Path, title: str, palette: dict[str, str], y: str = "mean", ylabel: str = YLABEL) -> Path:
+def effect_plot(
+    axis: Axis,
+    lines: pl.DataFrame,
+    refs: pl.DataFrame,
+    out: Path,
+    title: str,
+    palette: dict[str, str],
+    y: str = "mean",
+    ylabel: str = YLABEL,
+) -> Path:
     """One line per algorithm of `y` (with lo/hi as 95% error bars) against
     the axis value; infinite values (dotted) and the cells the axis does not
     apply to (`refs`, dashed) as horizontal levels with their band, each in
