@@ -106,6 +106,8 @@ class Study:
     baseline: str | None
     lf: pl.LazyFrame
     privacy: dict = field(default_factory=dict)
+    #: The family registry the engine wrote (`fedbandits.families`).
+    families: dict = field(default_factory=dict)
     metric: str = "agent_regret"
 
     def label(self, cell: dict) -> str:
@@ -242,7 +244,7 @@ def _study(lf, job, files, problems, schema, params) -> Study:
         baseline = None
     reason = next((why for d, why in problems.items() if d in {f.parent for f in files} or d in files), None)
     privacy = json.loads(meta.get("privacy", "{}"))
-    return Study(job, meta, files, reason, rows, final, cells, axes, family, baseline, lf, privacy)
+    return Study(job, meta, files, reason, rows, final, cells, axes, family, baseline, lf, privacy, fams)
 
 
 def _interval(df: pl.DataFrame) -> pl.DataFrame:

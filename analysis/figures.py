@@ -22,6 +22,7 @@ Every figure is 900 x 500 pixels with the legend outside the axes.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -53,9 +54,13 @@ def _figure(title: str):
 
 
 def _save(fig, out: Path) -> Path:
+    """Writes `fig` to `out` through a temporary file renamed into place
+    (never a half-written PNG)."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=DPI)
+    tmp = out.with_name(f".{out.name}.tmp")
+    fig.savefig(tmp, dpi=DPI, format="png")
     plt.close(fig)
+    os.replace(tmp, out)
     return out
 
 

@@ -118,9 +118,7 @@ def header(s: Study) -> list[Block]:
 def _family_privacy_columns(s: Study) -> list[str]:
     """The privacy columns of this job's family: the shared ones and its
     own, not those only another family fills."""
-    import json
-
-    fams = json.loads(s.meta.get("families", "{}"))
+    fams = s.families
     own = set(fams.get(s.family, {}).get("columns", []))
     others = {c for n, f in fams.items() if n != s.family for c in f.get("columns", [])} - own
     return [c for c in PRIVACY_COLUMNS if c in s.final.columns and c not in others]

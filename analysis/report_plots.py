@@ -7,7 +7,6 @@ drawn in the style of `figures.py` (900 x 500 px, legend outside)."""
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 import matplotlib
@@ -19,19 +18,10 @@ import polars as pl  # noqa: E402
 
 from .effects import Axis, Study, fmt  # noqa: E402
 from .figures import DPI, HEIGHT_PX, WIDTH_PX, _figure, _legend  # noqa: E402
+from .figures import _save as save  # noqa: E402
 from .load import summarize  # noqa: E402
 
 YLABEL = "final cumulative regret per agent"
-
-
-def save(fig, out: Path) -> Path:
-    """Writes `fig` to `out` through a temporary file (never a half PNG)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    fig.savefig(tmp, dpi=DPI, format="png")
-    plt.close(fig)
-    os.replace(tmp, out)
-    return out
 
 
 def _positions(axis: Axis, values: list) -> list[float]:
