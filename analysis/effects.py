@@ -273,7 +273,8 @@ def main_effect(study: Study, axis: Axis) -> pl.DataFrame:
 def reference_levels(study: Study, axis: Axis) -> pl.DataFrame:
     """The algorithms `axis` does not apply to (null in their cells), each
     pooled over its cells: the level the axis's lines are compared with."""
-    return pooled(study.final.filter(pl.col(axis.name).is_null()), ["algorithm"], study.metric)
+    # Sorted: a group-by's order is not stable from run to run.
+    return pooled(study.final.filter(pl.col(axis.name).is_null()), ["algorithm"], study.metric).sort("algorithm")
 
 
 def within_sd(study: Study, algorithm: str, axis: Axis) -> float:

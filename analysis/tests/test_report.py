@@ -139,6 +139,8 @@ def test_every_family_and_the_federated_regret_ratio(tmp_path: Path) -> None:
     goss = run_job(tmp_path, GOSSIP)
     comb = run_job(tmp_path, COMBINATORIAL)
     md = rep.report(tmp_path, tmp_path / "out").read_text()
+    for again in range(3):  # the same text every time (no group-by order leaks)
+        assert rep.report(tmp_path, tmp_path / f"again{again}").read_text() == md
     assert "# Sensitivity report: goss" in md and "# Sensitivity report: comb" in md
     assert "have fewer than 10 repetitions" in md  # 4 per cell
     assert "`clipped_observations` is non-zero" in md  # gossip clip = true
