@@ -51,7 +51,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import yaml
 
-from .load import checked_files, incomplete_runs, scan
+from .load import LINEAR_GROWTH_EXPONENT, checked_files, incomplete_runs, scan
 
 #: The accountant's and the job's privacy columns (README, "Privacy columns").
 PRIVACY_COLUMNS = (
@@ -195,6 +195,12 @@ def swept_axes(cells: pl.DataFrame, declared: list[str], params: list[str]) -> l
 
 def _cell_table(final: pl.DataFrame, metric: str, keys: list[str]) -> pl.DataFrame:
     flags = [c for c in FLAG_COLUMNS if c in final.columns]
+    growth = {}
+    if "regret_exponent" in final.columns:
+        growth = {
+            "linear_growth": (pl.col("regret_exponent") >= LINEAR_GROWTH_EXPONENT).sum(),
+            "max_exponent": pl.col("regret_exponent").max(),
+        }
     return (
         final.group_by(keys)
         .agg(
@@ -202,6 +208,7 @@ def _cell_table(final: pl.DataFrame, metric: str, keys: list[str]) -> pl.DataFra
             mean=pl.col(metric).mean(),
             sd=pl.col(metric).std(),
             **{f: pl.col(f).cast(pl.Float64).mean() for f in flags},
+            **growth,
         )
         .sort("cell_index")
     )
@@ -454,10 +461,13 @@ def curve_cells(study: Study) -> dict[str, list[tuple[str, str]]]:
 
 def warnings(study: Study, ranked: pl.DataFrame) -> list[str]:
     """What a reader must know before trusting the figures: an incomplete
-    run, cells with few repetitions, non-zero health counters, flat axes."""
+    run, cells whose environment is misspecified for their algorithm, cells
+    with a repetition whose regret grows linearly, cells with few
+    repetitions, non-zero health counters, flat axes."""
     out = []
     if study.incomplete:
         out.append(f"Incomplete results (read as they are): {study.incomplete}")
+    out += model_warnings(study) + growth_warnings(study)
     few = study.cells.filter(pl.col("n") < MIN_REPETITIONS)
     if few.height:
         examples = "; ".join(f"{study.label(r)} ({r['n']})" for r in few.head(3).iter_rows(named=True))
@@ -484,3 +494,56 @@ def warnings(study: Study, ranked: pl.DataFrame) -> list[str]:
             )
         out.append(note)
     return out
+
+
+#: Cells named in full in a warning (the rest counted).
+MAX_WARNED_CELLS = 20
+
+
+def _cell_list(study: Study, rows: list[dict], note) -> str:
+    shown = "; ".join(f"{study.label(r)} ({note(r)})" for r in rows[:MAX_WARNED_CELLS])
+    more = len(rows) - MAX_WARNED_CELLS
+    return shown + (f"; and {more} more" if more > 0 else "")
+
+
+def growth_warnings(study: Study) -> list[str]:
+    """Cells with a repetition whose `regret_exponent` (the slope of log
+    regret against log t over the last decade of the horizon) is at least
+    0.9: learning has stalled there, and the cell's mean regret grows with
+    the horizon."""
+    if "linear_growth" not in study.cells.columns:
+        return []
+    hit = study.cells.filter(pl.col("linear_growth") > 0)
+    if not hit.height:
+        return []
+    rows = list(hit.sort("cell_index").iter_rows(named=True))
+    cells = _cell_list(study, rows, lambda r: f"{r['linear_growth']} of {r['n']} repetitions, largest exponent {r['max_exponent']:.2f}")
+    return [
+        f"Regret grows linearly over the last decade of the horizon (`regret_exponent` >= {LINEAR_GROWTH_EXPONENT}) "
+        f"in {hit.height} of {study.cells.height} cells: {cells}. A repetition there has stopped learning; its cell's "
+        f"mean and sd say more about that repetition than about the algorithm"
+    ]
+
+
+def model_warnings(study: Study) -> list[str]:
+    """Cells whose environment the engine found misspecified for their
+    algorithm's model (`fedbandits.model`, written since semantics 10):
+    the key, why and the fix."""
+    model = json.loads(study.meta.get("model", "{}") or "{}")
+    cells = model.get("cells", [])
+    if not cells:
+        return []
+    rows = {r["cell_id"]: r for r in study.cells.iter_rows(named=True)}
+    by_why: dict[tuple, list[str]] = {}
+    for c in cells:
+        label = study.label(rows[c["cell_id"]]) if c["cell_id"] in rows else c["label"]
+        by_why.setdefault((c["key"], c["why"], c["fix"]), []).append(label)
+    out = []
+    for (key, why, fix), labels in by_why.items():
+        shown = "; ".join(labels[:MAX_WARNED_CELLS]) + (f"; and {len(labels) - MAX_WARNED_CELLS} more" if len(labels) > MAX_WARNED_CELLS else "")
+        out.append(
+            f"Misspecified environment in {len(labels)} cell(s) (`{key}`): {why}. Regret can grow linearly at long "
+            f"horizons. Fix: {fix}. Cells: {shown}"
+        )
+    return out
+

@@ -24,6 +24,7 @@ job directory (or file) that failed a completeness check.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import polars as pl
@@ -47,7 +48,16 @@ REQUIRED = {
 }
 
 #: Engine semantics versions this loader understands.
-SUPPORTED_SEMANTICS = {"1", "2", "3", "4", "5", "6", "7", "8", "9"}
+SUPPORTED_SEMANTICS = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10"}
+
+#: Columns an engine added after semantics 1, with their types and the
+#: version that added them: `scan` gives older files the column as nulls
+#: (`regret_exponents` computes the exponent from any file's curves).
+ADDED_COLUMNS = {"regret_exponent": (pl.Float64, 10)}
+
+#: `regret_exponent` at or above this: regret growing linearly over the
+#: last decade of the horizon (the engine's run summary and the report).
+LINEAR_GROWTH_EXPONENT = 0.9
 
 
 class ResultsError(Exception):
@@ -289,11 +299,20 @@ def scan(path: str | Path, allow_partial: bool = False) -> pl.LazyFrame:
     incomplete run is read as it is, and the Boolean column
     `results_complete` says which rows come from a complete one."""
     files, complete = checked_files(path, allow_partial)
-    if allow_partial:
-        lf = pl.concat(
-            [pl.scan_parquet(str(f)).with_columns(results_complete=pl.lit(complete[f])) for f in files],
-            how="vertical",
-        )
+    missing = {f: [c for c in ADDED_COLUMNS if c not in pq.read_schema(f).names] for f in files}
+    if allow_partial or any(missing.values()):
+
+        def one(f: Path) -> pl.LazyFrame:
+            lf = pl.scan_parquet(str(f))
+            added = {c: pl.lit(None, ADDED_COLUMNS[c][0]) for c in missing[f]}
+            if added:
+                # In the engine's column order: after agent_regret_max.
+                names = lf.collect_schema().names()
+                at = names.index("agent_regret_max") + 1
+                lf = lf.with_columns(**added).select([*names[:at], *added, *names[at:]])
+            return lf.with_columns(results_complete=pl.lit(complete[f])) if allow_partial else lf
+
+        lf = pl.concat([one(f) for f in files], how="vertical")
     else:
         lf = pl.scan_parquet([str(f) for f in files])
     schema = lf.collect_schema()
@@ -415,6 +434,47 @@ def window_regret(lf: pl.LazyFrame, edges: list[int], by: list[str], column: str
         rows.append(g.with_columns(t_from=pl.lit(ta, pl.UInt64), t_to=pl.lit(tb, pl.UInt64)))
     out = pl.concat(rows)
     return out.select([*by, "t_from", "t_to", "n", "mean", "sd"]).sort([*by, "t_from"])
+
+
+def growth_exponent(ts, regrets, horizon: int) -> float | None:
+    """The growth exponent of cumulative regret over the last decade of the
+    horizon, as the engine writes it in `regret_exponent` (README,
+    "Does learning stall?"): (ln R(T) - ln R(T/10)) / ln 10, with R(T/10)
+    at a checkpoint or interpolated in (log t, log R) between the two
+    around it; None when the checkpoints do not span the decade (none at T,
+    none at or before T/10, the two around it more than a factor 2 apart)
+    or the regret at either end is not positive. `ts` ascending."""
+    pts = dict(zip(ts, regrets))
+    if horizon not in pts:
+        return None
+    t0 = horizon / 10
+    lo = max((t for t in ts if t <= t0), default=None)
+    hi = min((t for t in ts if t >= t0), default=None)
+    if lo is None or hi is None or hi > 2 * lo:
+        return None
+    end, r_lo, r_hi = pts[horizon], pts[lo], pts[hi]
+    if not all(r > 0 and math.isfinite(r) for r in (end, r_lo, r_hi)):
+        return None
+    if hi == lo:
+        ln_r0 = math.log(r_lo)
+    else:
+        w = (math.log(t0) - math.log(lo)) / (math.log(hi) - math.log(lo))
+        ln_r0 = math.log(r_lo) + w * (math.log(r_hi) - math.log(r_lo))
+    return (math.log(end) - ln_r0) / math.log(10)
+
+
+def regret_exponents(lf: pl.LazyFrame, column: str = "group_regret") -> pl.DataFrame:
+    """`growth_exponent` of `column` per repetition, from the curves (for
+    files written before semantics 10, which have no `regret_exponent`, or
+    as a check of it). The engine measures the family's `growth_regret`
+    (`families()`: `group_regret`, the combinatorial family's
+    `regret_after_exploration`). Columns: job, cell_id, repetition,
+    exponent."""
+    keys = ["job", "cell_id", "repetition"]
+    curves = lf.select([*keys, "horizon", "t", column]).sort([*keys, "t"]).group_by(keys, maintain_order=True)
+    df = curves.agg(pl.col("horizon").first(), pl.col("t"), pl.col(column)).collect()
+    exps = [growth_exponent(r["t"], r[column], r["horizon"]) for r in df.iter_rows(named=True)]
+    return df.select(keys).with_columns(exponent=pl.Series(exps, dtype=pl.Float64))
 
 
 def to_pandas(path: str | Path, allow_partial: bool = False):

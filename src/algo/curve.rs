@@ -153,6 +153,16 @@ impl CurvePoint {
         METRICS.iter().position(|m| m.0 == name).and_then(|i| self.metrics[i])
     }
 
+    /// The cumulative regret column `column` at this point: `group_regret`,
+    /// or a metric column (None where not set).
+    pub fn regret(&self, column: &str) -> Option<f64> {
+        if column == "group_regret" {
+            Some(self.group_regret)
+        } else {
+            self.metric(column).map(Metric::as_f64)
+        }
+    }
+
     /// Whether two points are equal bit for bit (regret, counters, metrics).
     pub fn same(&self, other: &CurvePoint) -> bool {
         self.t == other.t
@@ -167,6 +177,44 @@ impl CurvePoint {
     }
 }
 
+/// The exponent at or above which a repetition's regret counts as growing
+/// linearly over the last decade of the horizon (the run summary's flag,
+/// the report's warning).
+pub const LINEAR_GROWTH_EXPONENT: f64 = 0.9;
+
+/// The growth exponent of cumulative regret over the last decade of the
+/// horizon: the slope of log R against log t between t = T/10 and T,
+/// (ln R(T) - ln R(T/10)) / ln 10, from the checkpoints `curve` (sorted
+/// (t, R) pairs). R(T/10) is read off the checkpoints: the checkpoint at
+/// T/10, or interpolated linearly in (log t, log R) between the two that
+/// bracket it (exact for a power law). The exponent is 1 for regret growing
+/// linearly, 1/2 for sqrt t, about 1 + 1 / ln T for t log t, about 1 / ln T
+/// for log t; a learner's regret falls below 1 and a policy that has
+/// stopped learning tends to 1 (cumulative regret C + a t).
+///
+/// None when the checkpoints do not span the decade (no checkpoint at T,
+/// none at or before T/10, or the two around T/10 more than a factor 2
+/// apart: too coarse to read R(T/10) off), or when the regret at either
+/// end is not positive (no regret yet, or regret measured against a
+/// reference the algorithm can beat, which the combinatorial family's can).
+pub fn growth_exponent(curve: &[(u64, f64)], horizon: u64) -> Option<f64> {
+    let &(_, end) = curve.iter().find(|(t, _)| *t == horizon)?;
+    let t0 = horizon as f64 / 10.0;
+    let lo = curve.iter().rev().find(|(t, _)| *t as f64 <= t0)?;
+    let hi = curve.iter().find(|(t, _)| *t as f64 >= t0)?;
+    let positive = |r: f64| r > 0.0 && r.is_finite();
+    if hi.0 > 2 * lo.0 || !positive(end) || !positive(lo.1) || !positive(hi.1) {
+        return None;
+    }
+    let ln_r0 = if hi.0 == lo.0 {
+        lo.1.ln()
+    } else {
+        let w = (t0.ln() - (lo.0 as f64).ln()) / ((hi.0 as f64).ln() - (lo.0 as f64).ln());
+        lo.1.ln() + w * (hi.1.ln() - lo.1.ln())
+    };
+    Some((end.ln() - ln_r0) / std::f64::consts::LN_10)
+}
+
 /// One repetition's result.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RepResult {
@@ -176,4 +224,97 @@ pub struct RepResult {
     pub points: Vec<CurvePoint>,
     /// Wall-clock seconds (not part of the reproducible data).
     pub wall_seconds: f64,
+}
+
+impl RepResult {
+    /// [`growth_exponent`] of the regret column `column` (the family's
+    /// [`crate::algo::family::Family::growth_regret`]) over this
+    /// repetition's checkpoints.
+    pub fn regret_exponent(&self, horizon: u64, column: &str) -> Option<f64> {
+        let curve: Vec<(u64, f64)> = self
+            .points
+            .iter()
+            .filter_map(|p| p.regret(column).map(|r| (p.t, r)))
+            .collect();
+        growth_exponent(&curve, horizon)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::growth_exponent;
+    use crate::job::CheckpointSpec;
+
+    /// The curve `f` sampled at `spec`'s checkpoints for horizon `t`.
+    fn sampled(spec: &CheckpointSpec, t: u64, f: impl Fn(f64) -> f64) -> Vec<(u64, f64)> {
+        spec.rounds(t).into_iter().map(|s| (s, f(s as f64))).collect()
+    }
+
+    #[test]
+    fn exponent_of_synthetic_curves() {
+        // Closed forms for the last decade [T/10, T]: t^a gives a exactly;
+        // t ln t gives 1 + log10(ln T / ln(T/10)); ln t gives
+        // log10(ln T / ln(T/10)). T/10 is a checkpoint (every: T/100) or
+        // interpolated (log_points), exact for power laws; for the others
+        // the log-log interpolation between checkpoints 10^(6/49) apart is
+        // within 1e-3.
+        let t = 1_000_000u64;
+        let tf = t as f64;
+        let lnlog = (tf.ln() / (tf / 10.0).ln()).log10();
+        type Case = (&'static str, fn(f64) -> f64, f64);
+        let cases: [Case; 5] = [
+            ("t", |s| s, 1.0),
+            ("3 + 0 t (constant)", |_| 3.0, 0.0),
+            ("sqrt t", f64::sqrt, 0.5),
+            ("t ln t", |s| s * s.ln(), 1.0 + lnlog),
+            ("ln t", |s| s.ln(), lnlog),
+        ];
+        for spec in [CheckpointSpec::Every(t / 100), CheckpointSpec::LogPoints(50)] {
+            for (name, f, want) in cases {
+                // ln 1 = 0 at the first checkpoint: shift log t by one round.
+                let curve = sampled(&spec, t, |s| if name == "ln t" { f(s + 1.0) } else { f(s) });
+                let got = growth_exponent(&curve, t).expect("spans the decade");
+                let tol = if matches!(spec, CheckpointSpec::Every(_)) || name == "t" || name == "sqrt t" {
+                    1e-9
+                } else {
+                    1e-3
+                };
+                let want = if name == "ln t" {
+                    ((tf + 1.0).ln() / (tf / 10.0 + 1.0).ln()).log10()
+                } else {
+                    want
+                };
+                assert!((got - want).abs() < tol, "{name} under {spec:?}: {got} vs {want}");
+            }
+        }
+        // A stall after learning: C + a t, the linear part dominant over the
+        // decade (the stalled repetition of jobs/long_reward_on.yaml goes
+        // 74 -> 635 -> 6142 at t = 1.1e4, 1.05e5, 1e6).
+        let curve = sampled(&CheckpointSpec::LogPoints(50), t, |s| 60.0 + 6e-3 * s);
+        let e = growth_exponent(&curve, t).unwrap_or(0.0);
+        assert!(e > 0.9 && e < 1.0, "stall: {e}");
+    }
+
+    #[test]
+    fn no_exponent_without_the_decade_or_positive_regret() {
+        let t = 10_000u64;
+        let lin = |s: f64| s;
+        // Only the horizon; a first checkpoint after T/10; a bracket wider
+        // than a factor 2 (checkpoints 1 and T only).
+        for spec in [
+            CheckpointSpec::Every(t),
+            CheckpointSpec::Every(t / 5),
+            CheckpointSpec::LogPoints(2),
+        ] {
+            assert_eq!(growth_exponent(&sampled(&spec, t, lin), t), None, "{spec:?}");
+        }
+        // No point at T.
+        let curve: Vec<(u64, f64)> = (1..=99).map(|i| (i * 100, i as f64)).collect();
+        assert_eq!(growth_exponent(&curve, t), None);
+        // Zero or negative regret at either end.
+        let every = CheckpointSpec::Every(t / 100);
+        assert_eq!(growth_exponent(&sampled(&every, t, |_| 0.0), t), None);
+        assert_eq!(growth_exponent(&sampled(&every, t, |s| s - 2000.0), t), None);
+        assert_eq!(growth_exponent(&sampled(&every, t, |s| 5000.0 - s), t), None);
+    }
 }

@@ -34,6 +34,12 @@ pub struct Family {
     /// parameters, is the denominator of the federated regret ratio (FRR)
     /// the run summary prints for the family's other algorithms.
     pub baseline: Option<&'static str>,
+    /// The cumulative regret whose growth over the last decade of the
+    /// horizon the column `regret_exponent` measures
+    /// ([`crate::algo::curve::growth_exponent`]): `group_regret`, or a
+    /// metric column where a fixed cost paid early would hide a stall (the
+    /// combinatorial family's exploration phase).
+    pub growth_regret: &'static str,
     /// Its `fedbandits bench` workloads: (name, default federations, job
     /// YAML with `{T}` for the rounds).
     pub workloads: &'static [(&'static str, u32, &'static str)],

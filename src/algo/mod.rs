@@ -58,6 +58,20 @@ impl CellConfig {
         }
     }
 
+    /// Why the cell's environment is misspecified for its algorithm's
+    /// model (None when the model can represent every mean exactly, or the
+    /// algorithm assumes none: `random`). Only linear environments can be:
+    /// the gossip family's arms have stationary local means whose average
+    /// is what its algorithms estimate, and the procurement environment's
+    /// units are Bernoulli(q_i), what the combinatorial UCB counts (README,
+    /// "Is the model right?").
+    pub fn misspecification(&self) -> Option<crate::env::Misspecification> {
+        match self {
+            CellConfig::Linear(c) if c.algorithm != linear::LinearAlgorithm::Random => c.env.misspecification(),
+            CellConfig::Linear(_) | CellConfig::Gossip(_) | CellConfig::Comb(_) => None,
+        }
+    }
+
     /// The privacy target (epsilon, delta) the user asked for, if private
     /// (the gossip family's Laplace mechanism has no delta).
     pub fn target(&self) -> (Option<f64>, Option<f64>) {

@@ -325,8 +325,8 @@ pub const PARAMS: &[ParamDef] = &[
     ParamDef {
         name: "reward_on",
         kind: Kind::Choice(&["raw", "normalized"]),
-        default: "raw",
-        doc: "mean reward on the raw z (authors' code) or on the observed x",
+        default: "normalized",
+        doc: "mean reward on the observed x (well-specified) or on the raw z (authors' code: misspecified when k > d)",
         used_by: &["linear_sphere"],
     },
     ParamDef {

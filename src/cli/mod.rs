@@ -9,13 +9,14 @@
 pub mod audit;
 pub mod bench;
 pub mod calibrate;
+pub mod summary;
 
 use crate::algo::family::FAMILIES;
 use crate::algo::params::PARAMS;
 use crate::backend::{self, BackendChoice};
 use crate::job::shard::Shard;
 use crate::job::{Job, JobError};
-use crate::sim::runner::{RunError, RunOptions, RunReport, run_job};
+use crate::sim::runner::{RunError, RunOptions, run_job};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -388,12 +389,17 @@ fn run_command(
             eprintln!("warning: {w}");
         }
     }
+    // A misspecified model decides a long run's result: said even with
+    // --quiet.
+    for w in job.model_warning_lines() {
+        eprintln!("warning: {w}");
+    }
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         // Failing to install a handler only loses graceful stopping.
         let _ = signal_hook::flag::register(sig, opts.stop.clone());
     }
     let report = run_job(&job, &sel, &opts)?;
-    print_report(&report);
+    summary::print_report(&report);
     Ok(())
 }
 
@@ -493,7 +499,7 @@ pub fn validate_text(job: &Job, threads: usize) -> String {
     );
     out += &format!("results: {}\n", job.results_dir().display());
     out += &privacy_table(job);
-    for w in privacy_warnings(job) {
+    for w in privacy_warnings(job).into_iter().chain(job.model_warning_lines()) {
         out += &format!("warning: {w}\n");
     }
     out
@@ -652,59 +658,6 @@ fn privacy_warnings(job: &Job) -> Vec<String> {
             format!("privacy ({cells} {first}): {w}")
         })
         .collect()
-}
-
-fn print_report(r: &RunReport) {
-    for w in &r.warnings {
-        eprintln!("warning: {w}");
-    }
-    if r.units_skipped > 0 {
-        eprintln!(
-            "fedbandits: {} repetition(s) already complete in {} (skipped; delete their .units files to recompute)",
-            r.units_skipped,
-            r.dir.display()
-        );
-    }
-    let rate = if r.seconds > 0.0 {
-        r.agent_steps as f64 / r.seconds
-    } else {
-        0.0
-    };
-    eprintln!(
-        "fedbandits: ran {} repetition(s), {:.3e} agent-steps in {:.1} s ({:.3e} agent-steps/s); wrote {}",
-        r.units_run,
-        r.agent_steps as f64,
-        r.seconds,
-        rate,
-        r.part.display()
-    );
-    let mut out = format!(
-        "{:>4}  {:>12} {:>9} {:>8} {:>8}  cell\n",
-        "#", "agent regret", "sd", "syncs", "acct eps"
-    );
-    for s in &r.summaries {
-        let mut note = if s.skipped { " (skipped: complete)" } else { "" }.to_string();
-        if let Some(frr) = s.frr {
-            note += &format!(" [FRR {frr:.3}]");
-        }
-        let eps = s.epsilon.map_or_else(|| "-".to_string(), |e| format!("{e:.3}"));
-        // Sync rounds are a mean over repetitions: whole unless they differ.
-        let syncs = if s.sync_rounds_mean.fract() == 0.0 {
-            format!("{}", s.sync_rounds_mean)
-        } else {
-            format!("{:.1}", s.sync_rounds_mean)
-        };
-        out += &format!(
-            "{:>4}  {:>12.2} {:>9.2} {syncs:>8} {eps:>8}  {}{note}\n",
-            s.index, s.agent_regret_mean, s.agent_regret_sd, s.label
-        );
-    }
-    if r.summaries.iter().any(|s| s.epsilon.is_some()) {
-        out += "agent regret: mean final regret per agent (sd: over repetitions)\n\
-                acct eps: the accountant's epsilon of the whole run (acct_epsilon: exact for the Gaussian\n  \
-                mechanisms at the cell's delta, pure epsilon for the gossip family); -: not private or no figure\n";
-    }
-    emit(&out);
 }
 
 /// Writes to stdout; a closed pipe (`fedbandits list | head`) is not an

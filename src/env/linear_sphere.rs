@@ -5,17 +5,41 @@
 //! standard normal vector normalized to the unit sphere, the last coordinate
 //! is 1; the first min(d, K) actions are replaced by the rows of I_d with the
 //! last column set to 1. theta* = 0.5 (unit vector in R^{d-1}) appended with
-//! 0.5. The mean reward is <z, theta*> on the raw vector (authors' choice,
-//! kept for fidelity) while the agent observes x = z / ||z||; with
-//! `reward_on: normalized` the mean is <x, theta*> instead. Rewards are
-//! mean + N(0, noise_std^2). Random rows have ||z|| = sqrt(2) exactly, so
-//! x = z / sqrt(2). Requires d >= 2.
+//! 0.5. The agent observes x = z / ||z||. Rewards are mean + N(0,
+//! noise_std^2), the mean being
+//! - `reward_on: normalized` (the default since semantics 10): <x, theta*>,
+//!   the linear model every learner assumes;
+//! - `reward_on: raw` (the authors' code, kept to reproduce their figures):
+//!   <z, theta*> on the raw vector. The rows e_i + e_{d-1} and the random
+//!   rows have ||z|| = sqrt(2), so their means are sqrt(2) <x, theta*>, but
+//!   the row e_{d-1} (present when K >= d) has ||z|| = 1 and mean
+//!   <x, theta*>: once a random row is offered too (K > d), no single
+//!   theta' gives every action's mean as <x, theta'> ([`misspecified`]),
+//!   and a learner can settle on a wrong
+//!   action for good (regret linear in T; README, "Is the model right?").
+//!
+//! Random rows have ||z|| = sqrt(2) exactly, so x = z / sqrt(2). Requires
+//! d >= 2.
 //!
 //! Draws per round: (K - min(d, K)) (d - 1) normals (lanes).
 
 use super::{AgentStreams, DecisionSet, random_unit};
 use crate::rng::Stream;
 use crate::rng::normal::fill_normals_f32;
+
+/// Whether the linear model <x, theta'> cannot give every action's mean.
+/// With `raw` means the d fixed rows (K >= d) are linearly independent and
+/// pin theta' down: theta'_{d-1} = theta*_{d-1} from e_{d-1} (||z|| = 1),
+/// theta'_i = sqrt(2) (theta*_i + theta*_{d-1}) - theta*_{d-1} from
+/// e_i + e_{d-1}. A random row z = (u, 1) then gets <x, theta'> = <z,
+/// theta*> + (1 - 1/sqrt(2)) theta*_{d-1} (sum_i u_i - 1), wrong unless the
+/// coordinates of u sum to 1 (probability 0): misspecified when K > d.
+/// With K < d every row has ||z|| = sqrt(2) and theta' = sqrt(2) theta* is
+/// exact; with K = d the d fixed rows alone are offered and any means fit;
+/// `normalized` means are exact with theta' = theta*.
+pub fn misspecified(raw: bool, d: usize, k: usize) -> bool {
+    raw && k > d
+}
 
 pub(crate) fn draw_theta(d: usize, s: &mut Stream) -> Vec<f64> {
     let mut theta: Vec<f64> = random_unit(d - 1, s).into_iter().map(|v| 0.5 * v).collect();

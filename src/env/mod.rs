@@ -34,6 +34,18 @@ pub enum LinearEnvKind {
     },
 }
 
+/// Why an environment's means are not what its learners' model can
+/// represent, the parameter that makes it so and how to fix it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Misspecification {
+    /// The job key that selects the misspecified variant.
+    pub key: &'static str,
+    /// Why the model cannot represent the means.
+    pub why: &'static str,
+    /// What to set instead.
+    pub fix: &'static str,
+}
+
 /// Shape and kind of a linear environment.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LinearEnvSpec {
@@ -54,6 +66,29 @@ impl LinearEnvSpec {
         match self.kind {
             LinearEnvKind::Gap => (1.0, "its actions have norm at most 1"),
             LinearEnvKind::Sphere { .. } => (1.0, "its actions are unit vectors"),
+        }
+    }
+
+    /// Why no theta' gives every action's mean as <x, theta'> (the model
+    /// every linear learner assumes), or None when one does: `linear_gap`
+    /// builds its actions so that <x, theta*> is the mean exactly;
+    /// `linear_sphere` is exact with `reward_on: normalized` and, with
+    /// `raw`, misspecified when K > d ([`linear_sphere::misspecified`]).
+    pub fn misspecification(&self) -> Option<Misspecification> {
+        match self.kind {
+            LinearEnvKind::Sphere { reward_on_raw, .. }
+                if linear_sphere::misspecified(reward_on_raw, self.d, self.k) =>
+            {
+                Some(Misspecification {
+                    key: "reward_on",
+                    why: "raw computes each mean on the raw z while the learner observes x = z / ||z|| (||z|| = \
+                          1 for the action e_{d-1}, sqrt(2) for the others), so with K > d no theta' gives every \
+                          mean as <x, theta'>: the learner's linear model is misspecified",
+                    fix: "set reward_on: normalized (the default), or keep raw only to reproduce Zhou & \
+                          Chowdhury's figures",
+                })
+            }
+            LinearEnvKind::Gap | LinearEnvKind::Sphere { .. } => None,
         }
     }
 }

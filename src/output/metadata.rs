@@ -1,6 +1,7 @@
 //! What every file says of itself: the job, the engine (version, git
 //! commit, semantics version), the family registry, the accountant's
-//! figures, and the checksum of its data pages.
+//! figures, the cells whose environment is misspecified for their
+//! algorithm (`fedbandits.model`), and the checksum of its data pages.
 
 use crate::job::{Job, SEMANTICS_VERSION};
 use parquet::file::metadata::KeyValue;
@@ -59,9 +60,10 @@ pub fn privacy_json(job: &Job) -> String {
 /// The family registry ([`crate::algo::family::FAMILIES`]) as JSON, written
 /// into every file so that the analysis package reads the families (their
 /// algorithms, environments, own columns and the baseline of their
-/// federated regret ratio) from the engine that wrote the data:
-/// `{"linear": {"algorithms": [...], "environments": [...], "columns":
-/// [...], "baseline": null}, ...}`.
+/// federated regret ratio, the regret `regret_exponent` measures) from the
+/// engine that wrote the data: `{"linear": {"algorithms": [...],
+/// "environments": [...], "columns": [...], "baseline": null,
+/// "growth_regret": "group_regret"}, ...}`.
 pub fn families_json() -> String {
     let fams: serde_json::Map<String, serde_json::Value> = crate::algo::family::FAMILIES
         .iter()
@@ -72,6 +74,7 @@ pub fn families_json() -> String {
                 "environments": names(f.environments),
                 "columns": f.columns,
                 "baseline": f.baseline,
+                "growth_regret": f.growth_regret,
             });
             (f.name.to_owned(), entry)
         })
@@ -91,6 +94,7 @@ pub fn metadata(job: &Job, extra: &[(&str, String)]) -> Vec<KeyValue> {
         KeyValue::new("fedbandits.job_identity".into(), job.identity()),
         KeyValue::new("fedbandits.families".into(), families_json()),
         KeyValue::new("fedbandits.privacy".into(), privacy_json(job)),
+        KeyValue::new("fedbandits.model".into(), job.model_json()),
     ];
     for (k, v) in extra {
         kv.push(KeyValue::new(format!("fedbandits.{k}"), v.clone()));

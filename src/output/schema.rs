@@ -55,6 +55,7 @@ pub fn schema() -> SchemaRef {
         Field::new("group_regret", DataType::Float64, false),
         Field::new("agent_regret", DataType::Float64, false),
         Field::new("agent_regret_max", DataType::Float64, false),
+        Field::new("regret_exponent", DataType::Float64, true),
         Field::new("sync_rounds", DataType::UInt64, false),
         Field::new("messages", DataType::UInt64, false),
         Field::new("cholesky_failures", DataType::UInt64, false),
@@ -108,6 +109,7 @@ pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> 
     cols.push(per_point_f64(reps, |_, p| p.group_regret));
     cols.push(per_point_f64(reps, |_, p| p.agent_regret_mean));
     cols.push(per_point_f64(reps, |_, p| p.agent_regret_max));
+    cols.push(exponent_column(job.horizon, cell, reps));
     cols.push(per_point_u64(reps, |p| p.counters.sync_rounds));
     cols.push(per_point_u64(reps, |p| p.counters.messages));
     cols.push(per_point_u64(reps, |p| p.counters.cholesky_failures));
@@ -145,6 +147,21 @@ fn per_point_f64(reps: &[RepResult], f: impl Fn(&RepResult, &CurvePoint) -> f64)
     for r in reps {
         for p in &r.points {
             b.append_value(f(r, p));
+        }
+    }
+    Arc::new(b.finish())
+}
+
+/// `regret_exponent`: each repetition's growth exponent of its family's
+/// regret over the last decade of the horizon on its final row (t = T),
+/// null on the others and where there is none.
+fn exponent_column(horizon: u64, cell: &Cell, reps: &[RepResult]) -> ArrayRef {
+    let column = crate::algo::family::family_of(&cell.algorithm).map_or("group_regret", |f| f.growth_regret);
+    let mut b = Float64Builder::new();
+    for r in reps {
+        let e = r.regret_exponent(horizon, column);
+        for p in &r.points {
+            b.append_option(e.filter(|_| p.t == horizon));
         }
     }
     Arc::new(b.finish())

@@ -7,6 +7,7 @@ pub mod cost;
 pub mod merge;
 pub mod parity;
 pub mod runner;
+pub mod summary;
 
 pub use crate::algo::curve::{CurvePoint, RepResult};
 pub use crate::algo::run::CellBatch;

@@ -8,6 +8,8 @@
 //! gone. One version of a job writes a directory at a time
 //! ([`claim_directory`]).
 
+pub use super::summary::CellSummary;
+use super::summary::{federated_regret_ratios, summarize};
 use super::{CellBatch, RepOutcome, RepResult, Snapshots, run_rep_resumable};
 use crate::backend::{Backend, Placement, Selection};
 use crate::job::shard::{Shard, assign_units};
@@ -15,7 +17,7 @@ use crate::job::{Cell, Job};
 use crate::output::{self, OutputError, lock};
 use arrow_array::RecordBatch;
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, UInt32Type, UInt64Type};
+use arrow_array::types::UInt32Type;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use std::io::IsTerminal;
@@ -130,30 +132,6 @@ pub struct RunOptions {
     pub stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
-/// Final numbers of one cell.
-#[derive(Clone, Debug)]
-pub struct CellSummary {
-    /// The cell's index.
-    pub index: usize,
-    /// Description.
-    pub label: String,
-    /// Mean over repetitions of the final per-agent regret.
-    pub agent_regret_mean: f64,
-    /// Its standard deviation over repetitions.
-    pub agent_regret_sd: f64,
-    /// Mean final sync rounds.
-    pub sync_rounds_mean: f64,
-    /// The accountant's epsilon (private cells): zCDP at the target delta
-    /// for Gaussian mechanisms, pure-DP for Laplace ones.
-    pub epsilon: Option<f64>,
-    /// Federated Regret Ratio (Solanki et al.): this cell's final regret over
-    /// that of its family's baseline cell with the same parameters, when the
-    /// job has one.
-    pub frr: Option<f64>,
-    /// Whether it was already complete.
-    pub skipped: bool,
-}
-
 /// A pool of `threads` worker threads (0: one per core), or why it cannot
 /// be started.
 pub fn thread_pool(threads: usize) -> Result<rayon::ThreadPool, RunError> {
@@ -164,30 +142,6 @@ pub fn thread_pool(threads: usize) -> Result<rayon::ThreadPool, RunError> {
             threads,
             message: e.to_string(),
         })
-}
-
-/// Fills [`CellSummary::frr`]: a cell whose family names a baseline
-/// algorithm ([`crate::algo::family::Family::baseline`]) is compared with the
-/// baseline's cell whose every parameter this cell shares (the federated
-/// cells only add their own, e.g. epsilon).
-fn federated_regret_ratios(job: &Job, summaries: &mut [CellSummary]) {
-    let regret: std::collections::HashMap<usize, f64> =
-        summaries.iter().map(|s| (s.index, s.agent_regret_mean)).collect();
-    for s in summaries.iter_mut() {
-        let cell = &job.cells[s.index];
-        let baseline = crate::algo::family::family_of(&cell.algorithm).and_then(|f| f.baseline);
-        let Some(baseline) = baseline.filter(|b| *b != cell.algorithm) else {
-            continue;
-        };
-        let base = job.cells.iter().find(|b| {
-            b.algorithm == baseline
-                && b.environment == cell.environment
-                && b.params.iter().all(|(k, v)| cell.params.get(k) == Some(v))
-        });
-        if let Some(r) = base.and_then(|b| regret.get(&b.index)).filter(|&&r| r > 0.0) {
-            s.frr = Some(s.agent_regret_mean / r);
-        }
-    }
 }
 
 /// What a run did.
@@ -696,46 +650,4 @@ fn foreign_parts(dir: &Path, shard: Shard) -> Vec<String> {
     }
     out.sort();
     out
-}
-
-fn summarize(job: &Job, cell: &Cell, batches: &[RecordBatch], skipped: bool) -> CellSummary {
-    let horizon = job.horizon;
-    let mut finals = Vec::new();
-    let mut syncs = Vec::new();
-    for b in batches {
-        let (Some(t), Some(reg), Some(sr), Some(_rep)) = (
-            b.column_by_name("t").and_then(|c| c.as_primitive_opt::<UInt64Type>()),
-            b.column_by_name("agent_regret")
-                .and_then(|c| c.as_primitive_opt::<Float64Type>()),
-            b.column_by_name("sync_rounds")
-                .and_then(|c| c.as_primitive_opt::<UInt64Type>()),
-            b.column_by_name("repetition")
-                .and_then(|c| c.as_primitive_opt::<UInt32Type>()),
-        ) else {
-            continue;
-        };
-        for i in 0..t.len() {
-            if t.value(i) == horizon {
-                finals.push(reg.value(i));
-                syncs.push(sr.value(i) as f64);
-            }
-        }
-    }
-    let n = finals.len().max(1) as f64;
-    let mean = finals.iter().sum::<f64>() / n;
-    let var = if finals.len() > 1 {
-        finals.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
-    } else {
-        0.0
-    };
-    CellSummary {
-        index: cell.index,
-        label: job.short_label(cell),
-        agent_regret_mean: mean,
-        agent_regret_sd: var.sqrt(),
-        sync_rounds_mean: syncs.iter().sum::<f64>() / n,
-        epsilon: cell.config.accounting().and_then(|a| a.epsilon),
-        frr: None,
-        skipped,
-    }
 }

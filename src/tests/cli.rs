@@ -418,7 +418,8 @@ s = t.schema
 want = {"job": pa.string(), "cell_id": pa.string(), "algorithm": pa.string(), "m": pa.int64(), "d": pa.int64(),
         "epsilon": pa.float64(), "delta": pa.float64(), "protocol": pa.string(), "sync": pa.string(), "private": pa.bool_(),
         "repetition": pa.uint32(), "seed": pa.uint64(), "t": pa.uint64(), "group_regret": pa.float64(),
-        "agent_regret": pa.float64(), "agent_regret_max": pa.float64(), "sync_rounds": pa.uint64(), "messages": pa.uint64(),
+        "agent_regret": pa.float64(), "agent_regret_max": pa.float64(), "regret_exponent": pa.float64(),
+        "sync_rounds": pa.uint64(), "messages": pa.uint64(),
         "target_epsilon": pa.float64(), "backend": pa.string(), "wall_seconds": pa.float64()}
 for k, v in want.items():
     assert s.field(k).type == v, (k, s.field(k).type)
@@ -427,6 +428,8 @@ rows = t.to_pylist()
 for r in rows:
     assert abs(r["agent_regret"] * r["m"] - r["group_regret"]) < 1e-9 * max(1, r["group_regret"])
     assert r["group_regret"] >= 0 and r["t"] in (50, 100, 150, 200, 250, 300)
+    # the first checkpoint (50) is after T/10 = 30: no exponent
+    assert r["regret_exponent"] is None
     if r["algorithm"] == "independent":
         assert r["epsilon"] is None and r["target_epsilon"] is None and r["sync_rounds"] == 0
         assert r["acct_epsilon_zcdp"] is None

@@ -255,6 +255,7 @@ pub const FAMILY: crate::algo::family::Family = crate::algo::family::Family {
     environments: ENVIRONMENTS,
     resolve: params::resolve,
     baseline: None,
+    growth_regret: "group_regret",
     workloads: workloads::WORKLOADS,
     parity: workloads::PARITY,
     columns: &[

@@ -85,7 +85,9 @@ pub fn resolve(algo: &str, env: &str, raw: &BTreeMap<String, Value>, horizon: u6
 }
 
 /// The environment: d, K (linear_gap: min(d^2, 100) by default), and for
-/// linear_sphere (d >= 2) its noise and reward.
+/// linear_sphere (d >= 2) its noise and reward (`reward_on: normalized` by
+/// default since semantics 10, the well-specified variant; `raw` is the
+/// authors' code, kept for reproducing their figures).
 fn environment(p: &mut Params<'_>, env: &str) -> LinearEnvSpec {
     let d = p.i("d", 10);
     let default_k = if env == "linear_gap" { (d * d).min(100) } else { 100 };
@@ -99,7 +101,7 @@ fn environment(p: &mut Params<'_>, env: &str) -> LinearEnvSpec {
             p.err("d", "linear_sphere needs d >= 2");
         }
         let noise_std = p.f("noise_std", 0.5);
-        let reward_on = p.s("reward_on", "raw");
+        let reward_on = p.s("reward_on", "normalized");
         p.set("noise_std", Value::Float(noise_std));
         p.set("reward_on", Value::Str(reward_on.clone()));
         LinearEnvKind::Sphere {

@@ -1,0 +1,80 @@
+//! The summary `fedbandits run` prints when it is done: what ran, then per
+//! cell the final per-agent regret (mean, sd, median, largest over
+//! repetitions), sync rounds and the accountant's epsilon, each cell
+//! flagged when some repetition's regret grows linearly over the last
+//! decade of the horizon (`regret_exponent` >= 0.9).
+
+use super::emit;
+use crate::algo::curve::LINEAR_GROWTH_EXPONENT;
+use crate::sim::runner::{CellSummary, RunReport};
+
+/// Prints the warnings, what ran (stderr) and the table (stdout).
+pub fn print_report(r: &RunReport) {
+    for w in &r.warnings {
+        eprintln!("warning: {w}");
+    }
+    if r.units_skipped > 0 {
+        eprintln!(
+            "fedbandits: {} repetition(s) already complete in {} (skipped; delete their .units files to recompute)",
+            r.units_skipped,
+            r.dir.display()
+        );
+    }
+    let rate = if r.seconds > 0.0 {
+        r.agent_steps as f64 / r.seconds
+    } else {
+        0.0
+    };
+    eprintln!(
+        "fedbandits: ran {} repetition(s), {:.3e} agent-steps in {:.1} s ({:.3e} agent-steps/s); wrote {}",
+        r.units_run,
+        r.agent_steps as f64,
+        r.seconds,
+        rate,
+        r.part.display()
+    );
+    emit(&table(&r.summaries));
+}
+
+/// The per-cell table and its legend.
+pub fn table(summaries: &[CellSummary]) -> String {
+    let mut out = format!(
+        "{:>4}  {:>12} {:>9} {:>10} {:>10} {:>8} {:>8}  cell\n",
+        "#", "agent regret", "sd", "median", "max", "syncs", "acct eps"
+    );
+    for s in summaries {
+        let mut note = if s.skipped { " (skipped: complete)" } else { "" }.to_string();
+        if let Some(frr) = s.frr {
+            note += &format!(" [FRR {frr:.3}]");
+        }
+        if s.linear_growth > 0 {
+            note += &format!(
+                " [{} of {} repetitions grow linearly over the last decade]",
+                s.linear_growth, s.repetitions
+            );
+        }
+        let eps = s.epsilon.map_or_else(|| "-".to_string(), |e| format!("{e:.3}"));
+        // Sync rounds are a mean over repetitions: whole unless they differ.
+        let syncs = if s.sync_rounds_mean.fract() == 0.0 {
+            format!("{}", s.sync_rounds_mean)
+        } else {
+            format!("{:.1}", s.sync_rounds_mean)
+        };
+        out += &format!(
+            "{:>4}  {:>12.2} {:>9.2} {:>10.2} {:>10.2} {syncs:>8} {eps:>8}  {}{note}\n",
+            s.index, s.agent_regret_mean, s.agent_regret_sd, s.agent_regret_median, s.agent_regret_max, s.label
+        );
+    }
+    out += "agent regret: final regret per agent, mean over repetitions (sd, median, max: over repetitions)\n";
+    if summaries.iter().any(|s| s.linear_growth > 0) {
+        out += &format!(
+            "grow linearly: regret_exponent >= {LINEAR_GROWTH_EXPONENT} (the slope of log regret against log t \
+             between T/10 and T; 1 is a policy that has stopped learning, a learner's is below 1)\n"
+        );
+    }
+    if summaries.iter().any(|s| s.epsilon.is_some()) {
+        out += "acct eps: the accountant's epsilon of the whole run (acct_epsilon: exact for the Gaussian\n  \
+                mechanisms at the cell's delta, pure epsilon for the gossip family); -: not private or no figure\n";
+    }
+    out
+}

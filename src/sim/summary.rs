@@ -1,0 +1,137 @@
+//! What `fedbandits run` says of each cell when it is done: the final
+//! per-agent regret over repetitions (mean, sd, median, largest), how many
+//! repetitions grow linearly over the last decade of the horizon
+//! (`regret_exponent`), sync rounds, the accountant's epsilon and the
+//! federated regret ratio.
+
+use crate::job::{Cell, Job};
+use arrow_array::RecordBatch;
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, UInt64Type};
+
+/// Final numbers of one cell.
+#[derive(Clone, Debug)]
+pub struct CellSummary {
+    /// The cell's index.
+    pub index: usize,
+    /// Description.
+    pub label: String,
+    /// Mean over repetitions of the final per-agent regret.
+    pub agent_regret_mean: f64,
+    /// Its standard deviation over repetitions.
+    pub agent_regret_sd: f64,
+    /// Its median over repetitions.
+    pub agent_regret_median: f64,
+    /// Its largest value over repetitions.
+    pub agent_regret_max: f64,
+    /// Repetitions summarized.
+    pub repetitions: usize,
+    /// Repetitions whose `regret_exponent` is at least
+    /// [`crate::algo::curve::LINEAR_GROWTH_EXPONENT`]: regret growing
+    /// linearly over the last decade of the horizon.
+    pub linear_growth: usize,
+    /// The largest `regret_exponent` over repetitions (None: none has one).
+    pub max_exponent: Option<f64>,
+    /// Mean final sync rounds.
+    pub sync_rounds_mean: f64,
+    /// The accountant's epsilon (private cells): zCDP at the target delta
+    /// for Gaussian mechanisms, pure-DP for Laplace ones.
+    pub epsilon: Option<f64>,
+    /// Federated Regret Ratio (Solanki et al.): this cell's final regret over
+    /// that of its family's baseline cell with the same parameters, when the
+    /// job has one.
+    pub frr: Option<f64>,
+    /// Whether it was already complete.
+    pub skipped: bool,
+}
+
+/// Fills [`CellSummary::frr`]: a cell whose family names a baseline
+/// algorithm ([`crate::algo::family::Family::baseline`]) is compared with the
+/// baseline's cell whose every parameter this cell shares (the federated
+/// cells only add their own, e.g. epsilon).
+pub(super) fn federated_regret_ratios(job: &Job, summaries: &mut [CellSummary]) {
+    let regret: std::collections::HashMap<usize, f64> =
+        summaries.iter().map(|s| (s.index, s.agent_regret_mean)).collect();
+    for s in summaries.iter_mut() {
+        let cell = &job.cells[s.index];
+        let baseline = crate::algo::family::family_of(&cell.algorithm).and_then(|f| f.baseline);
+        let Some(baseline) = baseline.filter(|b| *b != cell.algorithm) else {
+            continue;
+        };
+        let base = job.cells.iter().find(|b| {
+            b.algorithm == baseline
+                && b.environment == cell.environment
+                && b.params.iter().all(|(k, v)| cell.params.get(k) == Some(v))
+        });
+        if let Some(r) = base.and_then(|b| regret.get(&b.index)).filter(|&&r| r > 0.0) {
+            s.frr = Some(s.agent_regret_mean / r);
+        }
+    }
+}
+
+/// One cell's summary from its repetitions' rows (`skipped`: all were
+/// already complete).
+pub(super) fn summarize(job: &Job, cell: &Cell, batches: &[RecordBatch], skipped: bool) -> CellSummary {
+    let horizon = job.horizon;
+    let mut finals = Vec::new();
+    let mut syncs = Vec::new();
+    let mut exponents = Vec::new();
+    for b in batches {
+        let (Some(t), Some(reg), Some(sr), Some(ex)) = (
+            b.column_by_name("t").and_then(|c| c.as_primitive_opt::<UInt64Type>()),
+            b.column_by_name("agent_regret")
+                .and_then(|c| c.as_primitive_opt::<Float64Type>()),
+            b.column_by_name("sync_rounds")
+                .and_then(|c| c.as_primitive_opt::<UInt64Type>()),
+            b.column_by_name("regret_exponent")
+                .and_then(|c| c.as_primitive_opt::<Float64Type>()),
+        ) else {
+            continue;
+        };
+        for i in 0..t.len() {
+            if t.value(i) == horizon {
+                finals.push(reg.value(i));
+                syncs.push(sr.value(i) as f64);
+                if arrow_array::Array::is_valid(ex, i) {
+                    exponents.push(ex.value(i));
+                }
+            }
+        }
+    }
+    let n = finals.len().max(1) as f64;
+    let mean = finals.iter().sum::<f64>() / n;
+    let var = if finals.len() > 1 {
+        finals.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    CellSummary {
+        index: cell.index,
+        label: job.short_label(cell),
+        agent_regret_mean: mean,
+        agent_regret_sd: var.sqrt(),
+        agent_regret_median: median(&mut finals.clone()),
+        agent_regret_max: finals.iter().copied().fold(f64::NAN, f64::max),
+        repetitions: finals.len(),
+        linear_growth: exponents
+            .iter()
+            .filter(|&&e| e >= crate::algo::curve::LINEAR_GROWTH_EXPONENT)
+            .count(),
+        max_exponent: exponents.iter().copied().reduce(f64::max),
+        sync_rounds_mean: syncs.iter().sum::<f64>() / n,
+        epsilon: cell.config.accounting().and_then(|a| a.epsilon),
+        frr: None,
+        skipped,
+    }
+}
+
+/// The median of `v` (the mean of the middle two for an even count; NaN
+/// when empty).
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => 0.5 * (v[n / 2 - 1] + v[n / 2]),
+    }
+}
