@@ -518,11 +518,12 @@ def growth_warnings(study: Study) -> list[str]:
         return []
     rows = list(hit.sort("cell_index").iter_rows(named=True))
     cells = _cell_list(study, rows, lambda r: f"{r['linear_growth']} of {r['n']} repetitions, largest exponent {r['max_exponent']:.2f}")
-    return [
+    text = (
         f"Regret grows linearly over the last decade of the horizon (`regret_exponent` >= {LINEAR_GROWTH_EXPONENT}) "
         f"in {hit.height} of {study.cells.height} cells: {cells}. A repetition there has stopped learning; its cell's "
         f"mean and sd say more about that repetition than about the algorithm"
-    ]
+    )
+    return [text]
 
 
 def model_warnings(study: Study) -> list[str]:
@@ -540,10 +541,11 @@ def model_warnings(study: Study) -> list[str]:
         by_why.setdefault((c["key"], c["why"], c["fix"]), []).append(label)
     out = []
     for (key, why, fix), labels in by_why.items():
-        shown = "; ".join(labels[:MAX_WARNED_CELLS]) + (f"; and {len(labels) - MAX_WARNED_CELLS} more" if len(labels) > MAX_WARNED_CELLS else "")
+        shown = "; ".join(labels[:MAX_WARNED_CELLS]) + (
+            f"; and {len(labels) - MAX_WARNED_CELLS} more" if len(labels) > MAX_WARNED_CELLS else ""
+        )
         out.append(
             f"Misspecified environment in {len(labels)} cell(s) (`{key}`): {why}. Regret can grow linearly at long "
             f"horizons. Fix: {fix}. Cells: {shown}"
         )
     return out
-

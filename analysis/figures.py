@@ -12,7 +12,8 @@ regret curves and the private regret against epsilon with the paper's
 per algorithm and instance kind; solanki_exp2: the Federated Regret Ratio
 against epsilon; solanki_exp3: final regret per agent against n; anything
 dubey_onset: regret per round between checkpoints, where learning shows;
-anything else: regret curves per cell). A suffix after the figure's name
+long_*: every repetition's regret on log-log axes with its
+`regret_exponent`; anything else: regret curves per cell). A suffix after the figure's name
 (`_small`: the CI's scale, `_medium`: a workstation's, `_vm`: what fits in
 an hour or two on the 2-core development VM) selects the same figure and is
 named in its title. Curves show the mean over repetitions with a 95% band.
@@ -33,6 +34,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
 
 from .load import (  # noqa: E402
+    LINEAR_GROWTH_EXPONENT,
     ResultsError,
     federated_regret_ratio,
     per_round_regret,
@@ -166,6 +168,46 @@ def regret_curves(lf: pl.LazyFrame, by: list[str], out: Path, title: str, value:
     return _save(fig, out)
 
 
+def growth_curves(lf: pl.LazyFrame, out: Path, title: str) -> Path:
+    """Every repetition's per-agent regret against t on log-log axes, one
+    colour per cell (its label lists its repetitions' `regret_exponent`),
+    repetitions whose exponent is 0.9 or more drawn wide, and a dotted
+    line of slope 1 (linear growth) for reference. The regret is the one
+    the exponent measures: `regret_after_exploration` where the family
+    writes it (combinatorial), else `group_regret`, per agent."""
+    value = "regret_after_exploration" if lf.select(pl.col("regret_after_exploration").is_not_null().any()).collect().item() else "group_regret"
+    by = varying(lf, ["algorithm", "epsilon", "reward_on"]) or ["algorithm"]
+    df = (
+        lf.with_columns((pl.col(value) / pl.col("m").cast(pl.Float64)).alias("y"))
+        .select([*by, "cell_index", "repetition", "t", "y", "regret_exponent", "horizon"])
+        .sort(["cell_index", "repetition", "t"])
+        .collect()
+    )
+    fig, ax = _figure(title)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, cell in enumerate(df.partition_by("cell_index", maintain_order=True)):
+        color = colors[i % len(colors)]
+        exps = cell.filter(pl.col("regret_exponent").is_not_null()).sort("repetition")["regret_exponent"].to_list()
+        first = cell.row(0, named=True)
+        name = ", ".join(f"{first[k]:g}" if isinstance(first[k], float) else str(first[k]) for k in by if first[k] is not None)
+        label = f"{name}: " + " ".join(f"{e:.2f}" for e in exps)
+        for j, rep in enumerate(cell.partition_by("repetition", maintain_order=True)):
+            rep = rep.filter(pl.col("y") > 0)
+            e = rep["regret_exponent"].drop_nulls()
+            wide = bool(len(e)) and e[0] >= LINEAR_GROWTH_EXPONENT
+            ax.plot(rep["t"].to_numpy(), rep["y"].to_numpy(), color=color, lw=2.6 if wide else 1.0, alpha=0.85, label=label if j == 0 else None)
+    horizon = float(df["horizon"].max())
+    top = float(df["y"].max())
+    ax.plot([horizon / 1e3, horizon], [top / 1e3, top], ls=":", color="0.4", lw=1.2, label="slope 1 (linear growth)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("round t")
+    ax.set_ylabel("cumulative regret per agent" + (" after exploration" if value != "group_regret" else ""))
+    ax.text(0.01, 0.98, "labels: regret_exponent of each repetition; wide: >= 0.9", transform=ax.transAxes, fontsize=7, va="top")
+    _legend(ax)
+    return _save(fig, out)
+
+
 def final_vs(lf: pl.LazyFrame, x: str, by: list[str], out: Path, title: str, logx: bool = False) -> Path:
     """Final per-agent regret (t = T) against parameter `x`, one line per `by` group, 95% error bars."""
     final = lf.filter(pl.col("t") == pl.col("horizon"))
@@ -274,6 +316,7 @@ PAPER_FIGURES = (
     "solanki_exp1",
     "solanki_exp2",
     "solanki_exp3",
+    "long",
 )
 
 
@@ -369,6 +412,8 @@ def figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
         made.append(frr_vs(lf, "epsilon", out / f"{job}.png", f"Solanki et al. EXP2{small}: FRR vs epsilon", logx=True))
     elif base == "solanki_exp3":
         made.append(final_vs(lf, "m", ["algorithm"], out / f"{job}.png", f"Solanki et al. EXP3{small}: regret per agent vs n"))
+    elif base == "long":
+        made.append(growth_curves(lf, out / f"{job}.png", f"Long horizon ({scale}): regret of every repetition, log-log"))
     elif base == "zhu_diabetes":
         made.append(regret_curves(lf, ["algorithm", "epsilon"], out / f"{job}.png", "Zhu et al. Fig. 1c: UCI diabetes", logx=False))
     else:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 
 from fedbandits_analysis import report as rep
@@ -125,7 +126,9 @@ def test_header_counts_and_self_contained_html(planted: Path, tmp_path: Path) ->
     assert "| repetitions per cell | 12 |" in md
     assert f"| agent-steps | {9 * 12 * 4 * 1000:.3e} |" in md
     assert "| rows | 1,080 |" in md  # 9 cells x 12 repetitions x 10 checkpoints
-    assert "`acct_epsilon`" in md and "semantics 9" in md
+    # The engine's semantics version, as its files state it.
+    version = pq.read_metadata(next(planted.glob("part-*.parquet"))).metadata[b"fedbandits.semantics_version"].decode()
+    assert "`acct_epsilon`" in md and f"semantics {version}" in md
     pngs = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
     assert pngs and all((out / p).stat().st_size > 1000 for p in pngs)
     page = (out / "report.html").read_text()
