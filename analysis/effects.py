@@ -58,6 +58,8 @@ PRIVACY_COLUMNS = (
     "target_epsilon",
     "target_delta",
     "acct_epsilon",
+    "acct_mu",
+    "acct_epsilon_sums",
     "acct_epsilon_zcdp",
     "acct_rho_zcdp",
     "acct_epsilon_pure",

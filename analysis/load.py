@@ -48,12 +48,17 @@ REQUIRED = {
 }
 
 #: Engine semantics versions this loader understands.
-SUPPORTED_SEMANTICS = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10"}
+SUPPORTED_SEMANTICS = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"}
 
-#: Columns an engine added after semantics 1, with their types and the
-#: version that added them: `scan` gives older files the column as nulls
-#: (`regret_exponents` computes the exponent from any file's curves).
-ADDED_COLUMNS = {"regret_exponent": (pl.Float64, 10)}
+#: Columns an engine added since semantics 9, with their types and the
+#: column they follow: `scan` gives older files each as nulls, in the
+#: engine's order (`regret_exponents` computes the exponent from any
+#: file's curves). regret_exponent: 10; acct_mu, acct_epsilon_sums: 11.
+ADDED_COLUMNS = {
+    "regret_exponent": (pl.Float64, "agent_regret_max"),
+    "acct_mu": (pl.Float64, "acct_epsilon"),
+    "acct_epsilon_sums": (pl.Float64, "acct_epsilon_pure"),
+}
 
 #: `regret_exponent` at or above this: regret growing linearly over the
 #: last decade of the horizon (the engine's run summary and the report).
@@ -304,12 +309,15 @@ def scan(path: str | Path, allow_partial: bool = False) -> pl.LazyFrame:
 
         def one(f: Path) -> pl.LazyFrame:
             lf = pl.scan_parquet(str(f))
-            added = {c: pl.lit(None, ADDED_COLUMNS[c][0]) for c in missing[f]}
-            if added:
-                # In the engine's column order: after agent_regret_max.
-                names = lf.collect_schema().names()
-                at = names.index("agent_regret_max") + 1
-                lf = lf.with_columns(**added).select([*names[:at], *added, *names[at:]])
+            names = lf.collect_schema().names()
+            for c in missing[f]:
+                # In the engine's column order (after the column it follows;
+                # at the end when an older file lacks that one too).
+                dtype, after = ADDED_COLUMNS[c]
+                at = names.index(after) + 1 if after in names else len(names)
+                names = [*names[:at], c, *names[at:]]
+                lf = lf.with_columns(pl.lit(None, dtype).alias(c))
+            lf = lf.select(names)
             return lf.with_columns(results_complete=pl.lit(complete[f])) if allow_partial else lf
 
         lf = pl.concat([one(f) for f in files], how="vertical")

@@ -117,7 +117,7 @@ def test_report_warns_of_linear_growth_and_misspecification(runs: dict[str, Path
 
 def test_files_before_semantics_10_load_without_the_column(runs: dict[str, Path], tmp_path: Path) -> None:
     src = next(runs["lin"].glob("part-*.parquet"))
-    table = pq.read_table(src).drop_columns(["regret_exponent"])
+    table = pq.read_table(src).drop_columns(list(load.ADDED_COLUMNS))
     md = dict(pq.read_metadata(src).metadata)
     md[b"fedbandits.semantics_version"] = b"9"
     md.pop(load.CHECKSUM_KEY)

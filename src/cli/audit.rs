@@ -5,11 +5,14 @@
 //!
 //! Every upper-bound column the accountant writes for a cell
 //! (`acct_epsilon`, `acct_epsilon_zcdp`, `acct_epsilon_pure`,
-//! `acct_epsilon_basic`) is compared with the audit's lower bound at that
+//! `acct_epsilon_basic`, and for the mechanism's own view
+//! `acct_epsilon_sums`) is compared with the audit's lower bound at that
 //! column's delta; a lower bound above any of them fails the cell (the
 //! verdict names the column) and the command exits 1 after writing the
-//! table. The paper's claim (`paper_claimed_epsilon`) is reported as
-//! contradicted, not failed: it is a claim, not a bound.
+//! table. The schedule attack is tested against the columns that claim the
+//! whole run (not `acct_epsilon_sums`). The paper's claim
+//! (`paper_claimed_epsilon`) is reported as contradicted, not failed: it is
+//! a claim, not a bound.
 
 use super::CliError;
 use crate::algo::CellConfig;
@@ -34,19 +37,34 @@ pub struct AuditSettings {
     pub noise_scale: f64,
 }
 
-/// The mechanism's name, the accountant's main figure and which it is.
+/// The mechanism's name, the accountant's figure for the mechanism's view
+/// and which it is: the run's (`exact`), or the noisy sums' alone (`sums`)
+/// where the run has none because something else released is not covered.
 fn claim(cell: &CellConfig, acct: Option<&Accounting>) -> (String, Option<f64>, String) {
     let name = mechanism_name(cell);
     let (eps, fig) = match acct {
         Some(a) if a.epsilon.is_some() => (a.epsilon, "exact"),
+        Some(a) if a.epsilon_sums.is_some() => (a.epsilon_sums, "sums"),
         _ => (None, "none"),
     };
     (name.into(), eps, fig.into())
 }
 
-/// Every upper-bound column the cell's accounting writes, with the delta it
-/// is stated at: (column, epsilon, delta).
+/// Every upper-bound column the cell's accounting writes for the view of
+/// the mechanism's releases, with the delta it is stated at: (column,
+/// epsilon, delta). `acct_epsilon_sums` bounds that view (the noisy sums)
+/// but not the run.
 fn upper_bounds(acct: &Accounting, target_delta: Option<f64>) -> Vec<(&'static str, f64, f64)> {
+    let mut v = run_bounds(acct, target_delta);
+    if let Some(e) = acct.epsilon_sums {
+        v.push(("acct_epsilon_sums", e, target_delta.unwrap_or(0.0)));
+    }
+    v
+}
+
+/// The upper-bound columns that claim to cover everything the agent
+/// releases (the schedule included): what the schedule attack tests.
+fn run_bounds(acct: &Accounting, target_delta: Option<f64>) -> Vec<(&'static str, f64, f64)> {
     let d = target_delta.unwrap_or(0.0);
     let mut v = Vec::new();
     if let Some(e) = acct.epsilon {
@@ -71,6 +89,7 @@ fn upper_bounds(acct: &Accounting, target_delta: Option<f64>) -> Vec<(&'static s
 /// failed). `Err` names every column a lower bound exceeds.
 fn verdict(
     acct: &Accounting,
+    bounds: Vec<(&'static str, f64, f64)>,
     target_delta: Option<f64>,
     o: &crate::privacy::audit::AuditOutcome,
 ) -> Result<String, String> {
@@ -86,7 +105,6 @@ fn verdict(
         )
     };
     let mut failed = Vec::new();
-    let bounds = upper_bounds(acct, target_delta);
     if bounds.is_empty() {
         return Ok("no upper-bound figure to test (every epsilon column is null)".into());
     }
@@ -136,7 +154,7 @@ pub fn run(job_path: &Path, out: Option<PathBuf>, s: AuditSettings) -> Result<St
         if let Some(row) = audit_mechanism(&job, cell, &s, &mut text, &mut failures) {
             rows.push((row, cell));
         }
-        if let Some(row) = audit_schedule(&job, cell, &s, &mut text) {
+        if let Some(row) = audit_schedule(&job, cell, &s, &mut text, &mut failures) {
             rows.push((row, cell));
         }
     }
@@ -233,7 +251,11 @@ fn audit_mechanism(
     let key = crate::rng::fold_key(&[job.seed, cell.index as u64, 0xa0d1]);
     let t0 = Instant::now();
     let o = h.run(key, s.trials, delta, s.confidence);
-    let verdict = match acct.as_ref().map(|a| verdict(a, cell.config.target().1, &o)) {
+    let target_delta = cell.config.target().1;
+    let verdict = match acct
+        .as_ref()
+        .map(|a| verdict(a, upper_bounds(a, target_delta), target_delta, &o))
+    {
         Some(Ok(v)) => v,
         Some(Err(v)) => {
             failures.push(format!("{}: {v}", job.short_label(cell)));
@@ -254,22 +276,55 @@ fn audit_mechanism(
 
 /// The schedule attack on a private centralized cell whose sync times
 /// depend on the data (FedUCB) or are fixed (Private-FedLinUCB, the
-/// control): the schedule is not private, so the row has no figure.
-fn audit_schedule(job: &Job, cell: &Cell, s: &AuditSettings, text: &mut String) -> Option<AuditRow> {
+/// control), tested against every figure that claims to cover the whole
+/// run (a lower bound above one is a failure, recorded): FedUCB's
+/// `acct_epsilon` is null because its schedule is not covered, and
+/// `acct_epsilon_sums` claims the noisy sums only.
+fn audit_schedule(
+    job: &Job,
+    cell: &Cell,
+    s: &AuditSettings,
+    text: &mut String,
+    failures: &mut Vec<String>,
+) -> Option<AuditRow> {
     if !schedule_attackable(&cell.config) {
         return None;
     }
     let t0 = Instant::now();
+    let acct = cell.config.accounting();
+    let target_delta = cell.config.target().1;
     match schedule_attack(&cell.config, job.seed, s.attack_trials, s.confidence) {
         Ok((o, dataset, round)) => {
             *text += &format!(
                 "{}: schedule attack on dataset {dataset}, silo 1's user of round {round} removed\n",
                 job.short_label(cell)
             );
+            let verdict = match acct.as_ref().map(|a| (a, run_bounds(a, target_delta))) {
+                Some((a, bounds)) if !bounds.is_empty() => match verdict(a, bounds, target_delta, &o) {
+                    Ok(v) => v,
+                    Err(v) => {
+                        failures.push(format!("{} (schedule): {v}", job.short_label(cell)));
+                        v
+                    }
+                },
+                Some((a, _)) => match a.epsilon_sums {
+                    Some(e) => format!(
+                        "no figure claims the run (acct_epsilon null); acct_epsilon_sums = {e:.4} covers the sums only"
+                    ),
+                    None => "no figure claims the run (acct_epsilon null)".into(),
+                },
+                None => "no figure (not private)".into(),
+            };
             Some(AuditRow {
-                audit_delta: cell.config.target().1.unwrap_or(0.0),
+                acct_epsilon: acct.as_ref().and_then(|a| a.epsilon),
+                acct_figure: if acct.as_ref().is_some_and(|a| a.epsilon.is_some()) {
+                    "exact".into()
+                } else {
+                    "none".into()
+                },
+                audit_delta: target_delta.unwrap_or(0.0),
                 wall_seconds: t0.elapsed().as_secs_f64(),
-                verdict: "no figure (the schedule is not private)".into(),
+                verdict,
                 ..row(cell, s, "schedule", "sync_times", o)
             })
         }
@@ -313,4 +368,71 @@ fn table(job: &Job, rows: &[(AuditRow, &Cell)]) -> String {
         );
     }
     table
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::privacy::accountant::{Mechanism, Neighbours, NoiseModel, PaperClaim, account};
+
+    /// FedUCB's shape: a Gaussian tree whose sync schedule is released and
+    /// not covered (`uncovered`), or the same mechanism with nothing
+    /// uncovered (a figure that claims the run).
+    fn accounting(uncovered: bool) -> Accounting {
+        account(&Mechanism {
+            releases_per_observation: 12,
+            noise: NoiseModel::Gaussian {
+                sigma: 10.0,
+                sensitivity: 2.0,
+            },
+            target: (10.0, 0.1),
+            paper: PaperClaim::Target,
+            basic: None,
+            neighbours: Neighbours::AddRemove,
+            relation: String::new(),
+            unbounded: None,
+            warnings: Vec::new(),
+            uncovered: uncovered.then(|| "the schedule".to_string()),
+        })
+    }
+
+    /// A schedule attack that separates the worlds perfectly: 2000 trials,
+    /// no false positive or negative (lower bound about 6.8 at delta 0.1).
+    fn perfect() -> AuditOutcome {
+        AuditOutcome {
+            trials: 2000,
+            threshold: 0.0,
+            false_positives: 0,
+            false_negatives: 0,
+            epsilon_lb: 0.0,
+            confidence: 0.95,
+            advantage: 1.0,
+        }
+    }
+
+    #[test]
+    fn the_schedule_is_tested_against_figures_that_claim_the_run_only() {
+        let partial = accounting(true);
+        assert_eq!(partial.epsilon, None);
+        // mu = sqrt(12) 2 / 10 = 0.69.
+        assert!(
+            partial.epsilon_sums.is_some_and(|e| e > 0.0 && e < 2.0),
+            "{:?}",
+            partial.epsilon_sums
+        );
+        // The sums' figure bounds the mechanism's view, not the run.
+        assert!(run_bounds(&partial, Some(0.1)).is_empty());
+        let cols: Vec<&str> = upper_bounds(&partial, Some(0.1)).iter().map(|b| b.0).collect();
+        assert_eq!(cols, ["acct_epsilon_sums"]);
+        // A figure that claims the run fails against the attack's bound.
+        let whole = accounting(false);
+        let bounds = run_bounds(&whole, Some(0.1));
+        assert!(bounds.iter().any(|b| b.0 == "acct_epsilon"));
+        let v = verdict(&whole, bounds, Some(0.1), &perfect());
+        assert!(
+            v.as_ref()
+                .is_err_and(|e| e.contains("acct_epsilon = ") && e.contains("is below the audit's lower bound")),
+            "{v:?}"
+        );
+    }
 }

@@ -506,40 +506,71 @@ pub fn validate_text(job: &Job, threads: usize) -> String {
 }
 
 /// Each private cell's figures before anything runs (the accountant
-/// depends only on the configuration): target, `acct_epsilon`, the zCDP
-/// conversion, basic composition and the paper's claim; at most 40 lines.
+/// depends only on the configuration): target, `acct_epsilon` (null*, with
+/// the reason below), mu, releases per observation, noise multiplier, the
+/// zCDP conversion, basic composition and the paper's claim; at most 40
+/// lines; then each neighbouring relation and each reason for a null
+/// figure once, with the cells it concerns.
 fn privacy_table(job: &Job) -> String {
     let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.4}"));
-    let rows: Vec<String> = job
-        .cells
-        .iter()
-        .filter_map(|c| {
-            let a = c.config.accounting()?;
-            let (te, td) = c.config.target();
-            Some(format!(
-                "  {:>10} {:>10} {:>12} {:>12} {:>12} {:>12}  {}\n",
-                fmt(te),
-                td.map_or("-".to_string(), |d| format!("{d:.0e}")),
-                fmt(a.epsilon),
-                fmt(a.epsilon_zcdp),
-                fmt(a.basic.map(|b| b.0)),
-                fmt(a.paper_claimed),
-                job.short_label(c)
-            ))
-        })
-        .collect();
+    let mut relations: Vec<(String, Vec<usize>)> = Vec::new();
+    let mut nulls: Vec<(String, Vec<usize>)> = Vec::new();
+    let note = |list: &mut Vec<(String, Vec<usize>)>, text: &str, cell: usize| match list
+        .iter_mut()
+        .find(|(t, _)| t == text)
+    {
+        Some((_, cells)) => cells.push(cell),
+        None => list.push((text.to_string(), vec![cell])),
+    };
+    let mut rows = Vec::new();
+    for c in &job.cells {
+        let Some(a) = c.config.accounting() else { continue };
+        let (te, td) = c.config.target();
+        note(&mut relations, &a.relation, c.index);
+        if let Some(why) = &a.epsilon_null {
+            note(&mut nulls, why, c.index);
+        }
+        let eps = if a.epsilon_null.is_some() {
+            "null*".to_string()
+        } else {
+            fmt(a.epsilon)
+        };
+        rows.push(format!(
+            "  {:>4} {:>8} {:>7} {:>12} {:>8} {:>8} {:>10} {:>10} {:>8} {:>8}  {}\n",
+            format!("[{}]", c.index),
+            fmt(te),
+            td.map_or("-".to_string(), |d| format!("{d:.0e}")),
+            eps,
+            fmt(a.mu),
+            a.releases_per_observation,
+            fmt(a.noise_multiplier),
+            fmt(a.epsilon_zcdp),
+            fmt(a.basic.map(|b| b.0)),
+            fmt(a.paper_claimed),
+            job.short_label(c)
+        ));
+    }
     if rows.is_empty() {
         return String::new();
     }
     let mut out = format!(
-        "privacy per cell (acct_epsilon: exact, the figure to report; the others looser or claims):\n  {:>10} {:>10} {:>12} {:>12} {:>12} {:>12}  cell\n",
-        "target", "delta", "acct_epsilon", "zcdp", "basic", "claimed"
+        "privacy per cell (acct_epsilon: exact for everything released, the figure to report; mu: its \
+         Gaussian-DP parameter; the others looser or claims):\n  {:>4} {:>8} {:>7} {:>12} {:>8} {:>8} {:>10} \
+         {:>10} {:>8} {:>8}  cell\n",
+        "#", "target", "delta", "acct_epsilon", "mu", "releases", "noise_mult", "zcdp", "basic", "claimed"
     );
     for r in rows.iter().take(40) {
         out += r;
     }
     if rows.len() > 40 {
         out += &format!("  ... ({} more private cells)\n", rows.len() - 40);
+    }
+    let cells = |v: &[usize]| v.iter().map(|c| format!("[{c}]")).collect::<Vec<_>>().join(" ");
+    for (text, v) in &relations {
+        out += &format!("  neighbours of {}: {text}\n", cells(v));
+    }
+    for (why, v) in &nulls {
+        out += &format!("  * null acct_epsilon, cells {}: {why}\n", cells(v));
     }
     out
 }

@@ -2,7 +2,8 @@
 //! cell the final per-agent regret (mean, sd, median, largest over
 //! repetitions), sync rounds and the accountant's epsilon, each cell
 //! flagged when some repetition's regret grows linearly over the last
-//! decade of the horizon (`regret_exponent` >= 0.9).
+//! decade of the horizon (`regret_exponent` >= 0.9), and a footnote for
+//! every private cell whose figure is null, with the reason.
 
 use super::emit;
 use crate::algo::curve::LINEAR_GROWTH_EXPONENT;
@@ -53,7 +54,11 @@ pub fn table(summaries: &[CellSummary]) -> String {
                 s.linear_growth, s.repetitions
             );
         }
-        let eps = s.epsilon.map_or_else(|| "-".to_string(), |e| format!("{e:.3}"));
+        let eps = match (s.epsilon, &s.epsilon_null) {
+            (Some(e), _) => format!("{e:.3}"),
+            (None, Some(_)) => "null*".to_string(),
+            (None, None) => "-".to_string(),
+        };
         // Sync rounds are a mean over repetitions: whole unless they differ.
         let syncs = if s.sync_rounds_mean.fract() == 0.0 {
             format!("{}", s.sync_rounds_mean)
@@ -72,9 +77,34 @@ pub fn table(summaries: &[CellSummary]) -> String {
              between T/10 and T; 1 is a policy that has stopped learning, a learner's is below 1)\n"
         );
     }
-    if summaries.iter().any(|s| s.epsilon.is_some()) {
+    if summaries
+        .iter()
+        .any(|s| s.epsilon.is_some() || s.epsilon_null.is_some())
+    {
         out += "acct eps: the accountant's epsilon of the whole run (acct_epsilon: exact for the Gaussian\n  \
-                mechanisms at the cell's delta, pure epsilon for the gossip family); -: not private or no figure\n";
+                mechanisms at the cell's delta, pure epsilon for the gossip family); -: not private; \
+                null*: private, no figure (below)\n";
     }
-    out
+    out + &null_notes(summaries)
+}
+
+/// One footnote per distinct reason a private cell's figure is null, with
+/// the cells it concerns (printed on stdout with the table, so `--quiet`
+/// keeps it).
+fn null_notes(summaries: &[CellSummary]) -> String {
+    let mut notes: Vec<(&str, Vec<usize>)> = Vec::new();
+    for s in summaries {
+        let Some(why) = s.epsilon_null.as_deref() else { continue };
+        match notes.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, cells)) => cells.push(s.index),
+            None => notes.push((why, vec![s.index])),
+        }
+    }
+    notes
+        .into_iter()
+        .map(|(why, cells)| {
+            let list: Vec<String> = cells.iter().map(|c| format!("[{c}]")).collect();
+            format!("* null acct_epsilon, cells {}: {why}\n", list.join(" "))
+        })
+        .collect()
 }

@@ -82,7 +82,13 @@ use thiserror::Error;
 /// it keeps every value of 9. The output schema gained `regret_exponent`
 /// (the growth exponent of regret over the horizon's last decade, on each
 /// repetition's final row), so units of 9 are not mixed with new ones.
-pub const SEMANTICS_VERSION: u32 = 10;
+/// 11 -- FedUCB's `acct_epsilon` (both forms) is null: its determinant
+/// test decides the sync rounds from the agents' data and they are released,
+/// which no figure covers; the exact figure of its noisy sums alone moved to
+/// the new column `acct_epsilon_sums`, and its zCDP columns are null too.
+/// The schema gained `acct_mu` (the mu-GDP parameter of a Gaussian run) and
+/// `acct_epsilon_sums`. Every regret value is that of 10.
+pub const SEMANTICS_VERSION: u32 = 11;
 
 /// One problem in a job file.
 #[derive(Clone, Debug, PartialEq)]

@@ -63,12 +63,14 @@ pub fn schema() -> SchemaRef {
         Field::new("target_epsilon", DataType::Float64, true),
         Field::new("target_delta", DataType::Float64, true),
         Field::new("acct_epsilon", DataType::Float64, true),
+        Field::new("acct_mu", DataType::Float64, true),
         Field::new("acct_releases_per_observation", DataType::UInt64, true),
         Field::new("acct_noise_multiplier", DataType::Float64, true),
         Field::new("paper_claimed_epsilon", DataType::Float64, true),
         Field::new("acct_rho_zcdp", DataType::Float64, true),
         Field::new("acct_epsilon_zcdp", DataType::Float64, true),
         Field::new("acct_epsilon_pure", DataType::Float64, true),
+        Field::new("acct_epsilon_sums", DataType::Float64, true),
         Field::new("schedule_private", DataType::Boolean, false),
     ]);
     for (name, kind, _) in METRICS {
@@ -186,6 +188,7 @@ fn privacy_columns(cell: &Cell, acct: Option<&Accounting>, n: usize, cols: &mut 
         Arc::new(Float64Array::from(vec![acct.and_then(f); n]))
     };
     cols.push(figure(&|a| a.epsilon));
+    cols.push(figure(&|a| a.mu));
     cols.push(Arc::new(UInt64Array::from(vec![
         acct.map(|a| a.releases_per_observation);
         n
@@ -195,6 +198,7 @@ fn privacy_columns(cell: &Cell, acct: Option<&Accounting>, n: usize, cols: &mut 
     cols.push(figure(&|a| a.rho));
     cols.push(figure(&|a| a.epsilon_zcdp));
     cols.push(figure(&|a| a.epsilon_pure));
+    cols.push(figure(&|a| a.epsilon_sums));
     cols.push(Arc::new(BooleanArray::from(vec![cell.config.schedule_private(); n])));
 }
 

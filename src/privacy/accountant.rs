@@ -212,9 +212,20 @@ pub struct Accounting {
     /// no finite sensitivity).
     pub noise_multiplier: Option<f64>,
     /// The tightest upper bound on epsilon the accountant can justify (at
-    /// the target delta; pure DP for the Laplace mechanisms); the
-    /// `acct_epsilon` column. None: no bound (see `warnings`).
+    /// the target delta; pure DP for the Laplace mechanisms) for everything
+    /// the agent releases; the `acct_epsilon` column. None: no bound
+    /// (`epsilon_null` says why).
     pub epsilon: Option<f64>,
+    /// Why `epsilon` is null (None where it is not).
+    pub epsilon_null: Option<String>,
+    /// The mu-GDP parameter of the whole run, mu = sqrt(sum (Delta_i /
+    /// sigma_i)^2) over the Gaussian releases one observation enters; the
+    /// `acct_mu` column (None: not Gaussian, or `epsilon` is null).
+    pub mu: Option<f64>,
+    /// The exact figure of the noisy statistics alone where the agent also
+    /// releases something no figure covers (FedUCB's data-dependent sync
+    /// schedule); the `acct_epsilon_sums` column. Not a bound on the run.
+    pub epsilon_sums: Option<f64>,
     /// What the paper's own theorem claims for the noise used (None: no
     /// theorem applies; see `warnings`). A claim, not a bound.
     pub paper_claimed: Option<f64>,
@@ -320,6 +331,11 @@ pub struct Mechanism {
     pub unbounded: Option<String>,
     /// Other warnings the algorithm states (preconditions).
     pub warnings: Vec<String>,
+    /// What the agent releases beyond the noisy statistics that depends on
+    /// its data and that no figure covers (FedUCB's determinant-test sync
+    /// schedule): then every figure of the run is null and the exact figure
+    /// of the statistics alone is `epsilon_sums`.
+    pub uncovered: Option<String>,
 }
 
 /// The accounting of a mechanism: the exact figure (mu-GDP of the composed
@@ -330,25 +346,24 @@ pub fn account(m: &Mechanism) -> Accounting {
     let (_, delta) = m.target;
     let levels = m.releases_per_observation;
     let mut warnings = m.warnings.clone();
-    let (sigma, sens, rho, epsilon) = match &m.noise {
-        NoiseModel::Gaussian { sigma, sensitivity } => {
-            let mu = (levels as f64).sqrt() * sensitivity / sigma;
-            (
-                *sigma,
-                *sensitivity,
-                Some(levels as f64 * gaussian_rho(*sensitivity, *sigma)),
-                Some(gdp_epsilon(mu, delta)),
-            )
-        }
+    let mut null = None;
+    let (sigma, sens, rho, mu) = match &m.noise {
+        NoiseModel::Gaussian { sigma, sensitivity } => (
+            *sigma,
+            *sensitivity,
+            Some(levels as f64 * gaussian_rho(*sensitivity, *sigma)),
+            Some((levels as f64).sqrt() * sensitivity / sigma),
+        ),
         NoiseModel::Unaccounted {
             sigma,
             sensitivity,
             why,
         } => {
-            warnings.push(format!("acct_epsilon is null: {why}"));
+            null = Some(why.clone());
             (*sigma, *sensitivity, None, None)
         }
     };
+    let epsilon = mu.map(|mu| gdp_epsilon(mu, delta));
     let paper = match &m.paper {
         PaperClaim::Target => Some(m.target.0),
         PaperClaim::Value(e) => Some(*e),
@@ -377,6 +392,9 @@ pub fn account(m: &Mechanism) -> Accounting {
         releases_per_observation: levels,
         noise_multiplier: Some(sigma / sens),
         epsilon,
+        epsilon_null: None,
+        mu,
+        epsilon_sums: None,
         paper_claimed: paper,
         rho,
         epsilon_zcdp: rho.map(|r| zcdp_epsilon(r, delta)),
@@ -386,15 +404,37 @@ pub fn account(m: &Mechanism) -> Accounting {
         relation: m.relation.clone(),
         warnings,
     };
+    if let Some(what) = &m.uncovered {
+        a.epsilon_sums = a.epsilon;
+        null = Some(format!(
+            "{what}, and no figure covers it (acct_epsilon_sums is the exact figure of the noisy sums alone, \
+             which a released schedule can beat; `fedbandits audit` measures it)"
+        ));
+        a.clear_run_figures();
+    }
     if let Some(why) = &m.unbounded {
-        a.epsilon = None;
+        null = Some(format!("no privacy figure holds: {why}"));
+        a.clear_run_figures();
+        a.epsilon_sums = None;
         a.paper_claimed = None;
-        a.rho = None;
-        a.epsilon_zcdp = None;
         a.basic = None;
-        a.warnings.push(format!("no privacy figure holds: {why}"));
+    }
+    if let Some(why) = null {
+        a.warnings.push(format!("acct_epsilon is null: {why}"));
+        a.epsilon_null = Some(why);
     }
     a
+}
+
+impl Accounting {
+    /// Nulls every figure that claims to cover the whole run (the exact
+    /// figure, mu, the zCDP pair).
+    fn clear_run_figures(&mut self) {
+        self.epsilon = None;
+        self.mu = None;
+        self.rho = None;
+        self.epsilon_zcdp = None;
+    }
 }
 
 #[cfg(test)]
@@ -423,6 +463,7 @@ mod tests {
             relation: String::new(),
             unbounded: None,
             warnings: Vec::new(),
+            uncovered: None,
         }
     }
 
@@ -461,6 +502,48 @@ mod tests {
             (None, None, None, None)
         );
         assert!(n.warnings.iter().any(|w| w.contains("Gaussian")));
+    }
+
+    /// A release no figure covers (FedUCB's schedule) nulls every figure of
+    /// the run, with the reason; the sums' exact figure moves to
+    /// `epsilon_sums`. Unbounded rewards null that one too.
+    #[test]
+    fn an_uncovered_release_nulls_the_run_figures() {
+        let m = gaussian(9, 3.0, 2f64.sqrt());
+        let whole = account(&m);
+        assert!((whole.mu.unwrap() - 2f64.sqrt()).abs() < 1e-15);
+        assert_eq!((whole.epsilon_null.as_ref(), whole.epsilon_sums), (None, None));
+        let part = account(&Mechanism {
+            uncovered: Some("the sync schedule is released".into()),
+            ..m.clone()
+        });
+        assert_eq!(
+            (part.epsilon, part.mu, part.rho, part.epsilon_zcdp),
+            (None, None, None, None)
+        );
+        assert_eq!(part.epsilon_sums, whole.epsilon);
+        assert_eq!(part.noise_multiplier, whole.noise_multiplier);
+        assert!(
+            part.epsilon_null
+                .as_deref()
+                .is_some_and(|w| w.starts_with("the sync schedule is released"))
+        );
+        assert!(
+            part.warnings
+                .iter()
+                .any(|w| w.starts_with("acct_epsilon is null: the sync schedule"))
+        );
+        let none = account(&Mechanism {
+            uncovered: Some("the sync schedule is released".into()),
+            unbounded: Some("rewards are Gaussian".into()),
+            ..m
+        });
+        assert_eq!((none.epsilon, none.epsilon_sums), (None, None));
+        assert!(
+            none.epsilon_null
+                .as_deref()
+                .is_some_and(|w| w.contains("rewards are Gaussian"))
+        );
     }
 
     /// The Gaussian privacy curve: closed-form values, monotone, and the

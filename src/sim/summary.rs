@@ -37,6 +37,9 @@ pub struct CellSummary {
     /// The accountant's epsilon (private cells): zCDP at the target delta
     /// for Gaussian mechanisms, pure-DP for Laplace ones.
     pub epsilon: Option<f64>,
+    /// Why a private cell's `acct_epsilon` is null (None: not private, or
+    /// it has one).
+    pub epsilon_null: Option<String>,
     /// Federated Regret Ratio (Solanki et al.): this cell's final regret over
     /// that of its family's baseline cell with the same parameters, when the
     /// job has one.
@@ -120,6 +123,7 @@ pub(super) fn summarize(job: &Job, cell: &Cell, batches: &[RecordBatch], skipped
         max_exponent: exponents.iter().copied().reduce(f64::max),
         sync_rounds_mean: syncs.iter().sum::<f64>() / n,
         epsilon: cell.config.accounting().and_then(|a| a.epsilon),
+        epsilon_null: cell.config.accounting().and_then(|a| a.epsilon_null),
         frr: None,
         skipped,
     }

@@ -111,6 +111,13 @@ pub fn accounting(p: &PrivacyConfig, horizon: u64) -> Option<Accounting> {
         releases_per_observation: u64::from(blocks_per_observation(horizon)),
         noise_multiplier: Some(std::f64::consts::SQRT_2 / block_epsilon(p, horizon)),
         epsilon: provided,
+        epsilon_null: (!p.clipping).then(|| {
+            "observations are not clipped (clipping: false), so one observation can move a partial sum by any \
+             amount"
+                .to_string()
+        }),
+        mu: None,
+        epsilon_sums: None,
         paper_claimed: p.clipping.then_some(p.epsilon),
         rho: None,
         epsilon_zcdp: None,

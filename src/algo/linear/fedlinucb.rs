@@ -200,6 +200,7 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
         ),
         unbounded,
         warnings,
+        uncovered: None,
     })
 }
 

@@ -157,12 +157,14 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
             crate::privacy::accountant::NON_ADAPTIVE
         ),
         unbounded,
-        // The schedule is not covered by any figure (it depends on the data).
-        warnings: vec![
-            "the sync schedule depends on the agents' data and is released too (acct_* cover the noisy \
-             sums only; schedule_private is false)"
+        warnings: Vec::new(),
+        // The determinant test decides when everyone syncs: the sync rounds
+        // are released and depend on the data.
+        uncovered: Some(
+            "the sync schedule (FedUCB's determinant test on the agents' own data decides when everyone \
+             syncs) is released too (schedule_private is false)"
                 .into(),
-        ],
+        ),
     })
 }
 

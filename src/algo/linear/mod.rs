@@ -264,6 +264,7 @@ pub const FAMILY: crate::algo::family::Family = crate::algo::family::Family {
         "clipped_observations",
         "acct_rho_zcdp",
         "acct_epsilon_zcdp",
+        "acct_epsilon_sums",
         "acct_epsilon_basic",
         "acct_delta_basic",
     ],
