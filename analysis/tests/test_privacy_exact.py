@@ -198,3 +198,44 @@ def test_laplace_figures_match_the_library(figures: pl.DataFrame) -> None:
         assert d.get_delta_for_epsilon(eps * 1.001) <= 1e-9, where
         assert d.get_delta_for_epsilon(eps * 0.99) > 1e-9, where
         assert abs(eps - k / b) <= 1e-9 * eps, where
+
+
+#: Every private algorithm and protocol with an exact calibration, at the
+#: default calibration (issue 38): Private-FedLinUCB ldp, sdp_amp, alt;
+#: FedUCB's noisy sums (both forms); Fed_UCB; P-FCB.
+EXACT = """\
+name: exact
+repetitions: 1
+horizon: 2000
+checkpoints: {every: 2000}
+algorithm: [private_fedlinucb, feducb_centralized, feducb_decentralized, fed_ucb_gossip, p_fcb]
+environment: [linear_gap, mab_heterogeneous, procurement]
+params: {m: 4, d: 4, k: 9, arms: 3, producers: 5, t_low: 50, t_high: 1000, graph: ring, delta: 0.001}
+grid: {epsilon: [0.5, 1, 4], protocol: [ldp, sdp_amp, alt]}
+"""
+
+
+def test_exact_calibration_meets_every_target(tmp_path: Path) -> None:
+    """`calibration: exact` (the default): every figure in [0.99, 1] x the
+    target, and dp-accounting's PLD from the written noise multiplier and
+    release count agrees within 1% (Gaussian) or exactly (Laplace)."""
+    job = tmp_path / "exact.yaml"
+    job.write_text(EXACT)
+    r = engine("run", str(job), "--out", str(tmp_path / "out"), "--quiet")
+    assert r.returncode == 0, r.stderr
+    df = pl.read_parquet(tmp_path / "out" / "exact" / "*.parquet").filter(pl.col("t") == pl.col("horizon"))
+    assert df.height == 9 + 3 + 3 + 3 + 3
+    for row in df.iter_rows(named=True):
+        target, delta = row["target_epsilon"], row["target_delta"]
+        nm, k = row["acct_noise_multiplier"], row["acct_releases_per_observation"]
+        fig = row["acct_epsilon"] if row["acct_epsilon"] is not None else row["acct_epsilon_sums"]
+        where = f"{row['algorithm']} {row['protocol']} eps {target}: {fig}"
+        assert row["calibration"] == ("exact" if row["algorithm"] != "fed_ucb_gossip" else None), where
+        assert 0.99 * target <= fig <= target, where
+        if row["algorithm"] == "fed_ucb_gossip":
+            d = pld.from_laplace_mechanism(parameter=nm / math.sqrt(2.0), sensitivity=1.0, value_discretization_interval=1e-5)
+            d = d.self_compose(k)
+            assert d.get_delta_for_epsilon(fig * 1.001) <= 1e-9 < d.get_delta_for_epsilon(fig * 0.99), where
+        else:
+            lo, hi = gaussian_bounds(nm, k, delta)
+            assert lo - 1e-9 <= fig and abs(fig - hi) <= 0.01 * hi, f"{where} vs dp-accounting [{lo}, {hi}]"

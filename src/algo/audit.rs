@@ -487,7 +487,7 @@ mod tests {
         };
         let c = cell(
             "horizon: 100000\nalgorithm: p_fcb\nenvironment: procurement\n\
-             params: {m: 10, producers: 30, epsilon: 1, delta: 0.01}\n",
+             params: {m: 10, producers: 30, epsilon: 1, delta: 0.01, calibration: paper}\n",
         );
         let claim = c.accounting().unwrap().epsilon.unwrap();
         let mu = (1.0 / (2.0 * 1e5f64.ln()) + 0.25) / 125f64.ln().sqrt();

@@ -440,10 +440,17 @@ pub const PARAMS: &[ParamDef] = &[
     },
     ParamDef {
         name: "calibration",
-        kind: Kind::Choice(&["code", "theorem"]),
-        default: "code",
-        doc: "noise calibration: authors' code or the slides' theorem",
-        used_by: &["private_fedlinucb"],
+        kind: Kind::Choice(&["exact", "code", "theorem", "paper"]),
+        default: "exact (private_fedlinucb with sdp_vecsum: code)",
+        doc: "noise calibration: exact (the noise solved from the target by the exact accountant: acct_epsilon in \
+              [0.99, 1] x epsilon), or a paper's: private_fedlinucb code (authors' code) or theorem (the slides'), \
+              FedUCB and P-FCB paper",
+        used_by: &[
+            "private_fedlinucb",
+            "feducb_centralized",
+            "feducb_decentralized",
+            "p_fcb",
+        ],
     },
     ParamDef {
         name: "batch_size",

@@ -66,6 +66,21 @@ impl<'a> Params<'a> {
         self.raw.get(k).and_then(Value::as_str).unwrap_or(default).to_owned()
     }
 
+    /// A word that must be one of `allowed` for this cell (`who` names
+    /// it), or `default`; another value is recorded as a problem naming
+    /// the allowed ones, and `default` returned.
+    pub fn choice(&mut self, k: &'static str, default: &str, allowed: &[&str], who: &str) -> String {
+        let v = self.s(k, default);
+        if allowed.contains(&v.as_str()) {
+            return v;
+        }
+        self.err(
+            k,
+            format!("{k}: {v} does not apply to {who}; allowed: {}", allowed.join(", ")),
+        );
+        default.to_owned()
+    }
+
     /// A boolean, or `default`.
     pub fn b(&self, k: &str, default: bool) -> bool {
         self.raw.get(k).and_then(Value::as_bool).unwrap_or(default)

@@ -530,13 +530,14 @@ fn privacy_table(job: &Job) -> String {
         if let Some(why) = &a.epsilon_null {
             note(&mut nulls, why, c.index);
         }
-        let eps = if a.epsilon_null.is_some() {
-            "null*".to_string()
-        } else {
-            fmt(a.epsilon)
+        // A run without a figure shows its sums' figure where it has one.
+        let eps = match (a.epsilon_null.is_some(), a.epsilon_sums) {
+            (false, _) => fmt(a.epsilon),
+            (true, Some(s)) => format!("null* ({s:.4})"),
+            (true, None) => "null*".to_string(),
         };
         rows.push(format!(
-            "  {:>4} {:>8} {:>7} {:>12} {:>8} {:>8} {:>10} {:>10} {:>8} {:>8}  {}\n",
+            "  {:>4} {:>8} {:>7} {:>15} {:>8} {:>8} {:>10} {:>10} {:>8} {:>8}  {}\n",
             format!("[{}]", c.index),
             fmt(te),
             td.map_or("-".to_string(), |d| format!("{d:.0e}")),
@@ -555,7 +556,8 @@ fn privacy_table(job: &Job) -> String {
     }
     let mut out = format!(
         "privacy per cell (acct_epsilon: exact for everything released, the figure to report; mu: its \
-         Gaussian-DP parameter; the others looser or claims):\n  {:>4} {:>8} {:>7} {:>12} {:>8} {:>8} {:>10} \
+         Gaussian-DP parameter; null* (x): no figure for the run, x for its noisy sums alone; the others looser \
+         or claims):\n  {:>4} {:>8} {:>7} {:>15} {:>8} {:>8} {:>10} \
          {:>10} {:>8} {:>8}  cell\n",
         "#", "target", "delta", "acct_epsilon", "mu", "releases", "noise_mult", "zcdp", "basic", "claimed"
     );

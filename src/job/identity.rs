@@ -19,10 +19,11 @@ fn canonical(algo: &str, env: &str, params: &BTreeMap<&'static str, Value>, hori
 }
 
 /// Parameters that do not enter a cell's random scope: `neighbours` changes
-/// only the accountant's figures, and `oracle` and `clip_rewards` are
-/// compared on common random numbers (the same units, rewards and noise
-/// with and without).
-const NOT_IN_RANDOM_SCOPE: &[&str] = &["neighbours", "oracle", "clip_rewards"];
+/// only the accountant's figures, and `oracle`, `clip_rewards` and
+/// `calibration` are compared on common random numbers (the same units,
+/// rewards and standard noise draws with and without, the noise scaled by
+/// each calibration's sigma; since semantics 12).
+const NOT_IN_RANDOM_SCOPE: &[&str] = &["neighbours", "oracle", "clip_rewards", "calibration"];
 
 /// The text a cell's algorithm keys are hashed from: [`canonical`] without
 /// [`NOT_IN_RANDOM_SCOPE`] (so adding such a parameter leaves every earlier

@@ -24,7 +24,7 @@ fn config(algorithm: CombAlgorithm, kind: InstanceKind, horizon: u64) -> CombCon
         horizon,
         instances: 5,
         zeta: 0.1,
-        private: PFcbConfig::default(),
+        private: PFcbConfig::paper(),
         oracle: Oracle::Greedy,
     }
 }
@@ -42,7 +42,7 @@ fn run_all(b: &CombBatch, checkpoints: &[u64]) -> Vec<Vec<CombPoint>> {
 
 #[test]
 fn p_fcb_schedule_and_budget_sums_are_as_found() {
-    let p = PFcbConfig::default();
+    let p = PFcbConfig::paper();
     let r = schedule(&p, 100_000);
     let mut want: Vec<u64> = (200..=207).collect();
     want.extend((8..=15).map(|j| 1u64 << j));
@@ -113,11 +113,11 @@ fn exploration_costs_every_algorithm_the_same_and_sharing_helps_after_it() {
     // and rejected messages (negative noisy unit counts).
     let o = pf[0][1].obs;
     assert_eq!(o.communications, 8 + 4);
-    let spent: f64 = fedbandits::algo::combinatorial::p_fcb::round_epsilons(&PFcbConfig::default(), t)
+    let spent: f64 = fedbandits::algo::combinatorial::p_fcb::round_epsilons(&PFcbConfig::paper(), t)
         .iter()
         .sum();
     assert!((o.epsilon_spent - spent).abs() < 1e-12);
-    assert!(spent < epsilons(&PFcbConfig::default(), t).iter().sum::<f64>());
+    assert!(spent < epsilons(&PFcbConfig::paper(), t).iter().sum::<f64>());
     assert!((o.delta_spent - 0.12).abs() < 1e-12);
     assert!(o.rejected > 0 && o.accepted + o.rejected == 12 * 10 * 9 * 30);
     assert_eq!(non[0][1].obs.communications, 0);
@@ -149,7 +149,7 @@ fn combinatorial_jobs_run_resume_and_write_their_columns() {
     let job = Job::parse(
         std::path::Path::new("c.yaml"),
         "seed: 3\nrepetitions: 2\nhorizon: 1500\nalgorithm: [non_federated, p_fcb]\nenvironment: procurement\n\
-         params: {m: 4, producers: 12, epsilon: 1, delta: 0.01, instance_kind: normal}\n",
+         params: {m: 4, producers: 12, epsilon: 1, delta: 0.01, instance_kind: normal, calibration: paper}\n",
     )
     .unwrap();
     assert_eq!(job.cells.len(), 2);

@@ -51,7 +51,9 @@ fn mean(v: &[f64]) -> f64 {
 }
 
 const ZHOU: &str = "seed: 2023\nhorizon: 10000\nenvironment: linear_sphere\n";
-const ZHOU_PARAMS: &str = "m: 100, d: 10, k: 100, batch_size: 25, noise_std: 0.5, subgaussian: 0.5";
+/// The authors' settings: their reward (`raw`) and calibration (`code`).
+const ZHOU_PARAMS: &str =
+    "m: 100, d: 10, k: 100, batch_size: 25, noise_std: 0.5, subgaussian: 0.5, reward_on: raw, calibration: code";
 
 #[test]
 fn zhou_fig2b_vector_summation_beats_ldp() {
@@ -106,7 +108,7 @@ fn zhou_fig2a_neither_protocol_learns_at_such_small_epsilon() {
 fn dubey_fig1a_regret_falls_with_epsilon() {
     // log regime, d = 10, delta = 0.1, M = 10; T = 2x10^4 (the paper: 10^7).
     let j = job(
-        "seed: 2020\nrepetitions: 4\nhorizon: 20000\nalgorithm: feducb_centralized\nenvironment: linear_gap\nparams: {m: 10, d: 10, delta: 0.1, sync: log}\ngrid: {epsilon: [0.1, 1, 10]}\n",
+        "seed: 2020\nrepetitions: 4\nhorizon: 20000\nalgorithm: feducb_centralized\nenvironment: linear_gap\nparams: {m: 10, d: 10, delta: 0.1, sync: log, calibration: paper}\ngrid: {epsilon: [0.1, 1, 10]}\n",
     );
     let r: Vec<Vec<f64>> = j.cells.iter().map(|c| finals(&j, c)).collect();
     let (d1, z1) = paired(&r[2], &r[1]);
@@ -135,7 +137,7 @@ fn dubey_private_first_sync_is_a_fraction_of_the_horizon() {
     let first_sync = |horizon: u64, private: bool| -> u64 {
         let j = job(&format!(
             "seed: 2020\nrepetitions: 1\nhorizon: {horizon}\nalgorithm: feducb_centralized\nenvironment: linear_gap\n\
-             params: {{m: 10, d: 10, delta: 0.1, sync: log, epsilon: 1, private: {private}}}\n"
+             params: {{m: 10, d: 10, delta: 0.1, sync: log, epsilon: 1, private: {private}, calibration: paper}}\n"
         ));
         let ck: Vec<u64> = (1..=horizon / 100).map(|i| i * 100).collect();
         let res = run_rep(&j.cells[0], j.seed, 0, &ck, &|_| {});
@@ -167,7 +169,7 @@ fn dubey_private_first_sync_is_a_fraction_of_the_horizon() {
 fn dubey_fig1c_regret_grows_with_d() {
     // M = 10, epsilon = 1, delta = 0.1, log regime; T = 5000 (the paper: 10^6).
     let j = job(
-        "seed: 2020\nrepetitions: 6\nhorizon: 5000\nalgorithm: feducb_centralized\nenvironment: linear_gap\nparams: {m: 10, epsilon: 1, delta: 0.1, sync: log}\ngrid: {d: [8, 16, 32]}\n",
+        "seed: 2020\nrepetitions: 6\nhorizon: 5000\nalgorithm: feducb_centralized\nenvironment: linear_gap\nparams: {m: 10, epsilon: 1, delta: 0.1, sync: log, calibration: paper}\ngrid: {d: [8, 16, 32]}\n",
     );
     let r: Vec<Vec<f64>> = j.cells.iter().map(|c| finals(&j, c)).collect();
     println!(

@@ -1,6 +1,11 @@
 //! `p_fcb` (Solanki et al.'s P-FCB): the communication schedule, the
 //! per-round privacy budget and what the accountant can say.
 //!
+//! `calibration: exact` (the default since semantics 12) replaces the
+//! paper's budget split below by one noise level for every message, solved
+//! from the target by the exact accountant ([`epsilons`]); `calibration:
+//! paper` is the paper's.
+//!
 //! Communication happens in round t iff t_low <= t <= t_high and t >= tau;
 //! tau starts at 1 (`tau_start: one`, the paper) or t_low and doubles after
 //! each communication, so with t_low = 200 the rounds are 200, 201, ...,
@@ -87,6 +92,20 @@ pub struct PFcbConfig {
     pub budget: Budget,
     /// The prose's acceptance window instead of Procedure 1's.
     pub prose_window: bool,
+    /// `calibration: exact`: every message's noise solved from the target
+    /// (see [`epsilons`]) instead of the paper's epsilon_z schedule.
+    pub exact: bool,
+}
+
+impl PFcbConfig {
+    /// The paper's settings with its calibration (`calibration: paper`):
+    /// the epsilon_z schedule of the module docs.
+    pub fn paper() -> Self {
+        Self {
+            exact: false,
+            ..Self::default()
+        }
+    }
 }
 
 impl Default for PFcbConfig {
@@ -101,6 +120,7 @@ impl Default for PFcbConfig {
             tau_start: TauStart::One,
             budget: Budget::Paper,
             prose_window: false,
+            exact: true,
         }
     }
 }
@@ -122,9 +142,19 @@ pub fn schedule(p: &PFcbConfig, horizon: u64) -> Vec<u64> {
     out
 }
 
-/// epsilon_z of every communication round.
+/// epsilon_z of every communication round, the budget its noise is
+/// calibrated for (noise k sqrt(2 ln(1.25/delta)) / epsilon_z per
+/// coordinate). `calibration: exact`: every round the same epsilon_z =
+/// mu sqrt(ln(1.25/delta)) with mu = [`crate::privacy::accountant::gdp_mu`]
+/// of the target, so that each message (sensitivity sqrt(2) k) is exactly
+/// mu-GDP; one round's procurement enters one message, so `acct_epsilon`
+/// lies in [0.99, 1] x epsilon.
 pub fn epsilons(p: &PFcbConfig, horizon: u64) -> Vec<f64> {
     let rounds = schedule(p, horizon).len();
+    if p.exact {
+        let mu = crate::privacy::accountant::gdp_mu(p.epsilon, p.delta);
+        return vec![mu * (1.25 / p.delta).ln().sqrt(); rounds];
+    }
     let ln_t = (horizon.max(2) as f64).ln();
     let raw: Vec<f64> = (1..=rounds)
         .map(|z| p.epsilon / (2.0 * ln_t) + p.epsilon / 2f64.powi(z as i32 + 1))
@@ -172,7 +202,7 @@ pub fn mechanism(p: &PFcbConfig, horizon: u64) -> Mechanism {
             .to_string(),
     ];
     let spent: f64 = eps.iter().sum();
-    if spent > p.epsilon * (1.0 + 1e-12) {
+    if !p.exact && spent > p.epsilon * (1.0 + 1e-12) {
         warnings.push(format!(
             "the budget's {} rounds spend {:.4} epsilon (budget: paper; budget: normalized sums to epsilon)",
             eps.len(),
@@ -244,7 +274,7 @@ mod tests {
     /// sqrt(2) x 1.194864 = 1.689792. At epsilon = 10, sqrt(2) epsilon_1 = 4.150 > 1: null.
     #[test]
     fn p_fcb_accounting_matches_the_hand_computed_values() {
-        let p = PFcbConfig::default();
+        let p = PFcbConfig::paper();
         let a = accounting(&p, 100_000);
         let e1 = 1.0 / (2.0 * 1e5f64.ln()) + 0.25;
         assert!((e1 - 0.293_429_448).abs() < 1e-9);

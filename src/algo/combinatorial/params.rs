@@ -125,7 +125,17 @@ fn p_fcb(p: &mut Params<'_>) -> PFcbConfig {
     private.omega2 = p.f("omega2", 10.0);
     let tau = p.s("tau_start", "one");
     private.tau_start = if tau == "t_low" { TauStart::TLow } else { TauStart::One };
+    let cal = p.choice("calibration", "exact", &["exact", "paper"], "p_fcb");
+    private.exact = cal == "exact";
+    p.set("calibration", Value::Str(cal));
     let budget = p.s("budget", "paper");
+    if private.exact && p.get("budget").is_some() {
+        p.err(
+            "budget",
+            "budget splits epsilon over rounds as the paper does and applies to calibration: paper only \
+             (calibration: exact, the default, gives every message the same noise, solved from the target)",
+        );
+    }
     private.budget = if budget == "normalized" {
         Budget::Normalized
     } else {
@@ -138,7 +148,9 @@ fn p_fcb(p: &mut Params<'_>) -> PFcbConfig {
     p.set("omega1", Value::Float(private.omega1));
     p.set("omega2", Value::Float(private.omega2));
     p.set("tau_start", Value::Str(tau));
-    p.set("budget", Value::Str(budget));
+    if !private.exact {
+        p.set("budget", Value::Str(budget));
+    }
     p.set("window", Value::Str(window));
     private
 }

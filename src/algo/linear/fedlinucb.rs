@@ -18,8 +18,14 @@
 //! sigma = L sqrt(N (log(1/delta) + eps)) / eps, N = floor(log2(T/B)) + 1;
 //! `theorem`: sigma^2 = 8 kappa (log(2/delta) + eps) / eps^2, kappa = 1 + log(T/B),
 //! times the ratio of the node's sensitivity at L to that at L = 1 (the
-//! theorem's bounds; 1 at the default L = 1).
-//! In both, lambda = sqrt(M N) sigma (sqrt(N + log(1/alpha)) + sqrt(d)).
+//! theorem's bounds; 1 at the default L = 1). `exact` (the default since
+//! semantics 12; `ldp`, `alt`, `sdp_amp`): sigma = sqrt(N) Delta / mu with
+//! Delta the node's sensitivity under the cell's relation and mu the
+//! largest Gaussian-DP parameter whose figure is at most the target
+//! ([`crate::privacy::accountant::exact_sigma`]), so `acct_epsilon` lies in
+//! [0.99, 1] x epsilon; `sdp_vecsum` has no exact figure and keeps the
+//! authors' calibration.
+//! In every case lambda = sqrt(M N) sigma (sqrt(N + log(1/alpha)) + sqrt(d)).
 //! A noisy lambda I + W_syn that is not positive definite is inverted with
 //! jitter and counted in `cholesky_failures`.
 
@@ -52,10 +58,32 @@ impl ZhouConstants {
         let l = cfg.l_bound;
         let t = cfg.horizon as f64;
         let tail = |sigma: f64| sigma * ((n + (1.0 / cfg.alpha).ln()).sqrt() + d.sqrt());
+        // calibration: exact -- the N releases an observation enters,
+        // each of the node statistic's sensitivity under the cell's
+        // relation, meet the target exactly (the view of sdp_amp is each
+        // agent's message too).
+        let exact = |eps: f64, delta: f64| {
+            let sens = crate::privacy::accountant::zhou_sensitivity_sq(l, cfg.neighbours).sqrt();
+            crate::privacy::accountant::exact_sigma(levels as u64, sens, eps, delta)
+        };
         match (cfg.algorithm, cfg.privacy, cfg.protocol) {
+            (
+                LinearAlgorithm::PrivateFedlinucb,
+                Some((eps, delta)),
+                Protocol::Ldp | Protocol::Alt | Protocol::SdpAmp,
+            ) if cfg.calibration == Calibration::Exact => {
+                let sigma = exact(eps, delta);
+                Self {
+                    levels,
+                    sigma,
+                    lambda: (m * n).sqrt() * tail(sigma),
+                }
+            }
             (LinearAlgorithm::PrivateFedlinucb, Some((eps, delta)), Protocol::Ldp | Protocol::Alt) => {
                 let sigma = match cfg.calibration {
-                    Calibration::Code => l * (n * ((1.0 / delta).ln() + eps)).sqrt() / eps,
+                    Calibration::Code | Calibration::Exact | Calibration::Paper => {
+                        l * (n * ((1.0 / delta).ln() + eps)).sqrt() / eps
+                    }
                     Calibration::Theorem => {
                         // The theorem is stated for L = 1 under substitution:
                         // scale by the sensitivity at L over that at 1.
@@ -297,7 +325,14 @@ mod tests {
     use crate::job::Job;
     use crate::privacy::accountant::zcdp_epsilon;
 
+    /// The accounting of a cell, with the authors' calibration (`code`)
+    /// unless `params` names one: these tests pin the papers' values.
     fn accounting(params: &str) -> crate::privacy::accountant::Accounting {
+        let params = if params.contains("calibration") {
+            params.to_string()
+        } else {
+            params.replacen("params: {", "params: {calibration: code, ", 1)
+        };
         let j = Job::parse(
             std::path::Path::new("a.yaml"),
             &format!("algorithm: private_fedlinucb\nenvironment: linear_gap\n{params}\n"),
@@ -406,7 +441,7 @@ mod tests {
                 std::path::Path::new("s.yaml"),
                 &format!(
                     "horizon: 1000\nalgorithm: private_fedlinucb\nenvironment: linear_sphere\nparams: {{m: 10, d: 5, \
-                     epsilon: 1, delta: 0.1{clip}}}\n"
+                     epsilon: 1, delta: 0.1, calibration: code{clip}}}\n"
                 ),
             )
             .unwrap();

@@ -21,6 +21,11 @@
 //! rho_min = Lambda, rho_max = 3 Lambda, shift = 2 Lambda;
 //! kappa = sqrt(m (L^2+1)) (sqrt(d) + 2 log(2 n M / alpha)) / (sqrt(2) eps).
 //! Non-private: no noise, rho_min = rho_max = shift = lambda, kappa = 0.
+//! These are `calibration: paper`; `calibration: exact` (the default since
+//! semantics 12) solves sigma_N from the target with the exact accountant
+//! ([`exact_sigma_n`]: the sums' figure in [0.99, 1] x epsilon) and scales
+//! Lambda, rho_min, rho_max, shift and kappa by the same factor as sigma_N,
+//! keeping the paper's regularization relative to its noise.
 //!
 //! The shifted log det needs (V + c I)^{-1} with c = M (rho_max - rho_min): a
 //! second inverse per agent, kept by Sherman-Morrison like the first (only
@@ -77,7 +82,13 @@ impl DubeyConstants {
                 let log_term = (2.0 * t * m_agents / cfg.alpha).ln();
                 let lam = (32.0 * mf).sqrt() * l2p1 * (4.0 / delta).ln() * (4.0 * d.sqrt() + 2.0 * log_term) / eps;
                 let kappa = (mf * l2p1).sqrt() * (d.sqrt() + 2.0 * log_term) / (std::f64::consts::SQRT_2 * eps);
-                (sigma_n, lam, 3.0 * lam, 2.0 * lam, kappa)
+                // calibration: exact scales the noise, and every constant
+                // the paper sizes from it (Lambda, kappa), by r.
+                let r = match cfg.calibration {
+                    super::Calibration::Exact => exact_sigma_n(cfg, eps, delta) / sigma_n,
+                    _ => 1.0,
+                };
+                (r * sigma_n, r * lam, 3.0 * r * lam, 2.0 * r * lam, r * kappa)
             }
             None => (0.0, cfg.lambda, cfg.lambda, cfg.lambda, 0.0),
         };
@@ -106,6 +117,20 @@ impl DubeyConstants {
         let l2 = cfg.l_bound * cfg.l_bound;
         2.0 * ((d * t / self.threshold) * (self.rho_max / self.rho_min + t * l2 / (d * self.rho_min)).ln()).sqrt() + 4.0
     }
+}
+
+/// The PRIVATIZER's N_hat entry deviation under `calibration: exact`: the
+/// node noise (N_hat + N_hat^T) / sqrt(2) is a Gaussian mechanism with
+/// sigma = sqrt(2) sigma_N on a statistic of sensitivity L^2 + 1
+/// (add/remove; [`mechanism`]), entered by the 1 + ceil(log2 T) nodes an
+/// observation's path can reach (the centralized tree's levels; the
+/// decentralized form's too, see [`privatizer`]), so sigma_N =
+/// [`crate::privacy::accountant::exact_sigma`] / sqrt(2) meets the target
+/// for the noisy sums (`acct_epsilon_sums`; the schedule is not covered).
+fn exact_sigma_n(cfg: &LinearConfig, eps: f64, delta: f64) -> f64 {
+    let charged = 1 + (cfg.horizon.max(1) as f64).log2().ceil() as u64;
+    let sens = crate::privacy::accountant::dubey_sensitivity(cfg.l_bound, cfg.neighbours);
+    crate::privacy::accountant::exact_sigma(charged, sens, eps, delta) / std::f64::consts::SQRT_2
 }
 
 /// The PRIVATIZER's constants as the releases use them: the centralized

@@ -94,13 +94,33 @@ pub enum Protocol {
     Alt,
 }
 
-/// Noise calibration of Private-FedLinUCB.
+/// Noise calibration of the private linear algorithms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Calibration {
-    /// The authors' public code (which produced their plots).
+    /// The noise solved from the target by the exact accountant
+    /// ([`crate::privacy::accountant::exact_sigma`]): `acct_epsilon` in
+    /// [0.99, 1] x the target epsilon (for FedUCB, `acct_epsilon_sums`).
+    Exact,
+    /// Private-FedLinUCB: the authors' public code (which produced their
+    /// plots).
     Code,
-    /// The slides' theorem: sigma^2 = 8 kappa (log(2/delta) + eps) / eps^2.
+    /// Private-FedLinUCB: the slides' theorem: sigma^2 = 8 kappa (log(2 /
+    /// delta) + eps) / eps^2.
     Theorem,
+    /// FedUCB: the paper's PRIVATIZER constants.
+    Paper,
+}
+
+impl Calibration {
+    /// From the job-file word (checked by the parameter table).
+    pub fn from_name(name: &str) -> Self {
+        match name {
+            "code" => Calibration::Code,
+            "theorem" => Calibration::Theorem,
+            "paper" => Calibration::Paper,
+            _ => Calibration::Exact,
+        }
+    }
 }
 
 /// FedUCB synchronization regime.

@@ -214,12 +214,24 @@ fn fedlinucb(p: &mut Params<'_>, cfg: &mut LinearConfig) {
     }
     if cfg.protocol != Protocol::None {
         cfg.privacy = privacy(p);
-        let cal = p.s("calibration", "code");
-        cfg.calibration = if cal == "theorem" {
-            Calibration::Theorem
+        // sdp_vecsum has no exact figure yet (its Binomial noise is not
+        // accounted): only the authors' calibration.
+        let cal = if cfg.protocol == Protocol::SdpVecsum {
+            p.choice(
+                "calibration",
+                "code",
+                &["code", "theorem"],
+                "private_fedlinucb with protocol sdp_vecsum (no exact figure yet)",
+            )
         } else {
-            Calibration::Code
+            p.choice(
+                "calibration",
+                "exact",
+                &["exact", "code", "theorem"],
+                "private_fedlinucb",
+            )
         };
+        cfg.calibration = Calibration::from_name(&cal);
         p.set("calibration", Value::Str(cal));
         accounting(p, "substitute", cfg);
     }
@@ -235,6 +247,9 @@ fn feducb(p: &mut Params<'_>, cfg: &mut LinearConfig) {
     p.set("private", Value::Bool(private));
     if private {
         cfg.privacy = privacy(p);
+        let cal = p.choice("calibration", "exact", &["exact", "paper"], "FedUCB");
+        cfg.calibration = Calibration::from_name(&cal);
+        p.set("calibration", Value::Str(cal));
         accounting(p, "add_remove", cfg);
     } else {
         cfg.lambda = p.f("lambda", 1.0);
