@@ -231,6 +231,9 @@ def test_exact_calibration_meets_every_target(tmp_path: Path) -> None:
         fig = row["acct_epsilon"] if row["acct_epsilon"] is not None else row["acct_epsilon_sums"]
         where = f"{row['algorithm']} {row['protocol']} eps {target}: {fig}"
         assert row["calibration"] == ("exact" if row["algorithm"] != "fed_ucb_gossip" else None), where
+        # Every private cell states its neighbouring relation.
+        want = "add_remove" if row["algorithm"].startswith("feducb") else "substitute"
+        assert row["neighbours"] == want, where
         assert 0.99 * target <= fig <= target, where
         if row["algorithm"] == "fed_ucb_gossip":
             d = pld.from_laplace_mechanism(parameter=nm / math.sqrt(2.0), sensitivity=1.0, value_discretization_interval=1e-5)

@@ -40,6 +40,10 @@ pub struct Family {
     /// metric column where a fixed cost paid early would hide a stall (the
     /// combinatorial family's exploration phase).
     pub growth_regret: &'static str,
+    /// What `paper_claimed_epsilon` is for each of its private algorithms
+    /// (algorithm, definition): a claim of the paper, never a bound; listed
+    /// by `fedbandits list`.
+    pub paper_claims: &'static [(&'static str, &'static str)],
     /// Its `fedbandits bench` workloads: (name, default federations, job
     /// YAML with `{T}` for the rounds).
     pub workloads: &'static [(&'static str, u32, &'static str)],

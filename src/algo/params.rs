@@ -425,10 +425,17 @@ pub const PARAMS: &[ParamDef] = &[
     ParamDef {
         name: "neighbours",
         kind: Kind::Choice(&["add_remove", "substitute"]),
-        default: "substitute (private_fedlinucb), add_remove (feducb_*)",
+        default: "substitute (private_fedlinucb; fed_ucb_gossip and p_fcb: substitute only), add_remove (feducb_*)",
         doc: "neighbouring histories of the accountant's figures: one observation added/removed, or replaced \
-              (the relation Zhou & Chowdhury's slides define)",
-        used_by: &["private_fedlinucb", "feducb_centralized", "feducb_decentralized"],
+              (the relation Zhou & Chowdhury's slides define; Fed_UCB: one observation replaced within the \
+              clipping range; P-FCB: one round's procurement of one (agent, producer) pair changed)",
+        used_by: &[
+            "private_fedlinucb",
+            "feducb_centralized",
+            "feducb_decentralized",
+            "fed_ucb_gossip",
+            "p_fcb",
+        ],
     },
     ParamDef {
         name: "clip_rewards",

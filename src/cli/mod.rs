@@ -456,6 +456,13 @@ fn list_text() -> String {
         }
         out += &format!("  parameters (output columns): {}\n", f.parameters().join(", "));
         out += &format!("  output columns of this family only: {}\n", f.columns.join(", "));
+        if !f.paper_claims.is_empty() {
+            out += "  paper_claimed_epsilon (what the paper's own argument claims for the noise used; a claim, not a \
+                    bound):\n";
+            for (algo, what) in f.paper_claims {
+                out += &format!("    {algo:<20} {what}\n");
+            }
+        }
     }
     out += "a job may list algorithms and environments of several families: each algorithm runs on the listed environments of its own family\n";
     out += "parameters (in params: or grid:):\n";

@@ -237,6 +237,12 @@ pub const FAMILY: crate::algo::family::Family = crate::algo::family::Family {
     // settings) whatever the algorithm: an offset that dominates total
     // regret and would hide a stall at any horizon within reach.
     growth_regret: "regret_after_exploration",
+    paper_claims: &[(
+        "p_fcb",
+        "the paper's argument with the pair (w, y)'s true sensitivity: sqrt(2) x the sum of its rounds' \
+         epsilon_z (classical Gaussian theorem per round, basic composition over rounds); null where a round's \
+         sqrt(2) epsilon_z >= 1",
+    )],
     workloads: WORKLOADS,
     parity: PARITY,
     columns: &[

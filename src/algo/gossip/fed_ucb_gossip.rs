@@ -123,7 +123,7 @@ pub fn accounting(p: &PrivacyConfig, horizon: u64) -> Option<Accounting> {
         epsilon_zcdp: None,
         epsilon_pure: provided,
         basic: None,
-        neighbours: None,
+        neighbours: Some(crate::privacy::accountant::Neighbours::Substitute),
         relation: format!(
             "one observation of one agent's arm replaced by another within the clipping range, {}",
             crate::privacy::accountant::NON_ADAPTIVE

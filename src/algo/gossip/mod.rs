@@ -242,6 +242,10 @@ pub const FAMILY: crate::algo::family::Family = crate::algo::family::Family {
     resolve: params::resolve,
     baseline: None,
     growth_regret: "group_regret",
+    paper_claims: &[(
+        "fed_ucb_gossip",
+        "the target epsilon with clipping (the paper assumes bounded observations), null without",
+    )],
     workloads: WORKLOADS,
     parity: PARITY,
     columns: &[

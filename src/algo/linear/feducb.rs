@@ -171,8 +171,7 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
             sensitivity: crate::privacy::accountant::dubey_sensitivity(cfg.l_bound, cfg.neighbours),
         },
         target,
-        // The PRIVATIZER's sigma follows the paper's formula.
-        paper: crate::privacy::accountant::PaperClaim::Target,
+        paper: paper_claim(cfg, &c, target.0),
         basic: None,
         neighbours: cfg.neighbours,
         relation: format!(
@@ -191,6 +190,25 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
                 .into(),
         ),
     })
+}
+
+/// What the paper claims for the noise used: its PRIVATIZER formula gives
+/// sigma_N proportional to 1 / epsilon, so noise sigma_N claims epsilon x
+/// (the paper's sigma_N at the target) / sigma_N: the target under
+/// `calibration: paper`.
+fn paper_claim(cfg: &LinearConfig, c: &DubeyConstants, target: f64) -> crate::privacy::accountant::PaperClaim {
+    use crate::privacy::accountant::PaperClaim;
+    if cfg.calibration == super::Calibration::Paper {
+        return PaperClaim::Target;
+    }
+    let paper = LinearConfig {
+        calibration: super::Calibration::Paper,
+        ..cfg.clone()
+    };
+    match privatizer(&paper) {
+        Some(p) if c.sigma_n > 0.0 => PaperClaim::Value(target * p.sigma_n / c.sigma_n),
+        _ => PaperClaim::Target,
+    }
 }
 
 /// Proposition 2's width of an agent that hears n agents (M, or n_i on a

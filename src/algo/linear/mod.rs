@@ -276,6 +276,20 @@ pub const FAMILY: crate::algo::family::Family = crate::algo::family::Family {
     resolve: params::resolve,
     baseline: None,
     growth_regret: "group_regret",
+    paper_claims: &[
+        (
+            "private_fedlinucb",
+            "ldp, alt: the slides' Theorem 1 solved for epsilon at the sigma used; sdp_amp: the target where \
+             amplification by shuffling's precondition holds, else null; sdp_vecsum: null (no theorem covers the \
+             implementation)",
+        ),
+        (
+            "feducb_*",
+            "what the paper's PRIVATIZER formula (sigma_N proportional to 1/epsilon) claims for the noise used, \
+             for the noisy sums (the target under calibration: paper; the released schedule is covered by no \
+             figure)",
+        ),
+    ],
     workloads: workloads::WORKLOADS,
     parity: workloads::PARITY,
     columns: &[
