@@ -251,6 +251,14 @@ const P2P: &[&str] = &[
     "oracle_ucb",
 ];
 const FED_UCB_GOSSIP: &[&str] = &["fed_ucb_gossip"];
+/// Every private algorithm (with a privacy target).
+const PRIVATE: &[&str] = &[
+    "private_fedlinucb",
+    "feducb_centralized",
+    "feducb_decentralized",
+    "fed_ucb_gossip",
+    "p_fcb",
+];
 const PROCUREMENT: &[&str] = &["procurement"];
 /// Every algorithm with a confidence width.
 const CONFIDENT: &[&str] = &[
@@ -388,13 +396,7 @@ pub const PARAMS: &[ParamDef] = &[
         },
         default: "required when private",
         doc: "privacy epsilon (fed_ucb_gossip: .inf for no privacy, i.e. gossip_ucb)",
-        used_by: &[
-            "private_fedlinucb",
-            "feducb_centralized",
-            "feducb_decentralized",
-            "fed_ucb_gossip",
-            "p_fcb",
-        ],
+        used_by: PRIVATE,
     },
     ParamDef {
         name: "delta",
@@ -429,13 +431,7 @@ pub const PARAMS: &[ParamDef] = &[
         doc: "neighbouring histories of the accountant's figures: one observation added/removed, or replaced \
               (the relation Zhou & Chowdhury's slides define; Fed_UCB: one observation replaced within the \
               clipping range; P-FCB: one round's procurement of one (agent, producer) pair changed)",
-        used_by: &[
-            "private_fedlinucb",
-            "feducb_centralized",
-            "feducb_decentralized",
-            "fed_ucb_gossip",
-            "p_fcb",
-        ],
+        used_by: PRIVATE,
     },
     ParamDef {
         name: "clip_rewards",

@@ -81,6 +81,14 @@ impl<'a> Params<'a> {
         default.to_owned()
     }
 
+    /// The neighbouring relation of an algorithm whose accountant states
+    /// only substitution (`who` says what it replaces): `substitute`, or a
+    /// problem naming it; recorded.
+    pub fn substitute_only(&mut self, who: &str) {
+        let rel = self.choice("neighbours", "substitute", &["substitute"], who);
+        self.set("neighbours", Value::Str(rel));
+    }
+
     /// A boolean, or `default`.
     pub fn b(&self, k: &str, default: bool) -> bool {
         self.raw.get(k).and_then(Value::as_bool).unwrap_or(default)

@@ -373,26 +373,16 @@ fn table(job: &Job, rows: &[(AuditRow, &Cell)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::privacy::accountant::{Mechanism, Neighbours, NoiseModel, PaperClaim, account};
+    use crate::privacy::accountant::{Mechanism, account, gaussian_mechanism};
 
     /// FedUCB's shape: a Gaussian tree whose sync schedule is released and
     /// not covered (`uncovered`), or the same mechanism with nothing
     /// uncovered (a figure that claims the run).
     fn accounting(uncovered: bool) -> Accounting {
         account(&Mechanism {
-            releases_per_observation: 12,
-            noise: NoiseModel::Gaussian {
-                sigma: 10.0,
-                sensitivity: 2.0,
-            },
             target: (10.0, 0.1),
-            paper: PaperClaim::Target,
-            basic: None,
-            neighbours: Neighbours::AddRemove,
-            relation: String::new(),
-            unbounded: None,
-            warnings: Vec::new(),
             uncovered: uncovered.then(|| "the schedule".to_string()),
+            ..gaussian_mechanism(12, 10.0, 2.0)
         })
     }
 

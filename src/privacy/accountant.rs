@@ -477,6 +477,24 @@ impl Accounting {
     }
 }
 
+/// A Gaussian mechanism of `levels` releases at the target (1, 0.1),
+/// add/remove, nothing else stated: a fixture of the tests.
+#[cfg(test)]
+pub(crate) fn gaussian_mechanism(levels: u64, sigma: f64, sensitivity: f64) -> Mechanism {
+    Mechanism {
+        releases_per_observation: levels,
+        noise: NoiseModel::Gaussian { sigma, sensitivity },
+        target: (1.0, 0.1),
+        paper: PaperClaim::Target,
+        basic: None,
+        neighbours: Neighbours::AddRemove,
+        relation: String::new(),
+        unbounded: None,
+        warnings: Vec::new(),
+        uncovered: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -493,18 +511,7 @@ mod tests {
     }
 
     fn gaussian(levels: u64, sigma: f64, sensitivity: f64) -> Mechanism {
-        Mechanism {
-            releases_per_observation: levels,
-            noise: NoiseModel::Gaussian { sigma, sensitivity },
-            target: (1.0, 0.1),
-            paper: PaperClaim::Target,
-            basic: None,
-            neighbours: Neighbours::AddRemove,
-            relation: String::new(),
-            unbounded: None,
-            warnings: Vec::new(),
-            uncovered: None,
-        }
+        gaussian_mechanism(levels, sigma, sensitivity)
     }
 
     #[test]

@@ -125,13 +125,7 @@ fn p_fcb(p: &mut Params<'_>) -> PFcbConfig {
     private.omega2 = p.f("omega2", 10.0);
     let tau = p.s("tau_start", "one");
     private.tau_start = if tau == "t_low" { TauStart::TLow } else { TauStart::One };
-    let rel = p.choice(
-        "neighbours",
-        "substitute",
-        &["substitute"],
-        "p_fcb (its figures change one round's procurement)",
-    );
-    p.set("neighbours", Value::Str(rel));
+    p.substitute_only("p_fcb (its figures change one round's procurement)");
     let cal = p.choice("calibration", "exact", &["exact", "paper"], "p_fcb");
     private.exact = cal == "exact";
     p.set("calibration", Value::Str(cal));

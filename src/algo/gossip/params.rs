@@ -95,13 +95,7 @@ fn privatizer(p: &mut Params<'_>) -> PrivacyConfig {
         return privacy;
     }
     // The accountant states one relation for the partial sums.
-    let rel = p.choice(
-        "neighbours",
-        "substitute",
-        &["substitute"],
-        "fed_ucb_gossip (its figures replace one observation)",
-    );
-    p.set("neighbours", Value::Str(rel));
+    p.substitute_only("fed_ucb_gossip (its figures replace one observation)");
     let split = p.s("budget_split", "exact");
     privacy.budget_split = if split == "paper" {
         BudgetSplit::Paper
