@@ -274,6 +274,14 @@ FB_DEV double fb_uniform_at(fb_u64 key, fb_u64 index) {
     return ((double)(fb_splitmix64(&h) >> 11) + 0.5) * 1.1102230246251565e-16;
 }
 
+// privacy::partial_sum::laplace: Laplace(scale) from uniform_at(key, 0),
+// -scale sgn(v) ln(1 - 2|v|) with v = u - 1/2, the portable logarithm.
+FB_DEV double fb_laplace_at(fb_u64 key, double scale) {
+    double v = fb_uniform_at(key, 0) - 0.5;
+    double mag = -scale * fb_ln(1.0 - 2.0 * fabs(v));
+    return v < 0.0 ? -mag : mag;
+}
+
 // -------------------------------------------------------- scalar f64 stream
 
 FB_DEV double fb_uniform(fb_u64* s) { return (double)(fb_xoshiro_next(s) >> 11) * 1.1102230246251565e-16; }

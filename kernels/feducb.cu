@@ -12,14 +12,29 @@
 // order, so the emulation reproduces the CPU bit for bit.
 #include "common.cuh"
 
+// Svt::request: the noisy test while the agent has requests left and the
+// sensitivity is finite (a request counted), else the fallback (the round a
+// power of two).
+FB_DEV int fb_svt_request(fb_u64 round, double stat, double thr, double sens, double rho, fb_u64 key, double qscale,
+                          int cap, int* used) {
+    if (*used >= cap || !(sens <= 1.7976931348623157e308)) return round != 0 && (round & (round - 1)) == 0;
+    double nu = fb_laplace_at(fb_fold_more(key, round), qscale);
+    int fire = stat / sens + nu >= thr / sens + rho;
+    if (fire) *used += 1;
+    return fire;
+}
+
 // Per agent: DetTest::after_step. With a shift (private), the shifted
 // inverse (S + U_i + c I)^{-1} takes the round's action by Sherman-Morrison
 // and its log det grows by ln(1 + q); the statistic is that log det minus
 // log det S, else log det V minus log det S. The agent fires when the
-// statistic exceeds D / Delta t, Delta t counting this round.
+// statistic exceeds D / Delta t, Delta t counting this round, or, under a
+// private schedule (svt), as fb_svt_request decides for round `round`.
 extern "C" __global__ void fb_det_test(int n, int m, int d, int shifted, double threshold, const double* xlast,
                                        double* vinvc, double* logdetc, const double* logdet, const double* logdets,
-                                       const fb_u64* dt, double* work, int* fire) {
+                                       const fb_u64* dt, double* work, int* fire, int svt, fb_u64 round,
+                                       int cap, double qscale, const fb_u64* skeys, const double* srho,
+                                       const double* ssens, int* sused) {
     int g = blockIdx.x * blockDim.x + threadIdx.x;
     if (g >= n) return;
     int f = g / m, dd = d * d;
@@ -31,7 +46,11 @@ extern "C" __global__ void fb_det_test(int n, int m, int d, int shifted, double 
     } else {
         stat = logdet[g] - logdets[f];
     }
-    fire[g] = stat > threshold / (double)(dt[f] + 1) ? 1 : 0;
+    double thr = threshold / (double)(dt[f] + 1);
+    if (svt)
+        fire[g] = fb_svt_request(round, stat, thr, ssens[f], srho[g], skeys[g], qscale, cap, sused + g);
+    else
+        fire[g] = stat > thr ? 1 : 0;
 }
 
 // Per federation: after the round's tests, the rank-1 updates since the last
@@ -86,7 +105,8 @@ extern "C" __global__ void fb_refactor_shifted(int n, int m, int d, const int* m
 // is counted).
 extern "C" __global__ void fb_sync_shifted(int nfed, int m, int d, int shifted, const int* mask, const double* shift,
                                            const double* base, const double* logdet, double* logdets,
-                                           double* vinvc, double* logdetc, double* scratch, int* failures) {
+                                           double* vinvc, double* logdetc, double* scratch, int* failures, int svt,
+                                           double l2, double* ssens) {
     int f = blockIdx.x * blockDim.x + threadIdx.x;
     if (f >= nfed || !mask[f]) return;
     int dd = d * d;
@@ -101,6 +121,13 @@ extern "C" __global__ void fb_sync_shifted(int nfed, int m, int d, int shifted, 
     if (jitter >= 0.0)
         for (int i = 0; i < m; ++i) logdetc[g0 + i] = ld;
     if (jitter != 0.0) failures[f] += 1;
+    // Svt::sensitivity of the new epoch: ln(1 + L^2 ||(S + c I)^{-1}||_F),
+    // infinite unless the factorization was exact.
+    if (svt) {
+        double s = 0.0;
+        for (int e = 0; e < dd; ++e) s += vinvc[g0 * dd + e] * vinvc[g0 * dd + e];
+        ssens[f] = jitter == 0.0 ? fb_ln_1p(l2 * sqrt(s)) : 1.0 / 0.0;
+    }
     for (int i = 1; i < m; ++i)
         for (int e = 0; e < dd; ++e) vinvc[(g0 + i) * dd + e] = vinvc[g0 * dd + e];
 }

@@ -524,11 +524,26 @@ mod tests {
         assert_eq!((o.epsilon_lb, o.advantage), (0.0, 0.0), "{o:?}");
         let adaptive = cell(
             "horizon: 2048\nalgorithm: feducb_centralized\nenvironment: linear_gap\n\
-             params: {m: 2, d: 2, k: 4, epsilon: 10, delta: 0.1, sync: threshold, threshold: 2000}\n",
+             params: {m: 2, d: 2, k: 4, epsilon: 10, delta: 0.1, sync: threshold, threshold: 2000, schedule: paper, \
+             calibration: paper}\n",
         );
         let (o, dataset, t0) = schedule_attack(&adaptive, 16, 200, 0.99).unwrap();
         println!("FedUCB: dataset {dataset}, round {t0}: {o:?}");
         assert_eq!(o.advantage, 1.0, "{o:?}");
         assert!(o.epsilon_lb > 3.0, "{o:?}");
+        // The same test through the sparse vector technique: the attack's
+        // lower bound sits below the figure that now covers the schedule.
+        let private = cell(
+            "horizon: 2048\nalgorithm: feducb_centralized\nenvironment: linear_gap\n\
+             params: {m: 2, d: 2, k: 4, epsilon: 10, delta: 0.1, sync: threshold, threshold: 2000, schedule: private, \
+             calibration: paper}\n",
+        );
+        let figure = private.accounting().and_then(|a| a.epsilon).unwrap_or(0.0);
+        let (o, _, _) = schedule_attack(&private, 16, 200, 0.99).unwrap();
+        println!("FedUCB, private schedule: {o:?} against acct_epsilon {figure}");
+        assert!(
+            figure > 1.0 && o.epsilon_lb < figure && o.advantage < 0.5,
+            "{o:?} vs {figure}"
+        );
     }
 }

@@ -90,17 +90,22 @@ impl CellConfig {
         }
     }
 
-    /// Whether the sync schedule is itself private: FedUCB's schedule
+    /// Whether the sync schedule is itself private: FedUCB's paper schedule
     /// depends on the agents' data and is released too (the accountant's
-    /// figures cover the noisy sums only).
+    /// figures cover the noisy sums only); its private schedule (the test
+    /// through the sparse vector technique) and `every_round` are covered.
     pub fn schedule_private(&self) -> bool {
-        !matches!(
-            self,
-            CellConfig::Linear(c) if matches!(
-                c.algorithm,
-                linear::LinearAlgorithm::FeducbCentralized | linear::LinearAlgorithm::FeducbDecentralized
-            )
-        )
+        match self {
+            CellConfig::Linear(c)
+                if matches!(
+                    c.algorithm,
+                    linear::LinearAlgorithm::FeducbCentralized | linear::LinearAlgorithm::FeducbDecentralized
+                ) =>
+            {
+                linear::feducb::schedule_private(c)
+            }
+            CellConfig::Linear(_) | CellConfig::Gossip(_) | CellConfig::Comb(_) => true,
+        }
     }
 
     /// The cell's cost model (`fedbandits plan`).

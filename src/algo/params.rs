@@ -470,6 +470,28 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: FEDUCB,
     },
     ParamDef {
+        name: "schedule",
+        kind: Kind::Choice(&["private", "paper"]),
+        default: "private (feducb_centralized with calibration: exact), paper otherwise",
+        doc: "a private FedUCB's schedule: its determinant test through the sparse vector technique (covered by \
+              acct_epsilon) or the paper's (released as decided, covered by no figure); every_round: neither",
+        used_by: FEDUCB,
+    },
+    ParamDef {
+        name: "schedule_share",
+        kind: UNIT_OPEN,
+        default: "0.1",
+        doc: "share of the target epsilon a private schedule spends (the sums get the rest)",
+        used_by: FEDUCB,
+    },
+    ParamDef {
+        name: "schedule_cap",
+        kind: Kind::Int { min: 1, max: 1_000_000 },
+        default: "ceil(log2 T)",
+        doc: "requests through a private schedule's test per agent, then syncs at rounds 2^k",
+        used_by: FEDUCB,
+    },
+    ParamDef {
         name: "threshold",
         kind: POS,
         default: "required when sync = threshold",

@@ -94,6 +94,100 @@ pub struct AdaptiveSync {
     /// c_i per agent, federation-major (`federations x m`); empty: no shift
     /// (the test uses log det V_i).
     pub shifts: Vec<f64>,
+    /// The test answered through the sparse vector technique (private
+    /// schedule; centralized, shifted tests only), or None: the test itself.
+    pub svt: Option<Svt>,
+}
+
+/// The determinant test answered through the sparse vector technique (Lyu,
+/// Su & Li 2017, "Understanding the Sparse Vector Technique for
+/// Differential Privacy", Algorithm 1, the variant they prove
+/// epsilon-DP; several earlier published variants are not private), one
+/// instance per agent over all its rounds:
+/// - each agent draws its threshold noise rho ~ Lap(2 / eps) once, in units
+///   of the query's sensitivity, and each round's query noise nu ~
+///   Lap(4 c / eps) (c: `cap`);
+/// - the query is the test's statistic q = log det(S + U_i + c I) - log det
+///   S over its sensitivity Delta_e, which only the public S sets: one
+///   observation of the epoch is one rank-1 term of U_i (earlier ones are
+///   inside S, a release already accounted), so it moves log det by at most
+///   ln(1 + L^2 lambda_max((S + c I)^{-1})) <= ln(1 + L^2 ||(S + c I)^{-1}||_F)
+///   = Delta_e (U_i is positive semidefinite); the threshold D / Delta t is
+///   scaled the same way;
+/// - the agent requests a sync when q / Delta_e + nu >= (D / Delta t) /
+///   Delta_e + rho; after `cap` requests (the algorithm's abort), or while
+///   Delta_e is not finite (S + c I not factorized exactly), it requests
+///   syncs on a data-independent schedule instead: at rounds that are powers
+///   of two.
+///
+/// The schedule is then eps-DP per agent (post-processing of the agents'
+/// instances and of released sums). Laplace draws are keyed
+/// ([`crate::rng::laplace_at`]): rho from (agent key, 0),
+/// nu of round t from (agent key, t), the same bits on every backend.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Svt {
+    /// Per agent (federation-major), the key of its draws.
+    pub keys: Vec<u64>,
+    /// Laplace scale of rho: 2 / eps_schedule.
+    pub threshold_scale: f64,
+    /// Laplace scale of nu: 4 cap / eps_schedule.
+    pub query_scale: f64,
+    /// Requests after which an agent follows the fallback schedule.
+    pub cap: u32,
+    /// L^2 of the sensitivity bound.
+    pub l2: f64,
+}
+
+impl Svt {
+    /// Delta_e of the epoch whose (S + c I)^{-1} is `inv` (row-major, d x
+    /// d): ln(1 + L^2 ||inv||_F), the squares summed in row-major order (as
+    /// the kernel sums them); +inf when `inv` is not an exact inverse
+    /// (`exact` false: the factorization failed or needed jitter).
+    pub fn sensitivity(&self, inv: &[f64], exact: bool) -> f64 {
+        if !exact {
+            return f64::INFINITY;
+        }
+        let mut s = 0.0;
+        for v in inv {
+            s += v * v;
+        }
+        crate::math::ln_1p(self.l2 * s.sqrt())
+    }
+
+    /// Agent `g`'s threshold noise rho.
+    pub fn rho(&self, g: usize) -> f64 {
+        crate::rng::laplace_at(crate::rng::fold_more(self.keys[g], 0), self.threshold_scale)
+    }
+
+    /// Agent `g`'s query noise of round `t` (t >= 1).
+    pub fn nu(&self, g: usize, t: u64) -> f64 {
+        crate::rng::laplace_at(crate::rng::fold_more(self.keys[g], t), self.query_scale)
+    }
+
+    /// Whether agent `g` requests a sync after round `t` (t >= 1): the noisy
+    /// test of statistic `stat` against threshold `thr` at sensitivity
+    /// `sens` while the agent has requests left and `sens` is finite (a
+    /// request is counted in `a`), else the fallback (t a power of two).
+    pub fn request(&self, g: usize, t: u64, stat: f64, thr: f64, sens: f64, a: &mut SvtAgent) -> bool {
+        if a.used >= self.cap || !sens.is_finite() {
+            return t.is_power_of_two();
+        }
+        let fire = stat / sens + self.nu(g, t) >= thr / sens + a.rho;
+        if fire {
+            a.used += 1;
+        }
+        fire
+    }
+}
+
+/// One agent's instance of [`Svt`]: its threshold noise and the requests
+/// its test made so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SvtAgent {
+    /// Threshold noise.
+    pub rho: f64,
+    /// Requests made through the test.
+    pub used: u32,
 }
 
 /// The decentralized topology of Dubey & Pentland's Section 4.2: agents on

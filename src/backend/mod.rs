@@ -25,8 +25,8 @@ pub mod dense;
 pub mod gossip;
 
 pub use batch::{
-    AdaptiveSync, BatchError, BatchPoint, LinearBatch, LinearOps, Network, Observation, Release, SyncRule, SyncWhen,
-    Width, logdet_width,
+    AdaptiveSync, BatchError, BatchPoint, LinearBatch, LinearOps, Network, Observation, Release, Svt, SvtAgent,
+    SyncRule, SyncWhen, Width, logdet_width,
 };
 pub use gossip::{GossipBatch, GossipOps};
 

@@ -19,11 +19,20 @@ fn canonical(algo: &str, env: &str, params: &BTreeMap<&'static str, Value>, hori
 }
 
 /// Parameters that do not enter a cell's random scope: `neighbours` changes
-/// only the accountant's figures, and `oracle`, `clip_rewards` and
-/// `calibration` are compared on common random numbers (the same units,
+/// only the accountant's figures, and `oracle`, `clip_rewards`,
+/// `calibration` and FedUCB's schedule (`schedule`, `schedule_share`,
+/// `schedule_cap`) are compared on common random numbers (the same units,
 /// rewards and standard noise draws with and without, the noise scaled by
-/// each calibration's sigma; since semantics 12).
-const NOT_IN_RANDOM_SCOPE: &[&str] = &["neighbours", "oracle", "clip_rewards", "calibration"];
+/// each setting's sigma; the last four since semantics 12).
+const NOT_IN_RANDOM_SCOPE: &[&str] = &[
+    "neighbours",
+    "oracle",
+    "clip_rewards",
+    "calibration",
+    "schedule",
+    "schedule_share",
+    "schedule_cap",
+];
 
 /// The text a cell's algorithm keys are hashed from: [`canonical`] without
 /// [`NOT_IN_RANDOM_SCOPE`] (so adding such a parameter leaves every earlier

@@ -376,6 +376,13 @@ pub struct Mechanism {
     /// schedule): then every figure of the run is null and the exact figure
     /// of the statistics alone is `epsilon_sums`.
     pub uncovered: Option<String>,
+    /// A pure epsilon-DP release composed with the Gaussian ones (FedUCB's
+    /// private schedule, the sparse vector technique): (epsilon, what). The run's
+    /// figure is the Gaussian part's at delta plus epsilon (basic
+    /// composition of (e1, delta)- and (e2, 0)-DP), its zCDP rho gains
+    /// epsilon^2 / 2 (pure DP implies that zCDP, Bun & Steinke 2016, Prop.
+    /// 1.4), and it has no mu (not Gaussian-DP).
+    pub pure: Option<(f64, String)>,
 }
 
 /// The accounting of a mechanism: the exact figure (mu-GDP of the composed
@@ -444,6 +451,16 @@ pub fn account(m: &Mechanism) -> Accounting {
         relation: m.relation.clone(),
         warnings,
     };
+    if let Some((e, what)) = &m.pure {
+        a.epsilon = a.epsilon.map(|g| g + e);
+        a.epsilon_sums = None;
+        a.rho = a.rho.map(|r| r + e * e / 2.0);
+        a.epsilon_zcdp = a.rho.map(|r| zcdp_epsilon(r, delta));
+        a.mu = None;
+        a.warnings.push(format!(
+            "acct_epsilon composes the Gaussian releases with {what} ({e:.4}-DP); acct_mu is null (not Gaussian-DP)"
+        ));
+    }
     if let Some(what) = &m.uncovered {
         a.epsilon_sums = a.epsilon;
         null = Some(format!(
@@ -492,6 +509,7 @@ pub(crate) fn gaussian_mechanism(levels: u64, sigma: f64, sensitivity: f64) -> M
         unbounded: None,
         warnings: Vec::new(),
         uncovered: None,
+        pure: None,
     }
 }
 
@@ -609,6 +627,23 @@ mod tests {
                 .as_deref()
                 .is_some_and(|w| w.contains("rewards are Gaussian"))
         );
+    }
+
+    /// A pure epsilon-DP release (FedUCB's private schedule) adds its
+    /// epsilon to the Gaussian part's figure and epsilon^2 / 2 to rho; the
+    /// run has no mu.
+    #[test]
+    fn a_pure_release_composes_by_basic_composition() {
+        let m = gaussian(9, 3.0, 2f64.sqrt());
+        let g = account(&m);
+        let p = account(&Mechanism {
+            pure: Some((0.25, "the schedule".into())),
+            ..m
+        });
+        assert_eq!(p.epsilon, g.epsilon.map(|e| e + 0.25));
+        assert_eq!(p.rho, g.rho.map(|r| r + 0.03125));
+        assert_eq!(p.epsilon_zcdp, p.rho.map(|r| zcdp_epsilon(r, 0.1)));
+        assert_eq!((p.mu, p.epsilon_null.as_ref(), p.epsilon_sums), (None, None, None));
     }
 
     /// The Gaussian privacy curve: closed-form values, monotone, and the

@@ -24,7 +24,7 @@
 //! (floor(log2 T) + 1) epsilon'-DP by basic composition, for observations in
 //! a range of width `range` and Laplace scale range / epsilon'.
 
-use crate::rng::{fold_more, uniform_at};
+use crate::rng::fold_more;
 
 /// One agent's partial sums for one arm.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -80,9 +80,7 @@ pub fn block_key(key: u64, end: u64, level: u32) -> u64 {
 /// portable logarithm (the same bits on every backend).
 #[inline]
 pub fn laplace(key: u64, scale: f64) -> f64 {
-    let v = uniform_at(key, 0) - 0.5;
-    let mag = -scale * crate::math::ln(1.0 - 2.0 * v.abs());
-    if v < 0.0 { -mag } else { mag }
+    crate::rng::laplace_at(key, scale)
 }
 
 /// Observations one round's value enters over a horizon of `t` rounds:

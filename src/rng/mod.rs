@@ -101,6 +101,17 @@ pub fn uniform_at(key: u64, index: u64) -> f64 {
     ((splitmix64(&mut h) >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64)
 }
 
+/// Laplace(scale) as a pure function of `key`: with u = [`uniform_at`]`(key,
+/// 0)` uniform on (0, 1), -scale sgn(v) ln(1 - 2|v|), v = u - 1/2, with the
+/// portable logarithm (the same bits on every backend; the kernels'
+/// `fb_laplace_at`).
+#[inline]
+pub fn laplace_at(key: u64, scale: f64) -> f64 {
+    let v = uniform_at(key, 0) - 0.5;
+    let mag = -scale * crate::math::ln(1.0 - 2.0 * v.abs());
+    if v < 0.0 { -mag } else { mag }
+}
+
 /// FNV-1a hash of a string, used to turn parameter descriptions into scopes.
 pub fn hash_str(s: &str) -> u64 {
     let mut h = 0xcbf2_9ce4_8422_2325u64;

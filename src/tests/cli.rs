@@ -445,10 +445,12 @@ for r in rows:
         assert r["epsilon"] in (0.5, 2.0) and r["protocol"] == "ldp"
         assert r["sync_rounds"] == r["t"] // 25 and r["messages"] == 2 * 3 * r["sync_rounds"]
     if r["algorithm"] == "feducb_centralized":
-        assert r["private"] is True and r["sync"] == "log" and r["schedule_private"] is False
-        # its released schedule is covered by no figure: only the sums have one
-        assert r["acct_epsilon"] is None and r["acct_mu"] is None and r["acct_epsilon_zcdp"] is None
-        assert r["acct_epsilon_sums"] >= 0
+        # the default: exact calibration and the private schedule, which
+        # acct_epsilon covers with the sums (no mu: not Gaussian-DP)
+        assert r["private"] is True and r["sync"] == "log" and r["schedule_private"] is True
+        assert r["schedule"] == "private" and r["calibration"] == "exact"
+        assert abs(r["acct_epsilon"] - r["epsilon"]) <= 0.01 * r["epsilon"] and r["acct_epsilon"] <= r["epsilon"]
+        assert r["acct_mu"] is None and r["acct_epsilon_sums"] is None
 key = lambda r: (r["cell_id"], r["repetition"], r["t"])
 rows.sort(key=key)
 for a, b in zip(rows, rows[1:]):

@@ -235,6 +235,7 @@ pub fn mechanism(p: &PFcbConfig, horizon: u64) -> Mechanism {
         unbounded: None,
         warnings,
         uncovered: None,
+        pure: None,
     }
 }
 

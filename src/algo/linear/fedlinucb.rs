@@ -229,6 +229,7 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
         unbounded,
         warnings,
         uncovered: None,
+        pure: None,
     })
 }
 

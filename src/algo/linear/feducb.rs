@@ -84,8 +84,10 @@ impl DubeyConstants {
                 let kappa = (mf * l2p1).sqrt() * (d.sqrt() + 2.0 * log_term) / (std::f64::consts::SQRT_2 * eps);
                 // calibration: exact scales the noise, and every constant
                 // the paper sizes from it (Lambda, kappa), by r.
+                // A private schedule spends its share; the sums get the rest.
+                let sums = eps - schedule_epsilon(cfg).unwrap_or(0.0);
                 let r = match cfg.calibration {
-                    super::Calibration::Exact => exact_sigma_n(cfg, eps, delta) / sigma_n,
+                    super::Calibration::Exact => exact_sigma_n(cfg, sums, delta) / sigma_n,
                     _ => 1.0,
                 };
                 (r * sigma_n, r * lam, 3.0 * r * lam, 2.0 * r * lam, r * kappa)
@@ -175,20 +177,27 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
         basic: None,
         neighbours: cfg.neighbours,
         relation: format!(
-            "one (x, y) observation of one agent {} ({}), {}; the sync schedule is not covered",
+            "one (x, y) observation of one agent {} ({}), {}; {}",
             super::fedlinucb::relation_verb(cfg.neighbours),
             cfg.neighbours.name(),
-            crate::privacy::accountant::NON_ADAPTIVE
+            crate::privacy::accountant::NON_ADAPTIVE,
+            if schedule_private(cfg) {
+                "the sync schedule is covered"
+            } else {
+                "the sync schedule is not covered"
+            }
         ),
         unbounded,
         warnings: Vec::new(),
         // The determinant test decides when everyone syncs: the sync rounds
-        // are released and depend on the data.
-        uncovered: Some(
-            "the sync schedule (FedUCB's determinant test on the agents' own data decides when everyone \
-             syncs) is released too (schedule_private is false)"
-                .into(),
-        ),
+        // are released and depend on the data, unless the test is answered
+        // privately or the schedule syncs every round.
+        uncovered: (!schedule_private(cfg)).then(|| {
+            "the sync schedule (FedUCB's determinant test on the agents' own data decides when everyone syncs) \
+             is released too (schedule_private is false; schedule: private covers it)"
+                .into()
+        }),
+        pure: schedule_epsilon(cfg).map(|e| (e, "the private sync schedule (sparse vector technique)".to_string())),
     })
 }
 
@@ -222,8 +231,15 @@ pub fn width(cfg: &LinearConfig, c: &DubeyConstants, n: f64) -> (f64, f64, f64) 
 }
 
 /// The determinant test of a configuration, with each agent's shift c_i =
-/// n_i (rho_max - rho_min) (none without privacy, where it is 0).
-pub fn det_test(cfg: &LinearConfig, c: &DubeyConstants, reach: impl Iterator<Item = f64>) -> AdaptiveSync {
+/// n_i (rho_max - rho_min) (none without privacy, where it is 0), answered
+/// through the sparse vector technique under `schedule: private`
+/// ([`svt`]; `noise_keys`: the agents' privacy keys).
+pub fn det_test(
+    cfg: &LinearConfig,
+    c: &DubeyConstants,
+    reach: impl Iterator<Item = f64>,
+    noise_keys: &[u64],
+) -> AdaptiveSync {
     AdaptiveSync {
         threshold: c.threshold,
         every_round: matches!(cfg.sync, SyncRegime::EveryRound),
@@ -232,6 +248,53 @@ pub fn det_test(cfg: &LinearConfig, c: &DubeyConstants, reach: impl Iterator<Ite
         } else {
             Vec::new()
         },
+        svt: svt(cfg, noise_keys),
+    }
+}
+
+/// The private schedule's rule ([`crate::backend::Svt`]): eps_schedule =
+/// share x the target epsilon; rho ~ Lap(2 / eps_schedule), nu ~ Lap(4 cap
+/// / eps_schedule) in units of the query's sensitivity; each agent's draws
+/// keyed by its privacy key folded with [`SVT_PURPOSE`]. None unless the
+/// cell is private with `schedule: private` and a test that depends on the
+/// data.
+pub fn svt(cfg: &LinearConfig, noise_keys: &[u64]) -> Option<crate::backend::Svt> {
+    let (eps, _) = cfg.privacy?;
+    let super::Schedule::Private { share, cap } = cfg.schedule else {
+        return None;
+    };
+    if cfg.sync == SyncRegime::EveryRound {
+        return None;
+    }
+    let e = share * eps;
+    Some(crate::backend::Svt {
+        keys: noise_keys
+            .iter()
+            .map(|&k| crate::rng::fold_more(k, SVT_PURPOSE))
+            .collect(),
+        threshold_scale: 2.0 / e,
+        query_scale: 4.0 * f64::from(cap) / e,
+        cap,
+        l2: cfg.l_bound * cfg.l_bound,
+    })
+}
+
+/// Folded into an agent's privacy key for its schedule's draws (apart from
+/// its tree's node noise).
+pub const SVT_PURPOSE: u64 = 0x5e7_5c4e;
+
+/// Whether a cell's released schedule is covered by its figure: it syncs
+/// every round (no data decides it) or through the private test.
+pub fn schedule_private(cfg: &LinearConfig) -> bool {
+    cfg.sync == SyncRegime::EveryRound || matches!(cfg.schedule, super::Schedule::Private { .. })
+}
+
+/// The epsilon a cell's private schedule spends (None: none).
+pub fn schedule_epsilon(cfg: &LinearConfig) -> Option<f64> {
+    match (cfg.privacy, cfg.schedule, cfg.sync) {
+        (_, _, SyncRegime::EveryRound) => None,
+        (Some((eps, _)), super::Schedule::Private { share, .. }, _) => Some(share * eps),
+        _ => None,
     }
 }
 
@@ -260,6 +323,7 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]
     } else {
         Vec::new()
     };
+    let test = det_test(cfg, &c, std::iter::repeat_n(mf, nf * m), &noise_keys);
     LinearBatch {
         env: cfg.env.clone(),
         env_keys,
@@ -280,7 +344,7 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]
             ],
         },
         sync: Some(SyncRule {
-            when: SyncWhen::Adaptive(det_test(cfg, &c, std::iter::repeat_n(mf, nf * m))),
+            when: SyncWhen::Adaptive(test),
             release,
             diag: mf * c.shift,
             messages_per_sync: 2 * m as u64,

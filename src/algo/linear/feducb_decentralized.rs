@@ -98,7 +98,7 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]
             agents: reach.iter().map(|&n| width(cfg, &c, n)).collect(),
         },
         sync: Some(SyncRule {
-            when: SyncWhen::Adaptive(det_test(cfg, &c, reach.iter().copied())),
+            when: SyncWhen::Adaptive(det_test(cfg, &c, reach.iter().copied(), &[])),
             release,
             diag: c.shift,
             messages_per_sync: 0,

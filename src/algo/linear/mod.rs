@@ -123,6 +123,23 @@ impl Calibration {
     }
 }
 
+/// Whether FedUCB's sync schedule is released as its determinant test
+/// decides it (the paper; covered by no figure) or answered through the
+/// sparse vector technique ([`crate::backend::Svt`]), `share` of the target
+/// epsilon spent on it and `cap` requests per agent.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum Schedule {
+    /// The paper's determinant test.
+    Paper,
+    /// The test through the sparse vector technique.
+    Private {
+        /// Share of the target epsilon the schedule spends.
+        share: f64,
+        /// Requests per agent before the data-independent fallback.
+        cap: u32,
+    },
+}
+
 /// FedUCB synchronization regime.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum SyncRegime {
@@ -165,8 +182,10 @@ pub struct LinearConfig {
     pub protocol: Protocol,
     /// Batch size B of (Private-)FedLinUCB.
     pub batch_size: u64,
-    /// Calibration of Private-FedLinUCB.
+    /// Calibration of the private algorithms.
     pub calibration: Calibration,
+    /// FedUCB's schedule.
+    pub schedule: Schedule,
     /// Neighbouring relation of the accountant's figures.
     pub neighbours: crate::privacy::accountant::Neighbours,
     /// Whether rewards enter the agents' sums clipped to [-1, 1] (the bound

@@ -47,6 +47,7 @@ pub fn resolve(algo: &str, env: &str, raw: &BTreeMap<String, Value>, horizon: u6
         protocol: Protocol::None,
         batch_size: 25,
         calibration: Calibration::Code,
+        schedule: super::Schedule::Paper,
         neighbours: crate::privacy::accountant::Neighbours::AddRemove,
         clip_rewards: false,
         sync: SyncRegime::Log,
@@ -237,27 +238,33 @@ fn fedlinucb(p: &mut Params<'_>, cfg: &mut LinearConfig) {
     }
 }
 
-/// FedUCB: the graph (decentralized), privacy (default on) or lambda, and
-/// the sync regime (`threshold` needs its D).
+/// FedUCB: the graph (decentralized), privacy (default on) or lambda, the
+/// sync regime (`threshold` needs its D) and, private, its schedule.
 fn feducb(p: &mut Params<'_>, cfg: &mut LinearConfig) {
     if cfg.algorithm == LinearAlgorithm::FeducbDecentralized {
         graph(p, cfg);
     }
     let private = p.b("private", true);
     p.set("private", Value::Bool(private));
+    cfg.sync = sync_regime(p);
     if private {
         cfg.privacy = privacy(p);
         let cal = p.choice("calibration", "exact", &["exact", "paper"], "FedUCB");
         cfg.calibration = Calibration::from_name(&cal);
         p.set("calibration", Value::Str(cal));
+        schedule(p, cfg);
         accounting(p, "add_remove", cfg);
     } else {
         cfg.lambda = p.f("lambda", 1.0);
         p.set("lambda", Value::Float(cfg.lambda));
     }
+}
+
+/// The sync regime (`threshold` needs its D).
+fn sync_regime(p: &mut Params<'_>) -> SyncRegime {
     let sync = p.s("sync", "log");
     p.set("sync", Value::Str(sync.clone()));
-    cfg.sync = match sync.as_str() {
+    match sync.as_str() {
         "every_round" => SyncRegime::EveryRound,
         "sqrt_m" => SyncRegime::SqrtM,
         "threshold" => match p.get("threshold").and_then(Value::as_f64) {
@@ -271,7 +278,46 @@ fn feducb(p: &mut Params<'_>, cfg: &mut LinearConfig) {
             }
         },
         _ => SyncRegime::Log,
+    }
+}
+
+/// A private FedUCB's schedule: `private` (the determinant test through the
+/// sparse vector technique; the default of the centralized form under
+/// `calibration: exact`) with its budget share and cap, or `paper`. A
+/// schedule that syncs every round depends on no data: nothing to choose.
+/// The graph form has no private schedule yet.
+fn schedule(p: &mut Params<'_>, cfg: &mut LinearConfig) {
+    if cfg.sync == SyncRegime::EveryRound {
+        return;
+    }
+    let central = cfg.algorithm == LinearAlgorithm::FeducbCentralized;
+    let name = if central {
+        let default = if cfg.calibration == Calibration::Exact {
+            "private"
+        } else {
+            "paper"
+        };
+        p.choice("schedule", default, &["private", "paper"], "feducb_centralized")
+    } else {
+        p.choice(
+            "schedule",
+            "paper",
+            &["paper"],
+            "feducb_decentralized (a private schedule is implemented for the centralized form only)",
+        )
     };
+    p.set("schedule", Value::Str(name.clone()));
+    if name == "private" {
+        let share = p.f("schedule_share", 0.1);
+        let default_cap = (cfg.horizon.max(2) as f64).log2().ceil() as i64;
+        let cap = p.i("schedule_cap", default_cap);
+        p.set("schedule_share", Value::Float(share));
+        p.set("schedule_cap", Value::Int(cap));
+        cfg.schedule = super::Schedule::Private {
+            share,
+            cap: u32::try_from(cap).unwrap_or(u32::MAX),
+        };
+    }
 }
 
 /// Graph and gamma of decentralized FedUCB: builds deterministic graphs (and

@@ -78,4 +78,12 @@ pub const PARITY: &[(&str, &str)] = &[
          params: {m: 4, d: 4, k: 16, delta: 0.1, epsilon: 1, batch_size: 10, refactor_every: 13, graph: ring, \
          gamma: 1}\ngrid: {protocol: [ldp, sdp_amp, alt, sdp_vecsum]}\n",
     ),
+    (
+        // FedUCB's private schedule: a threshold low enough that agents
+        // request syncs through the test, reach the cap and fall back.
+        "feducb_schedule",
+        "seed: 7\nrepetitions: 3\nhorizon: 150\ncheckpoints: {every: 25}\nalgorithm: feducb_centralized\n\
+         environment: [linear_gap, linear_sphere]\nparams: {m: 3, d: 3, k: 9, delta: 0.1, epsilon: 4, sync: threshold, \
+         refactor_every: 11, schedule_cap: 3}\ngrid: {threshold: [0.5, 40], schedule: [private, paper]}\n",
+    ),
 ];

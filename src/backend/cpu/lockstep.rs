@@ -18,7 +18,7 @@ use super::CpuBackend;
 use super::bank::AgentBank;
 use super::peer::PeerFed;
 use crate::backend::{
-    AdaptiveSync, Backend, BatchError, LinearBatch, LinearOps, Observation, Release, Width, logdet_width,
+    AdaptiveSync, Backend, BatchError, LinearBatch, LinearOps, Observation, Release, Svt, SvtAgent, Width, logdet_width,
 };
 use crate::env::LinearEnv;
 use crate::linalg;
@@ -99,6 +99,19 @@ struct DetTest {
     failures: u64,
     /// Workspace (d x d).
     mtmp: Vec<f64>,
+    /// The test answered through the sparse vector technique (None: the
+    /// test itself).
+    svt: Option<SvtState>,
+}
+
+/// A federation's private schedule ([`Svt`]): the rule with its agents'
+/// keys, each agent's instance, the epoch's sensitivity and the round.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SvtState {
+    rule: Svt,
+    agents: Vec<SvtAgent>,
+    sens: f64,
+    round: u64,
 }
 
 /// How a federation's sync releases the agents' sums.
@@ -157,6 +170,14 @@ impl CpuLinear {
         let adaptive = sync.and_then(|s| s.adaptive());
         if adaptive.is_some_and(|a| !a.shifts.is_empty() && a.shifts.len() != nf * m) {
             return Err(bad("the determinant test needs one shift per agent"));
+        }
+        if let Some(svt) = adaptive.and_then(|a| a.svt.as_ref()) {
+            let shifted = adaptive.is_some_and(|a| a.shifts.iter().all(|&c| c > 0.0));
+            if svt.keys.len() != nf * m || !shifted || batch.network.is_some() {
+                return Err(bad(
+                    "a private schedule needs one key per agent, a shifted test and a server (no graph)",
+                ));
+            }
         }
         let rule = Rule {
             diag: sync.map_or(batch.lambda, |s| s.diag),
@@ -296,6 +317,9 @@ impl Fed {
         if let Some(test) = self.test.as_mut() {
             test.dt += 1;
             fire = test.every_round;
+            if let Some(s) = test.svt.as_mut() {
+                s.round += 1;
+            }
         }
         for i in 0..self.bank.m {
             let beta = match rule.logdet_width {
@@ -409,6 +433,23 @@ impl DetTest {
         let c = a.shifts.get(first).copied().unwrap_or(0.0);
         let mut vinv_c1 = vec![0.0; d * d];
         linalg::set_scaled_identity(&mut vinv_c1, d, 1.0 / (s0 + c));
+        let svt = a.svt.as_ref().map(|r| {
+            let rule = Svt {
+                keys: r.keys[first..first + m].to_vec(),
+                ..r.clone()
+            };
+            SvtState {
+                agents: (0..m)
+                    .map(|i| SvtAgent {
+                        rho: rule.rho(i),
+                        used: 0,
+                    })
+                    .collect(),
+                sens: rule.sensitivity(&vinv_c1, true),
+                round: 0,
+                rule,
+            }
+        });
         Self {
             threshold: a.threshold,
             every_round: a.every_round,
@@ -421,6 +462,7 @@ impl DetTest {
             messages: 0,
             failures: 0,
             mtmp: vec![0.0; d * d],
+            svt,
         }
     }
 
@@ -435,7 +477,11 @@ impl DetTest {
         } else {
             bank.logdet[i] - self.logdet_s
         };
-        stat > self.threshold / self.dt as f64
+        let thr = self.threshold / self.dt as f64;
+        match self.svt.as_mut() {
+            Some(s) => s.rule.request(i, s.round, stat, thr, s.sens, &mut s.agents[i]),
+            None => stat > thr,
+        }
     }
 
     /// Rebuilds agent i's shifted inverse from S + U_i + c I.
@@ -471,14 +517,21 @@ impl DetTest {
                 self.mtmp[j * d + j] += self.c;
             }
             let (first, rest) = self.vinv_c.split_at_mut(dd);
-            match step.spd_inverse(&self.mtmp, d, first, &mut bank.ws) {
+            let exact = match step.spd_inverse(&self.mtmp, d, first, &mut bank.ws) {
                 Ok((ld, jitter)) => {
                     self.logdet_c.fill(ld);
                     if jitter > 0.0 {
                         self.failures += 1;
                     }
+                    jitter == 0.0
                 }
-                Err(_) => self.failures += 1,
+                Err(_) => {
+                    self.failures += 1;
+                    false
+                }
+            };
+            if let Some(s) = self.svt.as_mut() {
+                s.sens = s.rule.sensitivity(first, exact);
             }
             for chunk in rest.chunks_exact_mut(dd) {
                 chunk.copy_from_slice(first);

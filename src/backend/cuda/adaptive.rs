@@ -57,6 +57,28 @@ pub struct AdaptiveState {
     pub leaves: DevPtr,
     /// Per federation: the running total of every leaf (cumulative release).
     pub total: DevPtr,
+    /// The private schedule ([`crate::backend::Svt`]), if any.
+    pub svt: Option<SvtBufs>,
+}
+
+/// A private schedule on the device: the rule's constants, per agent its
+/// key, threshold noise and requests, per federation the epoch's
+/// sensitivity (all as the CPU's `DetTest` holds them).
+pub struct SvtBufs {
+    /// Requests before the fallback.
+    pub cap: u32,
+    /// Laplace scale of the query noise.
+    pub qscale: f64,
+    /// L^2.
+    pub l2: f64,
+    /// Per agent: keys, rho, requests so far.
+    pub keys: DevPtr,
+    /// Threshold noise.
+    pub rho: DevPtr,
+    /// Requests so far.
+    pub used: DevPtr,
+    /// Per federation: the sensitivity of the epoch.
+    pub sens: DevPtr,
 }
 
 impl AdaptiveState {
@@ -100,6 +122,34 @@ impl AdaptiveState {
             }
         }
         let widths: Vec<f64> = agents.iter().flat_map(|&(o, t1, t2)| [o, t1, t2]).collect();
+        let svt = match &a.svt {
+            Some(r) => {
+                if !shifted || batch.network.is_some() || r.keys.len() != n {
+                    return Err(unsupported(
+                        "a private schedule without a shifted test, on a graph or without keys",
+                    ));
+                }
+                // DetTest::new: rho per agent, the sensitivity of S = s0 I.
+                let sens: Vec<f64> = (0..nf)
+                    .map(|f| {
+                        let mut inv = vec![0.0; dd];
+                        crate::linalg::set_scaled_identity(&mut inv, d, 1.0 / (s0 + shifts[f * m]));
+                        r.sensitivity(&inv, true)
+                    })
+                    .collect();
+                let rho: Vec<f64> = (0..n).map(|g| r.rho(g)).collect();
+                Some(SvtBufs {
+                    cap: r.cap,
+                    qscale: r.query_scale,
+                    l2: r.l2,
+                    keys: upload_slice(l, &r.keys)?,
+                    rho: upload_slice(l, &rho)?,
+                    used: upload_slice(l, &vec![0i32; n])?,
+                    sens: upload_slice(l, &sens)?,
+                })
+            }
+            None => None,
+        };
         Ok(Self {
             threshold: a.threshold,
             every_round: a.every_round,
@@ -126,6 +176,7 @@ impl AdaptiveState {
             do_sync: upload_slice(l, &vec![0i32; nf])?,
             leaves: upload_slice(l, &vec![0u64; nf])?,
             total: l.alloc_zeroed(nf * width * 8)?,
+            svt,
         })
     }
 }

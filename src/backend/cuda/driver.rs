@@ -523,7 +523,7 @@ impl LinearOps for CudaLinear<'_> {
                     }
                     s.peer_exchange(t0)?;
                     s.launch_coop(agents, shared, count)?;
-                    s.after_round()?;
+                    s.after_round(t0)?;
                     s.peer_after(t0)?;
                     s.randomize_points(t0)?;
                 }

@@ -139,11 +139,25 @@ impl CudaLinear<'_> {
     /// After a round of an adaptive batch, on the device: every agent's
     /// determinant test, each federation's decisions, the refactorizations
     /// due and the syncs fired (kernels/feducb.cu).
-    pub(super) fn after_round(&mut self) -> Result<(), CudaError> {
+    pub(super) fn after_round(&mut self, round: u64) -> Result<(), CudaError> {
         let Some(a) = self.adaptive.as_ref() else {
             return Ok(());
         };
         let p = Arg::Ptr;
+        // The private schedule's arguments (zeros and null pointers without).
+        let (svt, cap, qscale, l2, skeys, srho, ssens, sused) = match &a.svt {
+            Some(s) => (
+                1,
+                i32::try_from(s.cap).unwrap_or(i32::MAX),
+                s.qscale,
+                s.l2,
+                s.keys,
+                s.rho,
+                s.sens,
+                s.used,
+            ),
+            None => (0, 0, 0.0, 0.0, DevPtr(0), DevPtr(0), DevPtr(0), DevPtr(0)),
+        };
         let (n, nf) = (self.nf * self.m, self.nf);
         let (ni, nfi, mi, di) = (int_arg(n)?, int_arg(nf)?, int_arg(self.m)?, int_arg(self.d)?);
         let shifted = Arg::I32(i32::from(a.shifted));
@@ -163,6 +177,14 @@ impl CudaLinear<'_> {
             p(a.dt),
             p(a.work),
             p(a.fire),
+            Arg::I32(svt),
+            Arg::U64(round),
+            Arg::I32(cap),
+            Arg::F64(qscale),
+            p(skeys),
+            p(srho),
+            p(ssens),
+            p(sused),
         ];
         let events = [
             nfi,
@@ -213,6 +235,9 @@ impl CudaLinear<'_> {
             p(logdetc),
             p(bufs.scratch),
             p(bufs.failures),
+            Arg::I32(svt),
+            Arg::F64(l2),
+            p(ssens),
         ];
         self.l.launch("fb_sync_shifted", nf, &args)
     }
