@@ -111,16 +111,24 @@ def check_file(f: Path) -> dict[bytes, bytes]:
         schema = pq.read_schema(f)
     except Exception as e:  # pyarrow raises several types for corrupt files
         raise ResultsError(f"{f}: not a readable Parquet file ({e})") from e
-    stated = md.get(CHECKSUM_KEY)
-    if stated is not None and int(stated.decode(), 16) != data_checksum(f):
-        raise ResultsError(
-            f"{f}: checksum mismatch (the file is damaged): move it away and rerun the job (only its units are recomputed)"
-        )
     version = md.get(b"fedbandits.semantics_version", b"").decode()
     if version not in SUPPORTED_SEMANTICS:
         raise ResultsError(
             f"{f}: written by an incompatible engine (semantics version {version or 'missing'}; "
             f"this loader reads {sorted(SUPPORTED_SEMANTICS)}): rerun the job or update analysis/"
+        )
+    stated = md.get(CHECKSUM_KEY)
+    if stated is None:
+        # Every file the engine writes carries it (`fedbandits merge` refuses
+        # a part without it too): a file without it was rewritten by another
+        # tool, and its data cannot be trusted.
+        raise ResultsError(
+            f"{f}: no {CHECKSUM_KEY.decode()} checksum in its metadata (rewritten by another tool, or not written by "
+            f"fedbandits): move it away and rerun the job (only its units are recomputed)"
+        )
+    if int(stated.decode(), 16) != data_checksum(f):
+        raise ResultsError(
+            f"{f}: checksum mismatch (the file is damaged): move it away and rerun the job (only its units are recomputed)"
         )
     names = set(schema.names)
     missing = [c for c in REQUIRED if c not in names]
@@ -229,6 +237,17 @@ def _completeness(d: Path, files: list[Path], mds: list[dict[bytes, bytes]]) -> 
     present = {f.name for f in files}
     if manifest is not None:
         listed = manifest["parts"]
+        # The manifest names each part's shard: a part of another layout
+        # copied over a listed name is not the part it lists.
+        for f, md in zip(files, mds):
+            want = listed.get(f.name)
+            got = _meta(md, "shard", "?")
+            if want is not None and got != want:
+                raise ResultsError(
+                    f"{f}: holds shard {got} but {MANIFEST} lists it as shard {want} (a part of another shard "
+                    f"layout copied over it): move it away and recompute it with `{_rerun(mds[0], d.parent, want)}`, "
+                    f"then `fedbandits merge {d}`"
+                )
         missing = sorted(set(listed) - present)
         if missing:
             cmds = "; ".join(_rerun(mds[0], d.parent, listed[m]) for m in missing)
@@ -239,6 +258,12 @@ def _completeness(d: Path, files: list[Path], mds: list[dict[bytes, bytes]]) -> 
         extra = sorted(present - set(listed))
         if extra:
             return f"{d}: {', '.join(extra)} not in {MANIFEST} (written after the last merge): run `fedbandits merge {d}`"
+        units = sum(len([u for u in _meta(md, "units").split(",") if u]) for md in mds)
+        if manifest["present"].isdigit() and units != int(manifest["present"]):
+            raise ResultsError(
+                f"{d}: its parts hold {units} repetition units, {MANIFEST} says {manifest['present']}: a part was "
+                f"replaced after the merge; run `fedbandits merge {d}`"
+            )
         if not manifest["complete"]:
             return (
                 f"{d}: {MANIFEST} says the run is incomplete ({manifest['present']} of {manifest['expected']} "

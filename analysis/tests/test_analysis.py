@@ -83,7 +83,16 @@ def test_scan_errors_are_helpful(tmp_path: Path, results: Path) -> None:
     }
     broken = tmp_path / "broken"
     broken.mkdir()
-    pq.write_table(t.drop(["group_regret"]).replace_schema_metadata(md), broken / "part-0.parquet")
+    f = broken / "part-0.parquet"
+    pq.write_table(t.drop(["group_regret"]).replace_schema_metadata(md), f)
+    # Without its checksum the file is refused as rewritten (issue 39) ...
+    with pytest.raises(ResultsError, match="no fedbandits.data_xxh64 checksum"):
+        scan(broken)
+    # ... and with a valid one, for the column it lacks.
+    from fedbandits_analysis.load import data_checksum
+
+    md[b"fedbandits.data_xxh64"] = f"{data_checksum(f):016x}".encode()
+    pq.write_table(t.drop(["group_regret"]).replace_schema_metadata(md), f)
     with pytest.raises(ResultsError, match="missing columns"):
         scan(broken)
 

@@ -112,3 +112,30 @@ def test_a_single_shard_file_and_a_part_newer_than_the_manifest(tmp_path: Path) 
     assert engine("merge", str(d)).returncode == 0
     df = scan(d).collect()
     assert df.height == ROWS and df.select(pl.col("repetition").n_unique()).item() == 4
+
+
+def test_a_part_rewritten_without_its_checksum_is_refused(tmp_path: Path) -> None:
+    """Issue 39, case 1: a part rewritten with pyarrow, agent_regret halved
+    and the checksum key dropped (every other key kept), was read silently."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    d = sharded(tmp_path, shards=("0/1",))
+    f = d / "part-00000-of-00001.parquet"
+    t = pq.read_table(f)
+    md = {k: v for k, v in pq.read_metadata(f).metadata.items() if k not in (b"ARROW:schema", b"fedbandits.data_xxh64")}
+    i = t.schema.get_field_index("agent_regret")
+    t = t.set_column(i, "agent_regret", pc.divide(t["agent_regret"], 2.0))
+    pq.write_table(t.replace_schema_metadata(md), f)
+    every_entry_point_raises(d, "no fedbandits.data_xxh64 checksum in its metadata")
+
+
+def test_a_part_of_another_layout_under_a_listed_name_is_refused(tmp_path: Path) -> None:
+    """Issue 39, case 2: with a complete manifest, a part of a 4-shard run
+    copied over `part-00001-of-00002.parquet` gave 18 of 24 repetitions
+    silently."""
+    d = sharded(tmp_path, shards=("0/2", "1/2"))
+    assert engine("merge", str(d)).returncode == 0
+    other = sharded(tmp_path / "elsewhere", shards=("1/4",))
+    shutil.copy(other / "part-00001-of-00004.parquet", d / "part-00001-of-00002.parquet")
+    every_entry_point_raises(d, "holds shard 1/4 but _manifest.yaml lists it as shard 1/2")
