@@ -82,8 +82,9 @@ pub enum Command {
     Plan {
         /// The job file (YAML).
         job: PathBuf,
-        /// Number of array tasks (shards).
-        #[arg(long, value_parser = at_least_one)]
+        /// Number of array tasks (shards), at most 1000000 (the most
+        /// repetition units a job can have).
+        #[arg(long, value_parser = task_count)]
         tasks: usize,
         /// Worker threads per task (for memory and time).
         #[arg(long, default_value_t = 2, value_parser = at_least_one)]
@@ -385,6 +386,14 @@ fn run_command(
             job.total_agent_steps() as f64,
         );
         eprintln!("fedbandits: {}", sel.note);
+        let units = job.cells.len() as u64 * u64::from(job.repetitions);
+        if opts.shard.index as u64 >= units {
+            eprintln!(
+                "fedbandits: shard {}/{} gets no work: the job has {units} repetition unit(s), one per shard at most \
+                 (an empty part is written so the layout is complete)",
+                opts.shard.index, opts.shard.count
+            );
+        }
         for w in privacy_warnings(&job) {
             eprintln!("warning: {w}");
         }
@@ -720,6 +729,18 @@ fn positive_rate(s: &str) -> Result<f64, String> {
         Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
         Ok(_) => Err("must be a positive number of agent-steps per second, e.g. 2e5".into()),
         Err(e) => Err(format!("expected a number of agent-steps per second, e.g. 2e5 ({e})")),
+    }
+}
+
+/// A shard count: a whole number in [1, MAX_SHARDS].
+fn task_count(s: &str) -> Result<usize, String> {
+    let max = crate::job::shard::MAX_SHARDS;
+    match at_least_one(s)? {
+        n if n > max => Err(format!(
+            "{n} tasks exceed {max}, the most repetition units a job can have (a task beyond a job's units gets no \
+             work); use at most the job's units (`fedbandits validate` prints them)"
+        )),
+        n => Ok(n),
     }
 }
 

@@ -23,15 +23,27 @@ impl Default for Shard {
     }
 }
 
+/// The most shards (array tasks) a run or plan accepts: a job has at most
+/// [`super::MAX_UNITS`] repetition units, so a shard beyond them can never
+/// get work; refused before anything is sized by N.
+pub const MAX_SHARDS: usize = super::MAX_UNITS as usize;
+
 impl FromStr for Shard {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let err = || format!("invalid shard '{s}': expected I/N with 0 <= I < N, e.g. 0/4");
+        let err = || format!("invalid shard '{s}': expected I/N with 0 <= I < N <= {MAX_SHARDS}, e.g. 0/4");
         let (a, b) = s.split_once('/').ok_or_else(err)?;
         let index: usize = a.trim().parse().map_err(|_| err())?;
         let count: usize = b.trim().parse().map_err(|_| err())?;
         if count == 0 || index >= count {
             return Err(err());
+        }
+        if count > MAX_SHARDS {
+            return Err(format!(
+                "invalid shard '{s}': N = {count} exceeds {MAX_SHARDS}, the most repetition units a job can have \
+                 (a shard beyond a job's units gets no work); use N <= {MAX_SHARDS}, at most the job's units \
+                 (`fedbandits validate` prints them)"
+            ));
         }
         Ok(Self { index, count })
     }
@@ -47,7 +59,10 @@ pub fn assign_units(cells: &[Cell], reps: u32, count: usize) -> Vec<usize> {
     let cost = |u: usize| cells[u / reps].agent_steps_per_rep();
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by_key(|&u| (std::cmp::Reverse(cost(u)), u));
-    let count = count.max(1);
+    // Shards beyond the n units get none (each unit goes to an empty shard
+    // while one is left, the lowest first), so only min(count, n) matter:
+    // nothing is sized by count.
+    let count = count.min(n).max(1);
     // A binary heap of (load, shard) keeps this O(n log count).
     let mut heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>> =
         (0..count).map(|s| std::cmp::Reverse((0, s))).collect();
@@ -64,7 +79,7 @@ pub fn assign_units(cells: &[Cell], reps: u32, count: usize) -> Vec<usize> {
 /// Per shard: (units, agent-steps).
 pub fn shard_loads(cells: &[Cell], reps: u32, count: usize) -> Vec<(usize, u64)> {
     let owner = assign_units(cells, reps, count);
-    let mut loads = vec![(0usize, 0u64); count.max(1)];
+    let mut loads = vec![(0usize, 0u64); count.clamp(1, MAX_SHARDS)];
     for (u, &s) in owner.iter().enumerate() {
         loads[s].0 += 1;
         loads[s].1 += cells[u / reps as usize].agent_steps_per_rep();
@@ -82,5 +97,12 @@ mod tests {
         assert!("4/4".parse::<Shard>().is_err());
         assert!("x".parse::<Shard>().is_err());
         assert!("0/0".parse::<Shard>().is_err());
+        // Issue 39: N beyond the most units a job can have is refused
+        // (it crashed allocating by N).
+        for s in ["0/1000001", "0/99999999999", "0/18446744073709551615"] {
+            let e = s.parse::<Shard>().unwrap_err();
+            assert!(e.contains("exceeds 1000000"), "{e}");
+        }
+        assert_eq!("999999/1000000".parse::<Shard>().map(|s| s.count), Ok(1_000_000));
     }
 }

@@ -169,6 +169,20 @@ fn bad_flags_and_special_files_exit_with_clear_errors() {
     }
     let o = run(&["plan", job.to_str().unwrap(), "--tasks", "0"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // Issue 39: shard and task counts beyond the most units a job can have
+    // are refused (exit 2) before anything is sized by them (they aborted
+    // allocating 1.6 TB, or overflowed).
+    for n in ["99999999999", "18446744073709551615"] {
+        let shard = format!("0/{n}");
+        for args in [
+            &["run", job.to_str().unwrap(), "--shard", &shard][..],
+            &["plan", job.to_str().unwrap(), "--tasks", n],
+        ] {
+            let o = run(args);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+            assert!(stderr(&o).contains("exceed") && stderr(&o).contains("1000000"), "{}", stderr(&o));
+        }
+    }
     for rate in ["0", "-1", "inf", "fast"] {
         let o = run(&["plan", job.to_str().unwrap(), "--tasks", "2", &format!("--rate={rate}")]);
         assert_eq!(o.status.code(), Some(2), "--rate {rate}: {}", stderr(&o));
