@@ -10,6 +10,7 @@ mod grid;
 mod identity;
 pub mod model;
 pub mod name;
+mod nesting;
 mod parse;
 mod resolve;
 pub mod shard;

@@ -127,6 +127,18 @@ impl Parser<'_> {
     /// [`TOP_KEYS`]; None when it is not YAML or not a mapping (a key
     /// repeated at the top level is reported at its second occurrence).
     fn top_keys(&mut self) -> Option<BTreeMap<String, serde_yaml::Value>> {
+        if let Some((line, depth)) = super::nesting::too_deep(self.text) {
+            self.problems.push(Problem {
+                line: Some(line),
+                key: "(root)".into(),
+                message: format!(
+                    "nested {depth} levels deep here; allowed: at most {} (a job is at most three levels deep, e.g. \
+                     grid: {{epsilon: {{logspace: [0.1, 10, 5]}}}})",
+                    super::nesting::MAX_DEPTH
+                ),
+            });
+            return None;
+        }
         let root: serde_yaml::Value = match serde_yaml::from_str(self.text) {
             Ok(v) => v,
             Err(e) => {

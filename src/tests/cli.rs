@@ -180,7 +180,11 @@ fn bad_flags_and_special_files_exit_with_clear_errors() {
         ] {
             let o = run(args);
             assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-            assert!(stderr(&o).contains("exceed") && stderr(&o).contains("1000000"), "{}", stderr(&o));
+            assert!(
+                stderr(&o).contains("exceed") && stderr(&o).contains("1000000"),
+                "{}",
+                stderr(&o)
+            );
         }
     }
     for rate in ["0", "-1", "inf", "fast"] {
