@@ -227,6 +227,27 @@ pub struct RepResult {
 }
 
 impl RepResult {
+    /// The first non-finite value the repetition recorded, as (t, column):
+    /// a run must fail rather than write it.
+    pub fn first_non_finite(&self) -> Option<(u64, &'static str)> {
+        for p in &self.points {
+            if !p.group_regret.is_finite() {
+                return Some((p.t, "group_regret"));
+            }
+            if !p.agent_regret_max.is_finite() {
+                return Some((p.t, "agent_regret_max"));
+            }
+            for ((name, _, _), m) in METRICS.iter().zip(&p.metrics) {
+                if let Some(Metric::F64(v)) = m
+                    && !v.is_finite()
+                {
+                    return Some((p.t, name));
+                }
+            }
+        }
+        None
+    }
+
     /// [`growth_exponent`] of the regret column `column` (the family's
     /// [`crate::algo::family::Family::growth_regret`]) over this
     /// repetition's checkpoints.
@@ -293,6 +314,23 @@ mod tests {
         let curve = sampled(&CheckpointSpec::LogPoints(50), t, |s| 60.0 + 6e-3 * s);
         let e = growth_exponent(&curve, t).unwrap_or(0.0);
         assert!(e > 0.9 && e < 1.0, "stall: {e}");
+    }
+
+    #[test]
+    fn a_non_finite_value_is_found() {
+        use super::{CurvePoint, Metric, RepResult};
+        let mut p = CurvePoint::new(10, 1.0, 2, 0.5, 0, 0);
+        let mut r = RepResult {
+            rep: 0,
+            points: vec![p, p],
+            wall_seconds: 0.0,
+        };
+        assert_eq!(r.first_non_finite(), None);
+        p.set("consensus_error", Metric::F64(f64::NAN));
+        r.points[1] = p;
+        assert_eq!(r.first_non_finite(), Some((10, "consensus_error")));
+        r.points[0].group_regret = f64::INFINITY;
+        assert_eq!(r.first_non_finite(), Some((10, "group_regret")));
     }
 
     #[test]

@@ -122,7 +122,14 @@ impl Kind {
                 let lo_ok = if min_inclusive { x >= min } else { x > min };
                 let hi_ok = if max_inclusive { x <= max } else { x < max };
                 // +inf only where the range includes it (epsilon = .inf).
-                if x.is_finite() && x.abs() > FLOAT_LIMIT && lo_ok && hi_ok {
+                if x != 0.0 && x.abs() < FLOAT_FLOOR && lo_ok && hi_ok {
+                    Err(format!(
+                        "{x:e} is below {FLOAT_FLOOR:e} in magnitude, where squares, products and inverses of \
+                         the engine's arithmetic underflow or overflow (it would run as if it were 0, or not at \
+                         all); allowed: {}, of magnitude at least {FLOAT_FLOOR:e} (or 0 where that is in range)",
+                        self.describe()
+                    ))
+                } else if x.is_finite() && x.abs() > FLOAT_LIMIT && lo_ok && hi_ok {
                     Err(format!(
                         "{x:e} is beyond {FLOAT_LIMIT:e} in magnitude, where squares and products of the \
                          engine's arithmetic overflow (e.g. epsilon 1e308 would report zero privacy loss); \
@@ -221,6 +228,13 @@ pub struct ParamDef {
 /// engine's arithmetic (squares of epsilon, products of rewards and
 /// horizons) leaves the range of doubles.
 pub const FLOAT_LIMIT: f64 = 1e12;
+
+/// The smallest non-zero magnitude a float parameter may take: below it
+/// the engine's arithmetic (squares and products of epsilon, delta, lambda,
+/// alpha; their inverses squared) underflows to 0 or overflows to infinity,
+/// and subnormals (below 2.2e-308) run as if they were 0: five unrelated
+/// settings at 1e-320 gave the same regrets (issue 39).
+pub const FLOAT_FLOOR: f64 = 1e-100;
 
 const POS: Kind = Kind::Float {
     min: 0.0,

@@ -100,6 +100,21 @@ pub enum RunError {
         /// What the write probe met.
         source: OutputError,
     },
+    /// A repetition produced a value that is not a finite number.
+    #[error(
+        "cell {cell} repetition {rep} produced a non-finite {column} at t = {t} (nothing was written for it): its \
+         parameters push the arithmetic out of range; change them (`fedbandits validate` prints each cell's)"
+    )]
+    NonFinite {
+        /// The cell (index, label).
+        cell: String,
+        /// Repetition.
+        rep: u32,
+        /// Round.
+        t: u64,
+        /// Column.
+        column: &'static str,
+    },
     /// A cell file exists but cannot be used.
     #[error("{path}: existing result is unusable ({message}); move it away and rerun to recompute it")]
     Corrupt {
@@ -430,6 +445,14 @@ struct Work<'a> {
 impl Work<'_> {
     /// Writes one repetition's unit file atomically.
     fn write_unit(&self, cell: &Cell, r: &RepResult, backend_name: &str) -> Result<(), RunError> {
+        if let Some((t, column)) = r.first_non_finite() {
+            return Err(RunError::NonFinite {
+                cell: format!("[{}] {}", cell.index, cell.label()),
+                rep: r.rep,
+                t,
+                column,
+            });
+        }
         let b = output::cell_batch(self.job, cell, std::slice::from_ref(r), backend_name)?;
         let kv = output::metadata(
             self.job,
