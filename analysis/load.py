@@ -202,6 +202,20 @@ def _rerun(md: dict[bytes, bytes], root: Path, shard: str) -> str:
     return f"fedbandits run {job_path} --out {root} --shard {shard}"
 
 
+def _row_jobs(f: Path) -> set[str]:
+    """The job names in a part's `job` column: from the row groups'
+    statistics where every group states one, else read."""
+    meta = pq.read_metadata(f)
+    names: set[str] = set()
+    j = meta.schema.to_arrow_schema().get_field_index("job")
+    for g in range(meta.num_row_groups):
+        st = meta.row_group(g).column(j).statistics
+        if st is None or not st.has_min_max or st.min != st.max:
+            return {str(v) for v in pq.read_table(f, columns=["job"]).column("job").unique().to_pylist()}
+        names.add(st.min.decode() if isinstance(st.min, bytes) else str(st.min))
+    return names
+
+
 def _check_one_job(d: Path, files: list[Path], mds: list[dict[bytes, bytes]]) -> None:
     """One job directory holds one version of one job: the same identity in
     every part, and every part's job name the directory's."""
@@ -216,6 +230,12 @@ def _check_one_job(d: Path, files: list[Path], mds: list[dict[bytes, bytes]]) ->
                 f"what the other needs"
             )
         name = _meta(md, "job_name")
+        rows = _row_jobs(f) - {name}
+        if rows:
+            raise ResultsError(
+                f"{f}: its rows belong to job {sorted(rows)[0]!r}, its metadata to {name!r} (units reused under another "
+                f"job's name): move the directory away and rerun the job {name!r} into a new one"
+            )
         if name != d.name:
             raise ResultsError(
                 f"{f}: holds results of job {name!r} but lies in directory {d.name!r} (copied or moved): move it "

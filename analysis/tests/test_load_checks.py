@@ -139,3 +139,27 @@ def test_a_part_of_another_layout_under_a_listed_name_is_refused(tmp_path: Path)
     other = sharded(tmp_path / "elsewhere", shards=("1/4",))
     shutil.copy(other / "part-00001-of-00004.parquet", d / "part-00001-of-00002.parquet")
     every_entry_point_raises(d, "holds shard 1/4 but _manifest.yaml lists it as shard 1/2")
+
+
+def test_rows_of_another_job_are_refused(tmp_path: Path) -> None:
+    """Issue 39, case 3: a part whose metadata names one job and whose rows
+    another (units reused under a renamed job, as the engine before issue
+    39 wrote it) was accepted, and counted twice beside the original."""
+    import pyarrow.parquet as pq
+
+    from fedbandits_analysis.load import data_checksum
+
+    d = sharded(tmp_path, shards=("0/1",))
+    other = tmp_path / "out" / "kjob2"
+    other.mkdir()
+    src = d / "part-00000-of-00001.parquet"
+    t = pq.read_table(src)
+    md = {k: v for k, v in pq.read_metadata(src).metadata.items() if k not in (b"ARROW:schema", b"fedbandits.data_xxh64")}
+    md[b"fedbandits.job_name"] = b"kjob2"
+    f = other / src.name
+    pq.write_table(t.replace_schema_metadata(md), f)
+    md[b"fedbandits.data_xxh64"] = f"{data_checksum(f):016x}".encode()
+    pq.write_table(t.replace_schema_metadata(md), f)
+    every_entry_point_raises(other, "its rows belong to job 'kjob', its metadata to 'kjob2'")
+    with pytest.raises(ResultsError, match="its rows belong to job 'kjob'"):
+        scan(tmp_path / "out").collect()

@@ -278,7 +278,7 @@ pub fn check_directory(dir: &Path, job: &Job) -> Result<(), RunError> {
 /// `rep` of `cell` (metadata and every row): a file copied under another
 /// unit's name, damaged, or written by another engine version is an error
 /// naming the file, never reused.
-pub fn read_unit(path: &Path, cell: &Cell, rep: u32) -> Result<Vec<RecordBatch>, RunError> {
+pub fn read_unit(path: &Path, job: &Job, cell: &Cell, rep: u32) -> Result<Vec<RecordBatch>, RunError> {
     let corrupt = |message: String| RunError::Corrupt {
         path: path.to_path_buf(),
         message,
@@ -290,6 +290,19 @@ pub fn read_unit(path: &Path, cell: &Cell, rep: u32) -> Result<Vec<RecordBatch>,
     let get = |k: &str| kv.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
     let want_rep = rep.to_string();
     let semantics = crate::job::SEMANTICS_VERSION.to_string();
+    // A unit belongs to its job: a renamed job directory, or `.units`
+    // copied into another job's, would relabel another job's rows.
+    if get("fedbandits.job_name") != Some(job.name.as_str()) {
+        return Err(RunError::OtherJob {
+            dir: path.parent().and_then(Path::parent).unwrap_or(path).to_path_buf(),
+            what: format!(
+                "{} is a unit of job {:?}, not of {:?} (the directory was renamed or its .units copied)",
+                path.display(),
+                get("fedbandits.job_name").unwrap_or("(none)"),
+                job.name
+            ),
+        });
+    }
     for (k, want) in [
         ("fedbandits.cell_key", cell.key.as_str()),
         ("fedbandits.repetition", want_rep.as_str()),
@@ -400,7 +413,7 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
     for &(c, r) in &mine {
         let path = unit_path(&dir, &job.cells[c], r);
         if path.exists() {
-            verified.insert((c, r), read_unit(&path, &job.cells[c], r)?);
+            verified.insert((c, r), read_unit(&path, job, &job.cells[c], r)?);
             skipped.push((c, r));
         } else {
             pending.push((c, r));
@@ -603,7 +616,7 @@ impl Work<'_> {
             let (b, was_skipped) = match verified.remove(&(c, r)) {
                 Some(b) => (b, true),
                 None => (
-                    read_unit(&unit_path(&self.dir, &job.cells[c], r), &job.cells[c], r)?,
+                    read_unit(&unit_path(&self.dir, &job.cells[c], r), job, &job.cells[c], r)?,
                     false,
                 ),
             };

@@ -372,3 +372,30 @@ fn stale_temporary_files_are_removed_and_merge_refuses_another_jobs_part() {
     );
     assert!(!out.join("small/_manifest.yaml").exists());
 }
+
+/// Issue 39, case 3: a renamed job directory (or `.units` copied into
+/// another job's) relabelled the old job's units as the new job's: the
+/// part's metadata said `small3`, every row `small`. Now the run refuses,
+/// naming the unit and both jobs, and writes no part.
+#[test]
+fn units_of_another_job_are_refused_not_relabelled() {
+    let dir = tempdir("renamed");
+    let out = dir.join("out");
+    let first = job(&dir, "small.yaml", "small", 3, 40);
+    assert!(run_job(&first, &out, &[]).status.success());
+    std::fs::rename(out.join("small"), out.join("small3")).unwrap();
+    for e in std::fs::read_dir(out.join("small3")).unwrap().flatten() {
+        if e.file_name().to_string_lossy().starts_with("part-") {
+            std::fs::remove_file(e.path()).unwrap();
+        }
+    }
+    let renamed = job(&dir, "small3.yaml", "small3", 3, 40);
+    let o = run_job(&renamed, &out, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is a unit of job \"small\", not of \"small3\""),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.join("small3/part-00000-of-00001.parquet").exists());
+}
