@@ -277,7 +277,9 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
         }
         Command::Validate { job, threads } => {
             let job = Job::load(&job)?;
-            emit(&validate_text(&job, threads.unwrap_or_else(rayon::current_num_threads)));
+            // Capped as `run` caps them (4 x the cores), so the estimate is
+            // the run's.
+            emit(&validate_text(&job, worker_threads(capped_threads(threads))));
             Ok(())
         }
         Command::Plan {
@@ -377,6 +379,11 @@ fn run_command(
 ) -> Result<(), CliError> {
     let job = Job::load(job)?;
     let sel = backend::select(backend, worker_threads(threads))?;
+    // Refused before any work when it cannot fit (an allocation that fails
+    // aborts the process).
+    if let Some(why) = crate::sim::memory::too_big(&job, worker_threads(threads)) {
+        return Err(CliError::Usage(format!("{}: {why}", job.path.display())));
+    }
     if !opts.quiet {
         eprintln!(
             "fedbandits: job {}: {} cell(s) x {} repetition(s), {:.3e} agent-steps",
@@ -511,8 +518,11 @@ pub fn validate_text(job: &Job, threads: usize) -> String {
     out += &format!(
         "memory: up to {} per federation, about {} with {threads} threads; output about {rows} rows\n",
         human_bytes(per_fed),
-        human_bytes(per_fed * threads as u64 + rows * 400)
+        human_bytes(crate::sim::memory::estimate(job, threads))
     );
+    if let Some(why) = crate::sim::memory::too_big(job, threads) {
+        out += &format!("warning: run would refuse: {why}\n");
+    }
     out += &format!("results: {}\n", job.results_dir().display());
     out += &privacy_table(job);
     for w in privacy_warnings(job).into_iter().chain(job.model_warning_lines()) {
@@ -642,7 +652,7 @@ pub fn plan_text(job: &Job, tasks: usize, threads: usize, rate: Option<f64>, all
     );
     out += &format!(
         "memory per task: about {} ({threads} threads x {} per federation)\n",
-        human_bytes(per_fed * threads as u64 + (64 << 20)),
+        human_bytes(per_fed.saturating_mul(threads as u64).saturating_add(64 << 20)),
         human_bytes(per_fed)
     );
     let rates = match rate {
@@ -674,14 +684,7 @@ pub fn plan_text(job: &Job, tasks: usize, threads: usize, rate: Option<f64>, all
 }
 
 fn human_bytes(b: u64) -> String {
-    let b = b as f64;
-    if b >= 1024.0 * 1024.0 * 1024.0 {
-        format!("{:.2} GiB", b / (1024.0 * 1024.0 * 1024.0))
-    } else if b >= 1024.0 * 1024.0 {
-        format!("{:.1} MiB", b / (1024.0 * 1024.0))
-    } else {
-        format!("{:.1} KiB", b / 1024.0)
-    }
+    crate::sim::memory::human(b)
 }
 
 /// The accountant's warnings over a job's cells, each once, with how many

@@ -4,6 +4,7 @@
 //! writes results ([`runner`]).
 
 pub mod cost;
+pub mod memory;
 pub mod merge;
 pub mod parity;
 pub mod runner;

@@ -399,3 +399,36 @@ fn units_of_another_job_are_refused_not_relabelled() {
     );
     assert!(!out.join("small3/part-00000-of-00001.parquet").exists());
 }
+
+/// Issue 39, case 8: a job larger than the process may allocate aborted
+/// with an allocation failure and a backtrace under a 6 GB address-space
+/// limit (as a Slurm `--mem` imposes). Now `run` refuses before any work,
+/// with the estimate, the limit and its source, exit 2, and writes nothing.
+#[test]
+fn a_job_larger_than_the_memory_limit_is_refused_before_work() {
+    let dir = tempdir("huge");
+    let job = dir.join("huge.yaml");
+    std::fs::write(
+        &job,
+        "name: huge\nhorizon: 10\nalgorithm: independent\nenvironment: linear_sphere\nparams: {m: 2, d: 1024, k: 1000000}\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 6000000 && exec '{}' run '{}' --out '{}' --threads 1",
+            env!("CARGO_BIN_EXE_fedbandits"),
+            job.display(),
+            out.display()
+        ))
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("needs about 22.95 GiB") && err.contains("the address-space limit (ulimit -v)"),
+        "{err}"
+    );
+    assert!(!out.join("huge").exists(), "nothing may be written");
+}
