@@ -60,9 +60,15 @@ def _save(fig, out: Path) -> Path:
     (never a half-written PNG)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")
-    fig.savefig(tmp, dpi=DPI, format="png")
-    plt.close(fig)
-    os.replace(tmp, out)
+    try:
+        fig.savefig(tmp, dpi=DPI, format="png")
+        os.replace(tmp, out)
+    except BaseException:
+        # A full disk (or an interrupt) leaves no temporary file behind.
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        plt.close(fig)
     return out
 
 

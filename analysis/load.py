@@ -306,7 +306,10 @@ def _completeness(d: Path, files: list[Path], mds: list[dict[bytes, bytes]]) -> 
 def _checked_groups(p: Path) -> list[tuple[list[Path], str | None]]:
     """Every check of the module doc but completeness on the part files
     under `p`, then the files grouped by job directory (or the single file),
-    each group with why it is not a complete run (None when it is)."""
+    each group with why it is not a complete run (None when it is). `p` is
+    resolved first, so that `scan(".")` inside a job directory knows the
+    directory's name."""
+    p = p.resolve() if p.exists() else p
     files = parquet_files(p)
     mds = [check_file(f) for f in files]
     dirs = [] if p.is_file() else sorted({f.parent for f in files})

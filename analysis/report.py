@@ -410,8 +410,12 @@ def to_html(blocks: list[Block], out: Path, title: str) -> str:
 
 def _write_text(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def report(path: str | Path, out: str | Path, html_page: bool = False, progress=None) -> Path:

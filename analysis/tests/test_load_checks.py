@@ -163,3 +163,29 @@ def test_rows_of_another_job_are_refused(tmp_path: Path) -> None:
     every_entry_point_raises(other, "its rows belong to job 'kjob', its metadata to 'kjob2'")
     with pytest.raises(ResultsError, match="its rows belong to job 'kjob'"):
         scan(tmp_path / "out").collect()
+
+
+def test_scan_from_inside_a_job_directory(tmp_path: Path, monkeypatch) -> None:
+    """Issue 39: `load.scan(".")` inside a job directory said the part "lies
+    in directory ''"."""
+    d = sharded(tmp_path, shards=("0/1",))
+    monkeypatch.chdir(d)
+    assert scan(".").collect().height == ROWS
+
+
+def test_a_failed_figure_write_leaves_no_temporary_file(tmp_path: Path, monkeypatch) -> None:
+    """Issue 39: a report onto a full disk left an empty `.*.png.tmp`."""
+    import matplotlib.pyplot as plt
+
+    from fedbandits_analysis import figures
+
+    fig, _ = plt.subplots()
+
+    def full(path, **kwargs):
+        Path(path).write_bytes(b"")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(fig, "savefig", full)
+    with pytest.raises(OSError, match="No space left"):
+        figures._save(fig, tmp_path / "a.png")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

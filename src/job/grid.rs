@@ -85,14 +85,31 @@ impl Parser<'_> {
         let (k, v) = r.iter().next()?;
         let which = k.as_str().unwrap_or_default();
         let spec = v.as_sequence().filter(|s| s.len() == 3);
-        let parts = spec.and_then(|s| Some((s[0].as_f64()?, s[1].as_f64()?, s[2].as_u64()?)));
-        let Some((a, b, n)) = parts.filter(|p| p.2 >= 1) else {
+        let parts = spec.and_then(|s| Some((s[0].as_f64()?, s[1].as_f64()?, s[2].clone())));
+        let Some((a, b, count)) = parts else {
             self.problem(
                 path,
-                "expected {linspace: [from, to, n]} or {logspace: [from, to, n]} with n >= 1",
+                "expected {linspace: [from, to, n]} or {logspace: [from, to, n]}: two numbers and a whole count n >= 1",
             );
             return None;
         };
+        let Some(n) = count.as_u64().filter(|&n| n >= 1) else {
+            self.problem(
+                path,
+                format!(
+                    "{which}: the count n = {} must be a whole number >= 1 (the number of values)",
+                    super::parse::yaml_text(&count)
+                ),
+            );
+            return None;
+        };
+        if !(a.is_finite() && b.is_finite()) {
+            self.problem(
+                path,
+                format!("{which}: from = {a} and to = {b} must be finite numbers (list .inf as a value instead)"),
+            );
+            return None;
+        }
         if !matches!(kind, Kind::Float { .. }) {
             self.problem(
                 path,

@@ -34,6 +34,14 @@ pub(super) fn key_text(k: &serde_yaml::Value) -> String {
 }
 
 /// A YAML value as it would be written, for messages.
+/// The integer serde_yaml could not hold (beyond 64 bits: it reports
+/// "invalid type: integer `N` as u128/i128"), if that is the error.
+fn big_integer(msg: &str) -> Option<&str> {
+    let rest = msg.split("invalid type: integer `").nth(1)?;
+    let (n, tail) = rest.split_once('`')?;
+    (tail.starts_with(" as u128") || tail.starts_with(" as i128")).then_some(n)
+}
+
 pub(super) fn yaml_text(v: &serde_yaml::Value) -> String {
     serde_yaml::to_string(v).map_or_else(|_| "?".into(), |t| t.trim().to_owned())
 }
@@ -200,7 +208,13 @@ impl Parser<'_> {
             None => Problem {
                 line: e.location().map(|l| l.line()),
                 key: "(syntax)".into(),
-                message: format!("not valid YAML: {e}"),
+                message: match big_integer(&msg) {
+                    Some(n) => format!(
+                        "the integer {n} is beyond what a job file may hold (integers from -2^63 to 2^64 - 1 = \
+                         18446744073709551615; every count and seed is far smaller)"
+                    ),
+                    None => format!("not valid YAML: {e}"),
+                },
             },
         }
     }

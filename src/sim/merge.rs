@@ -29,9 +29,19 @@ pub enum MergeError {
         /// Cause.
         message: String,
     },
-    /// Files from different jobs.
-    #[error("{0}: part files come from different job files; merge one job at a time")]
-    Mixed(PathBuf),
+    /// Files from different jobs (or versions of one).
+    #[error(
+        "{dir}: {first} and {other} come from different job files (another job, or the job edited between runs: \
+         seed, grid, horizon, ...); move the parts of the version you do not want out of {dir}, then merge again"
+    )]
+    Mixed {
+        /// Results directory.
+        dir: PathBuf,
+        /// A part of the first job file.
+        first: String,
+        /// A part of another.
+        other: String,
+    },
     /// A run is writing the directory.
     #[error(
         "{dir}: {writers} still running here; merge after it ends (the manifest would describe a directory that is \
@@ -123,7 +133,15 @@ fn parts_job(dir: &Path, parts: &[PathBuf]) -> Result<Job, MergeError> {
     let yaml = output::read_metadata_key(&parts[0], "fedbandits.job_yaml")?.unwrap_or_default();
     for p in &parts[1..] {
         if output::read_metadata_key(p, "fedbandits.job_yaml")?.as_deref() != Some(yaml.as_str()) {
-            return Err(MergeError::Mixed(dir.to_path_buf()));
+            let name = |p: &Path| {
+                p.file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+            };
+            return Err(MergeError::Mixed {
+                dir: dir.to_path_buf(),
+                first: name(&parts[0]),
+                other: name(p),
+            });
         }
     }
     Job::parse(Path::new(&format!("{dir_name}.yaml")), &yaml).map_err(|e| MergeError::Job {
@@ -231,6 +249,9 @@ fn manifest_text(job: &Job, r: &MergeReport) -> Result<String, MergeError> {
 /// ([`lock::Gate`]) throughout: a second merge waits for it, and a merge
 /// while a run writes the directory is refused ([`MergeError::Busy`]).
 pub fn merge(dir: &Path) -> Result<MergeReport, MergeError> {
+    // The directory's own name is the job's: `merge .` from inside it too.
+    let canonical = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let dir = canonical.as_path();
     // A directory with neither parts nor runs is refused before anything is
     // written into it.
     if !dir.join(lock::WRITERS_DIR).is_dir() {

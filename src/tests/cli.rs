@@ -97,6 +97,28 @@ fn invalid_jobs_exit_2_with_file_line_key() {
     );
     // A missing horizon.
     assert_invalid(&GOOD.replace("horizon: 300\n", ""), &["horizon", "missing"]);
+    // Issue 39's smaller cases, each saying what was written and what is
+    // allowed: an infinite linspace end ("NaN is out of range" before), a
+    // fractional count ("n >= 1"), an integer beyond 64 bits ("as u128,
+    // expected any YAML value"), a default B above a short horizon.
+    assert_invalid(
+        &GOOD.replace("[0.5, 2]", "{linspace: [0.1, .inf, 5]}"),
+        &["grid.epsilon", "to = inf must be finite"],
+    );
+    assert_invalid(
+        &GOOD.replace("[0.5, 2]", "{linspace: [0.1, 1, 2.5]}"),
+        &["grid.epsilon", "n = 2.5 must be a whole number"],
+    );
+    assert_invalid(
+        &GOOD.replace("seed: 11", "seed: 18446744073709551616"),
+        &["integer 18446744073709551616 is beyond", "18446744073709551615"],
+    );
+    assert_invalid(
+        &GOOD
+            .replace("horizon: 300", "horizon: 1")
+            .replace("checkpoints: {every: 50}\n", ""),
+        &["B = 25 (the default: set batch_size) exceeds the horizon T = 1"],
+    );
     // Several problems at once: each reported.
     assert_invalid(
         &GOOD

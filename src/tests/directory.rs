@@ -432,3 +432,34 @@ fn a_job_larger_than_the_memory_limit_is_refused_before_work() {
     );
     assert!(!out.join("huge").exists(), "nothing may be written");
 }
+
+/// Issue 39's smaller merge cases: `merge .` inside a job directory took
+/// the directory's name as "" ("copied or moved here"); parts of two job
+/// versions were only "from different job files" (now both are named).
+#[test]
+fn merge_from_inside_and_of_two_versions_says_what_is_there() {
+    let dir = tempdir("merge-dot");
+    let out = dir.join("out");
+    let a = job(&dir, "a.yaml", "mj", 3, 40);
+    assert!(run_job(&a, &out, &["--shard", "0/2"]).status.success());
+    assert!(run_job(&a, &out, &["--shard", "1/2"]).status.success());
+    let inside = bin().args(["merge", "."]).current_dir(out.join("mj")).output().unwrap();
+    assert!(inside.status.success(), "{}", stderr(&inside));
+    // Another version (another seed) of shard 1 copied over this one's.
+    let other = dir.join("other");
+    let b = job(&dir, "b.yaml", "mj", 4, 40);
+    assert!(run_job(&b, &other, &["--shard", "1/2"]).status.success());
+    std::fs::copy(
+        other.join("mj/part-00001-of-00002.parquet"),
+        out.join("mj/part-00001-of-00002.parquet"),
+    )
+    .unwrap();
+    let o = run(&["merge", out.join("mj").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o)
+            .contains("part-00000-of-00002.parquet and part-00001-of-00002.parquet come from different job files"),
+        "{}",
+        stderr(&o)
+    );
+}

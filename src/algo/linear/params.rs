@@ -190,9 +190,14 @@ fn accounting(p: &mut Params<'_>, default: &str, cfg: &mut LinearConfig) {
 fn fedlinucb(p: &mut Params<'_>, cfg: &mut LinearConfig) {
     let (b, horizon) = (p.i("batch_size", 25), cfg.horizon);
     if b as u64 > horizon {
+        let default = if p.get("batch_size").is_none() {
+            " (the default: set batch_size)"
+        } else {
+            ""
+        };
         p.err(
             "batch_size",
-            format!("B = {b} exceeds the horizon T = {horizon}; allowed: 1 <= B <= T"),
+            format!("B = {b}{default} exceeds the horizon T = {horizon}; allowed: 1 <= B <= T"),
         );
     }
     cfg.batch_size = b as u64;
