@@ -1,4 +1,78 @@
-//! The `fedbandits` binary: a thin shell around [`fedbandits::cli`].
+//! The `fedbandits` binary: a thin shell around [`fedbandits::cli`], with an
+//! allocator that turns a failed allocation into a clear error (exit code 1)
+//! instead of an abort with a backtrace: `run` refuses jobs whose memory
+//! estimate exceeds what the process may use, so this is the last line of
+//! defence when an estimate falls short.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+
+/// The system allocator; a failed allocation ends the process with a
+/// message ([`out_of_memory`]).
+struct ClearOnFailure;
+
+// SAFETY: every call is forwarded to `System` with the caller's arguments;
+// a null result (a failed allocation) never returns.
+unsafe impl GlobalAlloc for ClearOnFailure {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract is `System`'s.
+        let p = unsafe { System.alloc(layout) };
+        if p.is_null() {
+            out_of_memory(layout.size());
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as for `alloc`.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if p.is_null() {
+            out_of_memory(layout.size());
+        }
+        p
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: as for `alloc`.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if p.is_null() {
+            out_of_memory(new_size);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as for `alloc`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: ClearOnFailure = ClearOnFailure;
+
+/// Writes the error without allocating (the size's digits on the stack) and
+/// exits with code 1.
+fn out_of_memory(size: usize) -> ! {
+    use std::io::Write;
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut n = size;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(b"error: out of memory: an allocation of ");
+    let _ = err.write_all(&digits[i..]);
+    let _ = err.write_all(
+        b" bytes failed; the job needs more memory than this process may use (`fedbandits validate` estimates \
+          it): run with fewer --threads, a smaller job, or more memory (Slurm --mem)\n",
+    );
+    std::process::exit(1)
+}
 
 fn main() -> std::process::ExitCode {
     fedbandits::cli::main_with_args()
