@@ -191,6 +191,12 @@ fn bad_flags_and_special_files_exit_with_clear_errors() {
     }
     let o = run(&["plan", job.to_str().unwrap(), "--tasks", "0"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // Issue 39: validate's --threads is capped as run's, so its estimate
+    // does not wrap around (it printed 54.2 KiB for 2^64 - 1 threads).
+    let v = run(&["validate", job.to_str().unwrap(), "--threads", "18446744073709551615"]);
+    let text = String::from_utf8_lossy(&v.stdout).into_owned();
+    assert!(v.status.success() && stderr(&v).contains("capped at"), "{}", stderr(&v));
+    assert!(!text.contains("18446744073709551615 threads"), "{text}");
     // Issue 39: shard and task counts beyond the most units a job can have
     // are refused (exit 2) before anything is sized by them (they aborted
     // allocating 1.6 TB, or overflowed).
