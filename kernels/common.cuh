@@ -282,6 +282,18 @@ FB_DEV double fb_laplace_at(fb_u64 key, double scale) {
     return v < 0.0 ? -mag : mag;
 }
 
+// Svt::request: the noisy test while the agent has requests left and the
+// sensitivity is finite (a request counted), else the fallback (the round a
+// power of two).
+FB_DEV int fb_svt_request(fb_u64 round, double stat, double thr, double sens, double rho, fb_u64 key, double qscale,
+                          int cap, int* used) {
+    if (*used >= cap || !(sens <= 1.7976931348623157e308)) return round != 0 && (round & (round - 1)) == 0;
+    double nu = fb_laplace_at(fb_fold_more(key, round), qscale);
+    int fire = stat / sens + nu >= thr / sens + rho;
+    if (fire) *used += 1;
+    return fire;
+}
+
 // -------------------------------------------------------- scalar f64 stream
 
 FB_DEV double fb_uniform(fb_u64* s) { return (double)(fb_xoshiro_next(s) >> 11) * 1.1102230246251565e-16; }

@@ -12,18 +12,6 @@
 // order, so the emulation reproduces the CPU bit for bit.
 #include "common.cuh"
 
-// Svt::request: the noisy test while the agent has requests left and the
-// sensitivity is finite (a request counted), else the fallback (the round a
-// power of two).
-FB_DEV int fb_svt_request(fb_u64 round, double stat, double thr, double sens, double rho, fb_u64 key, double qscale,
-                          int cap, int* used) {
-    if (*used >= cap || !(sens <= 1.7976931348623157e308)) return round != 0 && (round & (round - 1)) == 0;
-    double nu = fb_laplace_at(fb_fold_more(key, round), qscale);
-    int fire = stat / sens + nu >= thr / sens + rho;
-    if (fire) *used += 1;
-    return fire;
-}
-
 // Per agent: DetTest::after_step. With a shift (private), the shifted
 // inverse (S + U_i + c I)^{-1} takes the round's action by Sherman-Morrison
 // and its log det grows by ln(1 + q); the statistic is that log det minus

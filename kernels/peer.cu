@@ -123,7 +123,8 @@ extern "C" __global__ void fb_peer_refactor(int n, int m, int d, int G, int g, f
                                             int* since, const double* smat, const double* svec,
                                             const double* gram, const double* bias, const double* shift,
                                             double* vinv, double* logdet, double* b, double* logdet_s,
-                                            double* vinvc, double* logdetc, double* scratch, int* failures) {
+                                            double* vinvc, double* logdetc, double* scratch, int* failures,
+                                            int svt, double l2, double* ssens, double* sinv) {
     int a = blockIdx.x * blockDim.x + threadIdx.x;
     if (a >= n) return;
     int f = a / m, R = G + 1, dd = d * d;
@@ -155,6 +156,19 @@ extern "C" __global__ void fb_peer_refactor(int n, int m, int d, int G, int g, f
         double ldc;
         if (fb_spd_inverse_jitter(v, d, vinvc + s * dd, v + dd, v + 2 * dd, &ldc) >= 0.0) logdetc[s] = ldc;
     }
+    // The private schedule's sensitivity of the slot's epoch (PeerFed::
+    // refactor, Svt::sensitivity): ln(1 + L^2 ||(S + c I)^{-1}||_F),
+    // infinite unless the factorization was exact.
+    if (svt) {
+        for (int e = 0; e < dd; ++e) v[e] = smat[s * dd + e];
+        for (int j = 0; j < d; ++j) v[j * d + j] += shift[a];
+        double* inv = sinv + (long long)a * dd;
+        double lds2;
+        double jit = fb_spd_inverse_jitter(v, d, inv, v + dd, v + 2 * dd, &lds2);
+        double sq = 0.0;
+        for (int e = 0; e < dd; ++e) sq += inv[e] * inv[e];
+        ssens[s] = jit == 0.0 ? fb_ln_1p(l2 * sqrt(sq)) : 1.0 / 0.0;
+    }
     for (int j = 0; j < d; ++j) b[s * d + j] = svec[s * d + j] + bias[s * d + j];
     dirty[s] = 0;
     since[s] = 0;
@@ -170,7 +184,9 @@ extern "C" __global__ void fb_peer_test(int n, int m, int d, int G, int g, fb_u6
                                         double threshold, const double* xlast, double* vinvc, double* logdetc,
                                         const double* logdet, const double* logdet_s, fb_u64* dt, int* since,
                                         const fb_u64* last_bc, double* work, fb_u64* request_round, fb_u64* nreq,
-                                        unsigned char* heard, int* dirty, int* bmask, fb_u64* leaves) {
+                                        unsigned char* heard, int* dirty, int* bmask, fb_u64* leaves, int svt,
+                                        int cap, double qscale, const fb_u64* skeys, const double* srho,
+                                        const double* ssens, int* sused) {
     int a = blockIdx.x * blockDim.x + threadIdx.x;
     if (a >= n) return;
     int i = a % m, dd = d * d, R = G + 1;
@@ -186,7 +202,10 @@ extern "C" __global__ void fb_peer_test(int n, int m, int d, int G, int g, fb_u6
         stat = logdet[s] - logdet_s[s];
     }
     for (int gg = 0; gg < G; ++gg) bmask[(long long)gg * n + a] = 0;
-    if (!(every_round || stat > threshold / (double)(dt[s] + 1))) return;
+    double thr = threshold / (double)(dt[s] + 1);
+    int fire = svt ? fb_svt_request(t, stat, thr, ssens[s], srho[s], skeys[s], qscale, cap, sused + s)
+                   : (every_round || stat > thr);
+    if (!fire) return;
     nreq[a] += 1;
     request_round[(long long)a * R + (long long)(t % (fb_u64)R)] = t;
     if (last_bc[s] == t) return;

@@ -95,7 +95,8 @@ pub struct AdaptiveSync {
     /// (the test uses log det V_i).
     pub shifts: Vec<f64>,
     /// The test answered through the sparse vector technique (private
-    /// schedule; centralized, shifted tests only), or None: the test itself.
+    /// schedule; shifted tests only; keys per agent, on a graph per slot),
+    /// or None: the test itself.
     pub svt: Option<Svt>,
 }
 
@@ -103,7 +104,8 @@ pub struct AdaptiveSync {
 /// Su & Li 2017, "Understanding the Sparse Vector Technique for
 /// Differential Privacy", Algorithm 1, the variant they prove
 /// epsilon-DP; several earlier published variants are not private), one
-/// instance per agent over all its rounds:
+/// instance per agent over all its rounds (on a graph one per slot: an
+/// observation enters one slot's sums, so the slots compose in parallel):
 /// - each agent draws its threshold noise rho ~ Lap(2 / eps) once, in units
 ///   of the query's sensitivity, and each round's query noise nu ~
 ///   Lap(4 c / eps) (c: `cap`);

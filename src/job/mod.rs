@@ -98,8 +98,8 @@ use thiserror::Error;
 /// papers' calibrations keep the values of 11 for FedUCB and P-FCB
 /// (`paper`); `calibration` left the random scope (a calibration sweep
 /// shares its noise draws), so Private-FedLinUCB's private cells draw other
-/// noise than in 11 (same distribution). `feducb_centralized`'s default
-/// schedule under `calibration: exact` is `private` (its determinant test
+/// noise than in 11 (same distribution). FedUCB's default schedule (both
+/// forms) under `calibration: exact` is `private` (its determinant test
 /// through the sparse vector technique, covered by `acct_epsilon`; new
 /// parameters `schedule`, `schedule_share`, `schedule_cap`). Fed_UCB's and P-FCB's private
 /// cells name their relation (`neighbours: substitute`; outside the random

@@ -106,6 +106,14 @@ fn emulated_kernels_match_cpu_backend_for_the_private_schedule() {
         )
     };
     assert_parity(&yaml("private"));
+    // The graph form: one instance per slot, each slot's sensitivity set at
+    // its refactorizations (fb_peer_refactor), the test in fb_peer_test.
+    assert_parity(
+        &yaml("private")
+            .replace("feducb_centralized", "feducb_decentralized")
+            .replace("schedule_cap: 3", "schedule_cap: 3, graph: ring, gamma: 2")
+            .replace("m: 3", "m: 4"),
+    );
     let syncs = |schedule: &str| -> Vec<u64> {
         let job = Job::parse(Path::new("s.yaml"), &yaml(schedule)).unwrap_or_else(|e| panic!("{e}"));
         let r = run_batch(

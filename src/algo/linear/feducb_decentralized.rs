@@ -76,6 +76,8 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]
     } else {
         Vec::new()
     };
+    // A private schedule: one instance per slot, keyed by the slot's key.
+    let test = det_test(cfg, &c, reach.iter().copied(), &noise_keys);
     let release = if private {
         Release::Tree {
             sigma: c.sigma_n,
@@ -98,7 +100,7 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]
             agents: reach.iter().map(|&n| width(cfg, &c, n)).collect(),
         },
         sync: Some(SyncRule {
-            when: SyncWhen::Adaptive(det_test(cfg, &c, reach.iter().copied(), &[])),
+            when: SyncWhen::Adaptive(test),
             release,
             diag: c.shift,
             messages_per_sync: 0,

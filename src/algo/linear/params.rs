@@ -288,29 +288,19 @@ fn sync_regime(p: &mut Params<'_>) -> SyncRegime {
 
 /// A private FedUCB's schedule: `private` (the determinant test through the
 /// sparse vector technique; the default of the centralized form under
-/// `calibration: exact`) with its budget share and cap, or `paper`. A
-/// schedule that syncs every round depends on no data: nothing to choose.
-/// The graph form has no private schedule yet.
+/// `calibration: exact`, both forms) with its budget share and cap, or
+/// `paper`. A schedule that syncs every round depends on no data: nothing
+/// to choose.
 fn schedule(p: &mut Params<'_>, cfg: &mut LinearConfig) {
     if cfg.sync == SyncRegime::EveryRound {
         return;
     }
-    let central = cfg.algorithm == LinearAlgorithm::FeducbCentralized;
-    let name = if central {
-        let default = if cfg.calibration == Calibration::Exact {
-            "private"
-        } else {
-            "paper"
-        };
-        p.choice("schedule", default, &["private", "paper"], "feducb_centralized")
+    let default = if cfg.calibration == Calibration::Exact {
+        "private"
     } else {
-        p.choice(
-            "schedule",
-            "paper",
-            &["paper"],
-            "feducb_decentralized (a private schedule is implemented for the centralized form only)",
-        )
+        "paper"
     };
+    let name = p.choice("schedule", default, &["private", "paper"], "FedUCB");
     p.set("schedule", Value::Str(name.clone()));
     if name == "private" {
         let share = p.f("schedule_share", 0.1);

@@ -173,9 +173,11 @@ impl CpuLinear {
         }
         if let Some(svt) = adaptive.and_then(|a| a.svt.as_ref()) {
             let shifted = adaptive.is_some_and(|a| a.shifts.iter().all(|&c| c > 0.0));
-            if svt.keys.len() != nf * m || !shifted || batch.network.is_some() {
+            // One instance per agent (server) or per slot (graph).
+            let slots = nf * m * batch.network.as_ref().map_or(1, |n| n.gamma.max(1));
+            if svt.keys.len() != slots || !shifted {
                 return Err(bad(
-                    "a private schedule needs one key per agent, a shifted test and a server (no graph)",
+                    "a private schedule needs one key per agent (per slot on a graph) and a shifted test",
                 ));
             }
         }

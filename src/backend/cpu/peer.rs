@@ -27,7 +27,9 @@
 //! Counters: `syncs` counts requests, `messages` counts deliveries
 //! (requests and broadcasts, one per receiver other than the sender).
 
-use crate::backend::{AgentState, Backend, LinearBatch, Observation, Release, Width, Workspace, logdet_width};
+use crate::backend::{
+    AgentState, Backend, LinearBatch, Observation, Release, Svt, SvtAgent, Width, Workspace, logdet_width,
+};
 use crate::env::{AgentStreams, LinearEnv};
 use crate::graph::Reach;
 use crate::linalg;
@@ -98,6 +100,12 @@ pub struct PeerFed {
     cholesky_failures: u64,
     beta_clamps: u64,
     clipped: u64,
+    /// The private schedule (None: the test itself): one instance per slot
+    /// (an observation enters one slot's sums), its rule keyed per slot
+    /// (i x gamma + g), and each slot's sensitivity, set at every
+    /// refactorization from (S + c I)^{-1} (`sinv`, workspace).
+    svt: Option<(Svt, Vec<SvtAgent>, Vec<f64>)>,
+    sinv: Vec<f64>,
 }
 
 impl PeerFed {
@@ -187,6 +195,20 @@ impl PeerFed {
             sigma,
             widths,
             first_heard: net.first_heard,
+            svt: adaptive.and_then(|a| a.svt.as_ref()).map(|r| {
+                let rule = Svt {
+                    keys: r.keys[f * slots..(f + 1) * slots].to_vec(),
+                    ..r.clone()
+                };
+                let agents = (0..slots)
+                    .map(|sl| SvtAgent {
+                        rho: rule.rho(sl),
+                        used: 0,
+                    })
+                    .collect();
+                (rule, agents, vec![f64::INFINITY; slots])
+            }),
+            sinv: vec![0.0; dd],
         };
         for i in 0..m {
             for g in 0..gamma {
@@ -240,6 +262,20 @@ impl PeerFed {
             ) {
                 self.logdet_c[sl] = ld;
             }
+        }
+        if let Some((rule, _, sens)) = self.svt.as_mut() {
+            // The epoch's sensitivity: (S + c I)^{-1}, as the kernel builds it.
+            for e in 0..dd {
+                self.tmp[e] = self.s_mat[sl * dd + e];
+            }
+            for k in 0..d {
+                self.tmp[k * d + k] += self.c_shift[i];
+            }
+            let exact = matches!(
+                linalg::spd_inverse_with_jitter(&self.tmp, d, &mut self.sinv, &mut ws_m1, &mut ws_m2),
+                Ok((_, j)) if j == 0.0
+            );
+            sens[sl] = rule.sensitivity(&self.sinv, exact);
         }
         self.ws.m1 = ws_m1;
         self.ws.m2 = ws_m2;
@@ -398,7 +434,12 @@ impl PeerFed {
                 self.logdet_c[sl] += crate::math::ln_1p(q);
                 self.logdet_c[sl] - self.logdet_s[sl]
             };
-            if every_round || stat > threshold / (self.dt[sl] + 1) as f64 {
+            let thr = threshold / (self.dt[sl] + 1) as f64;
+            let fire = match self.svt.as_mut() {
+                Some((rule, agents, sens)) => rule.request(sl, t, stat, thr, sens[sl], &mut agents[sl]),
+                None => every_round || stat > thr,
+            };
+            if fire {
                 requests.push(i);
             }
         }

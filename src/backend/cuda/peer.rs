@@ -94,6 +94,30 @@ pub struct PeerState {
     receivers: Vec<u64>,
     nreq_host: Vec<u64>,
     nbc_host: Vec<u64>,
+    /// The private schedule, one instance per slot (device order).
+    pub svt: Option<PeerSvt>,
+}
+
+/// A private schedule on the device (the CPU's `PeerFed::svt`): the rule's
+/// constants, per slot its key, threshold noise, requests and sensitivity,
+/// and per agent a d x d workspace for (S + c I)^{-1}.
+pub struct PeerSvt {
+    /// Requests before the fallback.
+    pub cap: i32,
+    /// Laplace scale of the query noise.
+    pub qscale: f64,
+    /// L^2.
+    pub l2: f64,
+    /// Per slot: key.
+    pub keys: DevPtr,
+    /// Per slot: threshold noise.
+    pub rho: DevPtr,
+    /// Per slot: requests so far.
+    pub used: DevPtr,
+    /// Per slot: the epoch's sensitivity.
+    pub sens: DevPtr,
+    /// Per agent: (S + c I)^{-1}.
+    pub sinv: DevPtr,
 }
 
 impl PeerState {
@@ -150,6 +174,30 @@ impl PeerState {
         };
         let widths: Vec<f64> = agents.iter().flat_map(|&(o, t1, t2)| [o, t1, t2]).collect();
         let z = |l: &mut dyn Launcher, bytes: usize| l.alloc_zeroed(bytes);
+        // Device slot g x n + a holds the CPU's slot i x gamma + g of
+        // federation a / m (a = f m + i).
+        let svt = match &a.svt {
+            Some(r) if r.keys.len() == ns => {
+                let cpu = |s: usize| {
+                    let (g, a) = (s / n, s % n);
+                    (a / m) * m * gamma + (a % m) * gamma + g
+                };
+                let keys: Vec<u64> = (0..ns).map(|s| r.keys[cpu(s)]).collect();
+                let rho: Vec<f64> = (0..ns).map(|s| r.rho(cpu(s))).collect();
+                Some(PeerSvt {
+                    cap: i32::try_from(r.cap).unwrap_or(i32::MAX),
+                    qscale: r.query_scale,
+                    l2: r.l2,
+                    keys: upload_slice(l, &keys)?,
+                    rho: upload_slice(l, &rho)?,
+                    used: upload_slice(l, &vec![0i32; ns])?,
+                    sens: upload_slice(l, &vec![f64::INFINITY; ns])?,
+                    sinv: z(l, n * dd * 8)?,
+                })
+            }
+            Some(_) => return Err(unsupported("a private schedule without one key per slot")),
+            None => None,
+        };
         Ok(Some(Self {
             gamma,
             private,
@@ -189,6 +237,7 @@ impl PeerState {
             receivers,
             nreq_host: vec![0; n],
             nbc_host: vec![0; ns],
+            svt,
         }))
     }
 

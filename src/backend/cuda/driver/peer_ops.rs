@@ -58,6 +58,10 @@ impl CudaLinear<'_> {
             p(ps.logdetc),
             p(b.scratch),
             p(b.failures),
+            Arg::I32(i32::from(ps.svt.is_some())),
+            Arg::F64(ps.svt.as_ref().map_or(0.0, |s| s.l2)),
+            p(ps.svt.as_ref().map_or(DevPtr(0), |s| s.sens)),
+            p(ps.svt.as_ref().map_or(DevPtr(0), |s| s.sinv)),
         ];
         self.l.launch("fb_peer_refactor", n, &args)
     }
@@ -196,6 +200,13 @@ impl CudaLinear<'_> {
             p(ps.dirty),
             p(ps.bmask),
             p(leaves),
+            Arg::I32(i32::from(ps.svt.is_some())),
+            Arg::I32(ps.svt.as_ref().map_or(0, |s| s.cap)),
+            Arg::F64(ps.svt.as_ref().map_or(0.0, |s| s.qscale)),
+            p(ps.svt.as_ref().map_or(DevPtr(0), |s| s.keys)),
+            p(ps.svt.as_ref().map_or(DevPtr(0), |s| s.rho)),
+            p(ps.svt.as_ref().map_or(DevPtr(0), |s| s.sens)),
+            p(ps.svt.as_ref().map_or(DevPtr(0), |s| s.used)),
         ];
         let mask = ps.bmask;
         self.l.launch("fb_peer_test", n, &test)?;
