@@ -64,9 +64,15 @@ pub enum Command {
         /// stop (exit code 3); rerunning resumes bit-identically.
         #[arg(long, default_value_t = 10.0)]
         snapshot_every: f64,
-        /// No progress bar.
+        /// No progress bar (and no progress lines).
         #[arg(long, short)]
         quiet: bool,
+        /// Without a terminal (a Slurm .out file, a redirect): a progress
+        /// line every this many seconds (units, agent-steps, rate, a
+        /// cost-weighted ETA, the cell being computed); 0: only at the start
+        /// and the end.
+        #[arg(long, default_value_t = 60.0, value_parser = seconds)]
+        log_every: f64,
     },
     /// Check a job file and print its expanded grid, totals and memory
     /// estimate; writes nothing.
@@ -259,6 +265,7 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             batch,
             snapshot_every,
             quiet,
+            log_every,
         } => {
             let snapshot_every = (snapshot_every.is_finite() && snapshot_every >= 0.0)
                 .then(|| std::time::Duration::from_secs_f64(snapshot_every * 60.0));
@@ -272,6 +279,7 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
                 batch,
                 snapshot_every,
                 stop,
+                log_every: (log_every > 0.0).then(|| std::time::Duration::from_secs_f64(log_every)),
             };
             run_command(&job, backend, threads, opts)
         }
@@ -732,6 +740,14 @@ fn positive_rate(s: &str) -> Result<f64, String> {
         Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
         Ok(_) => Err("must be a positive number of agent-steps per second, e.g. 2e5".into()),
         Err(e) => Err(format!("expected a number of agent-steps per second, e.g. 2e5 ({e})")),
+    }
+}
+
+/// A number of seconds: finite and >= 0.
+fn seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=1e9).contains(&v) => Ok(v),
+        _ => Err(format!("expected seconds, a number in [0, 1e9] (0: none), got '{s}'")),
     }
 }
 

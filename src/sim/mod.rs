@@ -7,6 +7,7 @@ pub mod cost;
 pub mod memory;
 pub mod merge;
 pub mod parity;
+pub mod progress;
 pub mod runner;
 pub mod summary;
 

@@ -8,6 +8,7 @@
 //! gone. One version of a job writes a directory at a time
 //! ([`claim_directory`]).
 
+use super::progress::Progress;
 pub use super::summary::CellSummary;
 use super::summary::{federated_regret_ratios, summarize};
 use super::{CellBatch, RepOutcome, RepResult, Snapshots, run_rep_resumable};
@@ -18,9 +19,7 @@ use crate::output::{self, OutputError, lock};
 use arrow_array::RecordBatch;
 use arrow_array::cast::AsArray;
 use arrow_array::types::UInt32Type;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -145,6 +144,9 @@ pub struct RunOptions {
     /// Set to stop: running repetitions snapshot and the run returns
     /// [`RunError::Stopped`].
     pub stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Without a terminal: a progress line this often (None: only at the
+    /// start and the end; [`super::progress`]).
+    pub log_every: Option<std::time::Duration>,
 }
 
 /// A pool of `threads` worker threads (0: one per core), or why it cannot
@@ -420,17 +422,15 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
         }
     }
     let total_steps: u64 = pending.iter().map(|&(c, _)| job.cells[c].agent_steps_per_rep()).sum();
-    let work = Work {
+    let mut work = Work {
         job,
         dir,
         checkpoints: job.checkpoint_rounds(),
-        bar: progress_bar(total_steps, opts.quiet),
-        units: pending.len(),
+        progress: Progress::new(job, &pending, opts.quiet, opts.log_every),
     };
-    work.bar.set_message(format!("0/{} units", pending.len()));
     let cpu_units = work.run_placed(sel, opts, &pending)?;
     work.run_cpu(&cpu_units, opts)?;
-    work.bar.finish_and_clear();
+    work.progress.finish();
     let (part, summaries) = work.write_part(&mine, verified, opts.shard)?;
     let warnings = foreign_parts(&work.dir, opts.shard);
     Ok(RunReport {
@@ -445,14 +445,13 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
     })
 }
 
-/// A run's work on one job directory: where units go, the checkpoints,
-/// the progress bar and the number of units to run.
+/// A run's work on one job directory: where units go, the checkpoints and
+/// the progress.
 struct Work<'a> {
     job: &'a Job,
     dir: PathBuf,
     checkpoints: Vec<u64>,
-    bar: ProgressBar,
-    units: usize,
+    progress: Progress,
 }
 
 impl Work<'_> {
@@ -517,7 +516,8 @@ impl Work<'_> {
             let cell = &job.cells[c];
             match (placement, sel.cuda_backend(), batch) {
                 (Placement::Cuda(_), Some(dev), Some(batch)) => {
-                    let progress = |n| self.bar.inc(n);
+                    self.progress.started(&self.job.short_label(cell), cell);
+                    let progress = |n| self.progress.steps(cell, n);
                     let results = super::run_built_batch(cell, &reps, batch, &self.checkpoints, dev, &progress)
                         .map_err(|e| RunError::Backend {
                             backend: dev.name(),
@@ -526,6 +526,7 @@ impl Work<'_> {
                         })?;
                     for r in &results {
                         self.write_unit(cell, r, dev.name())?;
+                        self.progress.unit_done();
                     }
                 }
                 _ => cpu_units.extend(reps.iter().map(|&r| (c, r))),
@@ -539,7 +540,6 @@ impl Work<'_> {
     /// stop request (the running units snapshot).
     fn run_cpu(&self, cpu_units: &[Unit], opts: &RunOptions) -> Result<(), RunError> {
         let pool = thread_pool(opts.threads.unwrap_or(0))?;
-        let done = std::sync::atomic::AtomicUsize::new(0);
         let stopped = std::sync::atomic::AtomicUsize::new(0);
         let first_error: Mutex<Option<RunError>> = Mutex::new(None);
         let fail = |e: RunError| {
@@ -556,10 +556,7 @@ impl Work<'_> {
                         return; // not started: nothing to snapshot
                     }
                     match self.run_unit(&self.job.cells[c], rep, opts) {
-                        Ok(true) => {
-                            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                            self.bar.set_message(format!("{n}/{} units", self.units));
-                        }
+                        Ok(true) => self.progress.unit_done(),
                         Ok(false) => {
                             stopped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             return;
@@ -589,7 +586,8 @@ impl Work<'_> {
             every,
             stop: &opts.stop,
         });
-        let progress = |n: u64| self.bar.inc(n);
+        self.progress.started(&self.job.short_label(cell), cell);
+        let progress = |n: u64| self.progress.steps(cell, n);
         let r = match run_rep_resumable(cell, self.job.seed, rep, &self.checkpoints, &progress, snap.as_ref())? {
             RepOutcome::Done(r) => r,
             RepOutcome::Stopped => return Ok(false),
@@ -649,20 +647,6 @@ impl Work<'_> {
         output::write_parquet_atomic(&part, &batches, kv)?;
         Ok((part, summaries))
     }
-}
-
-fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
-    if quiet || !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    if let Ok(style) = ProgressStyle::with_template(
-        // About 40 columns besides the bar, so that it fits 80.
-        "[{elapsed_precise}] {wide_bar} {percent:>3}% {msg} ETA {eta}",
-    ) {
-        bar.set_style(style);
-    }
-    bar
 }
 
 /// Part files in `dir` from a different shard layout (they would duplicate
