@@ -151,7 +151,11 @@ impl Kind {
                 if words.contains(&s.as_str()) {
                     Ok(v.clone())
                 } else {
-                    Err(format!("unknown value '{s}'; allowed: {}", words.join(", ")))
+                    Err(format!(
+                        "unknown value '{s}'{}; allowed: {}",
+                        did_you_mean(s, words),
+                        words.join(", ")
+                    ))
                 }
             }
             (Kind::Choice(words), other) => Err(format!(
@@ -746,4 +750,36 @@ pub const PARAMS: &[ParamDef] = &[
 /// Looks a parameter up by name.
 pub fn param(name: &str) -> Option<&'static ParamDef> {
     PARAMS.iter().find(|p| p.name == name)
+}
+
+/// " (did you mean 'x'?)" for the candidate closest to `word` when it is
+/// close (an edit distance of at most 2, and less than half the word),
+/// else "".
+pub fn did_you_mean(word: &str, candidates: &[&str]) -> String {
+    let best = candidates
+        .iter()
+        .map(|c| (edit_distance(word, c), *c))
+        .min_by_key(|&(dist, c)| (dist, c.len()));
+    match best {
+        Some((dist, c)) if dist > 0 && dist <= 2 && 2 * dist < word.chars().count().max(2) => {
+            format!(" (did you mean '{c}'?)")
+        }
+        _ => String::new(),
+    }
+}
+
+/// Levenshtein distance (insertions, deletions, substitutions), by chars.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }

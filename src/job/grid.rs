@@ -129,15 +129,7 @@ impl Parser<'_> {
             return None;
         }
         let vals: Vec<f64> = match which {
-            "linspace" => (0..n)
-                .map(|i| {
-                    if n == 1 {
-                        a
-                    } else {
-                        a + (b - a) * i as f64 / (n - 1) as f64
-                    }
-                })
-                .collect(),
+            "linspace" => linspace(a, b, n),
             "logspace" => {
                 if a <= 0.0 || b <= 0.0 {
                     self.problem(
@@ -146,15 +138,7 @@ impl Parser<'_> {
                     );
                     return None;
                 }
-                (0..n)
-                    .map(|i| {
-                        if n == 1 {
-                            a
-                        } else {
-                            (a.ln() + (b.ln() - a.ln()) * i as f64 / (n - 1) as f64).exp()
-                        }
-                    })
-                    .collect()
+                geomspace(a, b, n)
             }
             _ => {
                 self.problem(path, "expected linspace or logspace");
@@ -295,5 +279,100 @@ impl Parser<'_> {
             }
         }
         Some(total)
+    }
+}
+
+/// `numpy.linspace(a, b, n)` to the bit: i x step + a with step = (b - a)
+/// / (n - 1), the last value exactly b.
+pub(crate) fn linspace(a: f64, b: f64, n: u64) -> Vec<f64> {
+    if n == 1 {
+        return vec![a];
+    }
+    let step = (b - a) / (n - 1) as f64;
+    let mut v: Vec<f64> = (0..n).map(|i| i as f64 * step + a).collect();
+    if let Some(last) = v.last_mut() {
+        *last = b;
+    }
+    v
+}
+
+/// `numpy.geomspace(a, b, n)` for a, b > 0: 10^x over `linspace(log10 a,
+/// log10 b, n)`, the end values exactly a and b (interior values to the
+/// bit where the platform's pow and log10 are numpy's, glibc's here).
+pub(crate) fn geomspace(a: f64, b: f64, n: u64) -> Vec<f64> {
+    let mut v: Vec<f64> = linspace(a.log10(), b.log10(), n)
+        .into_iter()
+        .map(|x| 10f64.powf(x))
+        .collect();
+    if let Some(first) = v.first_mut() {
+        *first = a;
+    }
+    if let Some(last) = v.last_mut()
+        && n > 1
+    {
+        *last = b;
+    }
+    v
+}
+
+#[cfg(test)]
+mod spacing_tests {
+    use super::{geomspace, linspace};
+
+    /// The values numpy 2 gives (`float(x).hex()` of np.geomspace and
+    /// np.linspace), bit for bit.
+    #[test]
+    fn spacings_are_numpys() {
+        let bits = |v: Vec<f64>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let hex = |s: &[&str]| -> Vec<u64> {
+            s.iter()
+                .map(|h| {
+                    let (m, e) = h.trim_start_matches("0x1.").split_once('p').unwrap_or(("0", "0"));
+                    let mant = u64::from_str_radix(m, 16).unwrap_or(0);
+                    let exp: i64 = e.parse().unwrap_or(0);
+                    (((exp + 1023) as u64) << 52) | mant
+                })
+                .collect()
+        };
+        assert_eq!(geomspace(0.25, 16.0, 4), vec![0.25, 1.0, 4.0, 16.0]);
+        assert_eq!(
+            bits(geomspace(0.1, 10.0, 5)),
+            hex(&[
+                "0x1.999999999999ap-4",
+                "0x1.43d136248490fp-2",
+                "0x1.0000000000000p+0",
+                "0x1.94c583ada5b53p+1",
+                "0x1.4000000000000p+3"
+            ])
+        );
+        assert_eq!(
+            bits(geomspace(1e-4, 1e-3, 7)),
+            hex(&[
+                "0x1.a36e2eb1c432dp-14",
+                "0x1.33d1df865f7ccp-13",
+                "0x1.c3d154e984554p-13",
+                "0x1.4b96be9c2da2cp-12",
+                "0x1.e6b4b396428e5p-12",
+                "0x1.6531793eb9f41p-11",
+                "0x1.0624dd2f1a9fcp-10"
+            ])
+        );
+        assert_eq!(linspace(0.1, 1.0, 4), vec![0.1, 0.4, 0.7, 1.0]);
+        assert_eq!(
+            bits(linspace(1.0, 2.0, 7)),
+            hex(&[
+                "0x1.0000000000000p+0",
+                "0x1.2aaaaaaaaaaabp+0",
+                "0x1.5555555555555p+0",
+                "0x1.8000000000000p+0",
+                "0x1.aaaaaaaaaaaaap+0",
+                "0x1.d555555555555p+0",
+                "0x1.0000000000000p+1"
+            ])
+        );
+        assert_eq!(
+            bits(linspace(0.01, 0.1, 3)),
+            hex(&["0x1.47ae147ae147bp-7", "0x1.c28f5c28f5c2ap-5", "0x1.999999999999ap-4"])
+        );
     }
 }

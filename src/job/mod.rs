@@ -103,7 +103,9 @@ use thiserror::Error;
 /// through the sparse vector technique, covered by `acct_epsilon`; new
 /// parameters `schedule`, `schedule_share`, `schedule_cap`). Fed_UCB's and P-FCB's private
 /// cells name their relation (`neighbours: substitute`; outside the random
-/// scope too).
+/// scope too). `linspace` and `logspace` give numpy's values to the bit
+/// (`logspace: [0.25, 16, 4]` ends at 16 exactly, not 15.999999999999991):
+/// a grid built with them may hold other last bits, hence other cells.
 pub const SEMANTICS_VERSION: u32 = 12;
 
 /// One problem in a job file.

@@ -94,6 +94,10 @@ impl Parser<'_> {
         let axes = self.grid(top.get("grid"));
         if let (Some(fixed), Some(axes)) = (&fixed, &axes) {
             self.check_graph_settings(fixed, axes);
+            if let (Some(a), Some(e)) = (&algorithms, &environments) {
+                self.check_used(a, e, fixed.keys().map(|k| ("params", k.as_str())));
+                self.check_used(a, e, axes.iter().map(|(k, _)| ("grid", k.as_str())));
+            }
         }
         let (name, seed, repetitions, horizon, checkpoints, output, algorithms, environments, fixed, axes) = (
             name?,
@@ -174,7 +178,14 @@ impl Parser<'_> {
                 continue;
             };
             if !TOP_KEYS.contains(&k.as_str()) {
-                self.problem(&[&k], format!("unknown key; allowed: {}", TOP_KEYS.join(", ")));
+                self.problem(
+                    &[&k],
+                    format!(
+                        "unknown key{}; allowed: {}",
+                        crate::algo::params::did_you_mean(&k, TOP_KEYS),
+                        TOP_KEYS.join(", ")
+                    ),
+                );
                 continue;
             }
             top.insert(k, v);
@@ -436,7 +447,14 @@ impl Parser<'_> {
                     }
                 }
                 Some(s) => {
-                    self.problem(&[key], format!("unknown {key} '{s}'; allowed: {}", names.join(", ")));
+                    self.problem(
+                        &[key],
+                        format!(
+                            "unknown {key} '{s}'{}; allowed: {}",
+                            crate::algo::params::did_you_mean(s, &names),
+                            names.join(", ")
+                        ),
+                    );
                     ok = false;
                 }
                 None => {
@@ -472,12 +490,33 @@ impl Parser<'_> {
         }
     }
 
+    /// A parameter no algorithm or environment of the job uses would be
+    /// dropped silently (`params: {sync: log}` in a job of
+    /// `private_fedlinucb` only): a problem naming what uses it.
+    fn check_used<'k>(&mut self, algos: &[String], envs: &[String], keys: impl Iterator<Item = (&'k str, &'k str)>) {
+        for (section, k) in keys {
+            let Some(def) = param(k) else { continue };
+            let used = def.used_by.iter().any(|u| algos.iter().chain(envs).any(|n| n == u));
+            if !used {
+                self.problem(
+                    &[section, k],
+                    format!(
+                        "no algorithm or environment of this job uses it; it applies to: {} (remove it, or add one \
+                         of those)",
+                        def.used_by.join(", ")
+                    ),
+                );
+            }
+        }
+    }
+
     pub(super) fn unknown_param(&mut self, path: &[&str]) {
         let names: Vec<&str> = PARAMS.iter().map(|p| p.name).collect();
+        let hint = crate::algo::params::did_you_mean(path.last().copied().unwrap_or_default(), &names);
         self.problem(
             path,
             format!(
-                "unknown parameter; allowed: {} (see `fedbandits list`)",
+                "unknown parameter{hint}; allowed: {} (see `fedbandits list`)",
                 names.join(", ")
             ),
         );

@@ -119,6 +119,25 @@ fn invalid_jobs_exit_2_with_file_line_key() {
             .replace("checkpoints: {every: 50}\n", ""),
         &["B = 25 (the default: set batch_size) exceeds the horizon T = 1"],
     );
+    // Issue 40's small traps: a parameter no algorithm of the job uses was
+    // dropped silently; near misses get a suggestion.
+    assert_invalid(
+        &GOOD.replace("  delta: 0.1", "  delta: 0.1\n  arms: 3"),
+        &[
+            "params.arms",
+            "no algorithm or environment of this job uses it",
+            "mab_heterogeneous",
+        ],
+    );
+    assert_invalid(
+        &GOOD
+            .replace("seed: 11", "sed: 11")
+            .replace("  delta: 0.1", "  deltta: 0.1"),
+        &[
+            "unknown key (did you mean 'seed'?)",
+            "params.deltta: unknown parameter (did you mean 'delta'?)",
+        ],
+    );
     // Several problems at once: each reported.
     assert_invalid(
         &GOOD

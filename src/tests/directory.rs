@@ -472,12 +472,25 @@ fn merge_from_inside_and_of_two_versions_says_what_is_there() {
 fn a_run_without_a_terminal_logs_its_progress() {
     let dir = tempdir("log-every");
     let j = job(&dir, "j.yaml", "logged", 3, 40);
-    let o = run(&["run", j.to_str().unwrap(), "--out", dir.join("o").to_str().unwrap(), "--log-every", "0"]);
+    let o = run(&[
+        "run",
+        j.to_str().unwrap(),
+        "--out",
+        dir.join("o").to_str().unwrap(),
+        "--log-every",
+        "0",
+    ]);
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("] start: 4 unit(s), 4.80e2 agent-steps to run"), "{err}");
     assert!(err.contains("] done: 4/4 units, 4.80e2/4.80e2 agent-steps"), "{err}");
-    let q = run(&["run", j.to_str().unwrap(), "--out", dir.join("q").to_str().unwrap(), "--quiet"]);
+    let q = run(&[
+        "run",
+        j.to_str().unwrap(),
+        "--out",
+        dir.join("q").to_str().unwrap(),
+        "--quiet",
+    ]);
     assert!(q.status.success() && !stderr(&q).contains("start:"), "{}", stderr(&q));
     let bad = run(&["run", j.to_str().unwrap(), "--log-every", "-1"]);
     assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));

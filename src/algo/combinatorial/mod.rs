@@ -227,7 +227,7 @@ pub const PARITY: &[(&str, &str)] = &[(
 /// ([`crate::algo::family::FAMILIES`]).
 pub const FAMILY: crate::algo::family::Family = crate::algo::family::Family {
     name: "combinatorial",
-    doc: "federated combinatorial bandits with quality constraints: n agents procure from m producers (ALGORITHMS.md 3)",
+    doc: "federated combinatorial bandits with quality constraints: n agents procure from m producers (README, \"Algorithms (combinatorial procurement family)\")",
     algorithms: ALGORITHMS,
     environments: ENVIRONMENTS,
     resolve: params::resolve,

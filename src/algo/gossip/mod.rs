@@ -236,7 +236,7 @@ pub const PARITY: &[(&str, &str)] = &[(
 /// ([`crate::algo::family::FAMILIES`]).
 pub const FAMILY: crate::algo::family::Family = crate::algo::family::Family {
     name: "gossip",
-    doc: "decentralized multi-armed bandits: N agents on a graph, M arms, locally biased means (ALGORITHMS.md 2)",
+    doc: "decentralized multi-armed bandits: N agents on a graph, M arms, locally biased means (README, \"Algorithms (decentralized multi-armed family)\")",
     algorithms: ALGORITHMS,
     environments: ENVIRONMENTS,
     resolve: params::resolve,

@@ -289,7 +289,7 @@ pub fn curve_point(p: crate::backend::BatchPoint, m: usize) -> crate::algo::curv
 /// ([`crate::algo::family::FAMILIES`]).
 pub const FAMILY: crate::algo::family::Family = crate::algo::family::Family {
     name: "linear",
-    doc: "linear contextual bandits: M agents, d-dimensional actions (ALGORITHMS.md 1)",
+    doc: "linear contextual bandits: M agents, d-dimensional actions (README, \"Algorithms (linear contextual family)\")",
     algorithms: ALGORITHMS,
     environments: ENVIRONMENTS,
     resolve: params::resolve,

@@ -1,0 +1,261 @@
+//! The text renderers of `list`, `validate` and `plan`: the expanded grid,
+//! totals, memory and time estimates, and each private cell's figures.
+
+use crate::algo::family::FAMILIES;
+use crate::algo::params::PARAMS;
+use crate::job::Job;
+
+/// The text of `fedbandits list`: every family's algorithms, environments,
+/// parameters and columns, then every parameter.
+pub(super) fn list_text() -> String {
+    let mut out = String::new();
+    for f in FAMILIES {
+        out += &format!("family {}: {}\n  algorithms:\n", f.name, f.doc);
+        for (n, d) in f.algorithms {
+            out += &format!("    {n:<20} {d}\n");
+        }
+        out += "  environments:\n";
+        for (n, d) in f.environments {
+            out += &format!("    {n:<20} {d}\n");
+        }
+        out += &format!("  parameters (output columns): {}\n", f.parameters().join(", "));
+        out += &format!("  output columns of this family only: {}\n", f.columns.join(", "));
+        if !f.paper_claims.is_empty() {
+            out += "  paper_claimed_epsilon (what the paper's own argument claims for the noise used; a claim, not a \
+                    bound):\n";
+            for (algo, what) in f.paper_claims {
+                out += &format!("    {algo:<20} {what}\n");
+            }
+        }
+    }
+    out += "a job may list algorithms and environments of several families: each algorithm runs on the listed environments of its own family\n";
+    out += "parameters (in params: or grid:):\n";
+    for p in PARAMS {
+        out += &format!(
+            "  {:<17} {}; default {}; {}\n",
+            p.name,
+            p.kind.describe(),
+            p.default,
+            p.doc
+        );
+        out += &format!("  {:<17} used by: {}\n", "", p.used_by.join(", "));
+    }
+    out
+}
+
+fn hms(secs: f64) -> String {
+    let s = secs.ceil().max(0.0) as u64;
+    format!("{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
+}
+
+/// The text of `fedbandits validate`: the expanded grid, totals, memory
+/// estimate for `threads` worker threads, results directory and the
+/// accountant's warnings.
+pub fn validate_text(job: &Job, threads: usize) -> String {
+    let mut out = job.to_string();
+    let per_fed = crate::sim::max_memory_per_federation(job);
+    let rows = job.cells.len() as u64 * u64::from(job.repetitions) * job.checkpoint_rounds().len() as u64;
+    out += &format!(
+        "totals: {} cells, {} repetitions each, {} federations, {} agent-steps ({:.3e})\n",
+        job.cells.len(),
+        job.repetitions,
+        job.cells.len() as u64 * u64::from(job.repetitions),
+        job.total_agent_steps(),
+        job.total_agent_steps() as f64
+    );
+    out += &format!(
+        "memory: up to {} per federation, about {} with {threads} threads; output about {rows} rows\n",
+        human_bytes(per_fed),
+        human_bytes(crate::sim::memory::estimate(job, threads))
+    );
+    if let Some(why) = crate::sim::memory::too_big(job, threads) {
+        out += &format!("warning: run would refuse: {why}\n");
+    }
+    out += &format!("results: {}\n", job.results_dir().display());
+    out += &privacy_table(job);
+    for w in privacy_warnings(job).into_iter().chain(job.model_warning_lines()) {
+        out += &format!("warning: {w}\n");
+    }
+    out
+}
+
+/// Each private cell's figures before anything runs (the accountant
+/// depends only on the configuration): target, `acct_epsilon` (null*, with
+/// the reason below), mu, releases per observation, noise multiplier, the
+/// zCDP conversion, basic composition and the paper's claim; at most 40
+/// lines; then each neighbouring relation and each reason for a null
+/// figure once, with the cells it concerns.
+fn privacy_table(job: &Job) -> String {
+    let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.4}"));
+    let mut relations: Vec<(String, Vec<usize>)> = Vec::new();
+    let mut nulls: Vec<(String, Vec<usize>)> = Vec::new();
+    let note = |list: &mut Vec<(String, Vec<usize>)>, text: &str, cell: usize| match list
+        .iter_mut()
+        .find(|(t, _)| t == text)
+    {
+        Some((_, cells)) => cells.push(cell),
+        None => list.push((text.to_string(), vec![cell])),
+    };
+    let mut rows = Vec::new();
+    for c in &job.cells {
+        let Some(a) = c.config.accounting() else { continue };
+        let (te, td) = c.config.target();
+        note(&mut relations, &a.relation, c.index);
+        if let Some(why) = &a.epsilon_null {
+            note(&mut nulls, why, c.index);
+        }
+        // A run without a figure shows its sums' figure where it has one.
+        let eps = match (a.epsilon_null.is_some(), a.epsilon_sums) {
+            (false, _) => fmt(a.epsilon),
+            (true, Some(s)) => format!("null* ({s:.4})"),
+            (true, None) => "null*".to_string(),
+        };
+        rows.push(format!(
+            "  {:>4} {:>8} {:>7} {:>15} {:>8} {:>8} {:>10} {:>10} {:>8} {:>8}  {}\n",
+            format!("[{}]", c.index),
+            fmt(te),
+            td.map_or("-".to_string(), |d| format!("{d:.0e}")),
+            eps,
+            fmt(a.mu),
+            a.releases_per_observation,
+            fmt(a.noise_multiplier),
+            fmt(a.epsilon_zcdp),
+            fmt(a.basic.map(|b| b.0)),
+            fmt(a.paper_claimed),
+            job.short_label(c)
+        ));
+    }
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "privacy per cell (acct_epsilon: exact for everything released, the figure to report; mu: its \
+         Gaussian-DP parameter; null* (x): no figure for the run, x for its noisy sums alone; the others looser \
+         or claims):\n  {:>4} {:>8} {:>7} {:>15} {:>8} {:>8} {:>10} \
+         {:>10} {:>8} {:>8}  cell\n",
+        "#", "target", "delta", "acct_epsilon", "mu", "releases", "noise_mult", "zcdp", "basic", "claimed"
+    );
+    for r in rows.iter().take(40) {
+        out += r;
+    }
+    if rows.len() > 40 {
+        out += &format!("  ... ({} more private cells)\n", rows.len() - 40);
+    }
+    let cells = |v: &[usize]| v.iter().map(|c| format!("[{c}]")).collect::<Vec<_>>().join(" ");
+    for (text, v) in &relations {
+        out += &format!("  neighbours of {}: {text}\n", cells(v));
+    }
+    for (why, v) in &nulls {
+        out += &format!("  * null acct_epsilon, cells {}: {why}\n", cells(v));
+    }
+    out
+}
+
+/// The text of `fedbandits plan`. Times come from the engine's time model
+/// ([`crate::sim::cost`]): each cell's agent-steps weighted by its relative
+/// cost, at `rate` agent-steps/s per thread for each family's reference
+/// workload (default: the family's measured rate).
+pub fn plan_text(job: &Job, tasks: usize, threads: usize, rate: Option<f64>, all: bool) -> String {
+    use crate::sim::cost;
+    let reps = job.repetitions as usize;
+    let owner = crate::job::shard::assign_units(&job.cells, job.repetitions, tasks);
+    // Per shard: (units, agent-steps, thread-seconds, longest unit's).
+    let mut loads = vec![(0usize, 0u64, 0.0f64, 0.0f64); tasks.max(1)];
+    for (u, &s) in owner.iter().enumerate() {
+        let cell = &job.cells[u / reps];
+        let steps = cell.agent_steps_per_rep();
+        let secs = cost::thread_seconds(&cell.config, steps, rate);
+        loads[s].0 += 1;
+        loads[s].1 += steps;
+        loads[s].2 += secs;
+        loads[s].3 = loads[s].3.max(secs);
+    }
+    let units = job.cells.len() * reps;
+    let total = job.total_agent_steps();
+    let mut sorted: Vec<u64> = loads.iter().map(|l| l.1).collect();
+    sorted.sort_unstable();
+    let max = sorted.last().copied().unwrap_or(0);
+    let mean = total as f64 / tasks as f64;
+    let per_fed = crate::sim::max_memory_per_federation(job);
+    // Wall time of a task: its thread-seconds over its threads, but no less
+    // than its longest unit (a repetition runs on one thread).
+    let wall = |l: &(usize, u64, f64, f64)| (l.2 / threads as f64).max(l.3);
+    let longest = loads.iter().map(wall).fold(0.0, f64::max);
+    let total_secs: f64 = loads.iter().map(|l| l.2).sum();
+    let limit = (longest * 1.5).max(600.0);
+    let mut out = format!(
+        "job {}: {} cells x {} repetitions = {units} units, {total} agent-steps ({:.3e})\n",
+        job.name,
+        job.cells.len(),
+        job.repetitions,
+        total as f64
+    );
+    out += &format!(
+        "tasks {tasks}: agent-steps per task min {:.3e} median {:.3e} max {:.3e} (max / mean {:.3}); {} tasks get no work\n",
+        sorted[0] as f64,
+        sorted[sorted.len() / 2] as f64,
+        max as f64,
+        if mean > 0.0 { max as f64 / mean } else { 0.0 },
+        loads.iter().filter(|l| l.0 == 0).count()
+    );
+    out += &format!(
+        "memory per task: about {} ({threads} threads x {} per federation)\n",
+        human_bytes(per_fed.saturating_mul(threads as u64).saturating_add(64 << 20)),
+        human_bytes(per_fed)
+    );
+    let rates = match rate {
+        Some(r) => format!("{r:.2e} agent-steps/s per thread at each family's reference workload"),
+        None => "the CPU time model (linear d = 10, K = 100: 2e5 agent-steps/s per thread)".to_string(),
+    };
+    out += &format!(
+        "time per task at {rates}: longest {} (total {:.1} core-hours, CPU; no GPU rate measured)\n",
+        hms(longest),
+        total_secs / 3600.0
+    );
+    out += &format!("results: {}\n", job.results_dir().display());
+    out += &format!(
+        "suggested: FEDBANDITS_TASKS={tasks} slurm/submit.sh {}   (sbatch --array=0-{} --cpus-per-task={threads} --time={})\n",
+        job.path.display(),
+        tasks - 1,
+        hms(limit)
+    );
+    out += "shard  units      agent-steps  est. time\n";
+    for (i, l) in loads.iter().enumerate() {
+        let (u, steps) = (l.0, l.1);
+        if all || i < 10 || i + 5 >= loads.len() {
+            out += &format!("{i:>5}  {u:>5}  {steps:>15}  {}\n", hms(wall(l)));
+        } else if i == 10 {
+            out += "  ...  (--all prints every shard)\n";
+        }
+    }
+    out
+}
+
+fn human_bytes(b: u64) -> String {
+    crate::sim::memory::human(b)
+}
+
+/// The accountant's warnings over a job's cells, each once, with how many
+/// cells it concerns and the first of them.
+pub(super) fn privacy_warnings(job: &Job) -> Vec<String> {
+    let mut seen: Vec<(String, usize, String)> = Vec::new();
+    for cell in &job.cells {
+        let Some(a) = cell.config.accounting() else { continue };
+        for w in a.warnings {
+            match seen.iter_mut().find(|(s, _, _)| *s == w) {
+                Some((_, n, _)) => *n += 1,
+                None => seen.push((w, 1, job.short_label(cell))),
+            }
+        }
+    }
+    seen.into_iter()
+        .map(|(w, n, first)| {
+            let cells = if n == 1 {
+                "cell".to_string()
+            } else {
+                format!("{n} cells, e.g.")
+            };
+            format!("privacy ({cells} {first}): {w}")
+        })
+        .collect()
+}
