@@ -119,6 +119,12 @@ pub enum Command {
     Merge {
         /// The job's results directory (e.g. results/<job>).
         dir: PathBuf,
+        /// When the parts are complete (every repetition once, checksums
+        /// verified), remove the job's unit files from .units/ (a later run
+        /// that needs them, e.g. of a job grown from this one, writes them
+        /// back from the parts). Refused, removing nothing, otherwise.
+        #[arg(long)]
+        compact: bool,
     },
     /// Audit the privacy of a job's private cells empirically: run each
     /// mechanism on neighbouring inputs many times, test, and bound the
@@ -302,10 +308,14 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
         } => {
             let mut job = Job::load(&job)?;
             job.output = out.unwrap_or(job.output);
-            emit(&plan_text(&job, tasks.max(1), threads.max(1), rate, all));
+            let rates = rate.map_or_else(
+                || crate::sim::cost::Rates::here(threads.max(1)),
+                crate::sim::cost::Rates::uniform,
+            );
+            emit(&plan_text(&job, tasks.max(1), threads.max(1), &rates, all));
             Ok(())
         }
-        Command::Merge { dir } => merge_command(&dir),
+        Command::Merge { dir, compact } => merge_command(&dir, compact),
         Command::Audit {
             job,
             out,
@@ -431,8 +441,8 @@ fn run_command(
 
 /// `fedbandits merge`: merges a job directory's parts and says what is
 /// missing or duplicated and how to complete it.
-fn merge_command(dir: &std::path::Path) -> Result<(), CliError> {
-    let r = crate::sim::merge::merge(dir)?;
+fn merge_command(dir: &std::path::Path, compact: bool) -> Result<(), CliError> {
+    let r = crate::sim::merge::merge(dir, compact)?;
     let mut out = format!(
         "merge {}: {} part file(s), {}/{} repetition units present, {} missing, {} duplicated; manifest {}\n",
         dir.display(),
@@ -458,6 +468,17 @@ fn merge_command(dir: &std::path::Path) -> Result<(), CliError> {
     }
     if let Some(cmd) = &r.rerun {
         out += &format!("to complete (only the missing repetitions are recomputed):\n  {cmd}\n");
+    }
+    match r.compacted {
+        Some((n, bytes)) => {
+            out += &format!(
+                "compacted: removed {n} unit file(s) ({}) from {}; the parts hold every row\n",
+                crate::sim::memory::human(bytes),
+                dir.join(".units").display()
+            )
+        }
+        None if compact => out += "--compact: nothing removed (the parts are not complete)\n",
+        None => {}
     }
     emit(&out);
     if r.missing.is_empty() && r.duplicates.is_empty() {

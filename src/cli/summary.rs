@@ -14,9 +14,24 @@ pub fn print_report(r: &RunReport) {
     for w in &r.warnings {
         eprintln!("warning: {w}");
     }
+    if r.claimed.superseded > 0 {
+        eprintln!(
+            "fedbandits: this job extends the one {} was computed for: its {} part file(s) are superseded (removed; \
+             their rows are kept as units and go into this job's parts)",
+            r.dir.display(),
+            r.claimed.superseded
+        );
+    }
+    if r.claimed.restored > 0 {
+        eprintln!(
+            "fedbandits: {} repetition(s) written back to .units from the part files (the units had been compacted)",
+            r.claimed.restored
+        );
+    }
     if r.units_skipped > 0 {
         eprintln!(
-            "fedbandits: {} repetition(s) already complete in {} (skipped; delete their .units files to recompute)",
+            "fedbandits: reused {} finished repetition(s) in {} (not recomputed; delete their .units files to \
+             recompute)",
             r.units_skipped,
             r.dir.display()
         );

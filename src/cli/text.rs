@@ -155,7 +155,7 @@ fn privacy_table(job: &Job) -> String {
 /// ([`crate::sim::cost`]): each cell's agent-steps weighted by its relative
 /// cost, at `rate` agent-steps/s per thread for each family's reference
 /// workload (default: the family's measured rate).
-pub fn plan_text(job: &Job, tasks: usize, threads: usize, rate: Option<f64>, all: bool) -> String {
+pub fn plan_text(job: &Job, tasks: usize, threads: usize, rates: &crate::sim::cost::Rates, all: bool) -> String {
     use crate::sim::cost;
     let reps = job.repetitions as usize;
     let owner = crate::job::shard::assign_units(&job.cells, job.repetitions, tasks);
@@ -164,7 +164,7 @@ pub fn plan_text(job: &Job, tasks: usize, threads: usize, rate: Option<f64>, all
     for (u, &s) in owner.iter().enumerate() {
         let cell = &job.cells[u / reps];
         let steps = cell.agent_steps_per_rep();
-        let secs = cost::thread_seconds(&cell.config, steps, rate);
+        let secs = cost::thread_seconds(&cell.config, steps, rates.rate(&cell.algorithm));
         loads[s].0 += 1;
         loads[s].1 += steps;
         loads[s].2 += secs;
@@ -203,14 +203,11 @@ pub fn plan_text(job: &Job, tasks: usize, threads: usize, rate: Option<f64>, all
         human_bytes(per_fed.saturating_mul(threads as u64).saturating_add(64 << 20)),
         human_bytes(per_fed)
     );
-    let rates = match rate {
-        Some(r) => format!("{r:.2e} agent-steps/s per thread at each family's reference workload"),
-        None => "the CPU time model (linear d = 10, K = 100: 2e5 agent-steps/s per thread)".to_string(),
-    };
     out += &format!(
-        "time per task at {rates}: longest {} (total {:.1} core-hours, CPU; no GPU rate measured)\n",
+        "time per task: longest {} (total {:.1} core-hours, CPU) at {}\n",
         hms(longest),
-        total_secs / 3600.0
+        total_secs / 3600.0,
+        rates.source
     );
     out += &format!("results: {}\n", job.results_dir().display());
     out += &format!(

@@ -66,6 +66,7 @@ pub struct CellIds {
     pub canonical: String,
     id: String,
     key: String,
+    legacy_key: String,
     env_scope: u64,
     cell_scope: u64,
 }
@@ -73,8 +74,11 @@ pub struct CellIds {
 impl CellIds {
     /// The identifiers of a cell of a job with this seed, repetitions and
     /// checkpoints: its id (the canonical text's hash), its resume key (the
-    /// id's text with the seed, repetitions, checkpoints and engine
-    /// semantics), the environment's and the cell's random scopes.
+    /// id's text with the seed, checkpoints and engine semantics: not the
+    /// repetitions, which a unit does not depend on, so a job that grows
+    /// reuses its units), the key units were named by before unit format 2
+    /// (with the repetitions), the environment's and the cell's random
+    /// scopes.
     pub fn new(
         algo: &str,
         env: &str,
@@ -85,13 +89,15 @@ impl CellIds {
         checkpoints: &CheckpointSpec,
     ) -> Self {
         let canon = canonical(algo, env, params, horizon);
-        let key_text = format!(
+        let key_text = format!("{canon}|seed={seed}|ck={}|v{SEMANTICS_VERSION}", checkpoints.describe());
+        let legacy_text = format!(
             "{canon}|seed={seed}|reps={reps}|ck={}|v{SEMANTICS_VERSION}",
             checkpoints.describe()
         );
         Self {
             id: format!("{:016x}", hash_str(&canon)),
             key: format!("{:016x}", hash_str(&key_text)),
+            legacy_key: format!("{:016x}", hash_str(&legacy_text)),
             env_scope: hash_str(&env_canonical(env, params)),
             cell_scope: hash_str(&random_scope(algo, env, params, horizon)),
             canonical: canon,
@@ -111,6 +117,7 @@ impl CellIds {
             index,
             id: self.id,
             key: self.key,
+            legacy_key: self.legacy_key,
             algorithm: algo.to_owned(),
             environment: env.to_owned(),
             params,

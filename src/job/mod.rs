@@ -198,9 +198,13 @@ pub struct Cell {
     /// Stable identifier: hash of algorithm, environment, horizon and every
     /// resolved parameter (16 hex digits).
     pub id: String,
-    /// Resume key: the id plus seed, repetitions, checkpoints and engine
-    /// semantics version.
+    /// Resume key: the id plus seed, checkpoints and engine semantics
+    /// version (a unit's file name; not the repetitions, so that a job that
+    /// grows reuses its units).
     pub key: String,
+    /// The key units of format 1 were named by (with the repetitions): such
+    /// units resume a job with the same repetitions.
+    pub legacy_key: String,
     /// Algorithm name.
     pub algorithm: String,
     /// Environment name.
@@ -279,7 +283,7 @@ impl Job {
                     key: "(file)".into(),
                     message: format!(
                         "larger than the limit of {MAX_JOB_BYTES} bytes for a job file (it is copied into the \
-                         metadata of every result file)"
+                         metadata of every part file)"
                     ),
                 }],
             });
@@ -346,12 +350,16 @@ impl Job {
     }
 
     /// The identity of what the job computes: a hash of its cells' resume
-    /// keys (each covers the cell's parameters, the seed, repetitions,
-    /// checkpoints and engine semantics), in order. Two jobs with the same
-    /// identity write the same results; a results directory holds one.
+    /// keys (each covers the cell's parameters, the seed, checkpoints and
+    /// engine semantics), in order, and the repetitions. Two jobs with the
+    /// same identity write the same results; a results directory holds one
+    /// (and the units of the jobs it grew from).
     pub fn identity(&self) -> String {
         let keys: Vec<&str> = self.cells.iter().map(|c| c.key.as_str()).collect();
-        format!("{:016x}", hash_str(&keys.join(",")))
+        format!(
+            "{:016x}",
+            hash_str(&format!("{}|reps={}", keys.join(","), self.repetitions))
+        )
     }
 
     /// Total agent-steps of the job (a parsed job's total fits in a u64:

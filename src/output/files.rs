@@ -80,6 +80,105 @@ fn write_then_rename(tmp: &Path, path: &Path, bytes: &[u8]) -> Result<(), Output
     std::fs::rename(tmp, path).map_err(io(path))
 }
 
+/// A file written atomically as a stream: bytes go to the temporary file
+/// of `path` (hashed with XXH64 as they go, until [`AtomicFile::data_hash`]
+/// is taken), and [`AtomicFile::commit`] syncs and renames it. Dropped
+/// without a commit (an error on the way), the temporary file is removed.
+pub struct AtomicFile {
+    tmp: PathBuf,
+    path: PathBuf,
+    file: Option<std::io::BufWriter<File>>,
+    hasher: Option<twox_hash::XxHash64>,
+    hashed: u64,
+    written: u64,
+    tail: [u8; 8],
+}
+
+impl AtomicFile {
+    /// Creates the temporary file of `path`.
+    pub fn create(path: &Path) -> Result<Self, OutputError> {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let tmp = tmp_path(path);
+        let file = File::create(&tmp).map_err(io(&tmp))?;
+        Ok(AtomicFile {
+            tmp,
+            path: path.to_path_buf(),
+            file: Some(std::io::BufWriter::with_capacity(1 << 20, file)),
+            hasher: Some(twox_hash::XxHash64::with_seed(0)),
+            hashed: 0,
+            written: 0,
+            tail: [0; 8],
+        })
+    }
+
+    /// The XXH64 of every byte written so far and their number; the bytes
+    /// written after are not hashed.
+    pub fn data_hash(&mut self) -> (u64, u64) {
+        use std::hash::Hasher;
+        let h = self.hasher.take().map_or(0, |h| h.finish());
+        (h, self.hashed)
+    }
+
+    /// Bytes written so far, and the last 8 of them.
+    pub fn written(&self) -> (u64, [u8; 8]) {
+        (self.written, self.tail)
+    }
+
+    /// Syncs the temporary file and renames it to its final name.
+    pub fn commit(mut self) -> Result<(), OutputError> {
+        let file = self.file.take().ok_or_else(|| OutputError::Io {
+            path: self.tmp.clone(),
+            source: std::io::Error::other("committed twice"),
+        })?;
+        let file = file.into_inner().map_err(|e| OutputError::Io {
+            path: self.tmp.clone(),
+            source: e.into_error(),
+        })?;
+        if fault_point() {
+            let _ = file.set_len(self.written / 2);
+            let _ = file.sync_all();
+            std::process::abort();
+        }
+        file.sync_all().map_err(io(&self.tmp))?;
+        drop(file);
+        std::fs::rename(&self.tmp, &self.path).map_err(io(&self.path))?;
+        if let Some(d) = self.path.parent().and_then(|d| File::open(d).ok()) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        use std::hash::Hasher;
+        let file = self.file.as_mut().ok_or_else(|| std::io::Error::other("committed"))?;
+        let n = file.write(buf)?;
+        if let Some(h) = self.hasher.as_mut() {
+            h.write(&buf[..n]);
+            self.hashed += n as u64;
+        }
+        self.written += n as u64;
+        let keep = n.min(8);
+        self.tail.rotate_left(keep);
+        self.tail[8 - keep..].copy_from_slice(&buf[n - keep..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.as_mut().map_or(Ok(()), Write::flush)
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
 /// Removes the temporary files (`.<name>.tmp-<pid>`) directly in `dirs`
 /// whose writer is not in `live` (the pids of the processes still writing
 /// this directory, on any host: a pid seen there is kept, the safe side of

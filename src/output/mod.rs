@@ -2,7 +2,8 @@
 //! checkpoint), atomic writes and read-back, one file per verb: [`schema`]
 //! (what a row is), [`metadata`] (what a file says of itself), [`write`]
 //! and [`read`], [`files`] (atomic writes, probes, temporary files),
-//! [`lock`] (one job version per directory), [`audit`] (the audit table).
+//! [`lock`] (one job version per directory), [`audit`] (the audit table),
+//! [`unit`] (one finished repetition, as small as its data).
 //!
 //! Every parameter of the registry ([`crate::algo::params::PARAMS`]) is its own
 //! typed, nullable column (null where the cell's algorithm or environment does
@@ -20,6 +21,7 @@ pub mod lock;
 pub mod metadata;
 pub mod read;
 pub mod schema;
+pub mod unit;
 pub mod write;
 
 pub use crate::algo::curve::{CurvePoint, RepResult};
@@ -28,7 +30,7 @@ pub use files::{seal, unseal, write_bytes_atomic};
 pub use metadata::{CHECKSUM_KEY, GIT_COMMIT, data_checksum, families_json, metadata, privacy_json};
 pub use read::{Metadata, canonical_rows, read_metadata_key, read_parquet, read_parquet_checked};
 pub use schema::{NONDETERMINISTIC_COLUMNS, cell_batch, schema};
-pub use write::{write_parquet_atomic, write_parquet_atomic_with};
+pub use write::{PartWriter, write_parquet_atomic, write_parquet_atomic_with};
 
 /// Output errors.
 #[derive(Debug, Error)]

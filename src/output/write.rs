@@ -3,7 +3,7 @@
 //! ([`super::files::write_bytes_atomic`]).
 
 use super::OutputError;
-use super::files::write_bytes_atomic;
+use super::files::{AtomicFile, write_bytes_atomic};
 use super::metadata::{CHECKSUM_KEY, data_checksum};
 use super::schema::schema;
 use arrow_array::RecordBatch;
@@ -11,7 +11,7 @@ use arrow_schema::SchemaRef;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::metadata::KeyValue;
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use std::path::Path;
 
 /// Writes `batches` (of the results [`schema`]) to `path` atomically
@@ -61,4 +61,90 @@ pub fn write_parquet_atomic_with(
         ));
     }
     write_bytes_atomic(path, &bytes)
+}
+
+/// Bytes of encoded data a part writer buffers before it closes a row
+/// group: the bound on its memory beyond the batch being written.
+const ROW_GROUP_BYTES: usize = 32 << 20;
+
+/// A part file written as a stream, in bounded memory: batches are encoded
+/// into row groups of at most [`ROW_GROUP_BYTES`] and written to the
+/// temporary file as they fill; [`PartWriter::finish`] appends the
+/// checksum of the data pages (hashed as written) and the footer, then
+/// renames the file into place. Chunk-level statistics are kept (readers
+/// prune row groups by them); no page indexes, so that every byte before
+/// the footer is data.
+pub struct PartWriter {
+    path: std::path::PathBuf,
+    w: ArrowWriter<AtomicFile>,
+}
+
+impl PartWriter {
+    /// Starts the part file `path` of schema `schema` with metadata `kv`.
+    pub fn create(path: &Path, schema: SchemaRef, kv: Vec<KeyValue>) -> Result<Self, OutputError> {
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_statistics_enabled(EnabledStatistics::Chunk)
+            .set_offset_index_disabled(true)
+            .set_key_value_metadata(Some(kv))
+            .build();
+        let file = AtomicFile::create(path)?;
+        let w = ArrowWriter::try_new(file, schema, Some(props)).map_err(|source| OutputError::Parquet {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(PartWriter {
+            path: path.to_path_buf(),
+            w,
+        })
+    }
+
+    fn pq(&self) -> impl FnOnce(parquet::errors::ParquetError) -> OutputError + '_ {
+        |source| OutputError::Parquet {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Appends `batch`, closing the row group when it is full.
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<(), OutputError> {
+        self.w.write(batch).map_err(|source| OutputError::Parquet {
+            path: self.path.clone(),
+            source,
+        })?;
+        if self.w.in_progress_size() > ROW_GROUP_BYTES {
+            self.w.flush().map_err(self.pq())?;
+        }
+        Ok(())
+    }
+
+    /// Closes the last row group, writes the checksum and the footer, and
+    /// renames the file into place.
+    pub fn finish(mut self) -> Result<(), OutputError> {
+        self.w.flush().map_err(self.pq())?;
+        // Every data byte through the encoder's own buffer before hashing.
+        self.w.sync().map_err(|e| OutputError::Io {
+            path: self.path.clone(),
+            source: e,
+        })?;
+        let (sum, hashed) = self.w.inner_mut().data_hash();
+        self.w
+            .append_key_value_metadata(KeyValue::new(CHECKSUM_KEY.into(), format!("{sum:016x}")));
+        let path = self.path.clone();
+        let file = self.w.into_inner().map_err(|source| OutputError::Parquet {
+            path: path.clone(),
+            source,
+        })?;
+        let (written, tail) = file.written();
+        let footer = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+        if &tail[4..] != b"PAR1" || written.checked_sub(8 + footer) != Some(hashed) {
+            return Err(OutputError::Checksum {
+                path,
+                message: "the encoder wrote bytes between the data and the footer; the checksum would not \
+                          cover them"
+                    .into(),
+            });
+        }
+        file.commit()
+    }
 }

@@ -22,3 +22,111 @@ pub fn thread_seconds(cfg: &CellConfig, agent_steps: u64, rate: Option<f64>) -> 
     steps * cost.relative / rate.unwrap_or(cost.reference_rate)
         + steps * cost.noise_entries_per_step * NOISE_ENTRY_SECONDS
 }
+
+/// The rates `plan` turns agent-steps into seconds with: each family's
+/// agent-steps per second per thread at its reference workload (the first
+/// of its `fedbandits bench` workloads), and where they come from.
+#[derive(Clone, Debug)]
+pub struct Rates {
+    /// (family, rate); a family not listed uses its built-in rate.
+    per_family: Vec<(&'static str, f64)>,
+    /// One rate for every family (`plan --rate`).
+    uniform: Option<f64>,
+    /// Where the rates come from, for the user.
+    pub source: String,
+}
+
+impl Rates {
+    /// The engine's built-in rates, measured on the 2-core development VM.
+    pub fn model() -> Self {
+        Rates {
+            per_family: Vec::new(),
+            uniform: None,
+            source: "the built-in CPU time model (rates measured on the 2-core development VM; run `fedbandits \
+                     calibrate` to measure this machine's)"
+                .into(),
+        }
+    }
+
+    /// One rate for every family's reference workload.
+    pub fn uniform(rate: f64) -> Self {
+        Rates {
+            per_family: Vec::new(),
+            uniform: Some(rate),
+            source: format!("--rate {rate:.3e} agent-steps/s per thread at each family's reference workload"),
+        }
+    }
+
+    /// The rates of a calibration: each family's reference workload on the
+    /// CPU at the largest batch measured, divided by the calibration's
+    /// threads; None when it measured no family's reference.
+    pub fn calibrated(cal: &crate::backend::calibration::Calibration, path: &std::path::Path) -> Option<Self> {
+        let threads = cal.machine.threads.max(1) as f64;
+        let per_family: Vec<(&'static str, f64)> = crate::algo::family::FAMILIES
+            .iter()
+            .filter_map(|f| {
+                let reference = f.workloads.first()?.0;
+                let row = cal
+                    .rows
+                    .iter()
+                    .filter(|r| r.backend == "cpu" && r.workload == reference && r.agent_steps_per_s > 0.0)
+                    .max_by_key(|r| r.federations)?;
+                Some((f.name, row.agent_steps_per_s / threads))
+            })
+            .collect();
+        (!per_family.is_empty()).then(|| {
+            let list: Vec<String> = per_family.iter().map(|(f, r)| format!("{f} {r:.2e}")).collect();
+            Rates {
+                per_family,
+                uniform: None,
+                source: format!(
+                    "this machine's calibration {} ({} threads; per thread: {})",
+                    path.display(),
+                    cal.machine.threads,
+                    list.join(", ")
+                ),
+            }
+        })
+    }
+
+    /// This machine's calibration for `threads` worker threads (the CPU
+    /// rows of any calibration of this engine, CPU model and thread count
+    /// in the cache directory), else the built-in model.
+    pub fn here(threads: usize) -> Self {
+        use crate::backend::calibration::{Calibration, MachineKey, cache_dir};
+        let key = MachineKey::here(threads, None);
+        let Ok(dir) = cache_dir() else { return Self::model() };
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            return Self::model();
+        };
+        let mut files: Vec<std::path::PathBuf> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("calibration-"))
+            })
+            .collect();
+        files.sort();
+        files
+            .iter()
+            .filter_map(|p| {
+                let cal: Calibration = serde_yaml::from_str(&std::fs::read_to_string(p).ok()?).ok()?;
+                let m = &cal.machine;
+                (m.engine == key.engine && m.cpu == key.cpu && m.threads == threads)
+                    .then(|| Self::calibrated(&cal, p))
+                    .flatten()
+            })
+            .next()
+            .unwrap_or_else(Self::model)
+    }
+
+    /// The rate for a cell of `algorithm` (None: its family's built-in).
+    pub fn rate(&self, algorithm: &str) -> Option<f64> {
+        self.uniform.or_else(|| {
+            let family = crate::algo::family::family_of(algorithm)?.name;
+            self.per_family.iter().find(|(f, _)| *f == family).map(|r| r.1)
+        })
+    }
+}

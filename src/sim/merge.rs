@@ -94,6 +94,8 @@ pub struct MergeReport {
     pub rerun: Option<String>,
     /// The manifest written.
     pub manifest: PathBuf,
+    /// With `--compact`: the unit files removed and their bytes.
+    pub compacted: Option<(usize, u64)>,
 }
 
 /// The part files (`part-*.parquet`) directly in `dir`, sorted.
@@ -203,6 +205,32 @@ fn rerun_commands(dir: &Path, job: &Job, parts: &[PathBuf], missing: &[(String, 
     Ok(list.join("\n             "))
 }
 
+/// Removes the unit files of `job` from `dir/.units` (the caller verified
+/// that its parts hold every unit: each part's checksum and every (cell,
+/// repetition) once): those named by a cell's key or its format-1 key and a
+/// repetition of the job. Anything else there is left. Returns the files
+/// removed and their bytes. A later run of the job, or of a job that grows
+/// it, writes the units it needs back from the parts
+/// ([`super::units::Directory::take_over`]).
+fn compact_units(dir: &Path, job: &Job) -> Result<(usize, u64), MergeError> {
+    let (mut n, mut bytes) = (0, 0);
+    for c in &job.cells {
+        for r in 0..job.repetitions {
+            for key in [&c.key, &c.legacy_key] {
+                let p = dir.join(".units").join(format!("{key}-{r:06}.parquet"));
+                let Ok(md) = std::fs::metadata(&p) else { continue };
+                std::fs::remove_file(&p).map_err(|source| MergeError::Io {
+                    path: p.clone(),
+                    source,
+                })?;
+                n += 1;
+                bytes += md.len();
+            }
+        }
+    }
+    Ok((n, bytes))
+}
+
 /// The manifest's text, its last line the XXH64 of every byte before it.
 fn manifest_text(job: &Job, r: &MergeReport) -> Result<String, MergeError> {
     let mut text = format!(
@@ -248,7 +276,7 @@ fn manifest_text(job: &Job, r: &MergeReport) -> Result<String, MergeError> {
 /// Checks `dir` and writes its manifest, holding the directory's gate
 /// ([`lock::Gate`]) throughout: a second merge waits for it, and a merge
 /// while a run writes the directory is refused ([`MergeError::Busy`]).
-pub fn merge(dir: &Path) -> Result<MergeReport, MergeError> {
+pub fn merge(dir: &Path, compact: bool) -> Result<MergeReport, MergeError> {
     // The directory's own name is the job's: `merge .` from inside it too.
     let canonical = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     let dir = canonical.as_path();
@@ -289,7 +317,7 @@ pub fn merge(dir: &Path) -> Result<MergeReport, MergeError> {
     } else {
         Some(rerun_commands(dir, &job, &parts, &missing)?)
     };
-    let report = MergeReport {
+    let mut report = MergeReport {
         expected: job.cells.len() * job.repetitions as usize,
         present: seen.len(),
         parts,
@@ -297,8 +325,12 @@ pub fn merge(dir: &Path) -> Result<MergeReport, MergeError> {
         duplicates,
         rerun,
         manifest: dir.join("_manifest.yaml"),
+        compacted: None,
     };
     output::write_bytes_atomic(&report.manifest, manifest_text(&job, &report)?.as_bytes())?;
+    if compact && report.missing.is_empty() && report.duplicates.is_empty() {
+        report.compacted = Some(compact_units(dir, &job)?);
+    }
     drop(gate);
     Ok(report)
 }

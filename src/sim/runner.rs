@@ -16,9 +16,6 @@ use crate::backend::{Backend, Placement, Selection};
 use crate::job::shard::{Shard, assign_units};
 use crate::job::{Cell, Job};
 use crate::output::{self, OutputError, lock};
-use arrow_array::RecordBatch;
-use arrow_array::cast::AsArray;
-use arrow_array::types::UInt32Type;
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -170,8 +167,12 @@ pub struct RunReport {
     pub part: PathBuf,
     /// Units (cell repetitions) computed now.
     pub units_run: usize,
-    /// Units found complete.
+    /// Units found complete (reused: of an interrupted run, or of the job
+    /// this one grew from).
     pub units_skipped: usize,
+    /// What claiming the directory changed (superseded parts, units
+    /// written back from parts).
+    pub claimed: Claimed,
     /// Agent-steps computed now.
     pub agent_steps: u64,
     /// Wall seconds.
@@ -205,138 +206,7 @@ fn placement_lines(placements: &[(usize, Placement)], note: &str) -> Vec<String>
         .collect()
 }
 
-/// Path of one repetition's result file (the unit of sharding and resume).
-pub fn unit_path(dir: &Path, cell: &Cell, rep: u32) -> PathBuf {
-    dir.join(".units").join(format!("{}-{rep:06}.parquet", cell.key))
-}
-
-/// Path of one repetition's snapshot while it runs.
-pub fn snapshot_path(dir: &Path, cell: &Cell, rep: u32) -> PathBuf {
-    dir.join(".snapshots").join(format!("{}-{rep:06}.bin", cell.key))
-}
-
-/// Path of a shard's part file.
-pub fn part_path(dir: &Path, shard: Shard) -> PathBuf {
-    dir.join(format!("part-{:05}-of-{:05}.parquet", shard.index, shard.count))
-}
-
-/// Refuses a results directory that holds another job's results: a part
-/// file written for another job identity ([`Job::identity`]), or units in
-/// `.units/` whose cell key is none of this job's (an edited horizon, seed,
-/// grid, repetitions or checkpoints changes every key). Nothing is read but
-/// names and footers.
-pub fn check_directory(dir: &Path, job: &Job) -> Result<(), RunError> {
-    let identity = job.identity();
-    let other = |what: String| RunError::OtherJob {
-        dir: dir.to_path_buf(),
-        what,
-    };
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        let mut parts: Vec<PathBuf> = rd
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                n.starts_with("part-") && n.ends_with(".parquet")
-            })
-            .collect();
-        parts.sort();
-        for p in parts {
-            let found = output::read_metadata_key(&p, "fedbandits.job_identity").map_err(|e| RunError::Corrupt {
-                path: p.clone(),
-                message: e.to_string(),
-            })?;
-            if found.as_deref() != Some(identity.as_str()) {
-                return Err(other(format!(
-                    "{} was written for job identity {} (this job's is {identity})",
-                    p.display(),
-                    found.as_deref().unwrap_or("none, by an older fedbandits")
-                )));
-            }
-        }
-    }
-    let keys: std::collections::HashSet<&str> = job.cells.iter().map(|c| c.key.as_str()).collect();
-    if let Ok(rd) = std::fs::read_dir(dir.join(".units")) {
-        let mut foreign: Vec<String> = rd
-            .flatten()
-            .filter_map(|e| e.file_name().to_str().map(str::to_owned))
-            .filter(|n| !n.starts_with('.') && n.ends_with(".parquet"))
-            .filter(|n| n.rsplit_once('-').is_none_or(|(key, _)| !keys.contains(key)))
-            .collect();
-        foreign.sort();
-        if let Some(first) = foreign.first() {
-            return Err(other(format!(
-                "{} file(s) in {} belong to no cell of this job, e.g. {first} (the job was edited: its \
-                 horizon, seed, grid, repetitions or checkpoints changed)",
-                foreign.len(),
-                dir.join(".units").display()
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Reads a unit file, checking its checksum and that it holds repetition
-/// `rep` of `cell` (metadata and every row): a file copied under another
-/// unit's name, damaged, or written by another engine version is an error
-/// naming the file, never reused.
-pub fn read_unit(path: &Path, job: &Job, cell: &Cell, rep: u32) -> Result<Vec<RecordBatch>, RunError> {
-    let corrupt = |message: String| RunError::Corrupt {
-        path: path.to_path_buf(),
-        message,
-    };
-    let (batches, kv) = output::read_parquet_checked(path).map_err(|e| match e {
-        OutputError::Checksum { message, .. } => corrupt(message),
-        e => corrupt(e.to_string()),
-    })?;
-    let get = |k: &str| kv.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
-    let want_rep = rep.to_string();
-    let semantics = crate::job::SEMANTICS_VERSION.to_string();
-    // A unit belongs to its job: a renamed job directory, or `.units`
-    // copied into another job's, would relabel another job's rows.
-    if get("fedbandits.job_name") != Some(job.name.as_str()) {
-        return Err(RunError::OtherJob {
-            dir: path.parent().and_then(Path::parent).unwrap_or(path).to_path_buf(),
-            what: format!(
-                "{} is a unit of job {:?}, not of {:?} (the directory was renamed or its .units copied)",
-                path.display(),
-                get("fedbandits.job_name").unwrap_or("(none)"),
-                job.name
-            ),
-        });
-    }
-    for (k, want) in [
-        ("fedbandits.cell_key", cell.key.as_str()),
-        ("fedbandits.repetition", want_rep.as_str()),
-        ("fedbandits.semantics_version", semantics.as_str()),
-    ] {
-        if get(k) != Some(want) {
-            return Err(corrupt(format!(
-                "its metadata says {k} = {}, expected {want} for cell {} repetition {rep}",
-                get(k).unwrap_or("(missing)"),
-                cell.id
-            )));
-        }
-    }
-    for b in &batches {
-        let (Some(ids), Some(reps)) = (
-            b.column_by_name("cell_id").and_then(|c| c.as_string_opt::<i32>()),
-            b.column_by_name("repetition")
-                .and_then(|c| c.as_primitive_opt::<UInt32Type>()),
-        ) else {
-            return Err(corrupt("no cell_id or repetition column".into()));
-        };
-        if let Some(i) = (0..b.num_rows()).find(|&i| ids.value(i) != cell.id || reps.value(i) != rep) {
-            return Err(corrupt(format!(
-                "row {i} holds cell {} repetition {}, expected cell {} repetition {rep}",
-                ids.value(i),
-                reps.value(i),
-                cell.id
-            )));
-        }
-    }
-    Ok(batches)
-}
+pub use super::units::{Directory, check_directory, part_path, snapshot_path, unit_path};
 
 /// A unit of work: (cell index, repetition).
 pub type Unit = (usize, u32);
@@ -359,7 +229,11 @@ pub fn shard_units(job: &Job, shard: Shard) -> Vec<Unit> {
 /// writers that are gone, and registers this run as a writer until the
 /// returned lock is dropped. Runs of other shards of the same job proceed
 /// in parallel.
-pub fn claim_directory(dir: &Path, job: &Job, opts: &RunOptions) -> Result<lock::WriterLock, RunError> {
+pub fn claim_directory(
+    dir: &Path,
+    job: &Job,
+    opts: &RunOptions,
+) -> Result<(lock::WriterLock, Directory, Claimed), RunError> {
     let mut writable = vec![dir.to_path_buf(), dir.join(".units")];
     if opts.snapshot_every.is_some() {
         writable.push(dir.join(".snapshots"));
@@ -393,10 +267,22 @@ pub fn claim_directory(dir: &Path, job: &Job, opts: &RunOptions) -> Result<lock:
             ),
         });
     }
-    check_directory(dir, job)?;
+    let mut found = check_directory(dir, job)?;
     let pids: Vec<u32> = live.iter().map(|w| w.pid).collect();
     output::files::remove_stale_tmp(&[dir.to_path_buf(), dir.join(".units"), dir.join(".snapshots")], &pids);
-    Ok(gate.register(&me)?)
+    let superseded = found.superseded.len();
+    let restored = found.take_over(job)?;
+    Ok((gate.register(&me)?, found, Claimed { superseded, restored }))
+}
+
+/// What claiming a directory changed in it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Claimed {
+    /// Parts of the job this one grew from, removed (their rows kept as
+    /// units).
+    pub superseded: usize,
+    /// Units written back from parts (after `merge --compact`).
+    pub restored: usize,
 }
 
 /// Runs (this shard of) a job. The unit of work, sharding and resume is one
@@ -407,18 +293,17 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
     let start = Instant::now();
     let dir = opts.out.clone().unwrap_or_else(|| job.output.clone()).join(&job.name);
     let mine = shard_units(job, opts.shard);
-    let _writer = claim_directory(&dir, job, opts)?;
-    // Finished units are verified now (before any work) and kept for the
-    // part file, so each is read once.
+    let (_writer, found, claimed) = claim_directory(&dir, job, opts)?;
+    // Finished units are verified now, before any work (and read again
+    // when the part is assembled, so that memory stays bounded).
     let (mut pending, mut skipped) = (Vec::new(), Vec::new());
-    let mut verified: std::collections::HashMap<Unit, Vec<RecordBatch>> = std::collections::HashMap::new();
     for &(c, r) in &mine {
-        let path = unit_path(&dir, &job.cells[c], r);
-        if path.exists() {
-            verified.insert((c, r), read_unit(&path, job, &job.cells[c], r)?);
-            skipped.push((c, r));
-        } else {
-            pending.push((c, r));
+        match found.find(&job.cells[c], r) {
+            Some(path) => {
+                found.read(path, job, &job.cells[c], r)?;
+                skipped.push((c, r));
+            }
+            None => pending.push((c, r)),
         }
     }
     let total_steps: u64 = pending.iter().map(|&(c, _)| job.cells[c].agent_steps_per_rep()).sum();
@@ -431,13 +316,14 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
     let cpu_units = work.run_placed(sel, opts, &pending)?;
     work.run_cpu(&cpu_units, opts)?;
     work.progress.finish();
-    let (part, summaries) = work.write_part(&mine, verified, opts.shard)?;
+    let (part, summaries) = work.write_part(&mine, &found, &skipped, opts.shard)?;
     let warnings = foreign_parts(&work.dir, opts.shard);
     Ok(RunReport {
         dir: work.dir,
         part,
         units_run: pending.len(),
         units_skipped: skipped.len(),
+        claimed,
         agent_steps: total_steps,
         seconds: start.elapsed().as_secs_f64(),
         summaries,
@@ -465,16 +351,8 @@ impl Work<'_> {
                 column,
             });
         }
-        let b = output::cell_batch(self.job, cell, std::slice::from_ref(r), backend_name)?;
-        let kv = output::metadata(
-            self.job,
-            &[
-                ("cell_id", cell.id.clone()),
-                ("cell_key", cell.key.clone()),
-                ("repetition", r.rep.to_string()),
-            ],
-        );
-        output::write_parquet_atomic(&unit_path(&self.dir, cell, r.rep), &[b], kv)?;
+        let kv = super::units::unit_metadata(self.job, cell, r.rep);
+        output::unit::write_unit(&unit_path(&self.dir, cell, r.rep), r, backend_name, kv)?;
         Ok(())
     }
 
@@ -600,38 +478,16 @@ impl Work<'_> {
     }
 
     /// Assembles the shard's part file from its units, in cell then
-    /// repetition order, and summarizes each cell.
+    /// repetition order, one cell at a time (memory: one cell's rows and
+    /// the part writer's row group), and summarizes each cell.
     fn write_part(
         &self,
         mine: &[Unit],
-        mut verified: std::collections::HashMap<Unit, Vec<RecordBatch>>,
+        found: &Directory,
+        skipped: &[Unit],
         shard: Shard,
     ) -> Result<(PathBuf, Vec<CellSummary>), RunError> {
         let job = self.job;
-        let mut batches = Vec::new();
-        let mut per_cell: Vec<(usize, Vec<RecordBatch>, bool)> = Vec::new();
-        for &(c, r) in mine {
-            let (b, was_skipped) = match verified.remove(&(c, r)) {
-                Some(b) => (b, true),
-                None => (
-                    read_unit(&unit_path(&self.dir, &job.cells[c], r), job, &job.cells[c], r)?,
-                    false,
-                ),
-            };
-            match per_cell.last_mut() {
-                Some((lc, bs, sk)) if *lc == c => {
-                    bs.extend(b.iter().cloned());
-                    *sk &= was_skipped;
-                }
-                _ => per_cell.push((c, b.clone(), was_skipped)),
-            }
-            batches.extend(b);
-        }
-        let mut summaries: Vec<CellSummary> = per_cell
-            .iter()
-            .map(|(c, b, sk)| summarize(job, &job.cells[*c], b, *sk))
-            .collect();
-        federated_regret_ratios(job, &mut summaries);
         let part = part_path(&self.dir, shard);
         let mut cell_ids: Vec<String> = mine.iter().map(|&(c, _)| job.cells[c].id.clone()).collect();
         cell_ids.dedup();
@@ -644,7 +500,34 @@ impl Work<'_> {
                 ("units", units.join(",")),
             ],
         );
-        output::write_parquet_atomic(&part, &batches, kv)?;
+        let skipped: std::collections::HashSet<&Unit> = skipped.iter().collect();
+        let mut writer = output::PartWriter::create(&part, output::schema(), kv)?;
+        let mut summaries = Vec::new();
+        for group in mine.chunk_by(|a, b| a.0 == b.0) {
+            let cell = &job.cells[group[0].0];
+            let mut batches = Vec::with_capacity(group.len());
+            for &(c, r) in group {
+                let missing = || RunError::Corrupt {
+                    path: unit_path(&self.dir, cell, r),
+                    message: "the unit disappeared while the run assembled its part".into(),
+                };
+                let path = match found.find(cell, r) {
+                    Some(p) => p.to_path_buf(),
+                    None => Some(unit_path(&self.dir, cell, r))
+                        .filter(|p| p.exists())
+                        .ok_or_else(missing)?,
+                };
+                let (rep, backend) = found.read(&path, job, &job.cells[c], r)?;
+                batches.push(output::cell_batch(job, cell, std::slice::from_ref(&rep), &backend)?);
+            }
+            for b in &batches {
+                writer.write(b)?;
+            }
+            let all_skipped = group.iter().all(|u| skipped.contains(u));
+            summaries.push(summarize(job, cell, &batches, all_skipped));
+        }
+        writer.finish()?;
+        federated_regret_ratios(job, &mut summaries);
         Ok((part, summaries))
     }
 }

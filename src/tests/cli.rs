@@ -372,7 +372,7 @@ fn rerun_skips_complete_cells_and_keeps_results() {
     let second = run(&args);
     assert!(second.status.success());
     assert!(
-        stderr(&second).contains("15 repetition(s) already complete"),
+        stderr(&second).contains("reused 15 finished repetition(s)"),
         "{}",
         stderr(&second)
     );

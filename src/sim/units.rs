@@ -1,0 +1,346 @@
+//! A job's results directory: where units, snapshots and parts live, which
+//! of them belong to the job, and how a job that grew takes over the
+//! directory of the job it grew from.
+//!
+//! A unit (`.units/<cell key>-<rep>.parquet`, [`crate::output::unit`]) is
+//! one repetition of one cell; its key covers the cell's parameters, the
+//! seed, the checkpoints and the engine's semantics, not the repetitions or
+//! the other cells. So a job that adds repetitions, grid values or
+//! algorithms to a finished (or partly finished) job computes exactly the
+//! same units for the cells and repetitions they share: [`check_directory`]
+//! accepts such a directory and the runner reuses every unit it holds.
+//! Any other edit (seed, horizon, checkpoints, a parameter's value, fewer
+//! repetitions or values, another engine semantics) is refused, as it
+//! would leave results the job does not describe.
+//!
+//! The parts of the job a directory grew from are superseded: before the
+//! run, [`Directory::take_over`] writes every unit such a part holds and
+//! `.units/` lacks (after `merge --compact` removed them) back from the
+//! part's rows, then removes the part: every row it held is in a unit, and
+//! the new job's parts will hold them again. The same recovery makes a
+//! rerun of a compacted job reuse its parts' rows instead of recomputing.
+
+use super::runner::RunError;
+use crate::job::shard::Shard;
+use crate::job::{Cell, Job};
+use crate::output::unit::{UnitData, read_unit_file, units_in_rows, write_unit};
+use crate::output::{self, RepResult};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// Path of one repetition's unit file (the unit of sharding and resume).
+pub fn unit_path(dir: &Path, cell: &Cell, rep: u32) -> PathBuf {
+    dir.join(".units").join(format!("{}-{rep:06}.parquet", cell.key))
+}
+
+/// Path of one repetition's snapshot while it runs.
+pub fn snapshot_path(dir: &Path, cell: &Cell, rep: u32) -> PathBuf {
+    dir.join(".snapshots").join(format!("{}-{rep:06}.bin", cell.key))
+}
+
+/// Path of a shard's part file.
+pub fn part_path(dir: &Path, shard: Shard) -> PathBuf {
+    dir.join(format!("part-{:05}-of-{:05}.parquet", shard.index, shard.count))
+}
+
+/// The part files (`part-*.parquet`) directly in `dir`, sorted.
+pub fn parts_in(dir: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut parts: Vec<PathBuf> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            n.starts_with("part-") && n.ends_with(".parquet")
+        })
+        .collect();
+    parts.sort();
+    parts
+}
+
+/// What a job finds in its results directory.
+#[derive(Debug, Default)]
+pub struct Directory {
+    dir: PathBuf,
+    /// Unit files by (key, repetition).
+    units: HashMap<(String, u32), PathBuf>,
+    /// Parts of a job this one grew from (superseded).
+    pub superseded: Vec<PathBuf>,
+    /// Parts of this job.
+    own_parts: Vec<PathBuf>,
+    /// Format-1 keys of the jobs this one grew from, by cell id.
+    old_keys: HashMap<String, Vec<String>>,
+}
+
+impl Directory {
+    /// The unit file of `rep` of `cell`, if the directory holds one (this
+    /// engine's, or one of format 1 under the key of this job or of a job
+    /// it grew from).
+    pub fn find(&self, cell: &Cell, rep: u32) -> Option<&Path> {
+        let old = self.old_keys.get(&cell.id).into_iter().flatten();
+        std::iter::once(&cell.key)
+            .chain(std::iter::once(&cell.legacy_key))
+            .chain(old)
+            .find_map(|k| self.units.get(&(k.clone(), rep)))
+            .map(PathBuf::as_path)
+    }
+
+    /// The keys a unit of `cell` may have been written under.
+    fn accepted_keys<'a>(&'a self, cell: &'a Cell) -> Vec<&'a str> {
+        let mut keys = vec![cell.key.as_str(), cell.legacy_key.as_str()];
+        keys.extend(self.old_keys.get(&cell.id).into_iter().flatten().map(String::as_str));
+        keys
+    }
+
+    /// Writes back every unit that a part of this job, or of a job it grew
+    /// from, holds and `.units/` lacks (from the part's rows, verified by
+    /// its checksum), then removes the superseded parts. Returns how many
+    /// units were written back.
+    pub fn take_over(&mut self, job: &Job) -> Result<usize, RunError> {
+        let by_id: HashMap<&str, &Cell> = job.cells.iter().map(|c| (c.id.as_str(), c)).collect();
+        let mut restored = 0;
+        let parts: Vec<PathBuf> = self.superseded.iter().chain(&self.own_parts).cloned().collect();
+        for part in &parts {
+            let listed = output::read_metadata_key(part, "fedbandits.units")?.unwrap_or_default();
+            let missing = listed.split(',').filter_map(|u| u.rsplit_once(':')).any(|(id, r)| {
+                let rep = r.parse::<u32>().unwrap_or(u32::MAX);
+                by_id
+                    .get(id)
+                    .is_some_and(|c| rep < job.repetitions && self.find(c, rep).is_none())
+            });
+            if !missing {
+                continue;
+            }
+            let batches = output::read_parquet(part)?;
+            let units = units_in_rows(&batches).map_err(|message| RunError::Corrupt {
+                path: part.clone(),
+                message,
+            })?;
+            for (id, r, backend) in units {
+                let Some(cell) = by_id.get(id.as_str()) else { continue };
+                if r.rep >= job.repetitions || self.find(cell, r.rep).is_some() {
+                    continue;
+                }
+                let path = unit_path(&self.dir, cell, r.rep);
+                write_unit(&path, &r, &backend, unit_metadata(job, cell, r.rep))?;
+                self.units.insert((cell.key.clone(), r.rep), path);
+                restored += 1;
+            }
+        }
+        for part in std::mem::take(&mut self.superseded) {
+            std::fs::remove_file(&part).map_err(|e| RunError::Corrupt {
+                path: part.clone(),
+                message: format!("cannot remove this superseded part: {e}"),
+            })?;
+        }
+        Ok(restored)
+    }
+
+    /// Reads the unit of `rep` of `cell` (found by [`Directory::find`]),
+    /// checking its checksum and that it holds that repetition of that cell
+    /// of this job: a file copied under another unit's name, damaged, or
+    /// written by another engine semantics is an error naming the file.
+    pub fn read(&self, path: &Path, job: &Job, cell: &Cell, rep: u32) -> Result<(RepResult, String), RunError> {
+        let corrupt = |message: String| RunError::Corrupt {
+            path: path.to_path_buf(),
+            message,
+        };
+        let (data, kv) = read_unit_file(path, rep).map_err(|e| corrupt(e.to_string()))?;
+        let get = |k: &str| kv.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+        // A unit belongs to its job: a renamed job directory, or `.units`
+        // copied into another job's, would relabel another job's rows.
+        if get("fedbandits.job_name") != Some(job.name.as_str()) {
+            return Err(RunError::OtherJob {
+                dir: self.dir.clone(),
+                what: format!(
+                    "{} is a unit of job {:?}, not of {:?} (the directory was renamed or its .units copied)",
+                    path.display(),
+                    get("fedbandits.job_name").unwrap_or("(none)"),
+                    job.name
+                ),
+            });
+        }
+        let semantics = crate::job::SEMANTICS_VERSION.to_string();
+        let want_rep = rep.to_string();
+        let key = get("fedbandits.cell_key").unwrap_or("(missing)");
+        if !self.accepted_keys(cell).contains(&key) {
+            return Err(corrupt(format!(
+                "its metadata says fedbandits.cell_key = {key}, expected {} for cell {} repetition {rep}",
+                cell.key, cell.id
+            )));
+        }
+        for (k, want) in [
+            ("fedbandits.repetition", want_rep.as_str()),
+            ("fedbandits.semantics_version", semantics.as_str()),
+        ] {
+            if get(k) != Some(want) {
+                return Err(corrupt(format!(
+                    "its metadata says {k} = {}, expected {want} for cell {} repetition {rep}",
+                    get(k).unwrap_or("(missing)"),
+                    cell.id
+                )));
+            }
+        }
+        match data {
+            UnitData::Rep(r, backend) => Ok((r, backend)),
+            UnitData::Rows(batches) => {
+                let mut units = units_in_rows(&batches).map_err(corrupt)?;
+                match (units.len(), units.pop()) {
+                    (1, Some((id, r, backend))) if id == cell.id && r.rep == rep => Ok((r, backend)),
+                    (_, Some((id, r, _))) => Err(corrupt(format!(
+                        "its rows hold cell {id} repetition {} (and {} more), expected cell {} repetition {rep}",
+                        r.rep,
+                        units.len(),
+                        cell.id
+                    ))),
+                    _ => Err(corrupt("no rows".into())),
+                }
+            }
+        }
+    }
+}
+
+/// The metadata that identifies a unit: job name, cell id and key,
+/// repetition, engine and semantics version.
+pub fn unit_metadata(job: &Job, cell: &Cell, rep: u32) -> Vec<parquet::file::metadata::KeyValue> {
+    use parquet::file::metadata::KeyValue;
+    [
+        ("job_name", job.name.clone()),
+        ("cell_id", cell.id.clone()),
+        ("cell_key", cell.key.clone()),
+        ("repetition", rep.to_string()),
+        ("version", env!("CARGO_PKG_VERSION").to_string()),
+        ("git_commit", output::GIT_COMMIT.to_string()),
+        ("semantics_version", crate::job::SEMANTICS_VERSION.to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| KeyValue::new(format!("fedbandits.{k}"), v))
+    .collect()
+}
+
+/// Checks what `dir` holds before any work and returns it: parts of this
+/// job; parts of a job this one extends (same seed, horizon, checkpoints,
+/// semantics; every cell and repetition of it also in this job), which are
+/// superseded; anything else is refused ([`RunError::OtherJob`]) naming
+/// what changed. Units in `.units/` must each be a repetition of a cell of
+/// this job or of the job it grew from. Only names and footers are read.
+pub fn check_directory(dir: &Path, job: &Job) -> Result<Directory, RunError> {
+    let identity = job.identity();
+    let other = |what: String| RunError::OtherJob {
+        dir: dir.to_path_buf(),
+        what,
+    };
+    let mut d = Directory {
+        dir: dir.to_path_buf(),
+        ..Directory::default()
+    };
+    for p in parts_in(dir) {
+        let found = output::read_metadata_key(&p, "fedbandits.job_identity").map_err(|e| RunError::Corrupt {
+            path: p.clone(),
+            message: e.to_string(),
+        })?;
+        if found.as_deref() == Some(identity.as_str()) {
+            d.own_parts.push(p);
+            continue;
+        }
+        let old = extends(&p, job).map_err(|why| {
+            other(format!(
+                "{} was written for job identity {} (this job's is {identity}) and this job does not extend it: \
+                 {why}",
+                p.display(),
+                found.as_deref().unwrap_or("none, by an older fedbandits")
+            ))
+        })?;
+        for c in &old.cells {
+            d.old_keys.entry(c.id.clone()).or_default().push(c.legacy_key.clone());
+        }
+        d.superseded.push(p);
+    }
+    let mut foreign = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir.join(".units")) {
+        for e in rd.flatten() {
+            let Some(name) = e.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            let Some(stem) = name.strip_suffix(".parquet").filter(|_| !name.starts_with('.')) else {
+                continue;
+            };
+            match stem
+                .rsplit_once('-')
+                .and_then(|(k, r)| Some((k, r.parse::<u32>().ok()?)))
+            {
+                Some((key, rep)) => {
+                    d.units.insert((key.to_owned(), rep), e.path());
+                }
+                None => foreign.push(name),
+            }
+        }
+    }
+    let mut known: HashSet<(&str, u32)> = HashSet::new();
+    for c in &job.cells {
+        for r in 0..job.repetitions {
+            for k in d.accepted_keys(c) {
+                known.insert((k, r));
+            }
+        }
+    }
+    foreign.extend(
+        d.units
+            .iter()
+            .filter(|((k, r), _)| !known.contains(&(k.as_str(), *r)))
+            .filter_map(|(_, p)| p.file_name().and_then(|n| n.to_str()).map(str::to_owned)),
+    );
+    foreign.sort();
+    if let Some(first) = foreign.first() {
+        return Err(other(format!(
+            "{} file(s) in {} belong to no cell and repetition of this job, e.g. {first} (the job was edited: \
+             its seed, horizon, checkpoints or a parameter's value changed, or repetitions or grid values were \
+             removed; adding repetitions, values or algorithms is allowed)",
+            foreign.len(),
+            dir.join(".units").display()
+        )));
+    }
+    Ok(d)
+}
+
+/// The job `part` was written for, when `job` extends it (the same engine
+/// semantics; every cell of it also in `job`, with at least as many
+/// repetitions), else why not.
+fn extends(part: &Path, job: &Job) -> Result<Job, String> {
+    let read = |k: &str| output::read_metadata_key(part, k).map_err(|e| e.to_string());
+    let semantics = read("fedbandits.semantics_version")?.unwrap_or_default();
+    if semantics != crate::job::SEMANTICS_VERSION.to_string() {
+        return Err(format!(
+            "it was computed under engine semantics {semantics}, this engine's is {}",
+            crate::job::SEMANTICS_VERSION
+        ));
+    }
+    let yaml = read("fedbandits.job_yaml")?.ok_or("it holds no job text")?;
+    let old = Job::parse(Path::new(&format!("{}.yaml", job.name)), &yaml)
+        .map_err(|e| format!("its job text no longer parses ({e})"))?;
+    if old.repetitions > job.repetitions {
+        return Err(format!(
+            "repetitions fell from {} to {} (removing results is refused)",
+            old.repetitions, job.repetitions
+        ));
+    }
+    let keys: HashSet<&str> = job.cells.iter().map(|c| c.key.as_str()).collect();
+    let gone: Vec<&Cell> = old.cells.iter().filter(|c| !keys.contains(c.key.as_str())).collect();
+    match gone.first() {
+        None => Ok(old),
+        Some(_) if gone.len() == old.cells.len() => Err(
+            "none of its cells is in this job (its seed, horizon, checkpoints or a parameter common to all \
+             cells changed)"
+                .into(),
+        ),
+        Some(c) => Err(format!(
+            "{} of its {} cells are not in this job, e.g. {} (a parameter's value changed, or a grid value or \
+             algorithm was removed)",
+            gone.len(),
+            old.cells.len(),
+            old.short_label(c)
+        )),
+    }
+}

@@ -1,0 +1,339 @@
+//! Studies that grow (issue 40): a finished or partly finished job extended
+//! by repetitions, a grid value or an algorithm reuses every unit it shares
+//! with the earlier job and computes only the rest, and its parts equal a
+//! from-scratch run of the extended job bit for bit (every column but wall
+//! time), on one shard and across shard layouts; every other edit is
+//! refused and leaves the results as they were. Units hold only their data
+//! (`.units/` within 3x the part), `merge --compact` removes them only when
+//! the parts are complete, and a compacted study still resumes and grows
+//! without recomputing. Units of the earlier format still resume.
+
+use fedbandits::output::{NONDETERMINISTIC_COLUMNS, canonical_rows, read_parquet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("fedbandits-grow-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The base job: two algorithms (one ignores epsilon), epsilon {1, 4}, 3
+/// repetitions: 3 cells, 9 units. `{reps}`, `{eps}`, `{algos}`, `{seed}`
+/// and `{alpha}` are filled in.
+const JOB: &str = "\
+name: g
+seed: {seed}
+repetitions: {reps}
+horizon: 400
+checkpoints: {log_points: 6}
+algorithm: [{algos}]
+environment: linear_sphere
+params: {m: 3, d: 4, k: 9, delta: 0.1, alpha: {alpha}}
+grid:
+  epsilon: [{eps}]
+";
+
+struct Spec<'a> {
+    reps: u32,
+    eps: &'a str,
+    algos: &'a str,
+    seed: u64,
+    alpha: &'a str,
+}
+
+const BASE: Spec = Spec {
+    reps: 3,
+    eps: "1, 4",
+    algos: "independent, private_fedlinucb",
+    seed: 7,
+    alpha: "0.1",
+};
+
+fn write(dir: &Path, file: &str, s: &Spec) -> PathBuf {
+    let text = JOB
+        .replace("{reps}", &s.reps.to_string())
+        .replace("{eps}", s.eps)
+        .replace("{algos}", s.algos)
+        .replace("{seed}", &s.seed.to_string())
+        .replace("{alpha}", s.alpha);
+    let p = dir.join(file);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn run(job: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_fedbandits"));
+    c.args([
+        "run",
+        job.to_str().unwrap(),
+        "--quiet",
+        "--threads",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    c.args(extra).output().expect("binary runs")
+}
+
+fn ok(o: Output) -> String {
+    assert!(o.status.success(), "{}", stderr(&o));
+    stderr(&o)
+}
+
+fn parts(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("part-"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every row of the parts in `dir`, as text, in file order (not sorted:
+/// the order within a part is part of the result).
+fn rows(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in parts(dir) {
+        for b in read_parquet(&p).unwrap() {
+            // canonical_rows sorts; one batch per cell keeps the order
+            // within the cell, and cells come in grid order.
+            out.extend(canonical_rows(&[b], NONDETERMINISTIC_COLUMNS));
+        }
+    }
+    out
+}
+
+fn reused(err: &str) -> usize {
+    err.split("reused ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+fn ran(err: &str) -> usize {
+    err.split("ran ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(usize::MAX)
+}
+
+/// Grows the base job in `grown` into `spec` and checks reuse and
+/// equality with a from-scratch run; `shards` are the layouts of the base
+/// run and of the grown run.
+fn grows(name: &str, spec: &Spec, units_before: usize, units_after: usize, shards: (usize, usize)) {
+    let dir = tempdir(name);
+    let base = write(&dir, "base.yaml", &BASE);
+    let big = write(&dir, "big.yaml", spec);
+    let (grown, scratch) = (dir.join("grown"), dir.join("scratch"));
+    for s in 0..shards.0 {
+        ok(run(&base, &grown, &["--shard", &format!("{s}/{}", shards.0)]));
+    }
+    let mut reuse = 0;
+    let mut computed = 0;
+    for s in 0..shards.1 {
+        let err = ok(run(&big, &grown, &["--shard", &format!("{s}/{}", shards.1)]));
+        reuse += reused(&err);
+        computed += ran(&err);
+        if s == 0 && !parts(&grown.join("g")).is_empty() {
+            assert!(err.contains("superseded"), "{err}");
+        }
+    }
+    assert_eq!(reuse, units_before, "every unit of the base job is reused");
+    assert_eq!(computed, units_after - units_before, "only the new units are computed");
+    ok(run(&big, &scratch, &[]));
+    let (a, b) = (rows(&grown.join("g")), rows(&scratch.join("g")));
+    assert_eq!(parts(&grown.join("g")).len(), shards.1, "the base job's parts are gone");
+    let mut sa = a.clone();
+    let mut sb = b.clone();
+    sa.sort();
+    sb.sort();
+    assert_eq!(sa.len(), units_after * 6, "6 checkpoints per unit");
+    assert_eq!(sa, sb, "grown equals from scratch");
+    if shards.1 == 1 {
+        assert_eq!(a, b, "in the same order");
+    }
+}
+
+#[test]
+fn added_repetitions_are_all_that_is_computed() {
+    grows("reps", &Spec { reps: 5, ..BASE }, 9, 15, (1, 1));
+}
+
+#[test]
+fn an_added_grid_value_shifts_cell_indices_and_still_equals_scratch() {
+    // 0.5 comes first: every earlier private cell's index moves by one.
+    grows(
+        "value",
+        &Spec {
+            eps: "0.5, 1, 4",
+            ..BASE
+        },
+        9,
+        12,
+        (1, 1),
+    );
+}
+
+#[test]
+fn an_added_algorithm_across_shard_layouts() {
+    let spec = Spec {
+        algos: "independent, private_fedlinucb, fedlinucb",
+        reps: 4,
+        ..BASE
+    };
+    grows("algo", &spec, 9, 16, (2, 3));
+}
+
+#[test]
+fn other_edits_are_refused_and_change_nothing() {
+    let dir = tempdir("refuse");
+    let base = write(&dir, "base.yaml", &BASE);
+    let out = dir.join("o");
+    ok(run(&base, &out, &[]));
+    let before = rows(&out.join("g"));
+    for (name, spec, needle) in [
+        ("seed", Spec { seed: 8, ..BASE }, "none of its cells is in this job"),
+        (
+            "alpha",
+            Spec { alpha: "0.05", ..BASE },
+            "none of its cells is in this job",
+        ),
+        (
+            "value",
+            Spec { eps: "1", ..BASE },
+            "1 of its 3 cells are not in this job",
+        ),
+        ("reps", Spec { reps: 2, ..BASE }, "repetitions fell from 3 to 2"),
+    ] {
+        let o = run(&write(&dir, &format!("{name}.yaml"), &spec), &out, &[]);
+        assert_eq!(o.status.code(), Some(1), "{name}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{name}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("holds results of a different job"),
+            "{}",
+            stderr(&o)
+        );
+        assert_eq!(rows(&out.join("g")), before, "{name} changed nothing");
+    }
+}
+
+fn dir_bytes(d: &Path) -> u64 {
+    std::fs::read_dir(d)
+        .unwrap()
+        .flatten()
+        .map(|e| e.metadata().unwrap().len())
+        .sum()
+}
+
+fn merge(dir: &Path, compact: bool) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_fedbandits"));
+    c.args(["merge", dir.to_str().unwrap()]);
+    if compact {
+        c.arg("--compact");
+    }
+    c.output().unwrap()
+}
+
+#[test]
+fn units_are_small_compact_removes_them_and_a_compacted_study_grows() {
+    let dir = tempdir("compact");
+    let base = write(&dir, "base.yaml", &BASE);
+    let out = dir.join("o");
+    let res = out.join("g");
+    // Incomplete (one of two shards): compact removes nothing.
+    ok(run(&base, &out, &["--shard", "0/2"]));
+    let units = std::fs::read_dir(res.join(".units")).unwrap().count();
+    let o = merge(&res, true);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("nothing removed"));
+    assert_eq!(std::fs::read_dir(res.join(".units")).unwrap().count(), units);
+    ok(run(&base, &out, &["--shard", "1/2"]));
+    let part_bytes: u64 = parts(&res).iter().map(|p| std::fs::metadata(p).unwrap().len()).sum();
+    let unit_bytes = dir_bytes(&res.join(".units"));
+    assert!(
+        unit_bytes <= 3 * part_bytes,
+        "units {unit_bytes} B, parts {part_bytes} B: units must hold only their data"
+    );
+    let before = rows(&res);
+    let o = merge(&res, true);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("removed 9 unit file(s)"));
+    assert_eq!(std::fs::read_dir(res.join(".units")).unwrap().count(), 0);
+    // A rerun of the compacted job recomputes nothing.
+    let err = ok(run(&base, &out, &["--shard", "0/2"]));
+    assert_eq!(ran(&err), 0, "{err}");
+    assert!(err.contains("written back to .units"), "{err}");
+    ok(run(&base, &out, &["--shard", "1/2"]));
+    assert_eq!(rows(&res), before);
+    // Compacted again, then grown by a repetition: 3 units computed.
+    assert!(merge(&res, true).status.success());
+    let big = write(&dir, "big.yaml", &Spec { reps: 4, ..BASE });
+    let err = ok(run(&big, &out, &[]));
+    assert_eq!((reused(&err), ran(&err)), (9, 3), "{err}");
+    ok(run(&big, &dir.join("scratch"), &[]));
+    let (mut a, mut b) = (rows(&res), rows(&dir.join("scratch/g")));
+    a.sort();
+    b.sort();
+    assert_eq!(a, b);
+}
+
+/// Format-1 units (the full rows and every job-wide statement, named by
+/// the key with the repetitions) resume: each is written here as the engine
+/// before unit format 2 wrote it, from a finished run's rows.
+#[test]
+fn units_of_the_earlier_format_still_resume() {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::UInt32Type;
+    let dir = tempdir("legacy");
+    let base = write(&dir, "base.yaml", &BASE);
+    let out = dir.join("o");
+    let res = out.join("g");
+    ok(run(&base, &out, &[]));
+    let before = rows(&res);
+    let job = fedbandits::job::Job::load(&base).unwrap();
+    let part = parts(&res).remove(0);
+    let batches = read_parquet(&part).unwrap();
+    assert_eq!(batches.len(), 1, "a small part reads as one batch");
+    let table = &batches[0];
+    std::fs::remove_dir_all(res.join(".units")).unwrap();
+    std::fs::remove_file(&part).unwrap();
+    let ids = table.column_by_name("cell_id").unwrap().as_string::<i32>().clone();
+    let reps = table
+        .column_by_name("repetition")
+        .unwrap()
+        .as_primitive::<UInt32Type>()
+        .clone();
+    for cell in &job.cells {
+        for r in 0..job.repetitions {
+            // A unit's rows are contiguous in its part.
+            let mine: Vec<usize> = (0..table.num_rows())
+                .filter(|&i| ids.value(i) == cell.id && reps.value(i) == r)
+                .collect();
+            assert_eq!(mine.len(), 6);
+            let b = table.slice(mine[0], mine.len());
+            let kv = fedbandits::output::metadata(
+                &job,
+                &[
+                    ("cell_id", cell.id.clone()),
+                    ("cell_key", cell.legacy_key.clone()),
+                    ("repetition", r.to_string()),
+                ],
+            );
+            let path = res.join(".units").join(format!("{}-{r:06}.parquet", cell.legacy_key));
+            fedbandits::output::write_parquet_atomic(&path, &[b], kv).unwrap();
+        }
+    }
+    let err = ok(run(&base, &out, &[]));
+    assert_eq!((reused(&err), ran(&err)), (9, 0), "{err}");
+    assert_eq!(rows(&res), before);
+}
