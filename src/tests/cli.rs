@@ -557,10 +557,16 @@ fn plan_weights_cells_by_their_cost() {
         if let Some(r) = rate {
             args.extend(["--rate", r]);
         }
-        let o = run(&args);
+        // An empty cache: no calibration of this machine is used.
+        let o = bin().args(&args).env("FEDBANDITS_CACHE_DIR", &dir).output().unwrap();
         assert!(o.status.success(), "{}", stderr(&o));
         let text = String::from_utf8_lossy(&o.stdout).into_owned();
-        assert!(text.contains("core-hours, CPU; no GPU rate measured"), "{text}");
+        let source = if rate.is_some() {
+            "at --rate"
+        } else {
+            "at the built-in CPU time model"
+        };
+        assert!(text.contains(source), "{text}");
         // shard lines: index, units, agent-steps, hh:mm:ss
         let rows: Vec<f64> = text
             .lines()
@@ -588,6 +594,34 @@ fn plan_weights_cells_by_their_cost() {
     assert!(
         (fast[0] + fast[1] - (model[0] + model[1]) / 2.0).abs() <= 2.0,
         "{fast:?} vs {model:?}"
+    );
+    // Once this machine is calibrated (for the plan's thread count), plan
+    // uses its measured rate and says so.
+    let cal = bin()
+        .args([
+            "calibrate",
+            "--only",
+            "linear_d10",
+            "--federations",
+            "2",
+            "--seconds",
+            "0.2",
+            "--threads",
+            "1",
+        ])
+        .env("FEDBANDITS_CACHE_DIR", &dir)
+        .output()
+        .unwrap();
+    assert!(cal.status.success(), "{}", stderr(&cal));
+    let o = bin()
+        .args(["plan", job.to_str().unwrap(), "--tasks", "2", "--threads", "1"])
+        .env("FEDBANDITS_CACHE_DIR", &dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("at this machine's calibration") && text.contains("per thread: linear "),
+        "{text}"
     );
 }
 
