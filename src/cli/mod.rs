@@ -98,11 +98,12 @@ pub enum Command {
         #[arg(long, default_value_t = 2, value_parser = at_least_one)]
         threads: usize,
         /// Agent-steps per second per thread of each family's reference
-        /// workload (measure with `fedbandits bench`; linear: d = 10,
+        /// workload (its first `fedbandits bench` workload; linear: d = 10,
         /// K = 100). Each cell's time is its agent-steps weighted by the
         /// engine's time model (linear cells cost more with K and d: d = 128 is
-        /// about 30x d = 10). Default: rates measured on the 2-core
-        /// development VM, 2e5 (linear), 1e6 (gossip), 2.5e6 (combinatorial).
+        /// about 30x d = 10). Default: this machine's `fedbandits calibrate`
+        /// for --threads, else rates measured on the 2-core development VM,
+        /// 5e5 (linear), 1.6e6 (gossip), 3.5e6 (combinatorial).
         #[arg(long, value_parser = positive_rate)]
         rate: Option<f64>,
         /// Print every shard's line (default: the first 10 and the last 5).

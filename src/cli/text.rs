@@ -64,7 +64,8 @@ pub fn validate_text(job: &Job, threads: usize) -> String {
         job.total_agent_steps() as f64
     );
     out += &format!(
-        "memory: up to {} per federation, about {} with {threads} threads; output about {rows} rows\n",
+        "memory: up to {} per federation, about {} with {threads} threads (the process, the running \
+         federations and the part's assembly); output about {rows} rows\n",
         human_bytes(per_fed),
         human_bytes(crate::sim::memory::estimate(job, threads))
     );
@@ -198,15 +199,18 @@ pub fn plan_text(job: &Job, tasks: usize, threads: usize, rates: &crate::sim::co
         if mean > 0.0 { max as f64 / mean } else { 0.0 },
         loads.iter().filter(|l| l.0 == 0).count()
     );
+    let most_units = loads.iter().map(|l| l.0).max().unwrap_or(0) as u64;
     out += &format!(
-        "memory per task: about {} ({threads} threads x {} per federation)\n",
-        human_bytes(per_fed.saturating_mul(threads as u64).saturating_add(64 << 20)),
+        "memory per task: about {} ({threads} threads x {} per federation, the process and the part's \
+         assembly; the same model as validate)\n",
+        human_bytes(crate::sim::memory::estimate_units(job, threads, most_units)),
         human_bytes(per_fed)
     );
     out += &format!(
-        "time per task: longest {} (total {:.1} core-hours, CPU) at {}\n",
+        "time per task: longest {} (total {:.2} core-hours = {:.0} CPU-seconds) at {}\n",
         hms(longest),
         total_secs / 3600.0,
+        total_secs,
         rates.source
     );
     out += &format!("results: {}\n", job.results_dir().display());

@@ -6,13 +6,13 @@
 
 use crate::algo::CellConfig;
 
-/// Seconds per regenerated noise entry of a tree node: `fedbandits bench
-/// --only feducb_ --rounds 2000 --federations 4 --threads 1` on the 2-core
-/// VM gave feducb_private_every_d10 1.26e5 and feducb_every_d10 1.79e5
-/// agent-steps/s, 2.3 us more per agent-step for two nodes of 110 entries
-/// (1.0e-8 s an entry, the release's own bookkeeping included; the block
-/// generator alone measured 6.4e-9 to 7.3e-9).
-pub const NOISE_ENTRY_SECONDS: f64 = 1.0e-8;
+/// Seconds per regenerated noise entry of a tree node: `fedbandits
+/// calibrate --threads 2 --federations 64` on the 2-core VM (issue 40) gave
+/// feducb_private_every_d10 5.55e5 and feducb_every_d10 7.43e5
+/// agent-steps/s, 0.91 us more per agent-step and thread for two nodes of
+/// 110 entries (4.1e-9 s an entry, the release's own bookkeeping included;
+/// an earlier engine measured 1.0e-8).
+pub const NOISE_ENTRY_SECONDS: f64 = 4.0e-9;
 
 /// Estimated seconds on one thread for `agent_steps` of the cell, at
 /// `rate` agent-steps/s per thread for the family's reference workload

@@ -1,23 +1,62 @@
-//! What a run may allocate, checked before it computes: the memory estimate
-//! `validate` prints (the largest federation's state x worker threads,
-//! plus about 400 bytes per output row) against the memory the process may
-//! use: the smallest of its cgroup limit (v2 `memory.max`, v1
-//! `memory.limit_in_bytes`), its address-space limit (`RLIMIT_AS`, from
-//! `/proc/self/limits`; a Slurm `--mem` may impose either) and the
-//! machine's physical memory (`MemTotal`). Linux only; elsewhere nothing is
-//! known and nothing is refused.
+//! What a run may allocate, checked before it computes: the one memory
+//! model that `validate`, `plan` and `run` use ([`estimate`]), against the
+//! memory the process may use: the smallest of its cgroup limit (v2
+//! `memory.max`, v1 `memory.limit_in_bytes`), its address-space limit
+//! (`RLIMIT_AS`, from `/proc/self/limits`; a Slurm `--mem` may impose
+//! either) and the machine's physical memory (`MemTotal`). Linux only;
+//! elsewhere nothing is known and nothing is refused.
+//!
+//! The model, for a task of `units` repetition units on `threads` threads:
+//!
+//! - [`BASE_BYTES`]: the process (binary, allocator, accountant, the part
+//!   writer's buffers; a run of a one-round job peaks at 12.3 MiB resident
+//!   on the development VM, small studies of each family at 19.5-23.8 MiB);
+//! - per thread, the largest federation's state and [`THREAD_BYTES`] (its
+//!   stack and allocator arena in use);
+//! - [`BYTES_PER_UNIT`] per unit: the directory index of finished units, the
+//!   unit lists and the part's metadata;
+//! - the part's assembly, which streams one cell at a time: the largest
+//!   cell's rows as Arrow arrays ([`ARROW_BYTES_PER_ROW`]) plus the part
+//!   writer's open row group, at most [`ROW_GROUP_BYTES`] (about
+//!   [`ENCODED_BYTES_PER_ROW`] a row below that).
+//!
+//! The terms are added, not maximized: an allocator keeps some of what the
+//! computation freed when the assembly starts.
 
 use crate::job::Job;
 
-/// Bytes per output row in the estimate (the part's assembly).
-pub const BYTES_PER_ROW: u64 = 400;
+/// The process's own footprint.
+pub const BASE_BYTES: u64 = 24 << 20;
+/// Per worker thread, beside its federation.
+pub const THREAD_BYTES: u64 = 2 << 20;
+/// Per repetition unit of the task.
+pub const BYTES_PER_UNIT: u64 = 400;
+/// Per row of a cell being assembled (95 columns of 8 bytes and their
+/// strings, and the repetition's curve read from its unit).
+pub const ARROW_BYTES_PER_ROW: u64 = 1200;
+/// Per row of the part writer's open row group.
+pub const ENCODED_BYTES_PER_ROW: u64 = 200;
+/// The part writer closes a row group at this size
+/// ([`crate::output::PartWriter`]), twice for its encoder's buffers.
+pub const ROW_GROUP_BYTES: u64 = 2 * (32 << 20);
 
-/// The memory a run of `job` on `threads` worker threads needs, about.
+/// The memory a task of `job` with `units` of its repetition units on
+/// `threads` worker threads needs, about (see the module doc).
+pub fn estimate_units(job: &Job, threads: usize, units: u64) -> u64 {
+    let checkpoints = job.checkpoint_rounds().len() as u64;
+    let cell_rows = u64::from(job.repetitions).min(units) * checkpoints;
+    let rows = units.saturating_mul(checkpoints);
+    BASE_BYTES
+        .saturating_add((super::max_memory_per_federation(job) + THREAD_BYTES).saturating_mul(threads as u64))
+        .saturating_add(units.saturating_mul(BYTES_PER_UNIT))
+        .saturating_add(cell_rows.saturating_mul(ARROW_BYTES_PER_ROW))
+        .saturating_add(rows.saturating_mul(ENCODED_BYTES_PER_ROW).min(ROW_GROUP_BYTES))
+}
+
+/// The memory a run of all of `job` on `threads` worker threads needs.
 pub fn estimate(job: &Job, threads: usize) -> u64 {
-    let rows = job.cells.len() as u64 * u64::from(job.repetitions) * job.checkpoint_rounds().len() as u64;
-    super::max_memory_per_federation(job)
-        .saturating_mul(threads as u64)
-        .saturating_add(rows.saturating_mul(BYTES_PER_ROW))
+    let units = job.cells.len() as u64 * u64::from(job.repetitions);
+    estimate_units(job, threads, units)
 }
 
 /// The smallest memory limit of this process and where it comes from; None

@@ -495,3 +495,38 @@ fn a_run_without_a_terminal_logs_its_progress() {
     let bad = run(&["run", j.to_str().unwrap(), "--log-every", "-1"]);
     assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
 }
+
+/// `plan` and `validate` print one memory figure for the same job and
+/// threads (issue 40: they disagreed, 64.1 against 30.6 MiB), and it grows
+/// with the threads and with the part's assembly.
+#[test]
+fn plan_and_validate_share_one_memory_model() {
+    let job = Path::new(env!("CARGO_MANIFEST_DIR")).join("jobs/quickstart.yaml");
+    let j = job.to_str().unwrap();
+    let figure = |args: &[&str], prefix: &str| -> String {
+        let o = run(args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("{text}"));
+        let about = line.split("about ").nth(1).unwrap_or_else(|| panic!("{line}"));
+        about
+            .split(" (")
+            .next()
+            .unwrap()
+            .split(" with")
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    for threads in ["1", "3"] {
+        let v = figure(&["validate", j, "--threads", threads], "memory: ");
+        let p = figure(&["plan", j, "--tasks", "1", "--threads", threads], "memory per task: ");
+        assert_eq!(v, p, "threads {threads}");
+    }
+    let one = figure(&["validate", j, "--threads", "1"], "memory: ");
+    let three = figure(&["validate", j, "--threads", "3"], "memory: ");
+    assert_ne!(one, three);
+}
