@@ -62,7 +62,8 @@ fn data_type(kind: MetricKind) -> DataType {
     }
 }
 
-/// The schema of a unit's rows: [`POINT_COLUMNS`] then every metric.
+/// The schema of a unit's rows: [`POINT_COLUMNS`] then every metric (a
+/// unit holds only the metric columns its repetition set).
 pub fn unit_schema() -> SchemaRef {
     let mut f: Vec<Field> = POINT_COLUMNS
         .iter()
@@ -72,7 +73,9 @@ pub fn unit_schema() -> SchemaRef {
     Arc::new(Schema::new(f))
 }
 
-/// A repetition's points as a record batch of [`unit_schema`].
+/// A repetition's points as a record batch of [`unit_schema`], without the
+/// metric columns its family set nowhere (a reader takes a missing metric
+/// column for nulls).
 fn unit_batch(r: &RepResult) -> Result<RecordBatch, OutputError> {
     let u64s = |f: &dyn Fn(&CurvePoint) -> u64| -> ArrayRef {
         let mut b = UInt64Builder::with_capacity(r.points.len());
@@ -94,7 +97,15 @@ fn unit_batch(r: &RepResult) -> Result<RecordBatch, OutputError> {
         u64s(&|p| p.counters.cholesky_failures),
         u64s(&|p| p.counters.beta_clamps),
     ];
-    for (i, (_, kind, _)) in METRICS.iter().enumerate() {
+    let mut fields: Vec<Field> = unit_schema().fields()[..POINT_COLUMNS.len()]
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    for (i, (name, kind, _)) in METRICS.iter().enumerate() {
+        if r.points.iter().all(|p| p.metrics[i].is_none()) {
+            continue;
+        }
+        fields.push(Field::new(*name, data_type(*kind), true));
         cols.push(match kind {
             MetricKind::F64 => {
                 let mut b = Float64Builder::with_capacity(r.points.len());
@@ -112,7 +123,7 @@ fn unit_batch(r: &RepResult) -> Result<RecordBatch, OutputError> {
             }
         });
     }
-    Ok(RecordBatch::try_new(unit_schema(), cols)?)
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)?)
 }
 
 /// Encodes `batch` as a compact Parquet file with `kv` metadata.
@@ -120,6 +131,7 @@ fn encode(path: &Path, batch: &RecordBatch, kv: Vec<KeyValue>) -> Result<Vec<u8>
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .set_statistics_enabled(EnabledStatistics::None)
+        .set_dictionary_enabled(false)
         .set_offset_index_disabled(true)
         .set_key_value_metadata(Some(kv))
         .build();
@@ -223,7 +235,7 @@ fn points_of(b: &RecordBatch, rows: std::ops::Range<usize>) -> Result<Vec<CurveP
     for r in rows {
         let mut metrics = [None; N_METRICS];
         for (i, (name, kind, _)) in METRICS.iter().enumerate() {
-            if col(name)?.is_null(r) {
+            if b.column_by_name(name).is_none_or(|c| c.is_null(r)) {
                 continue;
             }
             metrics[i] = Some(match kind {

@@ -337,3 +337,37 @@ fn units_of_the_earlier_format_still_resume() {
     assert_eq!((reused(&err), ran(&err)), (9, 0), "{err}");
     assert_eq!(rows(&res), before);
 }
+
+/// The other families' metric columns (gossip's consensus error and forced
+/// pulls, P-FCB's messages and budget) survive the unit and its reuse: a
+/// two-family job grown by a repetition equals a from-scratch run.
+#[test]
+fn gossip_and_combinatorial_units_grow_bit_identically() {
+    let dir = tempdir("families");
+    let text = |reps: u32| {
+        format!(
+            "name: f\nseed: 3\nrepetitions: {reps}\nhorizon: 300\ncheckpoints: {{every: 100}}\n\
+             algorithm: [fed_ucb_gossip, p_fcb]\nenvironment: [mab_heterogeneous, procurement]\n\
+             params: {{m: 3, arms: 3, producers: 6, epsilon: 1, delta: 0.01, t_low: 50, t_high: 250}}\n"
+        )
+    };
+    let (small, big) = (dir.join("small.yaml"), dir.join("big.yaml"));
+    std::fs::write(&small, text(2)).unwrap();
+    std::fs::write(&big, text(3)).unwrap();
+    let (grown, scratch) = (dir.join("grown"), dir.join("scratch"));
+    ok(run(&small, &grown, &[]));
+    let err = ok(run(&big, &grown, &[]));
+    assert_eq!((reused(&err), ran(&err)), (4, 2), "{err}");
+    ok(run(&big, &scratch, &[]));
+    let (a, b) = (rows(&grown.join("f")), rows(&scratch.join("f")));
+    assert_eq!(a.len(), 6 * 3);
+    assert!(
+        a.iter()
+            .any(|r| r.contains("consensus_error=") && !r.contains("consensus_error=null"))
+    );
+    assert!(
+        a.iter()
+            .any(|r| r.contains("messages_accepted=") && !r.contains("messages_accepted=null"))
+    );
+    assert_eq!(a, b);
+}
