@@ -104,7 +104,7 @@ pub fn too_big(job: &Job, threads: usize) -> Option<String> {
     let (have, what) = limit()?;
     (need > have).then(|| {
         format!(
-            "the job needs about {} ({} per federation x {threads} thread(s), plus its output), more than the {} \
+            "the job needs about {} ({} per federation x {threads} thread(s), plus the process and the part's assembly), more than the {} \
              this process may use ({what}); run with fewer --threads, shrink the largest cell (d, k, m or the \
              horizon's tree), or ask for more memory (Slurm --mem)",
             human(need),
