@@ -9,8 +9,10 @@ Definitions (the report quotes them beside its tables):
 - **main effect** of axis `a` for algorithm `g` at value `v`: for each
   repetition r, the mean over `g`'s cells with `a = v` (the other axes
   pooled, each of their combinations counted once) of the final values of
-  repetition r; then the mean over repetitions with a 95% normal interval,
-  mean +- 1.96 sd / sqrt(R). Pooling inside a repetition first keeps the
+  repetition r; then the mean over repetitions with a 95% percentile
+  bootstrap interval over repetitions (2,000 resamples, fixed seed; none
+  below 3 repetitions): it respects the support (regret is non-negative)
+  where mean +- 1.96 sd / sqrt(R) does not. Pooling inside a repetition first keeps the
   interval honest when repetitions share random numbers across cells
   (linear_sphere's theta* is common to every cell of a repetition).
 - **effect size** of `a` for `g`: (largest - smallest main-effect mean) /
@@ -47,6 +49,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 import yaml
@@ -111,10 +114,12 @@ class Study:
     #: The family registry the engine wrote (`fedbandits.families`).
     families: dict = field(default_factory=dict)
     metric: str = "agent_regret"
+    #: Every parameter column (swept or not).
+    params: list = field(default_factory=list)
 
     def label(self, cell: dict) -> str:
-        """A cell as `algorithm axis=value ...` (its swept values only)."""
-        parts = [cell["algorithm"]]
+        """A cell as `variant axis=value ...` (its swept values only)."""
+        parts = [cell[VARIANT]]
         for a in self.axes:
             v = cell.get(a.name)
             if v is not None:
@@ -129,6 +134,52 @@ def fmt(v) -> str:
     if isinstance(v, float):
         return "inf" if math.isinf(v) else f"{v:g}"
     return str(v)
+
+
+#: The column naming a cell's algorithm variant (the unit of comparison).
+VARIANT = "variant"
+
+
+def fams_of(meta: dict[str, str]) -> dict:
+    """The family registry a file carries (`fedbandits.families`)."""
+    return json.loads(meta.get("families", "{}") or "{}")
+
+
+def variant_params_of(fams: dict) -> list[str]:
+    """The parameters that change what an algorithm is (`variant_params`
+    of every family in the registry), e.g. `private`."""
+    return sorted({p for f in fams.values() for p in f.get("variant_params", [])})
+
+
+def with_variants(final: pl.DataFrame, fams: dict) -> pl.DataFrame:
+    """`final` with the column `variant`: the algorithm, and in parentheses
+    the values of its variant parameters that tell its cells apart
+    (`private: false` always reads "non-private"; `private: true` reads
+    "private" where the algorithm also has non-private cells), e.g.
+    `private_fedlinucb (non-private)`."""
+    params = [p for p in variant_params_of(fams) if p in final.columns]
+    if not params:
+        return final.with_columns(pl.col("algorithm").alias(VARIANT))
+    combos = final.select("algorithm", *params).unique()
+    rows = []
+    for row in combos.iter_rows(named=True):
+        mine = combos.filter(pl.col("algorithm") == row["algorithm"])
+        parts = []
+        for p in params:
+            v = row[p]
+            if v is None:
+                continue
+            varies = mine[p].drop_nulls().n_unique() > 1
+            if p == "private":
+                if v is False:
+                    parts.append("non-private")
+                elif varies:
+                    parts.append("private")
+            elif varies:
+                parts.append(f"{p}={fmt(v)}")
+        rows.append({**row, VARIANT: row["algorithm"] + (f" ({', '.join(parts)})" if parts else "")})
+    labels = pl.DataFrame(rows, schema={**combos.schema, VARIANT: pl.String})
+    return final.join(labels, on=["algorithm", *params], how="left", nulls_equal=True)
 
 
 def _metadata(f: Path) -> dict[str, str]:
@@ -239,63 +290,102 @@ def _study(lf, job, files, problems, schema, params) -> Study:
     keep = [c for c in schema if c not in ("group_regret", "messages", "sync_rounds")]
     final = lf.filter(pl.col("t") == pl.col("horizon")).select(keep).collect()
     rows = lf.select(pl.len()).collect().item()
-    keys = ["cell_id", "cell_index", "algorithm", "environment", *params]
+    final = with_variants(final, fams_of(meta))
+    keys = ["cell_id", "cell_index", "algorithm", VARIANT, "environment", *params]
     cell_keys = final.select(keys).unique()
-    axes = swept_axes(cell_keys, grid_keys(meta.get("job_yaml", "")), params)
+    variant_params = variant_params_of(fams_of(meta))
+    axes = swept_axes(cell_keys, [k for k in grid_keys(meta.get("job_yaml", "")) if k not in variant_params], [p for p in params if p not in variant_params])
     cells = _cell_table(
-        final, "agent_regret", ["cell_id", "cell_index", "algorithm", "environment", *[a.name for a in axes if a.name != "environment"]]
+        final,
+        "agent_regret",
+        ["cell_id", "cell_index", "algorithm", VARIANT, "environment", *[a.name for a in axes if a.name != "environment"]],
     )
-    fams = json.loads(meta.get("families", "{}"))
+    fams = fams_of(meta)
     algos = set(cells["algorithm"].to_list())
     family = next((n for n, f in fams.items() if algos & set(f.get("algorithms", []))), None)
     baseline = fams.get(family, {}).get("baseline") if family else None
-    if baseline not in algos or len(algos) < 2:
+    if baseline not in set(cells[VARIANT].to_list()) or len(algos) < 2:
         baseline = None
     reason = next((why for d, why in problems.items() if d in {f.parent for f in files} or d in files), None)
     privacy = json.loads(meta.get("privacy", "{}"))
-    return Study(job, meta, files, reason, rows, final, cells, axes, family, baseline, lf, privacy, fams)
+    return Study(job, meta, files, reason, rows, final, cells, axes, family, baseline, lf, privacy, fams, params=params)
 
 
-def _interval(df: pl.DataFrame) -> pl.DataFrame:
-    se = pl.col("sd") / pl.col("reps").sqrt()
-    return df.with_columns(se=se).with_columns(lo=pl.col("mean") - Z95 * pl.col("se"), hi=pl.col("mean") + Z95 * pl.col("se"))
+#: Resamples of the bootstrap intervals of a mean over repetitions.
+BOOTSTRAP = 2000
+#: Fewer repetitions than this get no interval (said instead of drawn).
+MIN_INTERVAL_REPS = 3
+
+
+def bootstrap_interval(values) -> tuple[float | None, float | None]:
+    """The 95% percentile-bootstrap interval of the mean of `values` (one
+    per repetition; resampled with a fixed seed, so a report is
+    reproducible). Chosen over mean +- 1.96 se because it stays inside the
+    support: regret is non-negative and so is every bound here, where the
+    normal interval of two skewed repetitions reached -20,000. None below
+    MIN_INTERVAL_REPS repetitions."""
+    x = np.asarray(values, dtype=float)
+    if x.size < MIN_INTERVAL_REPS:
+        return None, None
+    rng = np.random.default_rng(20261126)
+    means = x[rng.integers(0, x.size, size=(BOOTSTRAP, x.size))].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return float(lo), float(hi)
 
 
 def pooled(final: pl.DataFrame, by: list[str], metric: str) -> pl.DataFrame:
     """Per `by` group: the mean over repetitions of the per-repetition mean
-    over the group's cells, with sd, reps, se, lo, hi and the cells pooled."""
+    over the group's cells, with sd, reps, se, the bootstrap interval lo,
+    hi (null below 3 repetitions) and the cells pooled."""
     per_rep = final.group_by([*by, "repetition"]).agg(v=pl.col(metric).mean())
-    stats = per_rep.group_by(by).agg(mean=pl.col("v").mean(), sd=pl.col("v").std(), reps=pl.len())
+    stats = per_rep.group_by(by).agg(mean=pl.col("v").mean(), sd=pl.col("v").std(), reps=pl.len(), _v=pl.col("v").sort_by("repetition"))
+    bounds = [bootstrap_interval(v) for v in stats["_v"].to_list()]
+    stats = stats.drop("_v").with_columns(
+        se=pl.col("sd") / pl.col("reps").sqrt(),
+        lo=pl.Series([b[0] for b in bounds], dtype=pl.Float64),
+        hi=pl.Series([b[1] for b in bounds], dtype=pl.Float64),
+    )
     ncells = final.group_by(by).agg(cells=pl.col("cell_id").n_unique())
-    return _interval(stats.join(ncells, on=by, nulls_equal=True))
+    return stats.join(ncells, on=by, nulls_equal=True)
+
+
+def _varies_within(study: Study, axis: Axis) -> set[str]:
+    """The variants whose cells take two or more values of `axis`."""
+    sub = study.final.filter(pl.col(axis.name).is_not_null())
+    counts = sub.group_by(VARIANT).agg(n=pl.col(axis.name).n_unique())
+    return set(counts.filter(pl.col("n") > 1)[VARIANT].to_list())
 
 
 def main_effect(study: Study, axis: Axis) -> pl.DataFrame:
-    """The main effect of `axis` per algorithm it applies to: algorithm,
+    """The main effect of `axis` per variant it varies within: variant,
     value, mean, sd, reps, se, lo, hi, cells; in the axis's value order."""
-    sub = study.final.filter(pl.col(axis.name).is_not_null())
-    eff = pooled(sub, ["algorithm", axis.name], study.metric)
+    sub = study.final.filter(pl.col(axis.name).is_not_null() & pl.col(VARIANT).is_in(list(_varies_within(study, axis))))
+    eff = pooled(sub, [VARIANT, axis.name], study.metric)
     order = pl.DataFrame({axis.name: axis.values, "_order": range(len(axis.values))}, schema_overrides={axis.name: sub.schema[axis.name]})
-    return eff.join(order, on=axis.name).sort(["algorithm", "_order"]).drop("_order").rename({axis.name: "value"})
+    return eff.join(order, on=axis.name).sort([VARIANT, "_order"]).drop("_order").rename({axis.name: "value"})
 
 
 def reference_levels(study: Study, axis: Axis) -> pl.DataFrame:
-    """The algorithms `axis` does not apply to (null in their cells), each
-    pooled over its cells: the level the axis's lines are compared with."""
+    """The variants `axis` does not vary within (null in their cells, or
+    one value: `fixed`), each pooled over its cells: the levels the axis's
+    lines are compared with."""
+    varies = list(_varies_within(study, axis))
+    rest = study.final.filter(~pl.col(VARIANT).is_in(varies))
+    fixed = rest.group_by(VARIANT).agg(fixed=pl.col(axis.name).drop_nulls().first())
     # Sorted: a group-by's order is not stable from run to run.
-    return pooled(study.final.filter(pl.col(axis.name).is_null()), ["algorithm"], study.metric).sort("algorithm")
+    return pooled(rest, [VARIANT], study.metric).join(fixed, on=VARIANT).sort(VARIANT)
 
 
 def within_sd(study: Study, algorithm: str, axis: Axis) -> float:
     """The pooled within-cell sd of `algorithm`'s cells `axis` applies to."""
-    c = study.cells.filter((pl.col("algorithm") == algorithm) & pl.col(axis.name).is_not_null() & (pl.col("n") > 1))
+    c = study.cells.filter((pl.col(VARIANT) == algorithm) & pl.col(axis.name).is_not_null() & (pl.col("n") > 1))
     dof = (c["n"] - 1).sum()
     return math.sqrt(((c["n"] - 1) * c["sd"] ** 2).sum() / dof) if dof else float("nan")
 
 
 def _overlap_everywhere(part: pl.DataFrame) -> bool | None:
     """Whether the 95% intervals of every two neighbouring values overlap;
-    None when an interval is undefined (one repetition)."""
+    None when an interval is undefined (fewer than 3 repetitions)."""
     lo, hi = part["lo"].to_list(), part["hi"].to_list()
     if any(v is None or math.isnan(v) for v in lo + hi):
         return None
@@ -310,9 +400,9 @@ def paired_steps(study: Study, axis: Axis) -> pl.DataFrame:
     repetition, so this resolves consistent differences that the
     repetition-to-repetition spread hides from the unpaired intervals."""
     sub = study.final.filter(pl.col(axis.name).is_not_null())
-    per_rep = sub.group_by(["algorithm", axis.name, "repetition"]).agg(v=pl.col(study.metric).mean())
+    per_rep = sub.group_by([VARIANT, axis.name, "repetition"]).agg(v=pl.col(study.metric).mean())
     rows = []
-    for (algo,), part in per_rep.group_by(["algorithm"], maintain_order=True):
+    for (algo,), part in per_rep.group_by([VARIANT], maintain_order=True):
         used = [v for v in axis.values if v in set(part[axis.name].to_list())]
         for a, b in zip(used, used[1:]):
             lo = part.filter(pl.col(axis.name) == a).select("repetition", va="v")
@@ -320,58 +410,51 @@ def paired_steps(study: Study, axis: Axis) -> pl.DataFrame:
             d = hi.join(lo, on="repetition").select(pl.col("vb") - pl.col("va"))
             n, mean, sd = d.height, d.to_series().mean(), d.to_series().std()
             half = Z95 * sd / math.sqrt(n) if n > 1 and sd is not None else float("nan")
-            rows.append({"algorithm": algo, "from": fmt(a), "to": fmt(b), "diff": mean, "half": half, "resolved": bool(abs(mean) > half)})
-    schema = {"algorithm": pl.String, "from": pl.String, "to": pl.String, "diff": pl.Float64, "half": pl.Float64, "resolved": pl.Boolean}
+            rows.append({VARIANT: algo, "from": fmt(a), "to": fmt(b), "diff": mean, "half": half, "resolved": bool(abs(mean) > half)})
+    schema = {VARIANT: pl.String, "from": pl.String, "to": pl.String, "diff": pl.Float64, "half": pl.Float64, "resolved": pl.Boolean}
     return pl.DataFrame(rows, schema=schema)
 
 
 def ranking(study: Study, effects: dict[str, pl.DataFrame]) -> pl.DataFrame:
-    """One row per axis, highest score first: axis, values, score, the
-    algorithm it is largest for, that algorithm's range of means (regret
-    units), whether the axis is flat (None: undetermined, an interval is
-    undefined with one repetition), and how many neighbouring steps the
-    paired comparison resolves ("k of n", over every algorithm)."""
+    """One row per (axis, variant it varies within), highest score first:
+    axis, variant, values, score (effect size), range of means (regret
+    units), whether the axis is flat for that variant (None: undetermined,
+    an interval is undefined with one repetition), and how many
+    neighbouring steps the paired comparison resolves ("k of n")."""
     rows = []
     nan = float("nan")
     for axis in study.axes:
-        cands, flats = [], []
-        for (algo,), part in effects[axis.name].group_by(["algorithm"], maintain_order=True):
+        steps = paired_steps(study, axis)
+        for (variant,), part in effects[axis.name].group_by([VARIANT], maintain_order=True):
             if part.height < 2:
                 continue
             rng = part["mean"].max() - part["mean"].min()
-            sw = within_sd(study, algo, axis)
+            sw = within_sd(study, variant, axis)
             # No within-cell sd (one repetition per cell): no effect size.
             size = nan if math.isnan(sw) else rng / sw if sw > 0 else 0.0 if rng == 0 else float("inf")
-            cands.append((size, algo, rng))
-            flats.append(_overlap_everywhere(part))
-        scored = [c for c in cands if not math.isnan(c[0])]
-        best = max(scored, key=lambda c: c[0]) if scored else max(cands, key=lambda c: c[2], default=(nan, None, nan))
-        flat = None if not flats or None in flats else all(flats)
-        steps = paired_steps(study, axis)
-        paired = f"{steps['resolved'].sum()} of {steps.height}"
-        rows.append(
-            {
-                "axis": axis.name,
-                "values": len(axis.values),
-                "score": best[0],
-                "algorithm": best[1],
-                "range": best[2],
-                "flat": flat,
-                "paired": paired,
-            }
-        )
+            mine = steps.filter(pl.col(VARIANT) == variant)
+            rows.append(
+                {
+                    "axis": axis.name,
+                    VARIANT: variant,
+                    "values": part.height,
+                    "score": size,
+                    "range": rng,
+                    "flat": _overlap_everywhere(part),
+                    "paired": f"{mine['resolved'].sum()} of {mine.height}",
+                }
+            )
     schema = {
         "axis": pl.String,
+        VARIANT: pl.String,
         "values": pl.Int64,
         "score": pl.Float64,
-        "algorithm": pl.String,
         "range": pl.Float64,
         "flat": pl.Boolean,
         "paired": pl.String,
     }
     df = pl.DataFrame(rows, schema=schema)
-    # No score (one repetition per cell, or no algorithm with two values)
-    # ranks last, by the range of its means.
+    # No score (one repetition per cell) ranks last, by the range of means.
     df = df.with_columns(pl.col("score").fill_nan(None), pl.col("range").fill_nan(None))
     return df.sort(["score", "range"], descending=True, nulls_last=True) if df.height else df
 
@@ -393,12 +476,12 @@ def frr_reference(study: Study, axis: Axis) -> pl.DataFrame:
     does not apply to, each pooled over its cells (against the baseline's
     overall mean): the levels the ratio's lines are compared with."""
     final, metric = study.final, study.metric
-    rest = final.filter((pl.col("algorithm") != study.baseline) & pl.col(axis.name).is_null())
-    num = rest.group_by(["algorithm", "repetition"]).agg(n=pl.col(metric).mean())
-    den = final.filter(pl.col("algorithm") == study.baseline).group_by("repetition").agg(d=pl.col(metric).mean())
-    out = _paired_ratio(num.join(den, on="repetition"), ["algorithm"])
-    cells = rest.group_by("algorithm").agg(cells=pl.col("cell_id").n_unique())
-    return out.join(cells, on="algorithm").sort("algorithm").select("algorithm", "frr", "lo", "hi", "reps", "cells")
+    rest = final.filter((pl.col(VARIANT) != study.baseline) & pl.col(axis.name).is_null())
+    num = rest.group_by([VARIANT, "repetition"]).agg(n=pl.col(metric).mean())
+    den = final.filter(pl.col(VARIANT) == study.baseline).group_by("repetition").agg(d=pl.col(metric).mean())
+    out = _paired_ratio(num.join(den, on="repetition"), [VARIANT])
+    cells = rest.group_by(VARIANT).agg(cells=pl.col("cell_id").n_unique())
+    return out.join(cells, on=VARIANT).sort(VARIANT).select(VARIANT, "frr", "lo", "hi", "reps", "cells")
 
 
 def frr_effect(study: Study, axis: Axis, effect: pl.DataFrame) -> pl.DataFrame | None:
@@ -408,18 +491,18 @@ def frr_effect(study: Study, axis: Axis, effect: pl.DataFrame) -> pl.DataFrame |
     if study.baseline is None:
         return None
     final, a, metric = study.final, axis.name, study.metric
-    applies = final.filter((pl.col("algorithm") == study.baseline) & pl.col(a).is_not_null()).height > 0
+    applies = final.filter((pl.col(VARIANT) == study.baseline) & pl.col(a).is_not_null()).height > 0
     num = (
-        final.filter((pl.col("algorithm") != study.baseline) & pl.col(a).is_not_null())
-        .group_by(["algorithm", a, "repetition"])
+        final.filter((pl.col(VARIANT) != study.baseline) & pl.col(a).is_not_null())
+        .group_by([VARIANT, a, "repetition"])
         .agg(n=pl.col(metric).mean())
     )
     keys = [a, "repetition"] if applies else ["repetition"]
-    den = final.filter(pl.col("algorithm") == study.baseline).group_by(keys).agg(d=pl.col(metric).mean())
-    out = _paired_ratio(num.join(den, on=keys), ["algorithm", a]).rename({a: "value"})
-    cells = effect.select("algorithm", "value", "cells")
-    ordered = cells.join(out, on=["algorithm", "value"], how="inner", maintain_order="left")
-    return ordered.select("algorithm", "value", "frr", "frr_se", "lo", "hi", "reps", "cells")
+    den = final.filter(pl.col(VARIANT) == study.baseline).group_by(keys).agg(d=pl.col(metric).mean())
+    out = _paired_ratio(num.join(den, on=keys), [VARIANT, a]).rename({a: "value"})
+    cells = effect.select(VARIANT, "value", "cells")
+    ordered = cells.join(out, on=[VARIANT, "value"], how="inner", maintain_order="left")
+    return ordered.select(VARIANT, "value", "frr", "frr_se", "lo", "hi", "reps", "cells")
 
 
 def interaction(study: Study, a: Axis, b: Axis) -> dict[str, pl.DataFrame]:
@@ -428,7 +511,7 @@ def interaction(study: Study, a: Axis, b: Axis) -> dict[str, pl.DataFrame]:
     mean, cells."""
     out = {}
     sub = study.final.filter(pl.col(a.name).is_not_null() & pl.col(b.name).is_not_null())
-    for (algo,), part in sub.group_by(["algorithm"], maintain_order=True):
+    for (algo,), part in sub.group_by([VARIANT], maintain_order=True):
         if part[a.name].n_unique() < 2 or part[b.name].n_unique() < 2:
             continue
         out[algo] = part.group_by([a.name, b.name]).agg(mean=pl.col(study.metric).mean(), cells=pl.col("cell_id").n_unique())
@@ -441,7 +524,7 @@ def curve_cells(study: Study) -> dict[str, list[tuple[str, str]]]:
     the grid's corners (every swept value it uses at one end of its axis),
     at most MAX_CORNERS of them, in grid order."""
     out: dict[str, list[tuple[str, str]]] = {}
-    for (algo,), part in study.cells.group_by(["algorithm"], maintain_order=True):
+    for (algo,), part in study.cells.group_by([VARIANT], maintain_order=True):
         part = part.sort("cell_index")
         chosen = [(part.sort("mean")["cell_id"][0], "best")]
         if part.height > 1:
@@ -488,7 +571,10 @@ def warnings(study: Study, ranked: pl.DataFrame) -> list[str]:
             )
     reps = study.cells["n"].min() if study.cells.height else 0
     for row in ranked.filter(pl.col("flat")).iter_rows(named=True):
-        note = f"Axis `{row['axis']}` shows no effect at this many repetitions ({reps} per cell at least): the 95% intervals of every two neighbouring values overlap for every algorithm"
+        note = (
+            f"Axis `{row['axis']}` shows no effect for {row[VARIANT]} at this many repetitions ({reps} per cell at least): "
+            f"the 95% intervals of every two neighbouring values overlap"
+        )
         if not row["paired"].startswith("0 "):
             note += (
                 f". Paired by repetition, {row['paired']} neighbouring steps differ (cells share random numbers within a "

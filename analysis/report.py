@@ -88,7 +88,7 @@ def header(s: Study) -> list[Block]:
     shards = sorted({f.name for f in s.files})
     steps = final.select((pl.col("m").cast(pl.Float64) * pl.col("horizon").cast(pl.Float64)).sum()).item() if "m" in final.columns else None
     backends = ", ".join(f"{b} ({n} repetitions)" for b, n in final.group_by("backend").len().sort("backend").iter_rows())
-    per_algo = ", ".join(f"{a} {n}" for a, n in s.cells.group_by("algorithm", maintain_order=True).len().iter_rows())
+    per_algo = ", ".join(f"{a} {n}" for a, n in s.cells.group_by("variant", maintain_order=True).len().iter_rows())
     axes = "; ".join(f"`{a.name}`: {', '.join(fmt(v) for v in a.values)}{' (log axis)' if a.log else ''}" for a in s.axes) or "none"
     rows = [
         ("job", f"`{s.job}` ({m.get('job_path', '?')}, identity {m.get('job_identity', '?')})"),
@@ -163,9 +163,9 @@ def ranking_blocks(ranked: pl.DataFrame) -> list[Block]:
         [
             str(i + 1),
             f"`{r['axis']}`",
+            r["variant"],
             str(r["values"]),
             _num(r["score"], 3) if r["score"] is not None else "n/a (one repetition per cell)",
-            r["algorithm"] or "-",
             _num(r["range"]),
             _flat(r["flat"]),
             r["paired"],
@@ -173,13 +173,14 @@ def ranking_blocks(ranked: pl.DataFrame) -> list[Block]:
         for i, r in enumerate(ranked.iter_rows(named=True))
     ]
     return [
-        ("h2", "Axes ranked by effect size"),
+        ("h2", "Axes ranked by effect size, per variant"),
         (
             "p",
-            "Effect size: the range of an algorithm's main-effect means over the axis, in units of its pooled "
-            "within-cell standard deviation (how many repetition-to-repetition sds of one cell the axis moves "
-            "final regret); an axis's score is its largest over the algorithms it applies to. Flat: for every "
-            "algorithm the 95% intervals of neighbouring values overlap (no effect resolved at this many repetitions). Paired: the neighbouring "
+            "A variant is an algorithm with the parameters that change what it is (e.g. `private`): axes are analysed "
+            "within each variant they vary in, never pooled across variants. Effect size: the range of the variant's "
+            "main-effect means over the axis, in units of its pooled within-cell standard deviation (how many "
+            "repetition-to-repetition sds of one cell the axis moves final regret). Flat: the 95% intervals of "
+            "neighbouring values overlap (no effect resolved at this many repetitions). Paired: the neighbouring "
             "steps whose difference, taken within each repetition (cells share random numbers within a repetition), has a 95% interval excluding 0.",
         ),
         (
@@ -187,9 +188,9 @@ def ranking_blocks(ranked: pl.DataFrame) -> list[Block]:
             [
                 "rank",
                 "axis",
+                "variant",
                 "values",
                 "effect size",
-                "largest for",
                 "range of means (regret per agent)",
                 "at this many repetitions",
                 "paired steps resolved",
@@ -202,7 +203,7 @@ def ranking_blocks(ranked: pl.DataFrame) -> list[Block]:
 def _effect_table(eff: pl.DataFrame, refs: pl.DataFrame, y: str = "mean") -> tuple[Block, str]:
     """The main effect as a table (values down, algorithms across) and a
     note of how many cells each point pools."""
-    algos = eff["algorithm"].unique(maintain_order=True).to_list()
+    algos = eff["variant"].unique(maintain_order=True).to_list()
     values = eff["value"].unique(maintain_order=True).to_list()
     cells = sorted(set(eff["cells"].to_list()))
     uniform = len(cells) == 1
@@ -210,7 +211,7 @@ def _effect_table(eff: pl.DataFrame, refs: pl.DataFrame, y: str = "mean") -> tup
     for v in values:
         row = [fmt(v)]
         for a in algos:
-            hit = eff.filter((pl.col("algorithm") == a) & (pl.col("value") == v))
+            hit = eff.filter((pl.col("variant") == a) & (pl.col("value") == v))
             if hit.height == 0:
                 row.append("")
                 continue
@@ -224,7 +225,7 @@ def _effect_table(eff: pl.DataFrame, refs: pl.DataFrame, y: str = "mean") -> tup
         note += (
             " Cells the axis does not apply to (the dashed levels): "
             + "; ".join(
-                f"{r['algorithm']} ({r['cells']} cell{'s' if r['cells'] > 1 else ''}) {_pm(r['mean'], r['lo'], r['hi'])}"
+                f"{r['variant']} ({r['cells']} cell{'s' if r['cells'] > 1 else ''}) {_pm(r['mean'], r['lo'], r['hi'])}"
                 for r in refs.iter_rows(named=True)
             )
             + "."
@@ -252,7 +253,7 @@ def main_effects(s: Study, out: Path, effects: dict[str, pl.DataFrame]) -> list[
         frr = frr_effect(s, axis, eff)
         if frr is not None and frr.height:
             fname = f"{s.job}_frr_{axis.name}.png"
-            frr_lines = frr.select("algorithm", "value", "frr", "lo", "hi", "cells", "reps")
+            frr_lines = frr.select("variant", "value", "frr", "lo", "hi", "cells", "reps")
             frr_refs = frr_reference(s, axis).rename({"frr": "mean"})
             ylabel = f"FRR (final regret / {s.baseline}'s)"
             plots.effect_plot(

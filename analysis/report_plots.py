@@ -48,7 +48,7 @@ def _numeric_ticks(ax, axis: Axis) -> None:
 
 def colors(study: Study) -> dict[str, str]:
     """One colour per algorithm (in grid order), the same in every figure."""
-    order = study.cells.group_by("algorithm").agg(pl.col("cell_index").min()).sort("cell_index")["algorithm"]
+    order = study.cells.group_by("variant").agg(pl.col("cell_index").min()).sort("cell_index")["variant"]
     return {a: f"C{i % 10}" for i, a in enumerate(order)}
 
 
@@ -67,10 +67,10 @@ def effect_plot(
     apply to (`refs`, dashed) as horizontal levels with their band, each in
     its algorithm's colour (`palette`)."""
     fig, ax = _figure(title)
-    algos = lines["algorithm"].unique(maintain_order=True).to_list()
+    algos = lines["variant"].unique(maintain_order=True).to_list()
     spread = 0.06 if not axis.numeric else 0.0
     for i, algo in enumerate(algos):
-        part = lines.filter(pl.col("algorithm") == algo)
+        part = lines.filter(pl.col("variant") == algo)
         if axis.numeric:
             inf = part.filter(pl.col("value").is_infinite())
             for row in inf.iter_rows(named=True):
@@ -83,7 +83,9 @@ def effect_plot(
         err = [np.nan_to_num(m - part["lo"].to_numpy(), nan=0.0), np.nan_to_num(part["hi"].to_numpy() - m, nan=0.0)]
         ax.errorbar(xs, m, yerr=err, marker="o", capsize=3, color=palette[algo], label=algo)
     for row in refs.iter_rows(named=True):
-        level = ax.axhline(row[y], ls="--", lw=1.2, color=palette[row["algorithm"]], label=f"{row['algorithm']} (no {axis.name})")
+        fixed = row.get("fixed")
+        what = f"{axis.name}={fmt(fixed)} only" if fixed is not None else f"no {axis.name}"
+        level = ax.axhline(row[y], ls="--", lw=1.2, color=palette[row["variant"]], label=f"{row['variant']} ({what})")
         if row["lo"] is not None and not math.isnan(row["lo"]):
             ax.axhspan(row["lo"], row["hi"], color=level.get_color(), alpha=0.12, lw=0)
     (_numeric_ticks if axis.numeric else _categorical_ticks)(ax, axis)

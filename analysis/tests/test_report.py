@@ -93,7 +93,7 @@ def test_planted_axis_ranks_first_and_the_flat_axis_is_warned(planted: Path, tmp
     flat = [w for w in warnings(s, ranked) if "shows no effect" in w]
     assert len(flat) == 1 and "`confidence_scale`" in flat[0]
     md = rep.report(planted, tmp_path / "out").read_text()
-    assert "Axis `confidence_scale` shows no effect at this many repetitions" in md
+    assert "Axis `confidence_scale` shows no effect for private_fedlinucb at this many repetitions" in md
     assert "Axis `epsilon` shows no effect" not in md
     assert md.index("| 1 | `epsilon` |") < md.index("| 2 | `confidence_scale` |")
 
@@ -109,8 +109,11 @@ def test_main_effect_is_the_per_repetition_pooled_mean_with_its_interval(planted
         x = sub.group_by("repetition").agg(pl.col("agent_regret").mean()).sort("repetition")["agent_regret"].to_numpy()
         assert len(x) == 12 and row["cells"] == 3 and row["reps"] == 12
         assert row["mean"] == pytest.approx(x.mean(), rel=1e-12)
+        # a percentile bootstrap: inside the support, around the mean, and
+        # close to the normal interval at 12 repetitions
         half = 1.959963984540054 * x.std(ddof=1) / math.sqrt(len(x))
-        assert (row["hi"] - row["lo"]) / 2 == pytest.approx(half, rel=1e-9)
+        assert x.min() <= row["lo"] < row["mean"] < row["hi"] <= x.max()
+        assert (row["hi"] - row["lo"]) / 2 == pytest.approx(half, rel=0.25)
     # the effect size: range of means over the pooled within-cell sd
     cells = final.group_by("cell_id").agg(v=pl.col("agent_regret").var())
     sw = math.sqrt(cells["v"].mean())

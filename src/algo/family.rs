@@ -50,6 +50,14 @@ pub struct Family {
     /// Short jobs covering its algorithms and environments, for the parity
     /// check of a batched backend with the CPU: (name, job YAML).
     pub parity: &'static [(&'static str, &'static str)],
+    /// Parameters that change what an algorithm is rather than how it is
+    /// tuned (e.g. `private`): the analysis compares algorithm variants,
+    /// an algorithm with each of their values, and never pools over them.
+    pub variant_params: &'static [&'static str],
+    /// (private algorithm, the non-private algorithm it privatizes) where
+    /// privacy is a separate algorithm rather than `private: false`: the
+    /// counterpart whose regret the cost of privacy is measured against.
+    pub non_private: &'static [(&'static str, &'static str)],
 }
 
 /// A family's parameter resolution ([`crate::algo::resolve`]).

@@ -63,7 +63,8 @@ pub fn privacy_json(job: &Job) -> String {
 /// federated regret ratio, the regret `regret_exponent` measures) from the
 /// engine that wrote the data: `{"linear": {"algorithms": [...],
 /// "environments": [...], "columns": [...], "baseline": null,
-/// "growth_regret": "group_regret"}, ...}`.
+/// "growth_regret": "group_regret", "variant_params": ["private"],
+/// "non_private": {}}, ...}`.
 pub fn families_json() -> String {
     let fams: serde_json::Map<String, serde_json::Value> = crate::algo::family::FAMILIES
         .iter()
@@ -75,6 +76,8 @@ pub fn families_json() -> String {
                 "columns": f.columns,
                 "baseline": f.baseline,
                 "growth_regret": f.growth_regret,
+                "variant_params": f.variant_params,
+                "non_private": f.non_private.iter().map(|(p, n)| (p.to_string(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
             });
             (f.name.to_owned(), entry)
         })

@@ -253,4 +253,6 @@ pub const FAMILY: crate::algo::family::Family = crate::algo::family::Family {
         "acct_epsilon_basic",
         "acct_delta_basic",
     ],
+    variant_params: &[],
+    non_private: &[("p_fcb", "fcb")],
 };

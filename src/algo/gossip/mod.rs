@@ -266,4 +266,6 @@ pub const FAMILY: crate::algo::family::Family = crate::algo::family::Family {
         "gossip_lambda2",
         "acct_epsilon_pure",
     ],
+    variant_params: &[],
+    non_private: &[("fed_ucb_gossip", "gossip_ucb")],
 };

@@ -321,4 +321,6 @@ pub const FAMILY: crate::algo::family::Family = crate::algo::family::Family {
         "acct_epsilon_basic",
         "acct_delta_basic",
     ],
+    variant_params: &["private"],
+    non_private: &[("private_fedlinucb", "fedlinucb")],
 };
