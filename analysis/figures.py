@@ -23,6 +23,7 @@ Every figure is 900 x 500 pixels with the legend outside the axes.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -86,11 +87,21 @@ def _label(row: dict, by: list[str]) -> str:
 
 def _legend(ax) -> None:
     """The legend right of the axes, and the axes widened to the figure's
-    right edge less the legend's width (no empty margin)."""
+    right edge less the legend's width (no empty margin); a legend wider
+    than 35% of the figure goes below the axes instead, so that long
+    labels never squeeze the plot."""
     leg = ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
     fig = ax.figure
     fig.canvas.draw()
     width = leg.get_window_extent().width / fig.bbox.width if leg.get_texts() else 0.0
+    if width > 0.35:
+        leg.remove()
+        n = len(ax.get_legend_handles_labels()[1])
+        rows = math.ceil(n / 2)
+        fig.set_size_inches(fig.get_size_inches()[0], fig.get_size_inches()[1] + 0.18 * rows)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, fontsize=7, frameon=False)
+        fig.subplots_adjust(right=0.97, bottom=min(0.5, 0.16 + 0.05 * rows))
+        return
     left = fig.subplotpars.left
     fig.subplots_adjust(right=max(left + 0.3, 0.98 - width - 0.02 * fig.subplotpars.right))
 

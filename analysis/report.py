@@ -18,12 +18,15 @@ For each job, `DIR/report.md` (with the PNGs beside it; `--html`: also
    that show no effect at this many repetitions;
 3. the axes ranked by effect size (effects.py's module doc defines it);
 4. main effects: final per-agent regret against each axis, one line per
-   algorithm, 95% intervals over repetitions, the other axes pooled (and
-   the federated regret ratio where the family has a baseline);
-5. the interaction of the two highest-ranked axes (a heatmap per
-   algorithm);
-6. regret curves of each algorithm's best and worst cells and its
-   grid-corner cells.
+   variant it varies within, 95% bootstrap intervals over repetitions, the
+   other axes pooled, epsilon at the accounted figure (`--privacy-axis`);
+   the federated regret ratio where the family has a baseline;
+5. interactions within each variant, strongest first, the first few drawn
+   (contrasts.py defines them);
+6. the cost of privacy: each private cell against its non-private
+   counterpart, paired by repetition, against epsilon and the other axes;
+7. regret curves of each variant's best and worst cells and its
+   grid-corner cells, and the variants side by side at matched settings.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from pathlib import Path
 
 import polars as pl
 
+from . import report_contrasts as contrast
 from . import report_plots as plots
 from .effects import (
     MIN_REPETITIONS,
@@ -49,7 +53,6 @@ from .effects import (
     fmt,
     frr_effect,
     frr_reference,
-    interaction,
     load_studies,
     main_effect,
     ranking,
@@ -61,8 +64,6 @@ from .load import ResultsError
 #: A document is a list of blocks: ("h1" | "h2" | "h3" | "p", text),
 #: ("ul", [items]), ("table", header, rows), ("img", file name, alt text).
 Block = tuple
-#: Private cells listed in full in the privacy table (the rest counted).
-MAX_PRIVACY_ROWS = 40
 
 
 def _num(v, digits: int = 4) -> str:
@@ -132,11 +133,7 @@ def privacy(s: Study) -> list[Block]:
     if private.height == 0:
         return [("h2", "Privacy"), ("p", "No cell of this job is private (no privacy figure to report).")]
     cols = _family_privacy_columns(s)
-    shown = [c for c in cols if private[c].null_count() < private.height]
-    rows = [[s.label(r), *[_num(r[c]) for c in shown]] for r in private.head(MAX_PRIVACY_ROWS).iter_rows(named=True)]
-    out: list[Block] = [("h2", "Privacy"), ("table", ["cell", *[f"`{c}`" for c in shown]], rows)]
-    if private.height > MAX_PRIVACY_ROWS:
-        out.append(("p", f"{private.height - MAX_PRIVACY_ROWS} more private cells: the same columns in the Parquet files."))
+    out: list[Block] = [("h2", "Privacy"), *contrast.privacy_table(s, cols)]
     nulls = []
     for c in cols:
         missing = private.filter(pl.col(c).is_null())["cell_id"].to_list()
@@ -233,7 +230,7 @@ def _effect_table(eff: pl.DataFrame, refs: pl.DataFrame, y: str = "mean") -> tup
     return ("table", ["value", *algos], rows), note
 
 
-def main_effects(s: Study, out: Path, effects: dict[str, pl.DataFrame]) -> list[Block]:
+def main_effects(s: Study, out: Path, effects: dict[str, pl.DataFrame], mode: str = "target") -> list[Block]:
     blocks: list[Block] = [("h2", "Main effects")]
     if not s.axes:
         return blocks + [("p", "The job sweeps no parameter (one cell per algorithm): no main effect to draw.")]
@@ -247,8 +244,15 @@ def main_effects(s: Study, out: Path, effects: dict[str, pl.DataFrame]) -> list[
     for axis in s.axes:
         eff, refs = effects[axis.name], reference_levels(s, axis)
         name = f"{s.job}_effect_{axis.name}.png"
-        plots.effect_plot(axis, eff, refs, out / name, f"{s.job}: final regret per agent vs {axis.name}", palette)
+        drawn, spread = eff, []
+        title = f"{s.job}: final regret per agent vs {axis.name}"
+        if axis.name == "epsilon" and mode == "accounted" and "acct_epsilon" in s.final.columns:
+            drawn, spread = contrast.accounted_x(s, eff)
+            title = f"{s.job}: final regret per agent vs accounted epsilon (points labelled with their target)"
+        plots.effect_plot(axis, drawn, refs, out / name, title, palette)
         table, note = _effect_table(eff, refs)
+        if spread:
+            note += " Points whose cells provide different accounted figures: " + "; ".join(spread) + "."
         blocks += [("h3", f"`{axis.name}`"), ("img", name, f"final regret vs {axis.name}"), table, ("p", note)]
         frr = frr_effect(s, axis, eff)
         if frr is not None and frr.height:
@@ -278,26 +282,6 @@ def main_effects(s: Study, out: Path, effects: dict[str, pl.DataFrame]) -> list[
     return blocks
 
 
-def interactions(s: Study, out: Path, ranked: pl.DataFrame) -> list[Block]:
-    blocks: list[Block] = [("h2", "Interaction of the two highest-ranked axes")]
-    if ranked.height < 2:
-        return blocks + [("p", "Fewer than two swept axes: no interaction to draw.")]
-    by_name = {a.name: a for a in s.axes}
-    a, b = by_name[ranked["axis"][0]], by_name[ranked["axis"][1]]
-    tables = interaction(s, a, b)
-    if not tables:
-        return blocks + [("p", f"No algorithm has both `{a.name}` and `{b.name}` with two values or more.")]
-    name = f"{s.job}_interaction.png"
-    plots.heatmaps(a, b, tables, out / name, f"{s.job}: mean final regret per agent, {a.name} x {b.name}")
-    return blocks + [
-        ("img", name, f"{a.name} x {b.name}"),
-        (
-            "p",
-            f"Mean final regret per agent for each (`{a.name}`, `{b.name}`) pair, the other axes pooled; one panel per algorithm, each with its own colour scale.",
-        ),
-    ]
-
-
 def curve_blocks(s: Study, out: Path) -> list[Block]:
     blocks: list[Block] = [
         ("h2", "Regret curves"),
@@ -321,8 +305,11 @@ def curve_blocks(s: Study, out: Path) -> list[Block]:
     return blocks
 
 
-def job_report(s: Study, out: Path) -> list[Block]:
-    """Every section of one job's report (the figures written into `out`)."""
+def job_report(s: Study, out: Path, privacy_axis: str | None = None) -> list[Block]:
+    """Every section of one job's report (the figures written into `out`);
+    `privacy_axis`: accounted, target, or None (accounted when every
+    private cell has a figure)."""
+    mode, why = contrast.privacy_axis_mode(s, privacy_axis)
     effects = {a.name: main_effect(s, a) for a in s.axes}
     ranked = ranking(s, effects)
     warned = warnings(s, ranked)
@@ -339,7 +326,10 @@ def job_report(s: Study, out: Path) -> list[Block]:
     ]
     if s.axes:
         blocks += ranking_blocks(ranked)
-    blocks += main_effects(s, out, effects) + interactions(s, out, ranked) + curve_blocks(s, out)
+    if "epsilon" in {a.name for a in s.axes}:
+        blocks.append(("p", f"Privacy axis of the epsilon plots: {mode} epsilon ({why})."))
+    blocks += main_effects(s, out, effects, mode) + contrast.interaction_blocks(s, out)
+    blocks += contrast.cost_blocks(s, out, mode) + curve_blocks(s, out)
     return blocks
 
 
@@ -419,7 +409,7 @@ def _write_text(path: Path, text: str) -> None:
         raise
 
 
-def report(path: str | Path, out: str | Path, html_page: bool = False, progress=None) -> Path:
+def report(path: str | Path, out: str | Path, html_page: bool = False, progress=None, privacy_axis: str | None = None) -> Path:
     """Writes the sensitivity report of every job under `path` into `out`
     (report.md, the PNGs, and with `html_page` report.html); returns the
     path of report.md. Raises ResultsError when `path` cannot be read."""
@@ -432,7 +422,7 @@ def report(path: str | Path, out: str | Path, html_page: bool = False, progress=
     for s in studies:
         if progress:
             progress(f"{s.job}: {s.cells.height} cells, {s.rows:,} rows")
-        blocks += job_report(s, out)
+        blocks += job_report(s, out, privacy_axis)
     md = out / "report.md"
     _write_text(md, to_markdown(blocks))
     if html_page:
@@ -445,10 +435,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("results", help="a job's results directory (merged or sharded), a root of several, or a Parquet file")
     p.add_argument("--out", required=True, help="directory for report.md and its figures (created)")
     p.add_argument("--html", action="store_true", help="also write report.html, one file with the images embedded")
+    p.add_argument(
+        "--privacy-axis",
+        choices=["accounted", "target"],
+        default=None,
+        help="epsilon on the effect plots: the accounted figure (acct_epsilon; default when every private cell has one) or the target",
+    )
     a = p.parse_args(argv)
     start = time.perf_counter()
     try:
-        md = report(a.results, a.out, a.html, progress=lambda m: print(f"report: {m}", file=sys.stderr, flush=True))
+        md = report(a.results, a.out, a.html, progress=lambda m: print(f"report: {m}", file=sys.stderr, flush=True), privacy_axis=a.privacy_axis)
     except ResultsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -78,9 +78,17 @@ def effect_plot(
                 if row["lo"] is not None and not math.isnan(row["lo"]):
                     ax.axhspan(row["lo"], row["hi"], color=level.get_color(), alpha=0.1, lw=0)
             part = part.filter(pl.col("value").is_finite())
-        xs = np.array(_positions(axis, part["value"].to_list())) + spread * (i - (len(algos) - 1) / 2)
+        if "x" in part.columns:
+            # The accounted epsilon: each point where its cells' privacy is.
+            xs = part["x"].fill_null(float("nan")).to_numpy()
+            for xv, yv, t in zip(xs, part[y].to_list(), part["value"].to_list()):
+                ax.annotate(f"{fmt(t)}", (xv, yv), fontsize=6, xytext=(3, 3), textcoords="offset points", color=palette[algo])
+        else:
+            xs = np.array(_positions(axis, part["value"].to_list())) + spread * (i - (len(algos) - 1) / 2)
         m = part[y].to_numpy()
-        err = [np.nan_to_num(m - part["lo"].to_numpy(), nan=0.0), np.nan_to_num(part["hi"].to_numpy() - m, nan=0.0)]
+        lo = part["lo"].fill_null(float("nan")).to_numpy()
+        hi = part["hi"].fill_null(float("nan")).to_numpy()
+        err = [np.nan_to_num(m - lo, nan=0.0), np.nan_to_num(hi - m, nan=0.0)]
         ax.errorbar(xs, m, yerr=err, marker="o", capsize=3, color=palette[algo], label=algo)
     for row in refs.iter_rows(named=True):
         fixed = row.get("fixed")
@@ -88,8 +96,15 @@ def effect_plot(
         level = ax.axhline(row[y], ls="--", lw=1.2, color=palette[row["variant"]], label=f"{row['variant']} ({what})")
         if row["lo"] is not None and not math.isnan(row["lo"]):
             ax.axhspan(row["lo"], row["hi"], color=level.get_color(), alpha=0.12, lw=0)
-    (_numeric_ticks if axis.numeric else _categorical_ticks)(ax, axis)
-    ax.set_xlabel(axis.name)
+    if "x" in lines.columns:
+        xs = [v for v in lines["x"].to_list() if v is not None and math.isfinite(v) and v > 0]
+        if xs and max(xs) / min(xs) > 20:
+            ax.set_xscale("log")
+        ax.set_xlabel(f"accounted {axis.name} (acct_epsilon); labels: target")
+    else:
+        (_numeric_ticks if axis.numeric else _categorical_ticks)(ax, axis)
+        ax.set_xlabel(axis.name)
+    _log_if_wide(ax, [*lines[y].to_list(), *(refs[y].to_list() if refs.height else [])])
     ax.set_ylabel(ylabel)
     _legend(ax)
     return save(fig, out)
@@ -147,5 +162,74 @@ def curves(study: Study, algo: str | None, chosen: list[tuple[str, str]], out: P
     ax.set_xscale("log")
     ax.set_xlabel("round t")
     ax.set_ylabel("cumulative regret per agent")
+    _legend(ax)
+    return save(fig, out)
+
+
+def _log_if_wide(ax, values) -> None:
+    """A log y axis when the plotted positive values span more than 20x."""
+    v = [x for x in values if x is not None and math.isfinite(x) and x > 0]
+    if v and min(v) > 0 and max(v) / min(v) > 20.0 and all(x > 0 for x in values if x is not None and math.isfinite(x)):
+        ax.set_yscale("log")
+
+
+def interaction_plot(inter, out: Path, title: str, metric_label: str = YLABEL) -> Path:
+    """An interaction as two panels: the two-way means as a heatmap with
+    their values, and a line of the first axis per level of the second."""
+    a, b, t = inter.a, inter.b, inter.table
+    av = [v for v in a.values if v in set(t[a.name].to_list())]
+    bv = [v for v in b.values if v in set(t[b.name].to_list())]
+    grid = np.full((len(bv), len(av)), np.nan)
+    for r in t.iter_rows(named=True):
+        grid[bv.index(r[b.name]), av.index(r[a.name])] = r["mean"]
+    fig, (hm, ln) = plt.subplots(1, 2, figsize=(WIDTH_PX / DPI, HEIGHT_PX / DPI), dpi=DPI)
+    fig.suptitle(title, fontsize=10)
+    im = hm.imshow(grid, origin="lower", aspect="auto", cmap="viridis")
+    fig.colorbar(im, ax=hm, fraction=0.046, pad=0.04)
+    hm.set_xticks(range(len(av)), [fmt(v) for v in av], fontsize=8)
+    hm.set_yticks(range(len(bv)), [fmt(v) for v in bv], fontsize=8)
+    hm.set_xlabel(a.name, fontsize=9)
+    hm.set_ylabel(b.name, fontsize=9)
+    mid = np.nanmean(grid)
+    for (i, j), v in np.ndenumerate(grid):
+        if not np.isnan(v) and grid.size <= 64:
+            hm.text(j, i, f"{v:.4g}", ha="center", va="center", fontsize=7, color="white" if v < mid else "black")
+    for k, level in enumerate(bv):
+        xs = [float(v) if a.numeric else float(i) for i, v in enumerate(av)] if not a.numeric else [float(v) for v in av]
+        ln.plot(xs, grid[k], marker="o", color=f"C{k % 10}", label=f"{b.name}={fmt(level)}")
+    if a.numeric:
+        if a.log:
+            ln.set_xscale("log")
+        ln.set_xticks([float(v) for v in av], [fmt(v) for v in av])
+        ln.minorticks_off()
+    else:
+        ln.set_xticks(range(len(av)), [fmt(v) for v in av])
+    _log_if_wide(ln, grid.flatten().tolist())
+    ln.set_xlabel(a.name, fontsize=9)
+    ln.set_ylabel(metric_label, fontsize=9)
+    ln.legend(fontsize=7, frameon=False)
+    fig.tight_layout()
+    return save(fig, out)
+
+
+def cost_plot(lines: pl.DataFrame, x: str, out: Path, title: str, xlabel: str, log_x: bool) -> Path:
+    """The cost of privacy (private minus non-private final regret) against
+    the privacy axis, one line per variant with its bootstrap band; each
+    point labelled with its target epsilon where x is the accounted one."""
+    fig, ax = _figure(title)
+    for i, ((variant,), part) in enumerate(lines.group_by(["variant"], maintain_order=True)):
+        part = part.sort(x)
+        xs, m = part[x].to_numpy(), part["mean"].to_numpy()
+        lo = part["lo"].fill_null(float("nan")).to_numpy()
+        hi = part["hi"].fill_null(float("nan")).to_numpy()
+        ax.errorbar(xs, m, yerr=[np.nan_to_num(m - lo), np.nan_to_num(hi - m)], marker="o", capsize=3, color=f"C{i % 10}", label=variant)
+        if x != "value":
+            for xv, yv, t in zip(xs, m, part["value"].to_list()):
+                ax.annotate(f"target {fmt(t)}", (xv, yv), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    ax.axhline(0.0, color="grey", lw=0.8)
+    if log_x:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("cost of privacy: final regret per agent,\nprivate minus non-private (paired)")
     _legend(ax)
     return save(fig, out)

@@ -151,7 +151,7 @@ def test_every_family_and_the_federated_regret_ratio(tmp_path: Path) -> None:
     assert "have fewer than 10 repetitions" in md  # 4 per cell
     assert "`clipped_observations` is non-zero" in md  # gossip clip = true
     assert (tmp_path / "out" / "comb_frr_epsilon.png").exists()
-    assert (tmp_path / "out" / "goss_interaction.png").exists()
+    assert (tmp_path / "out" / "goss_interaction_1.png").exists()
     # The ratio by hand: p_fcb's mean final regret at each epsilon over
     # non_federated's (the baseline has no epsilon: its overall mean).
     final = pl.read_parquet(comb / "*.parquet").filter(pl.col("t") == pl.col("horizon"))
