@@ -287,7 +287,9 @@ def curve_blocks(s: Study, out: Path) -> list[Block]:
         ("h2", "Regret curves"),
         (
             "p",
-            "Per algorithm: its best and worst cells (lowest and highest mean final regret) and the cells at the grid's corners (dashed); mean and 95% band over repetitions.",
+            "Per variant: its best and worst cells (lowest and highest mean final regret) and the cells at the grid's corners (dashed); "
+            "mean and 95% percentile-bootstrap band over repetitions (none below 3 repetitions); log-log with each cell's growth exponent "
+            "when the checkpoints span two decades or more.",
         ),
     ]
     chosen = curve_cells(s)
@@ -295,14 +297,56 @@ def curve_blocks(s: Study, out: Path) -> list[Block]:
     if len(single) > 1:
         name = f"{s.job}_curves_single.png"
         plots.curves(s, None, single, out / name)
-        blocks.append(("img", name, "regret curves of the algorithms with one cell"))
+        blocks.append(("img", name, "regret curves of the variants with one cell"))
     for algo, cells in chosen.items():
         if len(cells) == 1 and len(single) > 1:
             continue
         name = f"{s.job}_curves_{re.sub(r'[^A-Za-z0-9_.-]', '_', algo)}.png"
         plots.curves(s, algo, cells, out / name)
         blocks.append(("img", name, f"{algo} regret curves"))
+    for k, (title, cells) in enumerate(matched_groups(s)):
+        name = f"{s.job}_matched_{k + 1}.png"
+        plots.curves(s, None, cells, out / name, title=f"{s.job}: variants at {title}")
+        blocks.append(("img", name, f"variants at {title}"))
     return blocks
+
+
+#: At most this many figures of the variants side by side.
+MAX_MATCHED = 3
+
+
+def matched_groups(s: Study) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Groups of matched settings, each with one cell per variant: the axis
+    shared by the most variants (ties: grid order) at its first, middle and
+    last values; in each, every variant's cell at that value with its other
+    axes at their middle value (variants the axis does not apply to: their
+    cell at their middle values)."""
+    variants = s.cells["variant"].unique(maintain_order=True).to_list()
+    if len(variants) < 2:
+        return []
+    shared = [(sum(1 for v in variants if s.cells.filter((pl.col("variant") == v) & pl.col(a.name).is_not_null()).height), a) for a in s.axes]
+    shared = [x for x in shared if x[0] >= 2]
+    if not shared:
+        return []
+    axis = max(shared, key=lambda x: x[0])[1]
+    values = axis.values if len(axis.values) <= MAX_MATCHED else [axis.values[0], axis.values[len(axis.values) // 2], axis.values[-1]]
+    groups = []
+    for value in values:
+        cells = []
+        for v in variants:
+            part = s.cells.filter(pl.col("variant") == v)
+            if part[axis.name].drop_nulls().len():
+                part = part.filter(pl.col(axis.name) == value)
+            for a in s.axes:
+                if a.name == axis.name or a.name not in part.columns or not part[a.name].drop_nulls().len():
+                    continue
+                used = [x for x in a.values if x in set(part[a.name].drop_nulls().to_list())]
+                part = part.filter(pl.col(a.name) == used[len(used) // 2])
+            if part.height:
+                cells.append((part.sort("cell_index")["cell_id"][0], ""))
+        if len(cells) >= 2:
+            groups.append((f"{axis.name}={fmt(value)} (other axes at their middle values)", cells))
+    return groups
 
 
 def job_report(s: Study, out: Path, privacy_axis: str | None = None) -> list[Block]:

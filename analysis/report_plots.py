@@ -16,10 +16,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
-from .effects import Axis, Study, fmt  # noqa: E402
+from .effects import Axis, Study, bootstrap_interval, fmt  # noqa: E402
 from .figures import DPI, HEIGHT_PX, WIDTH_PX, _figure, _legend  # noqa: E402
 from .figures import _save as save  # noqa: E402
-from .load import summarize  # noqa: E402
 
 YLABEL = "final cumulative regret per agent"
 
@@ -142,26 +141,50 @@ def heatmaps(a: Axis, b: Axis, tables: dict[str, pl.DataFrame], out: Path, title
     return save(fig, out)
 
 
-def curves(study: Study, algo: str | None, chosen: list[tuple[str, str]], out: Path) -> Path:
+def _bootstrap_band(lf: pl.LazyFrame, metric: str) -> pl.DataFrame:
+    """Mean over repetitions per (cell, t) with a 95% percentile-bootstrap
+    band (inside the support: never below the smallest repetition, so
+    positive on a log axis; none below 3 repetitions); columns cell_id, t,
+    n, mean, lo, hi."""
+    per = lf.group_by(["cell_id", "t"]).agg(n=pl.len(), mean=pl.col(metric).mean(), v=pl.col(metric).sort_by("repetition")).collect()
+    bounds = [bootstrap_interval(v) for v in per["v"].to_list()]
+    return per.drop("v").with_columns(
+        lo=pl.Series([b[0] for b in bounds], dtype=pl.Float64), hi=pl.Series([b[1] for b in bounds], dtype=pl.Float64)
+    ).sort(["cell_id", "t"])
+
+
+def curves(study: Study, algo: str | None, chosen: list[tuple[str, str]], out: Path, title: str | None = None) -> Path:
     """Per-agent regret against t (mean and 95% band over repetitions) of
     the chosen cells of one algorithm (None: cells of several, each its
     algorithm's only one), read lazily (those cells only)."""
     ids = [c for c, _ in chosen]
     lf = study.lf.filter(pl.col("cell_id").is_in(ids)).select("cell_id", "repetition", "t", study.metric)
-    s = summarize(lf, ["cell_id"], study.metric)
+    s = _bootstrap_band(lf, study.metric)
     labels = {r["cell_id"]: study.label(r) for r in study.cells.filter(pl.col("cell_id").is_in(ids)).iter_rows(named=True)}
-    title = f"{study.job}: {algo}, regret of selected cells" if algo else f"{study.job}: algorithms with one cell"
+    exps = {}
+    if "regret_exponent" in study.final.columns:
+        e = study.final.filter(pl.col("cell_id").is_in(ids)).group_by("cell_id").agg(pl.col("regret_exponent").mean())
+        exps = {r["cell_id"]: r["regret_exponent"] for r in e.iter_rows(named=True)}
+    if title is None:
+        title = f"{study.job}: {algo}, regret of selected cells" if algo else f"{study.job}: algorithms with one cell"
     fig, ax = _figure(title)
+    spans = s.filter(pl.col("t") > 0)["t"]
+    loglog = spans.len() > 0 and spans.max() / spans.min() >= 100 and (s["mean"].min() or 0) > 0
     for i, (cell, role) in enumerate(chosen):
         part = s.filter(pl.col("cell_id") == cell)
         t = part["t"].to_numpy()
         name = labels[cell].removeprefix(algo).strip() if algo else labels[cell]
-        label = f"{role}: {name}" if algo else name
+        label = f"{role}: {name}" if algo and role else name
+        if loglog and exps.get(cell) is not None:
+            label += f" (exponent {exps[cell]:.2f})"
         (line,) = ax.plot(t, part["mean"].to_numpy(), color=f"C{i % 10}", lw=1.5, ls="-" if role != "corner" else "--", label=label)
-        ax.fill_between(t, part["lo"].to_numpy(), part["hi"].to_numpy(), color=line.get_color(), alpha=0.15, lw=0)
+        if part["n"].min() >= 3:
+            ax.fill_between(t, part["lo"].to_numpy(), part["hi"].to_numpy(), color=line.get_color(), alpha=0.15, lw=0)
     ax.set_xscale("log")
+    if loglog:
+        ax.set_yscale("log")
     ax.set_xlabel("round t")
-    ax.set_ylabel("cumulative regret per agent")
+    ax.set_ylabel("cumulative regret per agent" + (" (log-log)" if loglog else ""))
     _legend(ax)
     return save(fig, out)
 
