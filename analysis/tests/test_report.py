@@ -235,3 +235,49 @@ def test_axes_come_from_the_grid_or_from_the_data_less_aliases() -> None:
     assert [a.name for a in inferred] == ["d", "epsilon", "sync"]
     assert inferred[2].values == ["log", "every_round", "sqrt_m"] and not inferred[2].numeric  # grid order
     assert not inferred[0].log  # 4 to 16: under 20x
+
+
+# The issue-41 study at a small scale: four algorithms, FedUCB with and
+# without privacy, epsilon x batch_size x sync.
+STUDY = """\
+name: study
+seed: 41
+repetitions: 4
+horizon: 1000
+checkpoints: {log_points: 10}
+algorithm: [private_fedlinucb, fedlinucb, feducb_centralized, independent]
+environment: linear_sphere
+params: {m: 4, d: 4, k: 10, delta: 0.1}
+grid:
+  epsilon: [1, 16]
+  batch_size: [5, 125]
+  sync: [log, every_round]
+  private: [true, false]
+"""
+
+
+def test_the_study_is_reported_per_variant_with_its_interactions_and_the_cost_of_privacy(tmp_path: Path) -> None:
+    res = run_job(tmp_path, STUDY)
+    (s,) = load_studies(res)
+    variants = sorted(s.cells["variant"].unique().to_list())
+    assert variants == [
+        "fedlinucb",
+        "feducb_centralized (non-private)",
+        "feducb_centralized (private)",
+        "independent",
+        "private_fedlinucb",
+    ]
+    assert "private" not in [a.name for a in s.axes]  # a variant parameter, not an axis
+    ranked = ranking(s, {a.name: main_effect(s, a) for a in s.axes})
+    # sync is ranked separately for the private and the non-private FedUCB
+    sync = ranked.filter(pl.col("axis") == "sync")["variant"].to_list()
+    assert sorted(sync) == ["feducb_centralized (non-private)", "feducb_centralized (private)"]
+    md = rep.report(res, tmp_path / "out").read_text()
+    assert "No algorithm has both" not in md and "## Interactions within each variant" in md
+    assert "| private_fedlinucb | `epsilon` x `batch_size` |" in md
+    # every private cell paired: 4 Private-FedLinUCB with FedLinUCB, 4 FedUCB with its non-private self
+    cost = md[md.index("## The cost of privacy") :]
+    assert cost.count("| private_fedlinucb epsilon=") == 4 and cost.count("| feducb_centralized (private) epsilon=") == 4
+    assert "No non-private counterpart" not in cost
+    assert (tmp_path / "out" / "study_privacy_cost.png").exists() and (tmp_path / "out" / "study_matched_1.png").exists()
+    assert "Privacy axis of the epsilon plots: accounted epsilon" in md
