@@ -18,8 +18,9 @@ Definitions (the report quotes them beside its tables):
   cross of their values) are considered.
 - **cost of privacy** of a private cell: its final regret minus its
   non-private counterpart's, paired by repetition (repetition r of both
-  shares its random numbers), and the ratio of their means with the
-  paired delta-method interval. The counterpart is a cell of the same
+  shares its random numbers) with its percentile-bootstrap interval over
+  repetitions, and the ratio of their means with the paired delta-method
+  interval. The counterpart is a cell of the same
   environment whose algorithm is the private one's (with `private:
   false`) or the one the family registry names (`non_private`, e.g.
   Private-FedLinUCB -> FedLinUCB, Fed_UCB -> Gossip_UCB), and every
@@ -36,7 +37,7 @@ from itertools import combinations
 
 import polars as pl
 
-from .effects import VARIANT, Z95, Axis, Study, _paired_ratio
+from .effects import VARIANT, Z95, Axis, Study, _paired_ratio, bootstrap_interval
 
 #: At most this many interactions are drawn.
 MAX_DRAWN = 3
@@ -156,10 +157,10 @@ def privacy_cost(study: Study) -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
     rows = mine.join(theirs, on=["counterpart", "repetition"]).with_columns(cost=pl.col(metric) - pl.col("_base"))
     paired = rows.select("cell_id", "counterpart", n=pl.col(metric), d=pl.col("_base"))
     ratio = _paired_ratio(paired, ["cell_id", "counterpart"]).select("cell_id", "counterpart", ratio="frr", lo="lo", hi="hi", reps="reps")
-    diff = rows.group_by("cell_id").agg(diff=pl.col("cost").mean(), sd=pl.col("cost").std(), n=pl.len())
-    half = Z95 * pl.col("sd") / pl.col("n").sqrt()
-    diff = diff.with_columns(
-        diff_lo=pl.when(pl.col("n") >= 3).then(pl.col("diff") - half), diff_hi=pl.when(pl.col("n") >= 3).then(pl.col("diff") + half)
+    diff = rows.group_by("cell_id").agg(diff=pl.col("cost").mean(), v=pl.col("cost").sort_by("repetition"))
+    bounds = [bootstrap_interval(v) for v in diff["v"].to_list()]
+    diff = diff.drop("v").with_columns(
+        diff_lo=pl.Series([b[0] for b in bounds], dtype=pl.Float64), diff_hi=pl.Series([b[1] for b in bounds], dtype=pl.Float64)
     )
     table = ratio.join(diff.select("cell_id", "diff", "diff_lo", "diff_hi"), on="cell_id")
     order = study.cells.select("cell_id", "cell_index")

@@ -157,8 +157,8 @@ def cost_blocks(s: Study, out: Path, mode: str) -> list[Block]:
         (
             "p",
             "Each private cell paired by repetition with its non-private counterpart (same environment and parameters "
-            "but privacy; contrasts.py): the difference of final regret per agent (95% interval, paired; a normal "
-            "interval, as a difference may be negative) and the ratio of the means (paired delta-method interval).",
+            "but privacy; contrasts.py): the difference of final regret per agent (95% percentile-bootstrap interval "
+            "over the paired repetitions) and the ratio of the means (paired delta-method interval).",
         )
     )
     if missing:
