@@ -96,10 +96,11 @@ def _legend(ax) -> None:
     width = leg.get_window_extent().width / fig.bbox.width if leg.get_texts() else 0.0
     if width > 0.35:
         leg.remove()
-        n = len(ax.get_legend_handles_labels()[1])
-        rows = math.ceil(n / 2)
+        labels = ax.get_legend_handles_labels()[1]
+        ncol = 1 if max(len(x) for x in labels) > 70 else 2
+        rows = math.ceil(len(labels) / ncol)
         fig.set_size_inches(fig.get_size_inches()[0], fig.get_size_inches()[1] + 0.18 * rows)
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, fontsize=7, frameon=False)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=ncol, fontsize=7, frameon=False)
         fig.subplots_adjust(right=0.97, bottom=min(0.5, 0.16 + 0.05 * rows))
         return
     left = fig.subplotpars.left

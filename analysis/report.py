@@ -78,7 +78,7 @@ def _num(v, digits: int = 4) -> str:
 
 def _pm(mean, lo, hi) -> str:
     if lo is None or hi is None or math.isnan(lo):
-        return _num(mean)
+        return f"{_num(mean)} (no interval: < 3 repetitions)"
     return f"{_num(mean)} ± {_num((hi - lo) / 2, 2)}"
 
 
