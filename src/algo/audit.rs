@@ -83,14 +83,40 @@ fn neighbouring_points(cfg: &LinearConfig) -> [(Vec<f64>, f64); 2] {
     [(x0, 1.0), (x1, y1)]
 }
 
+/// Why a cell cannot be audited (the audit prints it in the cell's row).
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// The cell releases nothing private.
+    #[error("not private")]
+    NotPrivate,
+    /// The algorithm has no mechanism this auditor covers.
+    #[error("{0} has no privacy mechanism")]
+    NoMechanism(String),
+    /// P-FCB without a communication round within the horizon.
+    #[error("no communication round up to T = {0}")]
+    NoCommunication(u64),
+    /// The schedule attack applies to the linear family only.
+    #[error("the schedule attack applies to the linear family")]
+    NotLinear,
+    /// The schedule attack needs an adversary beside silo 1.
+    #[error("the schedule attack needs M >= 2 (silo 1 and the adversary)")]
+    TooFewAgents,
+    /// An algorithm whose sync schedule the attack does not drive.
+    #[error("{0}: no schedule to attack")]
+    NoSchedule(String),
+    /// The attacked federation's batch could not be built or run.
+    #[error(transparent)]
+    Batch(#[from] crate::backend::BatchError),
+}
+
 /// The cell's mechanism as an audit harness with its noise scaled by
 /// `noise_scale`, and the delta to audit at; `Err(why)` when the cell has
 /// no mechanism this auditor covers.
-pub fn harness(cell: &CellConfig, noise_scale: f64) -> Result<(Harness, f64), String> {
+pub fn harness(cell: &CellConfig, noise_scale: f64) -> Result<(Harness, f64), AuditError> {
     match cell {
         CellConfig::Linear(cfg) => {
             let Some((eps, delta)) = cfg.privacy else {
-                return Err("not private".into());
+                return Err(AuditError::NotPrivate);
             };
             let pts = neighbouring_points(cfg);
             let d = cfg.env.d;
@@ -124,7 +150,8 @@ pub fn harness(cell: &CellConfig, noise_scale: f64) -> Result<(Harness, f64), St
                 }
                 LinearAlgorithm::FeducbCentralized | LinearAlgorithm::FeducbDecentralized => {
                     // Each form's own noise level and tree depth.
-                    let c = feducb::privatizer(cfg).ok_or("not FedUCB")?;
+                    let c = feducb::privatizer(cfg)
+                        .ok_or_else(|| AuditError::NoMechanism(format!("{:?}", cfg.algorithm)))?;
                     let sigma = c.sigma_n * noise_scale;
                     Ok((
                         Harness::GaussianTree {
@@ -136,7 +163,7 @@ pub fn harness(cell: &CellConfig, noise_scale: f64) -> Result<(Harness, f64), St
                         delta,
                     ))
                 }
-                a => Err(format!("{a:?} has no privacy mechanism")),
+                a => Err(AuditError::NoMechanism(format!("{a:?}"))),
             }
         }
         CellConfig::Gossip(g) if g.privacy.epsilon.is_finite() => {
@@ -152,7 +179,7 @@ pub fn harness(cell: &CellConfig, noise_scale: f64) -> Result<(Harness, f64), St
                 0.0,
             ))
         }
-        CellConfig::Gossip(_) => Err("not private".into()),
+        CellConfig::Gossip(_) => Err(AuditError::NotPrivate),
         CellConfig::Comb(c) if c.algorithm == CombAlgorithm::PFcb => {
             // Round 1's message (the largest budget) about one producer of
             // capacity k = 1 (the noise scales with k): the sensitive round
@@ -162,7 +189,7 @@ pub fn harness(cell: &CellConfig, noise_scale: f64) -> Result<(Harness, f64), St
             let p = &c.private;
             let eps = p_fcb::epsilons(p, c.horizon);
             let Some(&eps1) = eps.first() else {
-                return Err(format!("no communication round up to T = {}", c.horizon));
+                return Err(AuditError::NoCommunication(c.horizon));
             };
             let sigma = p_fcb_noise_scale(p.delta, eps1) * noise_scale;
             Ok((
@@ -175,7 +202,7 @@ pub fn harness(cell: &CellConfig, noise_scale: f64) -> Result<(Harness, f64), St
                 p.delta,
             ))
         }
-        CellConfig::Comb(_) => Err("not private".into()),
+        CellConfig::Comb(_) => Err(AuditError::NotPrivate),
     }
 }
 
@@ -248,29 +275,37 @@ impl Backend for NeighbourFeed {
         CpuBackend.spd_inverse(v, d, inv, ws)
     }
 
-    fn supports(&self, _batch: BatchRef<'_>) -> Result<(), String> {
-        Err("the schedule attack's feed steps agents only".into())
+    fn supports(&self, _batch: BatchRef<'_>) -> Result<(), crate::backend::Unsupported> {
+        Err(crate::backend::Unsupported(
+            "the schedule attack's feed steps agents only".into(),
+        ))
     }
 
     fn linear_ops<'a>(
         &'a self,
         _batch: &crate::backend::LinearBatch,
     ) -> Result<Box<dyn crate::backend::LinearOps + 'a>, crate::backend::BatchError> {
-        Err(crate::backend::BatchError::Unsupported("schedule attack feed".into()))
+        Err(crate::backend::BatchError::Unsupported(crate::backend::Unsupported(
+            "schedule attack feed".into(),
+        )))
     }
 
     fn gossip_ops<'a>(
         &'a self,
         _batch: &crate::backend::gossip::GossipBatch,
     ) -> Result<Box<dyn crate::backend::gossip::GossipOps + 'a>, crate::backend::BatchError> {
-        Err(crate::backend::BatchError::Unsupported("schedule attack feed".into()))
+        Err(crate::backend::BatchError::Unsupported(crate::backend::Unsupported(
+            "schedule attack feed".into(),
+        )))
     }
 
     fn comb_ops<'a>(
         &'a self,
         _batch: &crate::backend::combinatorial::CombBatch,
     ) -> Result<Box<dyn crate::backend::combinatorial::CombOps + 'a>, crate::backend::BatchError> {
-        Err(crate::backend::BatchError::Unsupported("schedule attack feed".into()))
+        Err(crate::backend::BatchError::Unsupported(crate::backend::Unsupported(
+            "schedule attack feed".into(),
+        )))
     }
 }
 
@@ -278,15 +313,16 @@ impl Backend for NeighbourFeed {
 /// (`removed` None: every user of silo 1 present) or world 1 (`Some(t0)`:
 /// silo 1's user of round t0 absent), with the algorithm's noise keyed by
 /// `trial`.
-fn first_sync(cfg: &LinearConfig, env_key: &[u64], trial: u64, world: Option<u64>) -> Result<f64, String> {
+fn first_sync(cfg: &LinearConfig, env_key: &[u64], trial: u64, world: Option<u64>) -> Result<f64, AuditError> {
     let algo_key = [env_key[0], 0xa7, trial];
     match cfg.algorithm {
         LinearAlgorithm::FeducbCentralized => {
             // FedUCB's lockstep operations, every agent step fed through
             // the neighbouring data; one round at a time, until the
             // federation's own test syncs.
-            let batch = super::linear::linear_batch(cfg, vec![env_key.to_vec()], &[algo_key.to_vec()])?;
-            let mut ops = CpuLinear::new(&batch).map_err(|e| e.to_string())?;
+            let batch = super::linear::linear_batch(cfg, vec![env_key.to_vec()], &[algo_key.to_vec()])
+                .map_err(crate::backend::BatchError::Graph)?;
+            let mut ops = CpuLinear::new(&batch)?;
             let feed = NeighbourFeed {
                 m: cfg.m as u64,
                 attacker: 1,
@@ -297,7 +333,7 @@ fn first_sync(cfg: &LinearConfig, env_key: &[u64], trial: u64, world: Option<u64
             let mut obs = Vec::new();
             for t in 1..=cfg.horizon {
                 ops.rounds_on(&feed, t, 1, &[]);
-                crate::backend::LinearOps::observe(&mut ops, &mut obs).map_err(|e| e.to_string())?;
+                crate::backend::LinearOps::observe(&mut ops, &mut obs)?;
                 if obs.first().is_some_and(|o| o.syncs > 0) {
                     return Ok(t as f64);
                 }
@@ -313,8 +349,9 @@ fn first_sync(cfg: &LinearConfig, env_key: &[u64], trial: u64, world: Option<u64
             } else {
                 env_key.to_vec()
             };
-            let batch = super::linear::linear_batch(cfg, vec![key], &[algo_key.to_vec()])?;
-            let ops = CpuBackend.linear_ops(&batch).map_err(|e| e.to_string())?;
+            let batch = super::linear::linear_batch(cfg, vec![key], &[algo_key.to_vec()])
+                .map_err(crate::backend::BatchError::Graph)?;
+            let ops = CpuBackend.linear_ops(&batch)?;
             let mut rec = SyncRecorder {
                 inner: ops,
                 t: 0,
@@ -322,15 +359,14 @@ fn first_sync(cfg: &LinearConfig, env_key: &[u64], trial: u64, world: Option<u64
             };
             let mut step = super::linear::lockstep::Lockstep::new();
             for until in 1..=cfg.horizon {
-                step.advance(&batch, &mut rec, until, &[], &mut [Vec::new()])
-                    .map_err(|e| e.to_string())?;
+                step.advance(&batch, &mut rec, until, &[], &mut [Vec::new()])?;
                 if rec.first.is_some() {
                     break;
                 }
             }
             Ok(rec.first.map_or((cfg.horizon + 1) as f64, |t| t as f64))
         }
-        a => Err(format!("{a:?}: no schedule to attack")),
+        a => Err(AuditError::NoSchedule(format!("{a:?}"))),
     }
 }
 
@@ -378,12 +414,12 @@ pub fn schedule_attack(
     seed: u64,
     trials: u64,
     confidence: f64,
-) -> Result<(AuditOutcome, u64, u64), String> {
+) -> Result<(AuditOutcome, u64, u64), AuditError> {
     let CellConfig::Linear(cfg) = cell else {
-        return Err("the schedule attack applies to the linear family".into());
+        return Err(AuditError::NotLinear);
     };
     if cfg.m < 2 {
-        return Err("the schedule attack needs M >= 2 (silo 1 and the adversary)".into());
+        return Err(AuditError::TooFewAgents);
     }
     let delta = cfg.privacy.map_or(0.0, |p| p.1);
     let key = |k: u64| [seed, 0x5c4e, k];

@@ -7,12 +7,14 @@ pub mod audit;
 pub mod combinatorial;
 pub mod curve;
 pub mod family;
+pub mod family_entry;
 pub mod gossip;
 pub mod linear;
 pub mod params;
 pub mod resolve;
 pub mod rounds;
 pub mod run;
+pub mod value_check;
 
 /// A cell's resolved configuration, whatever its family.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]

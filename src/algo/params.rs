@@ -3,6 +3,7 @@
 //! registry drives validation, `fedbandits list`, and the output schema (each
 //! parameter is one typed Parquet column, null where it does not apply).
 
+pub use super::value_check::{FLOAT_FLOOR, FLOAT_LIMIT, ValueError, did_you_mean};
 use std::fmt;
 
 /// A parameter value after parsing.
@@ -94,21 +95,25 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// Checks a value; on failure returns "allowed: ..." text.
-    pub fn check(&self, v: &Value) -> Result<Value, String> {
+    /// Checks a value; the error names what is wrong and what is allowed.
+    pub fn check(&self, v: &Value) -> Result<Value, ValueError> {
+        let allowed = || self.describe();
         match (*self, v) {
             (Kind::Int { min, max }, Value::Int(x)) => {
                 if (min..=max).contains(x) {
                     Ok(v.clone())
                 } else {
-                    Err(format!("{x} is out of range; allowed: {}", self.describe()))
+                    Err(ValueError::OutOfRange {
+                        value: x.to_string(),
+                        allowed: allowed(),
+                    })
                 }
             }
-            (Kind::Int { .. }, other) => Err(format!(
-                "expected an integer, got {}; allowed: {}",
-                type_name(other),
-                self.describe()
-            )),
+            (Kind::Int { .. }, other) => Err(ValueError::WrongType {
+                expected: "an integer",
+                got: type_name(other),
+                allowed: Some(allowed()),
+            }),
             (
                 Kind::Float {
                     min,
@@ -123,50 +128,56 @@ impl Kind {
                 let hi_ok = if max_inclusive { x <= max } else { x < max };
                 // +inf only where the range includes it (epsilon = .inf).
                 if x != 0.0 && x.abs() < FLOAT_FLOOR && lo_ok && hi_ok {
-                    Err(format!(
-                        "{x:e} is below {FLOAT_FLOOR:e} in magnitude, where squares, products and inverses of \
-                         the engine's arithmetic underflow or overflow (it would run as if it were 0, or not at \
-                         all); allowed: {}, of magnitude at least {FLOAT_FLOOR:e} (or 0 where that is in range)",
-                        self.describe()
-                    ))
+                    Err(ValueError::Underflow {
+                        value: x,
+                        allowed: allowed(),
+                    })
                 } else if x.is_finite() && x.abs() > FLOAT_LIMIT && lo_ok && hi_ok {
-                    Err(format!(
-                        "{x:e} is beyond {FLOAT_LIMIT:e} in magnitude, where squares and products of the \
-                         engine's arithmetic overflow (e.g. epsilon 1e308 would report zero privacy loss); \
-                         allowed: {}",
-                        self.describe()
-                    ))
+                    Err(ValueError::Overflow {
+                        value: x,
+                        allowed: allowed(),
+                    })
                 } else if (x.is_finite() || (x == max && max_inclusive)) && lo_ok && hi_ok {
                     Ok(Value::Float(x))
                 } else {
-                    Err(format!("{x} is out of range; allowed: {}", self.describe()))
+                    Err(ValueError::OutOfRange {
+                        value: x.to_string(),
+                        allowed: allowed(),
+                    })
                 }
             }
-            (Kind::Float { .. }, other) => Err(format!(
-                "expected a number, got {}; allowed: {}",
-                type_name(other),
-                self.describe()
-            )),
+            (Kind::Float { .. }, other) => Err(ValueError::WrongType {
+                expected: "a number",
+                got: type_name(other),
+                allowed: Some(allowed()),
+            }),
             (Kind::Choice(words), Value::Str(s)) => {
                 if words.contains(&s.as_str()) {
                     Ok(v.clone())
                 } else {
-                    Err(format!(
-                        "unknown value '{s}'{}; allowed: {}",
-                        did_you_mean(s, words),
-                        words.join(", ")
-                    ))
+                    Err(ValueError::UnknownChoice {
+                        value: s.clone(),
+                        suggestion: did_you_mean(s, words),
+                        allowed: words.join(", "),
+                    })
                 }
             }
-            (Kind::Choice(words), other) => Err(format!(
-                "expected one of {}, got {}",
-                words.join(", "),
-                type_name(other)
-            )),
+            (Kind::Choice(words), other) => Err(ValueError::NotAChoice {
+                choices: words.join(", "),
+                got: type_name(other),
+            }),
             (Kind::Bool, Value::Bool(_)) => Ok(v.clone()),
             (Kind::Text, Value::Str(_)) => Ok(v.clone()),
-            (Kind::Text, other) => Err(format!("expected text, got {}", type_name(other))),
-            (Kind::Bool, other) => Err(format!("expected true or false, got {}", type_name(other))),
+            (Kind::Text, other) => Err(ValueError::WrongType {
+                expected: "text",
+                got: type_name(other),
+                allowed: None,
+            }),
+            (Kind::Bool, other) => Err(ValueError::WrongType {
+                expected: "true or false",
+                got: type_name(other),
+                allowed: None,
+            }),
         }
     }
 
@@ -227,18 +238,6 @@ pub struct ParamDef {
     /// Algorithms (or environments) that use it.
     pub used_by: &'static [&'static str],
 }
-
-/// The largest finite magnitude a float parameter may take: beyond it the
-/// engine's arithmetic (squares of epsilon, products of rewards and
-/// horizons) leaves the range of doubles.
-pub const FLOAT_LIMIT: f64 = 1e12;
-
-/// The smallest non-zero magnitude a float parameter may take: below it
-/// the engine's arithmetic (squares and products of epsilon, delta, lambda,
-/// alpha; their inverses squared) underflows to 0 or overflows to infinity,
-/// and subnormals (below 2.2e-308) run as if they were 0: five unrelated
-/// settings at 1e-320 gave the same regrets (issue 39).
-pub const FLOAT_FLOOR: f64 = 1e-100;
 
 const POS: Kind = Kind::Float {
     min: 0.0,
@@ -750,36 +749,4 @@ pub const PARAMS: &[ParamDef] = &[
 /// Looks a parameter up by name.
 pub fn param(name: &str) -> Option<&'static ParamDef> {
     PARAMS.iter().find(|p| p.name == name)
-}
-
-/// " (did you mean 'x'?)" for the candidate closest to `word` when it is
-/// close (an edit distance of at most 2, and less than half the word),
-/// else "".
-pub fn did_you_mean(word: &str, candidates: &[&str]) -> String {
-    let best = candidates
-        .iter()
-        .map(|c| (edit_distance(word, c), *c))
-        .min_by_key(|&(dist, c)| (dist, c.len()));
-    match best {
-        Some((dist, c)) if dist > 0 && dist <= 2 && 2 * dist < word.chars().count().max(2) => {
-            format!(" (did you mean '{c}'?)")
-        }
-        _ => String::new(),
-    }
-}
-
-/// Levenshtein distance (insertions, deletions, substitutions), by chars.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
 }

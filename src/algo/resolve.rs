@@ -1,12 +1,13 @@
-//! Resolution of a cell's raw parameters (checked one by one against the
-//! parameter table, [`super::params`]) into its family's typed
+//! The reader a family resolves a cell's raw parameters with (checked one
+//! by one against the parameter table, [`super::params`]) into its typed
 //! configuration: each family's `params` module fills defaults, drops what
 //! its algorithm and environment do not use and checks the rules between
-//! parameters; [`resolve`] finds the family in the registry. The graph
-//! parameters, shared by two families, are read here.
+//! parameters with [`Params`]; the dispatcher that finds the family is
+//! [`super::family::resolve`] (kept apart so that the families, which use
+//! this reader, and the registry, which names them, form no cycle). The
+//! graph parameters, shared by two families, are read here.
 
 use super::CellConfig;
-use super::family::family_of;
 use super::params::Value;
 use crate::graph::GraphSpec;
 use std::collections::BTreeMap;
@@ -14,17 +15,19 @@ use std::collections::BTreeMap;
 /// A cell's resolved parameters (only those that apply) and typed config.
 pub type Resolved = (BTreeMap<&'static str, Value>, CellConfig);
 
-/// Resolution problems: (parameter, message).
-pub type ResolveErrors = Vec<(&'static str, String)>;
-
-/// Resolves a cell's raw parameters with its algorithm's family (the
-/// loader checked that the algorithm and environment are one family's).
-pub fn resolve(algo: &str, env: &str, raw: &BTreeMap<String, Value>, horizon: u64) -> Result<Resolved, ResolveErrors> {
-    match family_of(algo) {
-        Some(f) => (f.resolve)(algo, env, raw, horizon),
-        None => Err(vec![("algorithm", format!("unknown algorithm {algo}"))]),
-    }
+/// A parameter a family cannot resolve for a cell, and why (the loader
+/// places it at the line of the key that set it).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{key}: {message}")]
+pub struct ParamProblem {
+    /// The parameter.
+    pub key: &'static str,
+    /// What is wrong and what is allowed.
+    pub message: String,
 }
+
+/// Resolution problems, in the order found.
+pub type ResolveErrors = Vec<ParamProblem>;
 
 /// A cell's raw parameters being resolved: typed reads with defaults, the
 /// resolved values that apply and the problems found, in order.
@@ -101,7 +104,10 @@ impl<'a> Params<'a> {
 
     /// Records a problem with parameter `k`.
     pub fn err(&mut self, k: &'static str, message: impl Into<String>) {
-        self.errs.push((k, message.into()));
+        self.errs.push(ParamProblem {
+            key: k,
+            message: message.into(),
+        });
     }
 
     /// The resolved parameters and `cfg`, or the problems.

@@ -34,7 +34,11 @@ impl CellBatch {
     /// The batch of a cell's configuration for repetitions with these
     /// environment and algorithm keys (one pair per repetition), or why it
     /// cannot be built (a graph that cannot be built).
-    pub fn new(cfg: &CellConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]) -> Result<Self, String> {
+    pub fn new(
+        cfg: &CellConfig,
+        env_keys: Vec<Vec<u64>>,
+        algo_keys: &[Vec<u64>],
+    ) -> Result<Self, crate::graph::GraphError> {
         match cfg {
             CellConfig::Linear(c) => linear::linear_batch(c, env_keys, algo_keys).map(CellBatch::Linear),
             CellConfig::Gossip(c) => gossip::gossip_batch(c, &env_keys, algo_keys).map(CellBatch::Gossip),
@@ -237,7 +241,7 @@ impl RepState {
                 *t = until.max(*t);
                 Ok(())
             }
-            _ => Err(BatchError::Failed("a repetition's state does not fit its plan".into())),
+            _ => Err(BatchError::StateMismatch),
         }
     }
 

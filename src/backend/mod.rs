@@ -25,8 +25,8 @@ pub mod dense;
 pub mod gossip;
 
 pub use batch::{
-    AdaptiveSync, BatchError, BatchPoint, LinearBatch, LinearOps, Network, Observation, Release, Svt, SvtAgent,
-    SyncRule, SyncWhen, Width, logdet_width,
+    AdaptiveSync, BatchError, BatchPoint, DeviceFailure, LinearBatch, LinearOps, Network, Observation, Release, Svt,
+    SvtAgent, SyncRule, SyncWhen, Unsupported, Width, logdet_width,
 };
 pub use gossip::{GossipBatch, GossipOps};
 
@@ -149,7 +149,7 @@ pub trait Backend: Send + Sync {
 
     /// Whether this backend's batched operations can run `batch` (the
     /// reason when not).
-    fn supports(&self, batch: BatchRef<'_>) -> Result<(), String>;
+    fn supports(&self, batch: BatchRef<'_>) -> Result<(), Unsupported>;
 
     /// The batched operations of `batch` on this backend, at round 0; the
     /// algorithm layer's lockstep loop drives them.
@@ -322,12 +322,15 @@ impl Selection {
     /// is an error (the reason); under `auto` it runs where this machine's
     /// calibration measured its workload fastest at its size, and on the
     /// CPU where no calibration covers it.
-    pub fn place(&self, batch: Result<BatchRef<'_>, &str>) -> Result<Placement, String> {
+    pub fn place(&self, batch: Result<BatchRef<'_>, &crate::graph::GraphError>) -> Result<Placement, Unsupported> {
         match self.choice {
             BackendChoice::Cpu => Ok(Placement::Cpu("requested".into())),
             BackendChoice::Cuda => {
-                let b = batch.map_err(str::to_string)?;
-                let dev = self.cuda.as_ref().ok_or("no CUDA device was opened")?;
+                let b = batch.map_err(|e| Unsupported(e.to_string()))?;
+                let dev = self
+                    .cuda
+                    .as_ref()
+                    .ok_or_else(|| Unsupported("no CUDA device was opened".into()))?;
                 dev.supports(b)?;
                 Ok(Placement::Cuda("requested".into()))
             }

@@ -82,6 +82,12 @@ fn run_bounds(acct: &Accounting, target_delta: Option<f64>) -> Vec<(&'static str
     v
 }
 
+/// A failed verdict: each column a lower bound exceeds (and the claims it
+/// contradicts).
+#[derive(Debug, thiserror::Error)]
+#[error("FAIL: {}", .0.join("; "))]
+pub struct AuditFailure(pub Vec<String>);
+
 /// The verdict on one audited mechanism: each upper-bound column against
 /// the audit's lower bound at that column's delta (the same test's counts;
 /// its threshold was chosen on the other half, so the bound holds at any
@@ -92,7 +98,7 @@ fn verdict(
     bounds: Vec<(&'static str, f64, f64)>,
     target_delta: Option<f64>,
     o: &crate::privacy::audit::AuditOutcome,
-) -> Result<String, String> {
+) -> Result<String, AuditFailure> {
     use crate::privacy::audit::epsilon_lower_bound;
     let lb = |delta: f64| {
         epsilon_lower_bound(
@@ -133,7 +139,7 @@ fn verdict(
         })
     } else {
         failed.extend(notes);
-        Err(format!("FAIL: {}", failed.join("; ")))
+        Err(AuditFailure(failed))
     }
 }
 
@@ -259,7 +265,7 @@ fn audit_mechanism(
         Some(Ok(v)) => v,
         Some(Err(v)) => {
             failures.push(format!("{}: {v}", job.short_label(cell)));
-            v
+            v.to_string()
         }
         None => "no figure".into(),
     };
@@ -304,7 +310,7 @@ fn audit_schedule(
                     Ok(v) => v,
                     Err(v) => {
                         failures.push(format!("{} (schedule): {v}", job.short_label(cell)));
-                        v
+                        v.to_string()
                     }
                 },
                 Some((a, _)) => match a.epsilon_sums {
@@ -420,8 +426,10 @@ mod tests {
         assert!(bounds.iter().any(|b| b.0 == "acct_epsilon"));
         let v = verdict(&whole, bounds, Some(0.1), &perfect());
         assert!(
-            v.as_ref()
-                .is_err_and(|e| e.contains("acct_epsilon = ") && e.contains("is below the audit's lower bound")),
+            v.as_ref().is_err_and(|e| {
+                let e = e.to_string();
+                e.contains("acct_epsilon = ") && e.contains("is below the audit's lower bound")
+            }),
             "{v:?}"
         );
     }

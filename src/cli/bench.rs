@@ -66,23 +66,35 @@ pub struct Measurement {
     pub traffic: Option<(u64, u64, u64)>,
 }
 
+/// Why a workload could not be measured.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// The workload's own job text does not load (a bug of the engine).
+    #[error("internal workload is invalid: {0}")]
+    Workload(#[from] crate::job::JobError),
+    /// The backend cannot run it, or failed.
+    #[error(transparent)]
+    Batch(#[from] crate::backend::BatchError),
+}
+
 /// Runs `feds` federations of a workload (`yaml` with `{T}` for the rounds)
 /// for `rounds` rounds on `on`; `Err` when the job or the backend refuses.
-pub fn measure(name: &str, yaml: &str, feds: u32, rounds: u64, on: On<'_>) -> Result<Measurement, String> {
+pub fn measure(name: &str, yaml: &str, feds: u32, rounds: u64, on: On<'_>) -> Result<Measurement, BenchError> {
     let text = yaml.replace("{T}", &rounds.max(1).to_string());
-    let job = Job::parse(Path::new(name), &text).map_err(|e| format!("internal workload is invalid: {e}"))?;
+    let job = Job::parse(Path::new(name), &text)?;
     let cell = &job.cells[0];
     let ck = [job.horizon];
     let reps: Vec<u32> = (0..feds.max(1)).collect();
-    let batch = crate::sim::cell_batch(cell, 1, &reps)?;
+    let batch = crate::sim::cell_batch(cell, 1, &reps).map_err(crate::backend::BatchError::Graph)?;
     let kind = batch.as_ref().kind();
     let start = Instant::now();
     let mut traffic = None;
     match on {
         On::Cuda(dev) => {
-            dev.supports(batch.as_ref())?;
+            dev.supports(batch.as_ref())
+                .map_err(crate::backend::BatchError::Unsupported)?;
             let before = dev.traffic();
-            run_built_batch(cell, &reps, &batch, &ck, dev, &|_| {}).map_err(|e| e.to_string())?;
+            run_built_batch(cell, &reps, &batch, &ck, dev, &|_| {})?;
             let after = dev.traffic();
             traffic = Some((after.0 - before.0, after.1 - before.1, after.2 - before.2));
         }
@@ -117,7 +129,7 @@ pub fn measure(name: &str, yaml: &str, feds: u32, rounds: u64, on: On<'_>) -> Re
 /// Runs a workload for about `seconds` (at least one round): rounds double
 /// from 1 until a run takes a quarter of the budget, then one run sized to
 /// the budget is the measurement.
-pub fn measure_for(name: &str, yaml: &str, feds: u32, seconds: f64, on: On<'_>) -> Result<Measurement, String> {
+pub fn measure_for(name: &str, yaml: &str, feds: u32, seconds: f64, on: On<'_>) -> Result<Measurement, BenchError> {
     let mut rounds = min_rounds(yaml);
     loop {
         let m = measure(name, yaml, feds, rounds, on)?;
@@ -157,13 +169,15 @@ pub fn run(sel: &Selection, opts: &BenchOptions) -> Result<(), RunError> {
         let feds = opts.federations.unwrap_or(default_feds).max(1);
         let rounds = opts.rounds.max(1);
         let text = yaml.replace("{T}", &rounds.to_string());
-        let placement = Job::parse(Path::new(name), &text)
-            .map_err(|e| e.to_string())
-            .and_then(|job| {
+        let placement = match Job::parse(Path::new(name), &text) {
+            Err(e) => Err(e.to_string()),
+            Ok(job) => {
                 let reps: Vec<u32> = (0..feds).collect();
                 let batch = crate::sim::cell_batch(&job.cells[0], 1, &reps);
-                sel.place(batch.as_ref().map(CellBatch::as_ref).map_err(String::as_str))
-            });
+                sel.place(batch.as_ref().map(CellBatch::as_ref))
+                    .map_err(|u| u.to_string())
+            }
+        };
         let (on, label, backend): (On<'_>, &str, &dyn Backend) = match (placement, sel.cuda_backend()) {
             (Err(why), _) => {
                 eprintln!("bench {name}: skipped: cannot run on CUDA: {why}");

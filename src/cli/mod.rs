@@ -503,40 +503,72 @@ pub fn emit(text: &str) {
     }
 }
 
-/// A count flag's value: an integer >= 1.
-fn positive_rate(s: &str) -> Result<f64, String> {
+/// A command-line value out of its range (clap prints it after the flag).
+#[derive(Debug, Error)]
+pub enum ArgError {
+    /// `--rate`: not a positive number.
+    #[error("must be a positive number of agent-steps per second, e.g. 2e5")]
+    NotPositive,
+    /// A number that does not parse.
+    #[error("expected {what} ({source})")]
+    NotANumber {
+        /// What was expected.
+        what: &'static str,
+        /// Why it does not parse.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// Seconds out of [0, 1e9].
+    #[error("expected seconds, a number in [0, 1e9] (0: none), got '{0}'")]
+    Seconds(String),
+    /// A count of 0.
+    #[error("must be at least 1")]
+    Zero,
+    /// More tasks than a job can have units.
+    #[error(
+        "{0} tasks exceed {max}, the most repetition units a job can have (a task beyond a job's units gets no work); \
+         use at most the job's units (`fedbandits validate` prints them)",
+        max = crate::job::shard::MAX_SHARDS
+    )]
+    TooManyTasks(usize),
+}
+
+/// `--rate`: a positive, finite number.
+fn positive_rate(s: &str) -> Result<f64, ArgError> {
     match s.parse::<f64>() {
         Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
-        Ok(_) => Err("must be a positive number of agent-steps per second, e.g. 2e5".into()),
-        Err(e) => Err(format!("expected a number of agent-steps per second, e.g. 2e5 ({e})")),
+        Ok(_) => Err(ArgError::NotPositive),
+        Err(e) => Err(ArgError::NotANumber {
+            what: "a number of agent-steps per second, e.g. 2e5",
+            source: Box::new(e),
+        }),
     }
 }
 
 /// A number of seconds: finite and >= 0.
-fn seconds(s: &str) -> Result<f64, String> {
+fn seconds(s: &str) -> Result<f64, ArgError> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && (0.0..=1e9).contains(&v) => Ok(v),
-        _ => Err(format!("expected seconds, a number in [0, 1e9] (0: none), got '{s}'")),
+        _ => Err(ArgError::Seconds(s.to_owned())),
     }
 }
 
 /// A shard count: a whole number in [1, MAX_SHARDS].
-fn task_count(s: &str) -> Result<usize, String> {
-    let max = crate::job::shard::MAX_SHARDS;
+fn task_count(s: &str) -> Result<usize, ArgError> {
     match at_least_one(s)? {
-        n if n > max => Err(format!(
-            "{n} tasks exceed {max}, the most repetition units a job can have (a task beyond a job's units gets no \
-             work); use at most the job's units (`fedbandits validate` prints them)"
-        )),
+        n if n > crate::job::shard::MAX_SHARDS => Err(ArgError::TooManyTasks(n)),
         n => Ok(n),
     }
 }
 
-fn at_least_one(s: &str) -> Result<usize, String> {
+/// A whole number >= 1.
+fn at_least_one(s: &str) -> Result<usize, ArgError> {
     match s.parse::<usize>() {
         Ok(n) if n >= 1 => Ok(n),
-        Ok(_) => Err("must be at least 1".into()),
-        Err(e) => Err(format!("expected a whole number >= 1 ({e})")),
+        Ok(_) => Err(ArgError::Zero),
+        Err(e) => Err(ArgError::NotANumber {
+            what: "a whole number >= 1",
+            source: Box::new(e),
+        }),
     }
 }
 

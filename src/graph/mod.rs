@@ -18,7 +18,7 @@ pub struct Graph {
 }
 
 /// Graph construction failures.
-#[derive(Debug, Error, PartialEq)]
+#[derive(Clone, Debug, Error, PartialEq)]
 pub enum GraphError {
     /// The graph is not connected.
     #[error("graph is disconnected: {} components: {}", components.len(), describe(components))]

@@ -150,7 +150,7 @@ impl Parser<'_> {
             match kind.check(&Value::Float(v)) {
                 Ok(v) => out.push(v),
                 Err(msg) => {
-                    self.problem(path, msg);
+                    self.problem(path, msg.to_string());
                     return None;
                 }
             }

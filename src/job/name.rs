@@ -15,22 +15,39 @@ pub const MAX_NAME_BYTES: usize = 200;
 pub const NAME_RULE: &str = "a job name is 1 to 200 letters, digits, '_', '-', '.', not starting with '.' or '_' \
                              (it names the results directory <output>/<name>/)";
 
+/// What is wrong with a job name.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    /// No characters.
+    #[error("empty")]
+    Empty,
+    /// Longer than [`MAX_NAME_BYTES`].
+    #[error("{0} bytes long, above {MAX_NAME_BYTES}")]
+    TooLong(usize),
+    /// A character outside the rule.
+    #[error("contains {0:?}")]
+    Character(char),
+    /// Starts with `.` or `_`.
+    #[error("starts with '{0}'")]
+    Hidden(char),
+}
+
 /// Checks a job name against the rule; the error says what is wrong.
-pub fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), NameError> {
     if name.is_empty() {
-        return Err("empty".into());
+        return Err(NameError::Empty);
     }
     if name.len() > MAX_NAME_BYTES {
-        return Err(format!("{} bytes long, above {MAX_NAME_BYTES}", name.len()));
+        return Err(NameError::TooLong(name.len()));
     }
     if let Some(c) = name
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || "_-.".contains(*c)))
     {
-        return Err(format!("contains {c:?}"));
+        return Err(NameError::Character(c));
     }
-    if name.starts_with(['.', '_']) {
-        return Err(format!("starts with '{}'", &name[..1]));
+    if let Some(c) = name.chars().next().filter(|c| ['.', '_'].contains(c)) {
+        return Err(NameError::Hidden(c));
     }
     Ok(())
 }
@@ -56,7 +73,13 @@ mod tests {
         ] {
             assert!(check_name(bad).is_err(), "{bad:?} accepted");
         }
-        assert!(check_name(&"a".repeat(201)).unwrap_err().contains("201 bytes"));
+        assert_eq!(check_name(&"a".repeat(201)), Err(NameError::TooLong(201)));
+        assert!(
+            check_name(&"a".repeat(201))
+                .unwrap_err()
+                .to_string()
+                .contains("201 bytes")
+        );
         for good in ["quickstart", "dubey_fig1a_vm", "a.b-c_1", "x..", "1", &"a".repeat(200)] {
             assert_eq!(check_name(good), Ok(()), "{good:?} refused");
         }

@@ -48,7 +48,7 @@ pub(super) fn yaml_text(v: &serde_yaml::Value) -> String {
 
 /// Reads at most `limit` bytes of a UTF-8 text file: a device or a huge
 /// file named by mistake gives a short read, never an unbounded one.
-pub(super) fn read_text_capped(path: &Path, limit: usize) -> std::io::Result<String> {
+pub(super) fn read_text_capped(path: &Path, limit: usize) -> Result<String, std::io::Error> {
     use std::io::Read;
     let mut bytes = Vec::new();
     std::fs::File::open(path)?.take(limit as u64).read_to_end(&mut bytes)?;
@@ -484,7 +484,7 @@ impl Parser<'_> {
         match def.kind.check(&raw) {
             Ok(v) => Some(v),
             Err(msg) => {
-                self.problem(path, msg);
+                self.problem(path, msg.to_string());
                 None
             }
         }

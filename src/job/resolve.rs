@@ -1,5 +1,5 @@
 //! Resolution dispatch: one grid combination's raw parameters handed to the
-//! family of its algorithm ([`crate::algo::resolve::resolve`], which finds
+//! family of its algorithm ([`crate::algo::family::resolve`], which finds
 //! the family in the registry), keyed ([`super::identity`]); the family's
 //! problems reported at the line of the key that set each parameter. The
 //! job layer knows no family: every family resolves its own parameters in
@@ -30,7 +30,7 @@ impl Parser<'_> {
         (fixed, axes): (&BTreeMap<String, Value>, &Axes),
         (horizon, seed, reps, checkpoints): (u64, u64, u32, &CheckpointSpec),
     ) -> Option<ResolvedCell> {
-        match crate::algo::resolve::resolve(algo, envname, raw, horizon) {
+        match crate::algo::family::resolve(algo, envname, raw, horizon) {
             Ok((params, config)) => {
                 let ids = identity::CellIds::new(algo, envname, &params, horizon, seed, reps, checkpoints);
                 Some((ids, params, config))
@@ -46,13 +46,13 @@ impl Parser<'_> {
     /// it (in the grid, in params, or the key itself), once.
     fn resolution_problems(
         &mut self,
-        errs: &[(&'static str, String)],
+        errs: &[crate::algo::resolve::ParamProblem],
         algo: &str,
         envname: &str,
         fixed: &BTreeMap<String, Value>,
         axes: &[(String, Vec<Value>)],
     ) {
-        for (key, msg) in errs {
+        for crate::algo::resolve::ParamProblem { key, message: msg } in errs {
             let path: Vec<&str> = if axes.iter().any(|(k, _)| k == key) {
                 vec!["grid", key]
             } else if fixed.contains_key(*key) {

@@ -28,10 +28,30 @@ impl Default for Shard {
 /// get work; refused before anything is sized by N.
 pub const MAX_SHARDS: usize = super::MAX_UNITS as usize;
 
+/// A `--shard` value that is not a shard.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ShardError {
+    /// Not `I/N` with 0 <= I < N.
+    #[error("invalid shard '{0}': expected I/N with 0 <= I < N <= {MAX_SHARDS}, e.g. 0/4")]
+    Syntax(String),
+    /// N above [`MAX_SHARDS`].
+    #[error(
+        "invalid shard '{text}': N = {count} exceeds {MAX_SHARDS}, the most repetition units a job can have (a shard \
+         beyond a job's units gets no work); use N <= {MAX_SHARDS}, at most the job's units (`fedbandits validate` \
+         prints them)"
+    )]
+    TooMany {
+        /// The value given.
+        text: String,
+        /// Its N.
+        count: usize,
+    },
+}
+
 impl FromStr for Shard {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let err = || format!("invalid shard '{s}': expected I/N with 0 <= I < N <= {MAX_SHARDS}, e.g. 0/4");
+    type Err = ShardError;
+    fn from_str(s: &str) -> Result<Self, ShardError> {
+        let err = || ShardError::Syntax(s.to_owned());
         let (a, b) = s.split_once('/').ok_or_else(err)?;
         let index: usize = a.trim().parse().map_err(|_| err())?;
         let count: usize = b.trim().parse().map_err(|_| err())?;
@@ -39,11 +59,10 @@ impl FromStr for Shard {
             return Err(err());
         }
         if count > MAX_SHARDS {
-            return Err(format!(
-                "invalid shard '{s}': N = {count} exceeds {MAX_SHARDS}, the most repetition units a job can have \
-                 (a shard beyond a job's units gets no work); use N <= {MAX_SHARDS}, at most the job's units \
-                 (`fedbandits validate` prints them)"
-            ));
+            return Err(ShardError::TooMany {
+                text: s.to_owned(),
+                count,
+            });
         }
         Ok(Self { index, count })
     }
@@ -101,7 +120,10 @@ mod tests {
         // (it crashed allocating by N).
         for s in ["0/1000001", "0/99999999999", "0/18446744073709551615"] {
             let e = s.parse::<Shard>().unwrap_err();
-            assert!(e.contains("exceeds 1000000"), "{e}");
+            assert!(
+                matches!(e, ShardError::TooMany { .. }) && e.to_string().contains("exceeds 1000000"),
+                "{e}"
+            );
         }
         assert_eq!("999999/1000000".parse::<Shard>().map(|s| s.count), Ok(1_000_000));
     }

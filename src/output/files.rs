@@ -232,18 +232,37 @@ pub fn seal(payload: &[u8]) -> Vec<u8> {
     out
 }
 
+/// What is wrong with a file that should be [`seal`]ed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SealError {
+    /// No header (another format, or an older fedbandits).
+    #[error("no fedbandits checksum header (written by an older fedbandits, or not a snapshot)")]
+    NoHeader,
+    /// The content does not hash to the header's checksum.
+    #[error("checksum mismatch (content {actual:016x}, header {stated:016x}): the file is damaged")]
+    Mismatch {
+        /// The content's XXH64.
+        actual: u64,
+        /// The header's.
+        stated: u64,
+    },
+}
+
 /// The payload of a [`seal`]ed file, or what is wrong with it.
-pub fn unseal(bytes: &[u8]) -> Result<&[u8], String> {
-    if bytes.len() < 16 || &bytes[..8] != SEAL_MAGIC {
-        return Err("no fedbandits checksum header (written by an older fedbandits, or not a snapshot)".into());
+pub fn unseal(bytes: &[u8]) -> Result<&[u8], SealError> {
+    let (Some(magic), Some(sum)) = (bytes.get(..8), bytes.get(8..16)) else {
+        return Err(SealError::NoHeader);
+    };
+    if magic != SEAL_MAGIC {
+        return Err(SealError::NoHeader);
     }
-    let stated = u64::from_le_bytes(bytes[8..16].try_into().map_err(|_| "short header".to_string())?);
+    let mut word = [0u8; 8];
+    word.copy_from_slice(sum);
+    let stated = u64::from_le_bytes(word);
     let payload = &bytes[16..];
     let actual = twox_hash::XxHash64::oneshot(0, payload);
     if actual != stated {
-        return Err(format!(
-            "checksum mismatch (content {actual:016x}, header {stated:016x}): the file is damaged"
-        ));
+        return Err(SealError::Mismatch { actual, stated });
     }
     Ok(payload)
 }

@@ -61,8 +61,11 @@ pub fn read_parquet_checked(path: &Path) -> Result<(Vec<RecordBatch>, Metadata),
     Ok((out, kv))
 }
 
+/// One key's value in a file's metadata (None: the file has no such key).
+pub type MetadataValue = Option<String>;
+
 /// Reads one key of a Parquet file's key-value metadata.
-pub fn read_metadata_key(path: &Path, key: &str) -> Result<Option<String>, OutputError> {
+pub fn read_metadata_key(path: &Path, key: &str) -> Result<MetadataValue, OutputError> {
     let file = File::open(path).map_err(io(path))?;
     let pq = |source| OutputError::Parquet {
         path: path.to_path_buf(),

@@ -4,6 +4,7 @@
 //! writes results ([`runner`]).
 
 pub mod cost;
+pub mod error;
 pub mod memory;
 pub mod merge;
 pub mod parity;
@@ -113,7 +114,7 @@ pub fn run_rep_resumable(
     let start = Instant::now();
     let m = cell.config.agents() as u64;
     let (env_keys, algo_keys) = rep_keys(cell, seed, &[rep]);
-    let plan = CellBatch::new(&cell.config, env_keys, &algo_keys).map_err(BatchError::Unsupported)?;
+    let plan = CellBatch::new(&cell.config, env_keys, &algo_keys).map_err(BatchError::Graph)?;
     let (mut state, wall_before) = match snap.filter(|s| s.path.exists()) {
         Some(s) => {
             let invalid = |message: String| SnapshotError::Invalid {
@@ -121,7 +122,7 @@ pub fn run_rep_resumable(
                 message,
             };
             let bytes = std::fs::read(&s.path).map_err(|e| invalid(e.to_string()))?;
-            let payload = crate::output::unseal(&bytes).map_err(invalid)?;
+            let payload = crate::output::unseal(&bytes).map_err(|e| invalid(e.to_string()))?;
             let snapshot: RepSnapshot<RepState> = bincode::deserialize(payload).map_err(|e| invalid(e.to_string()))?;
             if snapshot.version != SNAPSHOT_VERSION
                 || snapshot.semantics != crate::job::SEMANTICS_VERSION
@@ -174,7 +175,7 @@ pub fn run_rep_resumable(
 
 /// Repetitions `reps` of `cell` as one batch for a backend's batched path,
 /// or why it cannot be built (a graph that cannot be built).
-pub fn cell_batch(cell: &Cell, seed: u64, reps: &[u32]) -> Result<CellBatch, String> {
+pub fn cell_batch(cell: &Cell, seed: u64, reps: &[u32]) -> Result<CellBatch, crate::graph::GraphError> {
     let (env_keys, algo_keys) = rep_keys(cell, seed, reps);
     CellBatch::new(&cell.config, env_keys, &algo_keys)
 }
@@ -201,7 +202,7 @@ pub fn run_batch(
     backend: &dyn Backend,
     progress: &dyn Fn(u64),
 ) -> Result<Vec<RepResult>, BatchError> {
-    let batch = cell_batch(cell, seed, reps).map_err(BatchError::Unsupported)?;
+    let batch = cell_batch(cell, seed, reps).map_err(BatchError::Graph)?;
     run_built_batch(cell, reps, &batch, checkpoints, backend, progress)
 }
 

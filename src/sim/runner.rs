@@ -15,111 +15,13 @@ use super::{CellBatch, RepOutcome, RepResult, Snapshots, run_rep_resumable};
 use crate::backend::{Backend, Placement, Selection};
 use crate::job::shard::{Shard, assign_units};
 use crate::job::{Cell, Job};
-use crate::output::{self, OutputError, lock};
+use crate::output::{self, lock};
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
-use thiserror::Error;
 
-/// Errors of a run.
-#[derive(Debug, Error)]
-pub enum RunError {
-    /// Writing or reading results failed.
-    #[error(transparent)]
-    Output(#[from] OutputError),
-    /// The thread pool could not be built.
-    #[error("cannot start {threads} worker threads: {message}")]
-    Threads {
-        /// Requested threads.
-        threads: usize,
-        /// Cause.
-        message: String,
-    },
-    /// `--backend cuda` and a cell the device cannot run.
-    #[error("--backend cuda: cell {cell} cannot run on CUDA: {reason}; run it with --backend cpu or auto")]
-    CellUnsupported {
-        /// The cell (index, id, label).
-        cell: String,
-        /// Why.
-        reason: String,
-    },
-    /// The batched backend failed on a cell.
-    #[error("backend {backend} failed on cell {cell}: {message}")]
-    Backend {
-        /// Backend name.
-        backend: &'static str,
-        /// Cell id.
-        cell: String,
-        /// Cause.
-        message: String,
-    },
-    /// Stopped by a signal; the repetitions in flight were snapshotted.
-    #[error("stopped on request: {stopped} repetition(s) snapshotted in {dir}; rerun the same command to resume")]
-    Stopped {
-        /// Repetitions snapshotted.
-        stopped: usize,
-        /// Results directory.
-        dir: PathBuf,
-    },
-    /// A snapshot could not be written or read.
-    #[error(transparent)]
-    Snapshot(#[from] crate::sim::SnapshotError),
-    /// The results directory holds results of another job (or of another
-    /// version of this one).
-    #[error(
-        "{dir} holds results of a different job: {what}. Writing here would mix two versions of the job; \
-         run with --out ANOTHER_DIR, or move {dir} away to start over"
-    )]
-    OtherJob {
-        /// Results directory.
-        dir: PathBuf,
-        /// What differs.
-        what: String,
-    },
-    /// Another process is writing the results directory in a way this run
-    /// must not overlap (another version of the job, or the same shard).
-    #[error("{dir}: {what}")]
-    Busy {
-        /// Results directory.
-        dir: PathBuf,
-        /// Who writes it and what to do.
-        what: String,
-    },
-    /// The results directory cannot be written (found before any work).
-    #[error(
-        "cannot write results in {dir}: {source}; fix its permissions or free space, or run with --out ANOTHER_DIR"
-    )]
-    NotWritable {
-        /// Results directory.
-        dir: PathBuf,
-        /// What the write probe met.
-        source: OutputError,
-    },
-    /// A repetition produced a value that is not a finite number.
-    #[error(
-        "cell {cell} repetition {rep} produced a non-finite {column} at t = {t} (nothing was written for it): its \
-         parameters push the arithmetic out of range; change them (`fedbandits validate` prints each cell's)"
-    )]
-    NonFinite {
-        /// The cell (index, label).
-        cell: String,
-        /// Repetition.
-        rep: u32,
-        /// Round.
-        t: u64,
-        /// Column.
-        column: &'static str,
-    },
-    /// A cell file exists but cannot be used.
-    #[error("{path}: existing result is unusable ({message}); move it away and rerun to recompute it")]
-    Corrupt {
-        /// File.
-        path: PathBuf,
-        /// Cause.
-        message: String,
-    },
-}
+pub use super::error::RunError;
 
 /// Options of a run.
 #[derive(Clone, Debug, Default)]
@@ -375,12 +277,12 @@ impl Work<'_> {
         for (c, reps) in &by_cell {
             let cell = &job.cells[*c];
             let batch = super::cell_batch(cell, job.seed, reps);
-            let placement = sel
-                .place(batch.as_ref().map(CellBatch::as_ref).map_err(String::as_str))
-                .map_err(|reason| RunError::CellUnsupported {
-                    cell: format!("[{c}] {} ({})", cell.id, cell.label()),
-                    reason,
-                })?;
+            let placement =
+                sel.place(batch.as_ref().map(CellBatch::as_ref))
+                    .map_err(|reason| RunError::CellUnsupported {
+                        cell: format!("[{c}] {} ({})", cell.id, cell.label()),
+                        reason,
+                    })?;
             placements.push((*c, placement));
             batches.push(batch.ok());
         }

@@ -20,7 +20,7 @@
 //! the new job's parts will hold them again. The same recovery makes a
 //! rerun of a compacted job reuse its parts' rows instead of recomputing.
 
-use super::runner::RunError;
+use super::error::RunError;
 use crate::job::shard::Shard;
 use crate::job::{Cell, Job};
 use crate::output::unit::{UnitData, read_unit_file, units_in_rows, write_unit};
@@ -308,39 +308,71 @@ pub fn check_directory(dir: &Path, job: &Job) -> Result<Directory, RunError> {
 /// The job `part` was written for, when `job` extends it (the same engine
 /// semantics; every cell of it also in `job`, with at least as many
 /// repetitions), else why not.
-fn extends(part: &Path, job: &Job) -> Result<Job, String> {
-    let read = |k: &str| output::read_metadata_key(part, k).map_err(|e| e.to_string());
-    let semantics = read("fedbandits.semantics_version")?.unwrap_or_default();
+fn extends(part: &Path, job: &Job) -> Result<Job, NotExtended> {
+    let semantics = output::read_metadata_key(part, "fedbandits.semantics_version")?.unwrap_or_default();
     if semantics != crate::job::SEMANTICS_VERSION.to_string() {
-        return Err(format!(
-            "it was computed under engine semantics {semantics}, this engine's is {}",
-            crate::job::SEMANTICS_VERSION
-        ));
+        return Err(NotExtended::Semantics(semantics));
     }
-    let yaml = read("fedbandits.job_yaml")?.ok_or("it holds no job text")?;
-    let old = Job::parse(Path::new(&format!("{}.yaml", job.name)), &yaml)
-        .map_err(|e| format!("its job text no longer parses ({e})"))?;
+    let yaml = output::read_metadata_key(part, "fedbandits.job_yaml")?.ok_or(NotExtended::NoJobText)?;
+    let old = Job::parse(Path::new(&format!("{}.yaml", job.name)), &yaml).map_err(NotExtended::JobText)?;
     if old.repetitions > job.repetitions {
-        return Err(format!(
-            "repetitions fell from {} to {} (removing results is refused)",
-            old.repetitions, job.repetitions
-        ));
+        return Err(NotExtended::FewerRepetitions {
+            old: old.repetitions,
+            new: job.repetitions,
+        });
     }
     let keys: HashSet<&str> = job.cells.iter().map(|c| c.key.as_str()).collect();
     let gone: Vec<&Cell> = old.cells.iter().filter(|c| !keys.contains(c.key.as_str())).collect();
     match gone.first() {
         None => Ok(old),
-        Some(_) if gone.len() == old.cells.len() => Err(
-            "none of its cells is in this job (its seed, horizon, checkpoints or a parameter common to all \
-             cells changed)"
-                .into(),
-        ),
-        Some(c) => Err(format!(
-            "{} of its {} cells are not in this job, e.g. {} (a parameter's value changed, or a grid value or \
-             algorithm was removed)",
-            gone.len(),
-            old.cells.len(),
-            old.short_label(c)
-        )),
+        Some(_) if gone.len() == old.cells.len() => Err(NotExtended::NoCellShared),
+        Some(c) => Err(NotExtended::CellsGone {
+            gone: gone.len(),
+            of: old.cells.len(),
+            example: old.short_label(c),
+        }),
     }
+}
+
+/// Why a job does not extend the one a part was written for.
+#[derive(Debug, thiserror::Error)]
+pub enum NotExtended {
+    /// The part cannot be read.
+    #[error(transparent)]
+    Read(#[from] crate::output::OutputError),
+    /// Another engine semantics computed it.
+    #[error("it was computed under engine semantics {0}, this engine's is {v}", v = crate::job::SEMANTICS_VERSION)]
+    Semantics(String),
+    /// No job text in its metadata.
+    #[error("it holds no job text")]
+    NoJobText,
+    /// Its job text does not parse with this engine.
+    #[error("its job text no longer parses ({0})")]
+    JobText(crate::job::JobError),
+    /// Repetitions were removed.
+    #[error("repetitions fell from {old} to {new} (removing results is refused)")]
+    FewerRepetitions {
+        /// The part's job's.
+        old: u32,
+        /// This job's.
+        new: u32,
+    },
+    /// Every cell changed.
+    #[error(
+        "none of its cells is in this job (its seed, horizon, checkpoints or a parameter common to all cells changed)"
+    )]
+    NoCellShared,
+    /// Some cells are gone.
+    #[error(
+        "{gone} of its {of} cells are not in this job, e.g. {example} (a parameter's value changed, or a grid value or \
+         algorithm was removed)"
+    )]
+    CellsGone {
+        /// How many.
+        gone: usize,
+        /// Of how many.
+        of: usize,
+        /// One of them.
+        example: String,
+    },
 }

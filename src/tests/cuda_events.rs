@@ -261,7 +261,7 @@ fn every_bench_workload_runs_on_the_emulated_device_with_its_traffic() {
             Err(e) => {
                 println!("{name:32} refused: {e}");
                 assert_eq!(name, "feducb_d128", "{e}");
-                assert!(e.contains("shared memory"), "{e}");
+                assert!(e.to_string().contains("shared memory"), "{e}");
             }
         }
     }

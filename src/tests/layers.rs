@@ -200,3 +200,185 @@ fn generic_layers_name_no_family() {
     }
     assert!(bad.is_empty(), "generic layers name a family:\n{}", bad.join("\n"));
 }
+
+/// A file's module path under `src` (`algo/linear/mod.rs` -> [algo, linear]).
+fn module_path(src: &Path, f: &Path) -> Vec<String> {
+    let rel = f.strip_prefix(src).unwrap_or(f).with_extension("");
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+/// The identifiers of a path text (`a::b::{c, d}` -> [a, b]; a group ends
+/// the path).
+fn path_segments(after: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = after;
+    loop {
+        let ident: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if ident.is_empty() {
+            return out;
+        }
+        rest = &rest[ident.len()..];
+        out.push(ident);
+        match rest.strip_prefix("::") {
+            Some(r) if !r.starts_with('{') => rest = r,
+            _ => return out,
+        }
+    }
+}
+
+/// file module -> the file modules of its own top-level layer its
+/// non-test code names through `crate::`, `super::` or `self::` paths (and
+/// their `{...}` groups), each resolved to the longest prefix that is a
+/// file. A parent naming its own child by a bare path (`mod x; use x::Y`)
+/// is structure, not an edge.
+fn file_graph(src: &Path) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let modules: BTreeMap<Vec<String>, PathBuf> = files
+        .into_iter()
+        .map(|f| (module_path(src, &f), f))
+        .filter(|(m, _)| !m.is_empty() && !["lib", "main", "build"].contains(&m[0].as_str()))
+        .collect();
+    let longest = |path: &[String]| {
+        (1..=path.len())
+            .rev()
+            .map(|k| path[..k].to_vec())
+            .find(|p| modules.contains_key(p))
+    };
+    let mut graph = BTreeMap::new();
+    for (module, f) in &modules {
+        let text = std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let code: String = text
+            .split("#[cfg(test)]")
+            .next()
+            .unwrap_or("")
+            .lines()
+            .map(|l| l.split("//").next().unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut deps = BTreeSet::new();
+        for anchor in ["crate::", "super::", "self::"] {
+            for (i, _) in code.match_indices(anchor) {
+                if code[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+                    continue;
+                }
+                let mut base: Vec<String> = match anchor {
+                    "crate::" => Vec::new(),
+                    "super::" => module[..module.len() - 1].to_vec(),
+                    _ => module.clone(),
+                };
+                let mut after = &code[i + anchor.len()..];
+                while let Some(r) = after.strip_prefix("super::") {
+                    base.pop();
+                    after = r;
+                }
+                let mut targets = Vec::new();
+                let head = path_segments(after);
+                let mut prefix = base.clone();
+                prefix.extend(head.iter().cloned());
+                targets.push(prefix.clone());
+                // A group after the path: each member from the prefix.
+                let consumed: usize = head.iter().map(|s| s.len() + 2).sum();
+                if let Some(group) = after.get(consumed..).and_then(|g| g.strip_prefix('{')) {
+                    let group = &group[..group.find('}').unwrap_or(group.len())];
+                    for item in group.split(',') {
+                        let mut p = prefix.clone();
+                        p.extend(path_segments(item.trim_start()));
+                        targets.push(p);
+                    }
+                }
+                for t in targets {
+                    if let Some(to) = longest(&t)
+                        && &to != module
+                        && to[0] == module[0]
+                    {
+                        deps.insert(to);
+                    }
+                }
+            }
+        }
+        graph.insert(module.clone(), deps);
+    }
+    graph
+}
+
+/// The first cycle of a graph, as its nodes in order (closing the loop).
+fn first_cycle(g: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Option<Vec<String>> {
+    fn visit<'a>(
+        n: &'a Vec<String>,
+        g: &'a BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+        state: &mut BTreeMap<&'a Vec<String>, u8>,
+        path: &mut Vec<&'a Vec<String>>,
+    ) -> Option<Vec<String>> {
+        match state.get(n) {
+            Some(1) => {
+                let start = path.iter().position(|p| *p == n).unwrap_or(0);
+                let mut c: Vec<String> = path[start..].iter().map(|m| m.join("::")).collect();
+                c.push(n.join("::"));
+                return Some(c);
+            }
+            Some(2) => return None,
+            _ => {}
+        }
+        state.insert(n, 1);
+        path.push(n);
+        for to in g.get(n).into_iter().flatten() {
+            if let Some(c) = visit(to, g, state, path) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        state.insert(n, 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    g.keys().find_map(|n| visit(n, g, &mut state, &mut Vec::new()))
+}
+
+/// No two files of a layer import each other, directly or around a loop
+/// (issue 42: algo's parameter reader, registry and families did).
+#[test]
+fn files_within_a_layer_form_no_cycle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let g = file_graph(&src);
+    // The checker sees what it must: the families use the reader.
+    assert!(
+        g[&vec!["algo".to_string(), "linear".into(), "params".into()]]
+            .contains(&vec!["algo".to_string(), "resolve".into()])
+    );
+    if let Some(c) = first_cycle(&g) {
+        panic!("import cycle between files: {}", c.join(" -> "));
+    }
+}
+
+/// The file-level check fails on a planted cycle (two files naming each
+/// other through `super::` and a `crate::{...}` group) and passes without.
+#[test]
+fn a_planted_file_cycle_is_found() {
+    let root = std::env::temp_dir().join(format!("fedbandits-layers-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let layer = root.join("algo");
+    std::fs::create_dir_all(&layer).unwrap();
+    std::fs::write(layer.join("mod.rs"), "pub mod x;\npub mod y;\npub mod z;\n").unwrap();
+    std::fs::write(layer.join("x.rs"), "use super::y::T;\npub struct U;\n").unwrap();
+    std::fs::write(layer.join("z.rs"), "pub struct V;\n").unwrap();
+    std::fs::write(layer.join("y.rs"), "use crate::algo::{z::V};\npub struct T;\n").unwrap();
+    assert_eq!(first_cycle(&file_graph(&root)), None);
+    std::fs::write(layer.join("y.rs"), "use crate::algo::{z::V, x::U};\npub struct T;\n").unwrap();
+    let c = first_cycle(&file_graph(&root)).expect("the planted cycle is found");
+    assert!(
+        c.contains(&"algo::x".to_string()) && c.contains(&"algo::y".to_string()),
+        "{c:?}"
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -225,7 +225,7 @@ pub const PARITY: &[(&str, &str)] = &[(
 
 /// The combinatorial procurement family (Solanki et al.) in the registry
 /// ([`crate::algo::family::FAMILIES`]).
-pub const FAMILY: crate::algo::family::Family = crate::algo::family::Family {
+pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry::Family {
     name: "combinatorial",
     doc: "federated combinatorial bandits with quality constraints: n agents procure from m producers (README, \"Algorithms (combinatorial procurement family)\")",
     algorithms: ALGORITHMS,

@@ -104,12 +104,16 @@ pub fn edge_key(algo_key: &[u64]) -> Vec<u64> {
 /// are the federations' keys (one pair per repetition). One graph per
 /// federation, drawn from its algorithm key (random graphs differ per
 /// repetition); a graph that cannot be built is an error naming why.
-pub fn gossip_batch(cfg: &GossipConfig, env_keys: &[Vec<u64>], algo_keys: &[Vec<u64>]) -> Result<GossipBatch, String> {
+pub fn gossip_batch(
+    cfg: &GossipConfig,
+    env_keys: &[Vec<u64>],
+    algo_keys: &[Vec<u64>],
+) -> Result<GossipBatch, crate::graph::GraphError> {
     let mut graphs = Vec::with_capacity(algo_keys.len());
     for k in algo_keys {
         let mut key = k.clone();
         key.push(Purpose::Graph as u64);
-        graphs.push(Graph::build(&cfg.graph, cfg.env.agents, &mut Stream::new(&key)).map_err(|e| e.to_string())?);
+        graphs.push(Graph::build(&cfg.graph, cfg.env.agents, &mut Stream::new(&key))?);
     }
     let policy = match cfg.algorithm {
         GossipAlgorithm::GossipUcb | GossipAlgorithm::FedUcbGossip => GossipPolicy::Gossip,
@@ -245,7 +249,7 @@ pub const PARITY: &[(&str, &str)] = &[(
 
 /// The decentralized multi-armed family (Zhu et al.) in the registry
 /// ([`crate::algo::family::FAMILIES`]).
-pub const FAMILY: crate::algo::family::Family = crate::algo::family::Family {
+pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry::Family {
     name: "gossip",
     doc: "decentralized multi-armed bandits: N agents on a graph, M arms, locally biased means (README, \"Algorithms (decentralized multi-armed family)\")",
     algorithms: ALGORITHMS,

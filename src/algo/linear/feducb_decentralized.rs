@@ -51,7 +51,11 @@ use crate::privacy::tree::{AgentTrees, NodeNoise};
 /// n_i per agent, the widths, test and shifts with M replaced by n_i, and
 /// each slot's tree (its noise key from the slot index). `Err(why)` when a
 /// graph cannot be built (a loaded job's graphs were validated).
-pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]) -> Result<LinearBatch, String> {
+pub fn batch(
+    cfg: &LinearConfig,
+    env_keys: Vec<Vec<u64>>,
+    algo_keys: &[Vec<u64>],
+) -> Result<LinearBatch, crate::graph::GraphError> {
     let m = cfg.m;
     let gamma = cfg.gamma.max(1);
     let t_eff = cfg.horizon.div_ceil(gamma as u64).max(1);
@@ -62,7 +66,7 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]
         .map(|k| {
             let mut key = k.clone();
             key.push(crate::rng::Purpose::Graph as u64);
-            Graph::build(&cfg.graph, m, &mut crate::rng::Stream::new(&key)).map_err(|e| e.to_string())
+            Graph::build(&cfg.graph, m, &mut crate::rng::Stream::new(&key))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let reach: Vec<f64> = graphs

@@ -253,7 +253,7 @@ pub fn linear_batch(
     cfg: &LinearConfig,
     env_keys: Vec<Vec<u64>>,
     algo_keys: &[Vec<u64>],
-) -> Result<crate::backend::LinearBatch, String> {
+) -> Result<crate::backend::LinearBatch, crate::graph::GraphError> {
     match cfg.algorithm {
         LinearAlgorithm::Linucb | LinearAlgorithm::Independent => Ok(oful::batch(cfg, env_keys)),
         LinearAlgorithm::Random => Ok(random::batch(cfg, env_keys, algo_keys)),
@@ -287,7 +287,7 @@ pub fn curve_point(p: crate::backend::BatchPoint, m: usize) -> crate::algo::curv
 
 /// The linear contextual family (Zhou & Chowdhury; Dubey & Pentland) in the registry
 /// ([`crate::algo::family::FAMILIES`]).
-pub const FAMILY: crate::algo::family::Family = crate::algo::family::Family {
+pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry::Family {
     name: "linear",
     doc: "linear contextual bandits: M agents, d-dimensional actions (README, \"Algorithms (linear contextual family)\")",
     algorithms: ALGORITHMS,

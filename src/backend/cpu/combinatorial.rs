@@ -73,8 +73,8 @@ impl CpuComb {
         if let CombPolicy::PFcb(p) = &batch.policy
             && (p.eps.len() != p.rounds.len() || p.spent.len() != p.rounds.len())
         {
-            return Err(BatchError::Unsupported(
-                "one epsilon and one spent epsilon per communication round".into(),
+            return Err(BatchError::unsupported(
+                "one epsilon and one spent epsilon per communication round",
             ));
         }
         let feds = batch
@@ -86,13 +86,13 @@ impl CpuComb {
                 let keys = batch
                     .quality_keys
                     .get(f * n..(f + 1) * n)
-                    .ok_or_else(|| BatchError::Unsupported("one quality key per agent".into()))?
+                    .ok_or_else(|| BatchError::unsupported("one quality key per agent"))?
                     .to_vec();
                 let noise_keys = match &batch.policy {
                     CombPolicy::PFcb(p) => p
                         .noise_keys
                         .get(f * n..(f + 1) * n)
-                        .ok_or_else(|| BatchError::Unsupported("one noise key per agent".into()))?
+                        .ok_or_else(|| BatchError::unsupported("one noise key per agent"))?
                         .to_vec(),
                     _ => Vec::new(),
                 };

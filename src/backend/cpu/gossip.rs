@@ -63,9 +63,7 @@ impl CpuGossip {
     pub fn new(batch: &GossipBatch) -> Result<Self, BatchError> {
         let nf = batch.federations();
         if batch.graphs.len() != nf || batch.edge_keys.len() != nf {
-            return Err(BatchError::Unsupported(
-                "one graph and one edge key per federation".into(),
-            ));
+            return Err(BatchError::unsupported("one graph and one edge key per federation"));
         }
         let feds = batch
             .envs
@@ -76,14 +74,14 @@ impl CpuGossip {
             .map(|(f, ((env, g), ek))| {
                 let (n, m) = (env.spec.agents, env.spec.arms);
                 if g.len() != n {
-                    return Err(BatchError::Unsupported(format!(
+                    return Err(BatchError::unsupported(format!(
                         "a graph on {} agents for {n} agents",
                         g.len()
                     )));
                 }
                 let keys = match &batch.privacy {
                     Some(p) if p.noise_keys.len() == nf * n => p.noise_keys[f * n..(f + 1) * n].to_vec(),
-                    Some(_) => return Err(BatchError::Unsupported("one noise key per agent".into())),
+                    Some(_) => return Err(BatchError::unsupported("one noise key per agent")),
                     None => Vec::new(),
                 };
                 let z = vec![0.0; n * m];

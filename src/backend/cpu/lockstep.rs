@@ -144,7 +144,7 @@ impl CpuLinear {
     /// b = 0, every stream at its start).
     pub fn new(batch: &LinearBatch) -> Result<Self, BatchError> {
         let (nf, m) = (batch.federations(), batch.m);
-        let bad = |what: &str| BatchError::Unsupported(format!("{what} for {nf} federations of {m} agents"));
+        let bad = |what: &str| BatchError::unsupported(format!("{what} for {nf} federations of {m} agents"));
         let sync = batch.sync.as_ref();
         let slots = m * batch.network.as_ref().map_or(1, |n| n.gamma.max(1));
         if matches!(sync.map(|s| &s.release), Some(Release::Tree { .. })) && batch.noise_keys.len() != nf * slots {

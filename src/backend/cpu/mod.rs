@@ -197,7 +197,7 @@ impl Backend for CpuBackend {
         linalg::spd_inverse_with_jitter(v, d, inv, &mut ws.m1, &mut ws.m2)
     }
 
-    fn supports(&self, _batch: super::BatchRef<'_>) -> Result<(), String> {
+    fn supports(&self, _batch: super::BatchRef<'_>) -> Result<(), super::Unsupported> {
         Ok(())
     }
 

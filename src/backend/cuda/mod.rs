@@ -43,8 +43,8 @@ impl From<CudaError> for super::BatchError {
     /// `Unsupported` stays a reason to run elsewhere; anything else failed.
     fn from(e: CudaError) -> Self {
         match e {
-            CudaError::Unsupported(why) => super::BatchError::Unsupported(why),
-            e => super::BatchError::Failed(e.to_string()),
+            CudaError::Unsupported(why) => super::BatchError::Unsupported(super::Unsupported(why)),
+            e => super::BatchError::Device(super::DeviceFailure(e.to_string())),
         }
     }
 }
@@ -119,18 +119,18 @@ impl super::Backend for CudaBackend {
         self.launcher.lock().ok()?.peaks()
     }
 
-    fn supports(&self, batch: super::BatchRef<'_>) -> Result<(), String> {
+    fn supports(&self, batch: super::BatchRef<'_>) -> Result<(), super::Unsupported> {
         match batch {
             super::BatchRef::Linear(batch) => {
-                let limit = self
-                    .launcher
-                    .lock()
-                    .map(|l| l.max_shared_per_block())
-                    .map_err(|_| "the CUDA device lock was poisoned by an earlier failure".to_string())?;
-                driver::supports(batch, limit).map_err(|e| e.to_string())
+                let limit = self.launcher.lock().map(|l| l.max_shared_per_block()).map_err(|_| {
+                    super::Unsupported("the CUDA device lock was poisoned by an earlier failure".into())
+                })?;
+                driver::supports(batch, limit).map_err(|e| super::Unsupported(e.to_string()))
             }
-            super::BatchRef::Gossip(batch) => gossip::supports(batch).map_err(|e| e.to_string()),
-            super::BatchRef::Comb(batch) => combinatorial::supports(batch).map_err(|e| e.to_string()),
+            super::BatchRef::Gossip(batch) => gossip::supports(batch).map_err(|e| super::Unsupported(e.to_string())),
+            super::BatchRef::Comb(batch) => {
+                combinatorial::supports(batch).map_err(|e| super::Unsupported(e.to_string()))
+            }
         }
     }
 
@@ -138,10 +138,7 @@ impl super::Backend for CudaBackend {
         &'a self,
         batch: &super::gossip::GossipBatch,
     ) -> Result<Box<dyn super::gossip::GossipOps + 'a>, super::BatchError> {
-        let l = self
-            .launcher
-            .lock()
-            .map_err(|_| super::BatchError::Failed("the CUDA device lock was poisoned by an earlier failure".into()))?;
+        let l = self.launcher.lock().map_err(|_| super::BatchError::Poisoned)?;
         Ok(Box::new(gossip::CudaGossip::new(l, batch)?))
     }
 
@@ -149,10 +146,7 @@ impl super::Backend for CudaBackend {
         &'a self,
         batch: &super::combinatorial::CombBatch,
     ) -> Result<Box<dyn super::combinatorial::CombOps + 'a>, super::BatchError> {
-        let l = self
-            .launcher
-            .lock()
-            .map_err(|_| super::BatchError::Failed("the CUDA device lock was poisoned by an earlier failure".into()))?;
+        let l = self.launcher.lock().map_err(|_| super::BatchError::Poisoned)?;
         Ok(Box::new(combinatorial::CudaComb::new(l, batch)?))
     }
 
@@ -160,10 +154,7 @@ impl super::Backend for CudaBackend {
         &'a self,
         batch: &super::LinearBatch,
     ) -> Result<Box<dyn super::LinearOps + 'a>, super::BatchError> {
-        let l = self
-            .launcher
-            .lock()
-            .map_err(|_| super::BatchError::Failed("the CUDA device lock was poisoned by an earlier failure".into()))?;
+        let l = self.launcher.lock().map_err(|_| super::BatchError::Poisoned)?;
         Ok(Box::new(driver::CudaLinear::new(l, batch)?))
     }
 }

@@ -1,0 +1,77 @@
+//! What a family's registry entry holds ([`Family`]): its algorithms and
+//! environments, output columns, resolver, baseline, growth regret, paper
+//! claims, bench and parity workloads, variant parameters and non-private
+//! counterparts. Each family's folder defines its entry against this type;
+//! the registry that lists them is [`super::family`] (kept apart so that the
+//! families and the registry form no import cycle).
+
+use super::params::{PARAMS, Value};
+use std::collections::BTreeMap;
+
+/// A family: its algorithms, environments and the metric columns it adds to
+/// the output (beyond the regret columns every family writes). Parameters
+/// name the algorithms and environments they apply to ([`ParamDef::used_by`]),
+/// so a family's parameters are those used by its members. The job loader,
+/// `fedbandits list`, the Parquet schema and the analysis package read this
+/// registry.
+#[derive(Clone, Copy, Debug)]
+pub struct Family {
+    /// Name in `fedbandits list` (unique: two names are one family exactly
+    /// when their families' names are equal).
+    pub name: &'static str,
+    /// One line.
+    pub doc: &'static str,
+    /// (name, description).
+    pub algorithms: &'static [(&'static str, &'static str)],
+    /// (name, description).
+    pub environments: &'static [(&'static str, &'static str)],
+    /// Output columns only this family fills (null for the others).
+    pub columns: &'static [&'static str],
+    /// Resolves a cell's raw parameters into its configuration.
+    pub resolve: Resolve,
+    /// The algorithm without federation whose cell, with the same
+    /// parameters, is the denominator of the federated regret ratio (FRR)
+    /// the run summary prints for the family's other algorithms.
+    pub baseline: Option<&'static str>,
+    /// The cumulative regret whose growth over the last decade of the
+    /// horizon the column `regret_exponent` measures
+    /// ([`crate::algo::curve::growth_exponent`]): `group_regret`, or a
+    /// metric column where a fixed cost paid early would hide a stall (the
+    /// combinatorial family's exploration phase).
+    pub growth_regret: &'static str,
+    /// What `paper_claimed_epsilon` is for each of its private algorithms
+    /// (algorithm, definition): a claim of the paper, never a bound; listed
+    /// by `fedbandits list`.
+    pub paper_claims: &'static [(&'static str, &'static str)],
+    /// Its `fedbandits bench` workloads: (name, default federations, job
+    /// YAML with `{T}` for the rounds).
+    pub workloads: &'static [(&'static str, u32, &'static str)],
+    /// Short jobs covering its algorithms and environments, for the parity
+    /// check of a batched backend with the CPU: (name, job YAML).
+    pub parity: &'static [(&'static str, &'static str)],
+    /// Parameters that change what an algorithm is rather than how it is
+    /// tuned (e.g. `private`): the analysis compares algorithm variants,
+    /// an algorithm with each of their values, and never pools over them.
+    pub variant_params: &'static [&'static str],
+    /// (private algorithm, the non-private algorithm it privatizes) where
+    /// privacy is a separate algorithm rather than `private: false`: the
+    /// counterpart whose regret the cost of privacy is measured against.
+    pub non_private: &'static [(&'static str, &'static str)],
+}
+
+/// A family's parameter resolution ([`crate::algo::resolve`]).
+pub type Resolve =
+    fn(&str, &str, &BTreeMap<String, Value>, u64) -> Result<super::resolve::Resolved, super::resolve::ResolveErrors>;
+
+impl Family {
+    /// The parameters its algorithms and environments use, in output-column
+    /// order.
+    pub fn parameters(&self) -> Vec<&'static str> {
+        let members: Vec<&str> = self.algorithms.iter().chain(self.environments).map(|m| m.0).collect();
+        PARAMS
+            .iter()
+            .filter(|p| p.used_by.iter().any(|u| members.contains(u)))
+            .map(|p| p.name)
+            .collect()
+    }
+}
