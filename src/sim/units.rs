@@ -16,8 +16,9 @@
 //! The parts of the job a directory grew from are superseded: before the
 //! run, [`Directory::take_over`] writes every unit such a part holds and
 //! `.units/` lacks (after `merge --compact` removed them) back from the
-//! part's rows, then removes the part: every row it held is in a unit, and
-//! the new job's parts will hold them again. The same recovery makes a
+//! part's rows, then removes the part (and `merge`'s `_manifest.yaml`,
+//! which described it): every row it held is in a unit, and the new job's
+//! parts will hold them again. The same recovery makes a
 //! rerun of a compacted job reuse its parts' rows instead of recomputing.
 
 use super::error::RunError;
@@ -129,10 +130,20 @@ impl Directory {
                 restored += 1;
             }
         }
-        for part in std::mem::take(&mut self.superseded) {
-            std::fs::remove_file(&part).map_err(|e| RunError::Corrupt {
+        let superseded = std::mem::take(&mut self.superseded);
+        for part in &superseded {
+            std::fs::remove_file(part).map_err(|e| RunError::Corrupt {
                 path: part.clone(),
                 message: format!("cannot remove this superseded part: {e}"),
+            })?;
+        }
+        // `merge`'s manifest described the superseded parts; `merge` writes
+        // the grown job's.
+        let manifest = self.dir.join("_manifest.yaml");
+        if !superseded.is_empty() && manifest.exists() {
+            std::fs::remove_file(&manifest).map_err(|e| RunError::Corrupt {
+                path: manifest.clone(),
+                message: format!("cannot remove the manifest of the superseded parts: {e}"),
             })?;
         }
         Ok(restored)

@@ -275,11 +275,14 @@ fn units_are_small_compact_removes_them_and_a_compacted_study_grows() {
     assert!(err.contains("written back to .units"), "{err}");
     ok(run(&base, &out, &["--shard", "1/2"]));
     assert_eq!(rows(&res), before);
-    // Compacted again, then grown by a repetition: 3 units computed.
+    // Compacted again, then grown by a repetition: 3 units computed, and
+    // the manifest of the superseded parts is gone.
     assert!(merge(&res, true).status.success());
+    assert!(res.join("_manifest.yaml").exists());
     let big = write(&dir, "big.yaml", &Spec { reps: 4, ..BASE });
     let err = ok(run(&big, &out, &[]));
     assert_eq!((reused(&err), ran(&err)), (9, 3), "{err}");
+    assert!(!res.join("_manifest.yaml").exists());
     ok(run(&big, &dir.join("scratch"), &[]));
     let (mut a, mut b) = (rows(&res), rows(&dir.join("scratch/g")));
     a.sort();
