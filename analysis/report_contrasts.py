@@ -176,7 +176,7 @@ def cost_blocks(s: Study, out: Path, mode: str) -> list[Block]:
         finite = [v for v in lines[x].to_list() if v is not None and math.isfinite(v) and v > 0]
         log_x = bool(finite) and max(finite) / min(finite) > 20
         name = f"{s.job}_privacy_cost.png"
-        plots.cost_plot(lines, x, out / name, f"{s.job}: the cost of privacy", xlabel, log_x)
+        plots.cost_plot(lines, x, out / name, f"{s.job}: the cost of privacy", xlabel, log_x, plots.colors(s))
         blocks.append(("img", name, "cost of privacy vs epsilon"))
     blocks += _cost_dependence(s, rows)
     return blocks

@@ -235,7 +235,7 @@ def interaction_plot(inter, out: Path, title: str, metric_label: str = YLABEL) -
     return save(fig, out)
 
 
-def cost_plot(lines: pl.DataFrame, x: str, out: Path, title: str, xlabel: str, log_x: bool) -> Path:
+def cost_plot(lines: pl.DataFrame, x: str, out: Path, title: str, xlabel: str, log_x: bool, palette: dict[str, str] | None = None) -> Path:
     """The cost of privacy (private minus non-private final regret) against
     the privacy axis, one line per variant with its bootstrap band; each
     point labelled with its target epsilon where x is the accounted one."""
@@ -245,7 +245,8 @@ def cost_plot(lines: pl.DataFrame, x: str, out: Path, title: str, xlabel: str, l
         xs, m = part[x].to_numpy(), part["mean"].to_numpy()
         lo = part["lo"].fill_null(float("nan")).to_numpy()
         hi = part["hi"].fill_null(float("nan")).to_numpy()
-        ax.errorbar(xs, m, yerr=[np.nan_to_num(m - lo), np.nan_to_num(hi - m)], marker="o", capsize=3, color=f"C{i % 10}", label=variant)
+        color = (palette or {}).get(variant, f"C{i % 10}")
+        ax.errorbar(xs, m, yerr=[np.nan_to_num(m - lo), np.nan_to_num(hi - m)], marker="o", capsize=3, color=color, label=variant)
         if x != "value":
             for xv, yv, t in zip(xs, m, part["value"].to_list()):
                 ax.annotate(f"target {fmt(t)}", (xv, yv), fontsize=6, xytext=(3, 3), textcoords="offset points")
