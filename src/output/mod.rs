@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use thiserror::Error;
 
 pub mod audit;
+pub mod directory;
 pub mod files;
 pub mod lock;
 pub mod metadata;

@@ -1,8 +1,8 @@
 //! What can stop a run ([`RunError`]): results that cannot be written or
-//! reused, a directory another job or run holds, a backend that cannot run a
-//! cell, a signal, a non-finite value. Apart from the runner so that the
-//! directory checks ([`super::units`]) and the runner share it without an
-//! import cycle.
+//! reused (the directory's own errors,
+//! [`crate::output::directory::DirectoryError`], wrapped), a directory
+//! another run holds, a backend that cannot run a cell, a signal, a
+//! non-finite value.
 
 use crate::output::OutputError;
 use std::path::PathBuf;
@@ -51,18 +51,6 @@ pub enum RunError {
     /// A snapshot could not be written or read.
     #[error(transparent)]
     Snapshot(#[from] crate::sim::SnapshotError),
-    /// The results directory holds results of another job (or of another
-    /// version of this one).
-    #[error(
-        "{dir} holds results of a different job: {what}. Writing here would mix two versions of the job; \
-         run with --out ANOTHER_DIR, or move {dir} away to start over"
-    )]
-    OtherJob {
-        /// Results directory.
-        dir: PathBuf,
-        /// What differs.
-        what: String,
-    },
     /// Another process is writing the results directory in a way this run
     /// must not overlap (another version of the job, or the same shard).
     #[error("{dir}: {what}")]
@@ -97,12 +85,8 @@ pub enum RunError {
         /// Column.
         column: &'static str,
     },
-    /// A cell file exists but cannot be used.
-    #[error("{path}: existing result is unusable ({message}); move it away and rerun to recompute it")]
-    Corrupt {
-        /// File.
-        path: PathBuf,
-        /// Cause.
-        message: String,
-    },
+    /// The results directory holds another job's results, or a result
+    /// that cannot be reused.
+    #[error(transparent)]
+    Directory(#[from] crate::output::directory::DirectoryError),
 }

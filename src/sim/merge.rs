@@ -211,7 +211,7 @@ fn rerun_commands(dir: &Path, job: &Job, parts: &[PathBuf], missing: &[(String, 
 /// repetition of the job. Anything else there is left. Returns the files
 /// removed and their bytes. A later run of the job, or of a job that grows
 /// it, writes the units it needs back from the parts
-/// ([`super::units::Directory::take_over`]).
+/// ([`crate::output::directory::Directory::take_over`]).
 fn compact_units(dir: &Path, job: &Job) -> Result<(usize, u64), MergeError> {
     let (mut n, mut bytes) = (0, 0);
     for c in &job.cells {

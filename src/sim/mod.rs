@@ -11,7 +11,6 @@ pub mod parity;
 pub mod progress;
 pub mod runner;
 pub mod summary;
-pub mod units;
 
 pub use crate::algo::curve::{CurvePoint, RepResult};
 pub use crate::algo::run::CellBatch;

@@ -108,7 +108,7 @@ fn placement_lines(placements: &[(usize, Placement)], note: &str) -> Vec<String>
         .collect()
 }
 
-pub use super::units::{Directory, check_directory, part_path, snapshot_path, unit_path};
+pub use crate::output::directory::{Directory, DirectoryError, check_directory, part_path, snapshot_path, unit_path};
 
 /// A unit of work: (cell index, repetition).
 pub type Unit = (usize, u32);
@@ -253,7 +253,7 @@ impl Work<'_> {
                 column,
             });
         }
-        let kv = super::units::unit_metadata(self.job, cell, r.rep);
+        let kv = crate::output::directory::unit_metadata(self.job, cell, r.rep);
         output::unit::write_unit(&unit_path(&self.dir, cell, r.rep), r, backend_name, kv)?;
         Ok(())
     }
@@ -409,7 +409,7 @@ impl Work<'_> {
             let cell = &job.cells[group[0].0];
             let mut batches = Vec::with_capacity(group.len());
             for &(c, r) in group {
-                let missing = || RunError::Corrupt {
+                let missing = || DirectoryError::Corrupt {
                     path: unit_path(&self.dir, cell, r),
                     message: "the unit disappeared while the run assembled its part".into(),
                 };

@@ -21,11 +21,10 @@
 //! parts will hold them again. The same recovery makes a
 //! rerun of a compacted job reuse its parts' rows instead of recomputing.
 
-use super::error::RunError;
+use super::unit::{UnitData, read_unit_file, units_in_rows, write_unit};
 use crate::job::shard::Shard;
 use crate::job::{Cell, Job};
-use crate::output::unit::{UnitData, read_unit_file, units_in_rows, write_unit};
-use crate::output::{self, RepResult};
+use crate::output::{self, OutputError, RepResult};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -99,7 +98,7 @@ impl Directory {
     /// from, holds and `.units/` lacks (from the part's rows, verified by
     /// its checksum), then removes the superseded parts. Returns how many
     /// units were written back.
-    pub fn take_over(&mut self, job: &Job) -> Result<usize, RunError> {
+    pub fn take_over(&mut self, job: &Job) -> Result<usize, DirectoryError> {
         let by_id: HashMap<&str, &Cell> = job.cells.iter().map(|c| (c.id.as_str(), c)).collect();
         let mut restored = 0;
         let parts: Vec<PathBuf> = self.superseded.iter().chain(&self.own_parts).cloned().collect();
@@ -115,7 +114,7 @@ impl Directory {
                 continue;
             }
             let batches = output::read_parquet(part)?;
-            let units = units_in_rows(&batches).map_err(|message| RunError::Corrupt {
+            let units = units_in_rows(&batches).map_err(|message| DirectoryError::Corrupt {
                 path: part.clone(),
                 message,
             })?;
@@ -132,7 +131,7 @@ impl Directory {
         }
         let superseded = std::mem::take(&mut self.superseded);
         for part in &superseded {
-            std::fs::remove_file(part).map_err(|e| RunError::Corrupt {
+            std::fs::remove_file(part).map_err(|e| DirectoryError::Corrupt {
                 path: part.clone(),
                 message: format!("cannot remove this superseded part: {e}"),
             })?;
@@ -141,7 +140,7 @@ impl Directory {
         // the grown job's.
         let manifest = self.dir.join("_manifest.yaml");
         if !superseded.is_empty() && manifest.exists() {
-            std::fs::remove_file(&manifest).map_err(|e| RunError::Corrupt {
+            std::fs::remove_file(&manifest).map_err(|e| DirectoryError::Corrupt {
                 path: manifest.clone(),
                 message: format!("cannot remove the manifest of the superseded parts: {e}"),
             })?;
@@ -153,8 +152,8 @@ impl Directory {
     /// checking its checksum and that it holds that repetition of that cell
     /// of this job: a file copied under another unit's name, damaged, or
     /// written by another engine semantics is an error naming the file.
-    pub fn read(&self, path: &Path, job: &Job, cell: &Cell, rep: u32) -> Result<(RepResult, String), RunError> {
-        let corrupt = |message: String| RunError::Corrupt {
+    pub fn read(&self, path: &Path, job: &Job, cell: &Cell, rep: u32) -> Result<(RepResult, String), DirectoryError> {
+        let corrupt = |message: String| DirectoryError::Corrupt {
             path: path.to_path_buf(),
             message,
         };
@@ -163,7 +162,7 @@ impl Directory {
         // A unit belongs to its job: a renamed job directory, or `.units`
         // copied into another job's, would relabel another job's rows.
         if get("fedbandits.job_name") != Some(job.name.as_str()) {
-            return Err(RunError::OtherJob {
+            return Err(DirectoryError::OtherJob {
                 dir: self.dir.clone(),
                 what: format!(
                     "{} is a unit of job {:?}, not of {:?} (the directory was renamed or its .units copied)",
@@ -234,12 +233,12 @@ pub fn unit_metadata(job: &Job, cell: &Cell, rep: u32) -> Vec<parquet::file::met
 /// Checks what `dir` holds before any work and returns it: parts of this
 /// job; parts of a job this one extends (same seed, horizon, checkpoints,
 /// semantics; every cell and repetition of it also in this job), which are
-/// superseded; anything else is refused ([`RunError::OtherJob`]) naming
+/// superseded; anything else is refused ([`DirectoryError::OtherJob`]) naming
 /// what changed. Units in `.units/` must each be a repetition of a cell of
 /// this job or of the job it grew from. Only names and footers are read.
-pub fn check_directory(dir: &Path, job: &Job) -> Result<Directory, RunError> {
+pub fn check_directory(dir: &Path, job: &Job) -> Result<Directory, DirectoryError> {
     let identity = job.identity();
-    let other = |what: String| RunError::OtherJob {
+    let other = |what: String| DirectoryError::OtherJob {
         dir: dir.to_path_buf(),
         what,
     };
@@ -248,7 +247,7 @@ pub fn check_directory(dir: &Path, job: &Job) -> Result<Directory, RunError> {
         ..Directory::default()
     };
     for p in parts_in(dir) {
-        let found = output::read_metadata_key(&p, "fedbandits.job_identity").map_err(|e| RunError::Corrupt {
+        let found = output::read_metadata_key(&p, "fedbandits.job_identity").map_err(|e| DirectoryError::Corrupt {
             path: p.clone(),
             message: e.to_string(),
         })?;
@@ -385,5 +384,33 @@ pub enum NotExtended {
         of: usize,
         /// One of them.
         example: String,
+    },
+}
+
+/// Why a results directory cannot be used as it is.
+#[derive(Debug, thiserror::Error)]
+pub enum DirectoryError {
+    /// Reading or writing a file failed.
+    #[error(transparent)]
+    Output(#[from] OutputError),
+    /// The results directory holds results of another job (or of another
+    /// version of this one).
+    #[error(
+        "{dir} holds results of a different job: {what}. Writing here would mix two versions of the job; \
+         run with --out ANOTHER_DIR, or move {dir} away to start over"
+    )]
+    OtherJob {
+        /// Results directory.
+        dir: PathBuf,
+        /// What differs.
+        what: String,
+    },
+    /// A cell file exists but cannot be used.
+    #[error("{path}: existing result is unusable ({message}); move it away and rerun to recompute it")]
+    Corrupt {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        message: String,
     },
 }
