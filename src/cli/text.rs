@@ -4,6 +4,7 @@
 use crate::algo::family::FAMILIES;
 use crate::algo::params::PARAMS;
 use crate::job::Job;
+use crate::sim::memory::human;
 
 /// The text of `fedbandits list`: every family's algorithms, environments,
 /// parameters and columns, then every parameter.
@@ -66,8 +67,8 @@ pub fn validate_text(job: &Job, threads: usize) -> String {
     out += &format!(
         "memory: up to {} per federation, about {} with {threads} threads (the process, the running \
          federations and the part's assembly); output about {rows} rows\n",
-        human_bytes(per_fed),
-        human_bytes(crate::sim::memory::estimate(job, threads))
+        human(per_fed),
+        human(crate::sim::memory::estimate(job, threads))
     );
     if let Some(why) = crate::sim::memory::too_big(job, threads) {
         out += &format!("warning: run would refuse: {why}\n");
@@ -203,8 +204,8 @@ pub fn plan_text(job: &Job, tasks: usize, threads: usize, rates: &crate::sim::co
     out += &format!(
         "memory per task: about {} ({threads} threads x {} per federation, the process and the part's \
          assembly; the same model as validate)\n",
-        human_bytes(crate::sim::memory::estimate_units(job, threads, most_units)),
-        human_bytes(per_fed)
+        human(crate::sim::memory::estimate_units(job, threads, most_units)),
+        human(per_fed)
     );
     out += &format!(
         "time per task: longest {} (total {:.2} core-hours = {:.0} CPU-seconds) at {}\n",
@@ -230,10 +231,6 @@ pub fn plan_text(job: &Job, tasks: usize, threads: usize, rates: &crate::sim::co
         }
     }
     out
-}
-
-fn human_bytes(b: u64) -> String {
-    crate::sim::memory::human(b)
 }
 
 /// The accountant's warnings over a job's cells, each once, with how many
