@@ -81,6 +81,28 @@ pub struct SvtBufs {
     pub sens: DevPtr,
 }
 
+impl SvtBufs {
+    /// The rule of `r` on the device, with these keys, threshold noises,
+    /// sensitivities (one per entry: agent or slot) and no request yet.
+    pub fn upload(
+        l: &mut dyn Launcher,
+        r: &crate::backend::Svt,
+        keys: &[u64],
+        rho: &[f64],
+        sens: &[f64],
+    ) -> Result<Self, CudaError> {
+        Ok(SvtBufs {
+            cap: r.cap,
+            qscale: r.query_scale,
+            l2: r.l2,
+            keys: upload_slice(l, keys)?,
+            rho: upload_slice(l, rho)?,
+            used: upload_slice(l, &vec![0i32; keys.len()])?,
+            sens: upload_slice(l, sens)?,
+        })
+    }
+}
+
 impl AdaptiveState {
     /// The state of `batch` (which has an adaptive sync and per-agent
     /// widths) at round 0: S = lambda I, (S + c I)^{-1} per agent, as
@@ -138,15 +160,7 @@ impl AdaptiveState {
                     })
                     .collect();
                 let rho: Vec<f64> = (0..n).map(|g| r.rho(g)).collect();
-                Some(SvtBufs {
-                    cap: r.cap,
-                    qscale: r.query_scale,
-                    l2: r.l2,
-                    keys: upload_slice(l, &r.keys)?,
-                    rho: upload_slice(l, &rho)?,
-                    used: upload_slice(l, &vec![0i32; n])?,
-                    sens: upload_slice(l, &sens)?,
-                })
+                Some(SvtBufs::upload(l, r, &r.keys, &rho, &sens)?)
             }
             None => None,
         };

@@ -98,24 +98,13 @@ pub struct PeerState {
     pub svt: Option<PeerSvt>,
 }
 
-/// A private schedule on the device (the CPU's `PeerFed::svt`): the rule's
-/// constants, per slot its key, threshold noise, requests and sensitivity,
-/// and per agent a d x d workspace for (S + c I)^{-1}.
+/// A private schedule on the device (the CPU's `PeerFed::svt`): the rule
+/// with per slot its key, threshold noise, requests and sensitivity (the
+/// centralized form's buffers, [`super::adaptive::SvtBufs`]), and per agent
+/// a d x d workspace for (S + c I)^{-1}.
 pub struct PeerSvt {
-    /// Requests before the fallback.
-    pub cap: i32,
-    /// Laplace scale of the query noise.
-    pub qscale: f64,
-    /// L^2.
-    pub l2: f64,
-    /// Per slot: key.
-    pub keys: DevPtr,
-    /// Per slot: threshold noise.
-    pub rho: DevPtr,
-    /// Per slot: requests so far.
-    pub used: DevPtr,
-    /// Per slot: the epoch's sensitivity.
-    pub sens: DevPtr,
+    /// The rule and its per-slot buffers.
+    pub bufs: super::adaptive::SvtBufs,
     /// Per agent: (S + c I)^{-1}.
     pub sinv: DevPtr,
 }
@@ -185,13 +174,7 @@ impl PeerState {
                 let keys: Vec<u64> = (0..ns).map(|s| r.keys[cpu(s)]).collect();
                 let rho: Vec<f64> = (0..ns).map(|s| r.rho(cpu(s))).collect();
                 Some(PeerSvt {
-                    cap: i32::try_from(r.cap).unwrap_or(i32::MAX),
-                    qscale: r.query_scale,
-                    l2: r.l2,
-                    keys: upload_slice(l, &keys)?,
-                    rho: upload_slice(l, &rho)?,
-                    used: upload_slice(l, &vec![0i32; ns])?,
-                    sens: upload_slice(l, &vec![f64::INFINITY; ns])?,
+                    bufs: super::adaptive::SvtBufs::upload(l, r, &keys, &rho, &vec![f64::INFINITY; ns])?,
                     sinv: z(l, n * dd * 8)?,
                 })
             }

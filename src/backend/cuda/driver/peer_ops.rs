@@ -59,8 +59,8 @@ impl CudaLinear<'_> {
             p(b.scratch),
             p(b.failures),
             Arg::I32(i32::from(ps.svt.is_some())),
-            Arg::F64(ps.svt.as_ref().map_or(0.0, |s| s.l2)),
-            p(ps.svt.as_ref().map_or(DevPtr(0), |s| s.sens)),
+            Arg::F64(ps.svt.as_ref().map_or(0.0, |s| s.bufs.l2)),
+            p(ps.svt.as_ref().map_or(DevPtr(0), |s| s.bufs.sens)),
             p(ps.svt.as_ref().map_or(DevPtr(0), |s| s.sinv)),
         ];
         self.l.launch("fb_peer_refactor", n, &args)
@@ -201,12 +201,16 @@ impl CudaLinear<'_> {
             p(ps.bmask),
             p(leaves),
             Arg::I32(i32::from(ps.svt.is_some())),
-            Arg::I32(ps.svt.as_ref().map_or(0, |s| s.cap)),
-            Arg::F64(ps.svt.as_ref().map_or(0.0, |s| s.qscale)),
-            p(ps.svt.as_ref().map_or(DevPtr(0), |s| s.keys)),
-            p(ps.svt.as_ref().map_or(DevPtr(0), |s| s.rho)),
-            p(ps.svt.as_ref().map_or(DevPtr(0), |s| s.sens)),
-            p(ps.svt.as_ref().map_or(DevPtr(0), |s| s.used)),
+            Arg::I32(
+                ps.svt
+                    .as_ref()
+                    .map_or(0, |s| i32::try_from(s.bufs.cap).unwrap_or(i32::MAX)),
+            ),
+            Arg::F64(ps.svt.as_ref().map_or(0.0, |s| s.bufs.qscale)),
+            p(ps.svt.as_ref().map_or(DevPtr(0), |s| s.bufs.keys)),
+            p(ps.svt.as_ref().map_or(DevPtr(0), |s| s.bufs.rho)),
+            p(ps.svt.as_ref().map_or(DevPtr(0), |s| s.bufs.sens)),
+            p(ps.svt.as_ref().map_or(DevPtr(0), |s| s.bufs.used)),
         ];
         let mask = ps.bmask;
         self.l.launch("fb_peer_test", n, &test)?;
