@@ -20,8 +20,7 @@
 //! (a unit is read whole, never filtered): at the quickstart's 51
 //! checkpoints a unit is about 3 KB where format 1 took 30 KB.
 
-use super::metadata::{CHECKSUM_KEY, data_checksum};
-use super::{OutputError, write_bytes_atomic};
+use super::OutputError;
 use crate::algo::Counters;
 use crate::algo::curve::{CurvePoint, METRICS, Metric, MetricKind, N_METRICS, RepResult};
 use arrow_array::builder::{Float64Builder, UInt64Builder};
@@ -159,18 +158,7 @@ pub fn write_unit(path: &Path, r: &RepResult, backend: &str, mut kv: Vec<KeyValu
             format!("{:016x}", r.wall_seconds.to_bits()),
         ),
     ]);
-    let first = encode(path, &batch, kv.clone())?;
-    let bad = |message: &str| OutputError::Checksum {
-        path: path.to_path_buf(),
-        message: message.into(),
-    };
-    let sum = data_checksum(&first).ok_or_else(|| bad("the encoder wrote no Parquet footer"))?;
-    kv.push(KeyValue::new(CHECKSUM_KEY.into(), format!("{sum:016x}")));
-    let bytes = encode(path, &batch, kv)?;
-    if data_checksum(&bytes) != Some(sum) {
-        return Err(bad("the Parquet encoder is not deterministic"));
-    }
-    write_bytes_atomic(path, &bytes)
+    super::write::write_checksummed_atomic(path, kv, |kv| encode(path, &batch, kv))
 }
 
 /// What a unit file holds.

@@ -46,6 +46,19 @@ pub fn write_parquet_atomic_with(
         }
         w.into_inner().map_err(pq)
     };
+    write_checksummed_atomic(path, kv, encode)
+}
+
+/// Writes the Parquet bytes `encode` makes from key-value metadata to
+/// `path` atomically, with the checksum of their data pages
+/// ([`CHECKSUM_KEY`]) in that metadata: encoded twice, without and with the
+/// checksum (the data pages come before the footer and are the same bytes
+/// both times: checked).
+pub fn write_checksummed_atomic(
+    path: &Path,
+    kv: Vec<KeyValue>,
+    encode: impl Fn(Vec<KeyValue>) -> Result<Vec<u8>, OutputError>,
+) -> Result<(), OutputError> {
     let bad = |message: &str| OutputError::Checksum {
         path: path.to_path_buf(),
         message: message.into(),
