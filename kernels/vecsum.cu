@@ -70,7 +70,7 @@ extern "C" __global__ void fb_vecsum_clipcount(int n, int* pclip, const double* 
 // Per (federation, coordinate): VecSum::close_batch of batch k, then the
 // server's output into base (lambda I + the symmetric Gram part) and u_syn.
 extern "C" __global__ void fb_vecsum_close(int nfed, int d, int levels, fb_u64 k, double l, const double* glev,
-                                           const fb_u64* blev, const fb_u64* nlev, const fb_u64* shkeys,
+                                           const fb_u64* tlev, const fb_u64* nlev, const fb_u64* shkeys,
                                            fb_u64* acc, double* stored, double lambda, double* base, double* usyn) {
     long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     int coords = d * (d + 1) / 2 + d;
@@ -82,11 +82,10 @@ extern "C" __global__ void fb_vecsum_close(int nfed, int d, int levels, fb_u64 k
     double* st = stored + f * levels * coords;
     if (i < levels) {
         double gi = glev[i];
-        fb_u64 bi = blev[i], ni = nlev[i];
-        fb_u64 nb = (bi != 0 && ni > ~0ull / bi) ? ~0ull : ni * bi;
-        fb_u64 noise = fb_binomial_at(fb_fold_more(shkeys[f], k), (fb_u64)e * (1ull << 20), nb, 0.25);
+        fb_u64 ti = tlev[i], ni = nlev[i];
+        fb_u64 noise = fb_binomial_at(fb_fold_more(shkeys[f], k), (fb_u64)e * (1ull << 20), ti, 0.25);
         fb_u64 y = ac[i * coords + e] + noise;
-        st[i * coords + e] = (l / gi) * ((double)y - 0.25 * (double)bi * (double)ni) - (double)ni * l;
+        st[i * coords + e] = (l / gi) * ((double)y - 0.25 * (double)ti) - (double)ni * l;
     }
     int upto = i + 1 < levels ? i + 1 : levels;
     for (int j = 0; j < upto; ++j) ac[j * coords + e] = 0;

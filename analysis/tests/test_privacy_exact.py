@@ -201,7 +201,8 @@ def test_laplace_figures_match_the_library(figures: pl.DataFrame) -> None:
 
 
 #: Every private algorithm and protocol with an exact calibration, at the
-#: default calibration (issue 38): Private-FedLinUCB ldp, sdp_amp, alt;
+#: default calibration (issue 38): Private-FedLinUCB ldp, sdp_amp, alt,
+#: sdp_vecsum;
 #: FedUCB centralized (its private schedule, the default, with its sums)
 #: and decentralized (its noisy sums); Fed_UCB; P-FCB.
 EXACT = """\
@@ -212,7 +213,7 @@ checkpoints: {every: 2000}
 algorithm: [private_fedlinucb, feducb_centralized, feducb_decentralized, fed_ucb_gossip, p_fcb]
 environment: [linear_gap, mab_heterogeneous, procurement]
 params: {m: 4, d: 4, k: 9, arms: 3, producers: 5, t_low: 50, t_high: 1000, graph: ring, delta: 0.001}
-grid: {epsilon: [0.5, 1, 4], protocol: [ldp, sdp_amp, alt]}
+grid: {epsilon: [0.5, 1, 4], protocol: [ldp, sdp_amp, alt, sdp_vecsum]}
 """
 
 
@@ -225,7 +226,7 @@ def test_exact_calibration_meets_every_target(tmp_path: Path) -> None:
     r = engine("run", str(job), "--out", str(tmp_path / "out"), "--quiet")
     assert r.returncode == 0, r.stderr
     df = pl.read_parquet(tmp_path / "out" / "exact" / "*.parquet").filter(pl.col("t") == pl.col("horizon"))
-    assert df.height == 9 + 3 + 3 + 3 + 3
+    assert df.height == 12 + 3 + 3 + 3 + 3
     for row in df.iter_rows(named=True):
         target, delta = row["target_epsilon"], row["target_delta"]
         nm, k = row["acct_noise_multiplier"], row["acct_releases_per_observation"]
@@ -236,7 +237,21 @@ def test_exact_calibration_meets_every_target(tmp_path: Path) -> None:
         want = "add_remove" if row["algorithm"].startswith("feducb") else "substitute"
         assert row["neighbours"] == want, where
         assert 0.99 * target <= fig <= target, where
-        if row["algorithm"] == "fed_ucb_gossip":
+        if row["protocol"] == "sdp_vecsum":
+            # Binomial noise (test_privacy_vecsum.py checks the figure against
+            # the library's PLDs of the same pmfs): here, that the solved
+            # counts are not excessive. Gaussian noise of the same variance
+            # (trials ceil(tau g_j^2), tau p (1 - p) = (nm Delta)^2, so its
+            # mu^2 = sum_j ((G_j + sqrt(C)) / (g_j nm Delta))^2 with G_j =
+            # g_j Delta) would provide at least 0.9 x the target.
+            d, c, delta_l2 = 4, 14, math.sqrt(6.0)
+            mu2 = 0.0
+            for j in range(k):
+                g = max(2.0 * math.sqrt((1 << j) * 25 * 4), d, 4.0)
+                mu2 += ((g * delta_l2 + math.sqrt(c)) / (g * nm * delta_l2)) ** 2
+            lo, hi = gaussian_bounds(1.0 / math.sqrt(mu2), 1, delta)
+            assert 0.9 * target <= hi <= fig * 1.001, f"{where}: Gaussian of the same variance {hi}"
+        elif row["algorithm"] == "fed_ucb_gossip":
             d = pld.from_laplace_mechanism(parameter=nm / math.sqrt(2.0), sensitivity=1.0, value_discretization_interval=1e-5)
             d = d.self_compose(k)
             assert d.get_delta_for_epsilon(fig * 1.001) <= 1e-9 < d.get_delta_for_epsilon(fig * 0.99), where

@@ -438,7 +438,7 @@ pub const PARAMS: &[ParamDef] = &[
         name: "vecsum_scale",
         kind: POS,
         default: "1",
-        doc: "constant of the vector-summation protocol's Binomial count b (sdp_vecsum)",
+        doc: "constant of the vector-summation protocol's Binomial count b (sdp_vecsum; calibration code or theorem: exact solves the count)",
         used_by: &["private_fedlinucb"],
     },
     ParamDef {

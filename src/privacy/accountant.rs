@@ -27,8 +27,7 @@
 //! zCDP composes additively: rho = levels x Delta^2 / (2 sigma^2), and
 //! epsilon = rho + 2 sqrt(rho log(1/delta)) at the job's delta (Bun & Steinke
 //! 2016, Prop. 1.3). Mechanisms whose noise is not Gaussian (the
-//! vector-summation protocol's Binomial noise) get basic composition of the
-//! per-release (epsilon, delta) they are calibrated for ([`Mechanism::basic`]).
+//! vector-summation protocol's Binomial noise) have no zCDP pair.
 //!
 //! **The exact figure** ([`Accounting::epsilon`], the `acct_epsilon`
 //! column) is the tightest upper bound the accountant can justify for the
@@ -42,8 +41,10 @@
 //! computed by bisection and rounded up. For k Laplace releases of scale b
 //! and sensitivity Delta (the gossip family's partial sums) the pure-DP
 //! epsilon k Delta / b is exact (the privacy loss reaches it with positive
-//! probability). The vector-summation protocol has no figure (see
-//! `algo::linear::fedlinucb`). The zCDP conversion and basic composition stay
+//! probability). The vector-summation protocol's Binomial noise is
+//! dominated by mu-GDP up to a small tail probability, computed numerically
+//! ([`crate::privacy::vecsum_account`]); its figure is mu-GDP's at delta
+//! minus that tail. The zCDP conversion and basic composition stay
 //! as their own, looser columns.
 //!
 //! The claimed figure ([`PaperClaim`], the `paper_claimed_epsilon` column) is
@@ -314,8 +315,23 @@ pub enum NoiseModel {
         /// L2 sensitivity of the node's statistic to one observation.
         sensitivity: f64,
     },
-    /// Noise this accountant has no figure for (the vector-summation
-    /// protocol's Binomial noise); the noise multiplier is still reported.
+    /// Noise dominated by mu-GDP up to a catastrophe of probability `tail`
+    /// (the vector-summation protocol's Binomial noise,
+    /// [`crate::privacy::vecsum_account`]), for the whole run: the figure
+    /// is mu-GDP's at delta - tail; no `acct_mu` (not Gaussian-DP) and no
+    /// zCDP pair.
+    Dominated {
+        /// The dominating Gaussian-DP parameter of the whole run.
+        mu: f64,
+        /// The catastrophe's probability, spent from delta.
+        tail: f64,
+        /// The noise's standard deviation per parameter (as added).
+        sigma: f64,
+        /// L2 sensitivity.
+        sensitivity: f64,
+    },
+    /// Noise this accountant has no figure for; the noise multiplier is
+    /// still reported.
     Unaccounted {
         /// The noise's standard deviation per parameter (as added).
         sigma: f64,
@@ -394,6 +410,7 @@ pub fn account(m: &Mechanism) -> Accounting {
     let levels = m.releases_per_observation;
     let mut warnings = m.warnings.clone();
     let mut null = None;
+    let mut dominated = None;
     let (sigma, sens, rho, mu) = match &m.noise {
         NoiseModel::Gaussian { sigma, sensitivity } => (
             *sigma,
@@ -401,6 +418,20 @@ pub fn account(m: &Mechanism) -> Accounting {
             Some(levels as f64 * gaussian_rho(*sensitivity, *sigma)),
             Some((levels as f64).sqrt() * sensitivity / sigma),
         ),
+        NoiseModel::Dominated {
+            mu,
+            tail,
+            sigma,
+            sensitivity,
+        } => {
+            dominated = Some((*mu, *tail));
+            warnings.push(format!(
+                "acct_epsilon is {mu:.4}-GDP's at delta - {tail:.2e}: the Binomial noise is dominated by \
+                 Gaussian-DP up to that tail (privacy::vecsum_account); acct_mu and the zCDP pair are null (not \
+                 Gaussian)"
+            ));
+            (*sigma, *sensitivity, None, None)
+        }
         NoiseModel::Unaccounted {
             sigma,
             sensitivity,
@@ -410,7 +441,9 @@ pub fn account(m: &Mechanism) -> Accounting {
             (*sigma, *sensitivity, None, None)
         }
     };
-    let epsilon = mu.map(|mu| gdp_epsilon(mu, delta));
+    let epsilon = mu
+        .map(|mu| gdp_epsilon(mu, delta))
+        .or(dominated.map(|(mu, tail)| gdp_epsilon(mu, delta - tail)));
     let paper = match &m.paper {
         PaperClaim::Target => Some(m.target.0),
         PaperClaim::Value(e) => Some(*e),

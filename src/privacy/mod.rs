@@ -4,9 +4,11 @@
 
 pub mod accountant;
 pub mod audit;
+pub mod binomial_gdp;
 pub mod partial_sum;
 pub mod tree;
 pub mod vecsum;
+pub mod vecsum_account;
 
 /// Levels of a binary-counter tree that must hold `leaves` leaves:
 /// floor(log2 leaves) + 1 (at least 1).

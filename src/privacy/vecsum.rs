@@ -42,7 +42,7 @@ pub struct VecSum {
     coords: usize,
     l: f64,
     g: Vec<f64>,
-    b: Vec<u64>,
+    trials: Vec<u64>,
     n: Vec<u64>,
     acc: Vec<u64>,
     stored: Vec<f64>,
@@ -55,22 +55,39 @@ pub const P: f64 = 0.25;
 impl VecSum {
     /// Protocol state for dimension d, `levels` tree levels, batches of
     /// `batch` rounds by `m` agents, bound `l`, privacy (eps, delta) and the
-    /// noise `scale`.
+    /// noise `scale`, as the authors' code calibrates it: n_j b_j Binomial
+    /// trials at level j.
     #[allow(clippy::too_many_arguments)]
     pub fn new(d: usize, levels: usize, batch: u64, m: usize, l: f64, eps: f64, delta: f64, scale: f64) -> Self {
+        let logt = ((d * d) as f64 / delta).ln();
+        Self::with_trials(d, levels, batch, m, l, |g, n| {
+            let b = (scale * g * g * logt * logt / (eps * eps * n as f64)).ceil().max(1.0) as u64;
+            n.saturating_mul(b)
+        })
+    }
+
+    /// Protocol state whose level j adds max(1, ceil(tau g_j^2)) Binomial
+    /// trials in all (`calibration: exact`, tau solved by
+    /// [`crate::privacy::vecsum_account`]): the analyzer's noise is then
+    /// L sqrt(tau p (1 - p)) per coordinate at every level.
+    pub fn exact(d: usize, levels: usize, batch: u64, m: usize, l: f64, tau: f64) -> Self {
+        Self::with_trials(d, levels, batch, m, l, |g, _| {
+            (tau * g * g).ceil().clamp(1.0, 1e18) as u64
+        })
+    }
+
+    /// The state with the resolution g_j = max(2 sqrt(n_j), d, 4) of each
+    /// level's n_j = 2^j B M points and `trials(g_j, n_j)` Binomial trials.
+    fn with_trials(d: usize, levels: usize, batch: u64, m: usize, l: f64, trials: impl Fn(f64, u64) -> u64) -> Self {
         let coords = d * (d + 1) / 2 + d;
         let mut g = Vec::with_capacity(levels);
-        let mut b = Vec::with_capacity(levels);
+        let mut t = Vec::with_capacity(levels);
         let mut n = Vec::with_capacity(levels);
-        let logt = ((d * d) as f64 / delta).ln();
         for j in 0..levels {
             let nj = (1u64 << j) * batch * m as u64;
             let gj = (2.0 * (nj as f64).sqrt()).max(d as f64).max(4.0);
-            let bj = (scale * gj * gj * logt * logt / (eps * eps * nj as f64))
-                .ceil()
-                .max(1.0) as u64;
             g.push(gj);
-            b.push(bj);
+            t.push(trials(gj, nj));
             n.push(nj);
         }
         Self {
@@ -79,7 +96,7 @@ impl VecSum {
             coords,
             l,
             g,
-            b,
+            trials: t,
             n,
             acc: vec![0; levels * coords],
             stored: vec![0.0; levels * coords],
@@ -99,12 +116,12 @@ impl VecSum {
 
     /// The standard deviation of the noise the protocol adds to each
     /// coordinate of a released node, at its least noisy level: the
-    /// analyzer's (L / g_j) times the Binomial(n_j b_j, p) part's standard
+    /// analyzer's (L / g_j) times the Binomial(trials_j, p) part's standard
     /// deviation (the rounding part, Bernoulli per point, is data-dependent
     /// and not counted).
     pub fn noise_std(&self) -> f64 {
         (0..self.levels)
-            .map(|j| (self.l / self.g[j]) * ((self.n[j] * self.b[j]) as f64 * P * (1.0 - P)).sqrt())
+            .map(|j| (self.l / self.g[j]) * (self.trials[j] as f64 * P * (1.0 - P)).sqrt())
             .fold(f64::INFINITY, f64::min)
     }
 
@@ -179,12 +196,12 @@ impl VecSum {
         let i = k.trailing_zeros() as usize;
         let (d, c) = (self.d, self.coords);
         if i < self.levels {
-            let (gi, bi, ni) = (self.g[i], self.b[i], self.n[i]);
+            let (gi, ti, ni) = (self.g[i], self.trials[i], self.n[i]);
             let bkey = fold_more(key, k);
             for e in 0..c {
-                let noise = binomial_at(bkey, e as u64 * STRIDE, ni.saturating_mul(bi), P);
+                let noise = binomial_at(bkey, e as u64 * STRIDE, ti, P);
                 let y = self.acc[i * c + e] + noise;
-                self.stored[i * c + e] = (self.l / gi) * (y as f64 - P * bi as f64 * ni as f64) - ni as f64 * self.l;
+                self.stored[i * c + e] = (self.l / gi) * (y as f64 - P * ti as f64) - ni as f64 * self.l;
             }
         }
         let upto = (i + 1).min(self.levels);
@@ -209,9 +226,10 @@ impl VecSum {
         }
     }
 
-    /// The protocol's per-level parameters (g_j, b_j, n_j), for the GPU.
+    /// The protocol's per-level parameters (g_j, the Binomial trials of a
+    /// release, n_j), for the GPU and the accountant.
     pub fn levels_params(&self) -> (&[f64], &[u64], &[u64]) {
-        (&self.g, &self.b, &self.n)
+        (&self.g, &self.trials, &self.n)
     }
 
     /// The bound L.

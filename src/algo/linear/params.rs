@@ -220,23 +220,19 @@ fn fedlinucb(p: &mut Params<'_>, cfg: &mut LinearConfig) {
     }
     if cfg.protocol != Protocol::None {
         cfg.privacy = privacy(p);
-        // sdp_vecsum has no exact figure yet (its Binomial noise is not
-        // accounted): only the authors' calibration.
-        let cal = if cfg.protocol == Protocol::SdpVecsum {
-            p.choice(
-                "calibration",
-                "code",
-                &["code", "theorem"],
-                "private_fedlinucb with protocol sdp_vecsum (no exact figure yet)",
-            )
-        } else {
-            p.choice(
-                "calibration",
-                "exact",
-                &["exact", "code", "theorem"],
-                "private_fedlinucb",
-            )
-        };
+        let cal = p.choice(
+            "calibration",
+            "exact",
+            &["exact", "code", "theorem"],
+            "private_fedlinucb",
+        );
+        if cfg.protocol == Protocol::SdpVecsum && cal == "exact" && p.get("vecsum_scale").is_some() {
+            p.err(
+                "vecsum_scale",
+                "vecsum_scale is the constant of the authors' Binomial count and applies to calibration: code or \
+                 theorem only (calibration: exact, the default, solves the count from the target)",
+            );
+        }
         cfg.calibration = Calibration::from_name(&cal);
         p.set("calibration", Value::Str(cal));
         accounting(p, "substitute", cfg);

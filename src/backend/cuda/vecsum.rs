@@ -16,10 +16,10 @@ pub struct VecSumState {
     pub levels: usize,
     /// The bound L.
     pub l: f64,
-    /// Per level: g_j, b_j, n_j.
+    /// Per level: g_j, the Binomial trials of a release, n_j.
     pub glev: DevPtr,
-    /// b_j.
-    pub blev: DevPtr,
+    /// The Binomial trials of a release.
+    pub tlev: DevPtr,
     /// n_j.
     pub nlev: DevPtr,
     /// Per agent: the randomizer's folded key.
@@ -54,7 +54,7 @@ impl VecSumState {
         }
         let levels = proto.levels();
         let coords = proto.coords();
-        let (g, b, nn) = proto.levels_params();
+        let (g, trials, nn) = proto.levels_params();
         let akeys: Vec<u64> = (0..nf)
             .flat_map(|f| keys[f * (m + 1)..f * (m + 1) + m].to_vec())
             .collect();
@@ -63,7 +63,7 @@ impl VecSumState {
             levels,
             l: proto.bound(),
             glev: upload_slice(l, g)?,
-            blev: upload_slice(l, b)?,
+            tlev: upload_slice(l, trials)?,
             nlev: upload_slice(l, nn)?,
             akeys: upload_slice(l, &akeys)?,
             shkeys: upload_slice(l, &shkeys)?,

@@ -49,7 +49,7 @@ impl CudaLinear<'_> {
                 Arg::U64(leaf),
                 Arg::F64(v.l),
                 p(v.glev),
-                p(v.blev),
+                p(v.tlev),
                 p(v.nlev),
                 p(v.shkeys),
                 p(v.acc),

@@ -1,0 +1,328 @@
+//! Gaussian-DP of a unit shift of Binomial noise, computed numerically: the
+//! building block of the vector-summation protocol's exact figure
+//! ([`crate::privacy::vecsum_account`]).
+//!
+//! For Y ~ Binomial(s, p) (p = 1/4, the protocol's) the pair (Y + 1, Y) is
+//! not mu-GDP for any mu (Y + 1 = s + 1 has no counterpart), but it is
+//! *dominated up to a tail* eta: for every epsilon >= 0 and both orders,
+//! H_{e^epsilon}(P || Q) <= delta_mu(epsilon) + eta, where H is the
+//! hockey-stick divergence and delta_mu the privacy curve of mu-GDP
+//! ([`gdp_delta`]). Such a pair is dominated (in the sense of Zhu, Dong &
+//! Wang 2022: a hockey-stick curve at least as large at every epsilon, both
+//! orders) by the mixture ((1 - eta') N(0, 1) + eta' A, (1 - eta')
+//! N(mu, 1) + eta' B) with A, B disjoint atoms and eta' = eta / (1 -
+//! delta_mu(0)):
+//! its curve is (1 - eta') delta_mu + eta' >= delta_mu + eta. Products of
+//! such mixtures (composition, adaptive included) are dominated by
+//! sqrt(sum mu_i^2)-GDP plus a catastrophe of probability sum eta'_i, so
+//! their figure at delta is the Gaussian one at delta - sum eta'_i.
+//!
+//! [`unit_shift_mu`] finds the smallest such mu for given (s, eta):
+//! 1. The pmf on a window [lo, hi] around the mean, where Chernoff's bound
+//!    exp(-s KL(k/s || p)) puts at most eta / 100 outside each end; computed
+//!    by the ratio recurrence from the mode and normalized over the window,
+//!    so each value is at most the true pmf / (1 - outside) and at least the
+//!    true pmf: P's values are taken as computed (high), Q's times
+//!    (1 - outside) (low), and the outside mass is added to H: every H here
+//!    is an upper bound on the true one.
+//! 2. The privacy loss log(y (1 - p) / ((s - y + 1) p)) is monotone in y, so
+//!    the optimal set at each epsilon is a tail, found in closed form (the
+//!    neighbouring thresholds are tried too, against rounding).
+//! 3. On a grid of epsilon (steps of max(1, z) / 512 in z = epsilon sigma,
+//!    sigma^2 = s p (1 - p); about 0.25% of mu at most lost to the steps),
+//!    up to where the window's largest loss is passed, the condition
+//!    H(epsilon_i) <= delta_mu(epsilon_{i+1}) + eta covers [epsilon_i,
+//!    epsilon_{i+1}] (H falls, delta_mu falls, both in epsilon), and past the
+//!    grid H <= eta is checked. mu is bisected (delta_mu rises with mu) to
+//!    1e-7 relative, the upper end returned.
+//!
+//! For large s, mu sigma tends to 1 (the Gaussian limit): 1.046 at s =
+//! 10^4, 1.004 at 10^6 (eta = 1e-30; tested). The data-processing
+//! inequality makes mu non-increasing in s (Bin(s + 1) = Bin(s) + an
+//! independent Bernoulli), which [`crate::privacy::vecsum_account`] uses to
+//! round sizes down to a grid. Results are cached per (s, eta) for the
+//! process.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::privacy::accountant::gdp_delta;
+
+/// The Binomial's success probability (the protocol's p).
+const P: f64 = crate::privacy::vecsum::P;
+
+/// A unit shift of Binomial(s, p) noise dominated by mu-GDP up to a tail
+/// eta; `mu` is infinite where no mu up to 50 does (s too small for eta).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UnitShift {
+    /// The Gaussian-DP parameter.
+    pub mu: f64,
+    /// The catastrophe probability of the dominating mixture, eta / (1 -
+    /// delta_mu(0)).
+    pub tail: f64,
+}
+
+static CACHE: Mutex<Option<HashMap<(u64, u64), UnitShift>>> = Mutex::new(None);
+
+/// The dominating (mu, tail) of the pair (Binomial(s, 1/4) + 1,
+/// Binomial(s, 1/4)) for tail level `eta` (see the module doc), cached.
+pub fn unit_shift_mu(s: u64, eta: f64) -> UnitShift {
+    let key = (s, eta.to_bits());
+    if let Some(hit) = CACHE
+        .lock()
+        .ok()
+        .and_then(|c| c.as_ref().and_then(|m| m.get(&key).copied()))
+    {
+        return hit;
+    }
+    let got = compute(s.max(1), eta);
+    if let Ok(mut c) = CACHE.lock() {
+        c.get_or_insert_with(HashMap::new).insert(key, got);
+    }
+    got
+}
+
+/// Chernoff's bound on P(Y >= k) (k >= s p) or P(Y <= k) (k <= s p).
+fn chernoff(s: u64, k: f64) -> f64 {
+    let sf = s as f64;
+    let x = (k / sf).clamp(0.0, 1.0);
+    let term = |a: f64, b: f64| if a <= 0.0 { 0.0 } else { a * (a / b).ln() };
+    (-sf * (term(x, P) + term(1.0 - x, 1.0 - P))).exp()
+}
+
+/// The window [lo, hi] and the mass outside it (an upper bound).
+fn window(s: u64, eta: f64) -> (u64, u64, f64) {
+    let mean = s as f64 * P;
+    let target = eta / 100.0;
+    let sigma = (mean * (1.0 - P)).sqrt().max(1.0);
+    let mut step = sigma;
+    let mut hi = (mean.ceil() as u64).min(s);
+    while hi < s && chernoff(s, (hi + 1) as f64) > target {
+        hi = (hi + step as u64).min(s);
+        step *= 1.5;
+    }
+    let mut lo = mean.floor() as u64;
+    step = sigma;
+    while lo > 0 && chernoff(s, (lo - 1) as f64) > target {
+        lo = lo.saturating_sub(step as u64);
+        step *= 1.5;
+    }
+    let above = if hi < s { chernoff(s, (hi + 1) as f64) } else { 0.0 };
+    let below = if lo > 0 { chernoff(s, (lo - 1) as f64) } else { 0.0 };
+    (lo, hi, above + below)
+}
+
+/// The pmf of Binomial(s, p) on [lo, hi], normalized over the window.
+fn pmf(s: u64, lo: u64, hi: u64) -> Vec<f64> {
+    let n = (hi - lo + 1) as usize;
+    let mode = (((s + 1) as f64 * P).floor() as u64).clamp(lo, hi);
+    let mut w = vec![0.0; n];
+    let r = P / (1.0 - P);
+    w[(mode - lo) as usize] = 1.0;
+    for y in mode..hi {
+        let i = (y - lo) as usize;
+        w[i + 1] = w[i] * (s - y) as f64 * r / (y + 1) as f64;
+    }
+    for y in (lo + 1..=mode).rev() {
+        let i = (y - lo) as usize;
+        w[i - 1] = w[i] * y as f64 / ((s - y + 1) as f64 * r);
+    }
+    let total: f64 = w.iter().sum();
+    w.iter_mut().for_each(|v| *v /= total);
+    w
+}
+
+/// The hockey-stick curves of both orders on the window, as upper bounds.
+struct Curves {
+    lo: u64,
+    s: u64,
+    /// suffix[i] = sum of w over window index >= i (i in 0..=n).
+    suffix: Vec<f64>,
+    /// prefix[i] = sum of w over window index < i (i in 0..=n), summed from
+    /// the low end (no cancellation against the total).
+    prefix: Vec<f64>,
+    /// The mass outside the window (bound).
+    outside: f64,
+}
+
+impl Curves {
+    fn new(s: u64, eta: f64) -> Self {
+        let (lo, hi, outside) = window(s, eta);
+        let w = pmf(s, lo, hi);
+        let mut suffix = vec![0.0; w.len() + 1];
+        let mut prefix = vec![0.0; w.len() + 1];
+        for i in (0..w.len()).rev() {
+            suffix[i] = suffix[i + 1] + w[i];
+        }
+        for i in 0..w.len() {
+            prefix[i + 1] = prefix[i] + w[i];
+        }
+        Self {
+            lo,
+            s,
+            suffix,
+            prefix,
+            outside,
+        }
+    }
+
+    /// sum of w(y) for y >= y0 (y0 a Binomial value; clamped to the window).
+    fn tail_from(&self, y0: i64) -> f64 {
+        let i = (y0 - self.lo as i64).clamp(0, self.suffix.len() as i64 - 1) as usize;
+        self.suffix[i]
+    }
+
+    /// sum of w(y) for y <= y0.
+    fn head_to(&self, y0: i64) -> f64 {
+        let i = (y0 + 1 - self.lo as i64).clamp(0, self.prefix.len() as i64 - 1) as usize;
+        self.prefix[i]
+    }
+
+    /// max over both orders of H_{e^eps}, an upper bound.
+    fn h(&self, eps: f64) -> f64 {
+        let e = eps.exp();
+        let keep = 1.0 - self.outside;
+        let sp1 = (self.s + 1) as f64;
+        // Order A: P = Y + 1, Q = Y; loss(y) > eps iff y > t.
+        let t = e * sp1 * P / ((1.0 - P) + e * P);
+        let ya = t.floor() as i64 + 1;
+        let a = (ya - 1..=ya + 1)
+            .map(|y| self.tail_from(y - 1) - e * keep * self.tail_from(y))
+            .fold(0.0f64, f64::max);
+        // Order B: P = Y, Q = Y + 1; loss(y) > eps iff y < t'.
+        let tb = sp1 * P / ((1.0 - P) * e + P);
+        let yb = tb.ceil() as i64 - 1;
+        let b = (yb - 1..=yb + 1)
+            .map(|y| self.head_to(y) - e * keep * self.head_to(y - 1))
+            .fold(0.0f64, f64::max);
+        a.max(b) * (1.0 + 1e-9) + self.outside
+    }
+
+    /// The largest |privacy loss| inside the window.
+    fn max_loss(&self) -> f64 {
+        let hi = self.lo + self.suffix.len() as u64 - 2;
+        let loss = |y: u64| ((y as f64) * (1.0 - P) / ((self.s - y + 1) as f64 * P)).ln().abs();
+        loss(self.lo.max(1)).max(loss(hi.max(1)))
+    }
+}
+
+/// The epsilon grid: from 0 in steps of max(1, z) / 512 in z = epsilon
+/// sigma, past `top`.
+fn grid(sigma: f64, top: f64) -> Vec<f64> {
+    let mut eps = vec![0.0];
+    let mut z = 0.0f64;
+    while z / sigma <= top {
+        z += z.max(1.0) / 512.0;
+        eps.push(z / sigma);
+    }
+    eps
+}
+
+fn compute(s: u64, eta: f64) -> UnitShift {
+    let infinite = UnitShift {
+        mu: f64::INFINITY,
+        tail: f64::INFINITY,
+    };
+    let curves = Curves::new(s, eta);
+    let sigma = (s as f64 * P * (1.0 - P)).sqrt().max(1e-3);
+    let eps = grid(sigma, curves.max_loss());
+    let hs: Vec<f64> = eps.iter().map(|&e| curves.h(e)).collect();
+    if hs[hs.len() - 1] > eta {
+        return infinite;
+    }
+    // Grid points whose condition can bind (H above eta): H(eps_i) against
+    // delta_mu(eps_{i+1}).
+    let mut active: Vec<usize> = (0..hs.len() - 1).filter(|&i| hs[i] > eta).collect();
+    let holds = |mu: f64, i: usize| hs[i] <= gdp_delta(mu, eps[i + 1]) + eta;
+    // Checks every active point, the last failure first (early exit).
+    let ok = |mu: f64, idx: &mut Vec<usize>| match idx.iter().position(|&i| !holds(mu, i)) {
+        Some(at) => {
+            idx.swap(0, at);
+            false
+        }
+        None => true,
+    };
+    let mu0 = 1.0 / sigma;
+    let (mut lo, mut hi) = if ok(mu0, &mut active) {
+        (0.0, mu0)
+    } else {
+        // Points that hold at mu0 hold for every larger mu.
+        active.retain(|&i| !holds(mu0, i));
+        let mut hi = 2.0 * mu0;
+        while !ok(hi, &mut active) {
+            hi *= 2.0;
+            if hi > 50.0 {
+                return infinite;
+            }
+        }
+        (mu0, hi)
+    };
+    while hi - lo > 1e-7 * hi {
+        let mid = 0.5 * (lo + hi);
+        if ok(mid, &mut active) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    UnitShift {
+        mu: hi,
+        tail: eta / (1.0 - gdp_delta(hi, 0.0)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_unit_shift_tends_to_the_gaussian_and_is_never_better() {
+        // mu sigma: above 1 (the Binomial's tails are heavier at the
+        // relevant losses) and falling to 1 as s grows; the values of the
+        // Python prototype (scipy's Binomial tails) within 1%.
+        let ratio = |s: u64| unit_shift_mu(s, 1e-30).mu * (s as f64 * 0.1875).sqrt();
+        let (r4, r6, r8) = (ratio(10_000), ratio(1_000_000), ratio(100_000_000));
+        assert!((r4 - 1.046).abs() < 0.01, "{r4}");
+        assert!((r6 - 1.004).abs() < 0.005, "{r6}");
+        assert!((1.0 - 1e-6..1.003).contains(&r8), "{r8}");
+        assert!(r4 > r6 && r6 > r8);
+    }
+
+    #[test]
+    fn a_larger_tail_allows_a_smaller_mu_and_tiny_counts_have_none() {
+        let a = unit_shift_mu(1000, 1e-30);
+        let b = unit_shift_mu(1000, 1e-10);
+        assert!(b.mu < a.mu);
+        assert!(b.tail >= 1e-10 && b.tail < 1.1e-10);
+        // Y + 1 = s + 1 has probability p^s = 4^-20 ~ 1e-12 > eta.
+        assert!(unit_shift_mu(20, 1e-16).mu.is_infinite());
+    }
+
+    #[test]
+    fn the_dominating_curve_holds_on_a_direct_sum() {
+        // s = 200: every output of the pair summed directly (exact pmfs by
+        // lgamma-free products), both orders, at many epsilons.
+        let s = 200u64;
+        let eta = 1e-12;
+        let u = unit_shift_mu(s, eta);
+        let mut q = vec![0.0f64; (s + 2) as usize];
+        q[0] = (1.0 - P).powi(s as i32);
+        for y in 0..s {
+            q[y as usize + 1] = q[y as usize] * (s - y) as f64 * P / ((y + 1) as f64 * (1.0 - P));
+        }
+        let p1: Vec<f64> = (0..s + 2)
+            .map(|y| if y == 0 { 0.0 } else { q[y as usize - 1] })
+            .collect();
+        for k in 0..400 {
+            let eps = k as f64 * 0.005;
+            let e = eps.exp();
+            let ha: f64 = (0..q.len()).map(|y| (p1[y] - e * q[y]).max(0.0)).sum();
+            let hb: f64 = (0..q.len()).map(|y| (q[y] - e * p1[y]).max(0.0)).sum();
+            let bound = gdp_delta(u.mu, eps) + eta;
+            assert!(
+                ha <= bound * (1.0 + 1e-9) && hb <= bound * (1.0 + 1e-9),
+                "eps {eps}: {ha} {hb} > {bound}"
+            );
+        }
+    }
+}
