@@ -28,7 +28,7 @@ use super::linear::{LinearAlgorithm, LinearConfig, Protocol, fedlinucb, feducb};
 use crate::backend::combinatorial::{p_fcb_message, p_fcb_noise_scale};
 use crate::backend::cpu::CpuBackend;
 use crate::backend::cpu::lockstep::CpuLinear;
-use crate::backend::{AgentState, Backend, BatchRef, StepResult, Workspace};
+use crate::backend::{AgentState, Backend, StepResult, Workspace};
 use crate::env::{AgentStreams, LinearEnv};
 use crate::linalg::LltError;
 use crate::privacy::accountant::Neighbours;
@@ -275,12 +275,6 @@ impl Backend for NeighbourFeed {
         CpuBackend.spd_inverse(v, d, inv, ws)
     }
 
-    fn supports(&self, _batch: BatchRef<'_>) -> Result<(), crate::backend::Unsupported> {
-        Err(crate::backend::Unsupported(
-            "the schedule attack's feed steps agents only".into(),
-        ))
-    }
-
     fn linear_ops<'a>(
         &'a self,
         _batch: &crate::backend::LinearBatch,
@@ -290,13 +284,8 @@ impl Backend for NeighbourFeed {
         )))
     }
 
-    fn gossip_ops<'a>(
-        &'a self,
-        _batch: &crate::backend::gossip::GossipBatch,
-    ) -> Result<Box<dyn crate::backend::gossip::GossipOps + 'a>, crate::backend::BatchError> {
-        Err(crate::backend::BatchError::Unsupported(crate::backend::Unsupported(
-            "schedule attack feed".into(),
-        )))
+    fn device(&self) -> crate::backend::Device<'_> {
+        crate::backend::Device::Cpu
     }
 
     fn comb_ops<'a>(

@@ -15,8 +15,8 @@ pub trait RoundOps {
     fn observe_all(&mut self, out: &mut Vec<Self::Obs>) -> Result<(), BatchError>;
 }
 
-impl RoundOps for dyn crate::backend::gossip::GossipOps + '_ {
-    type Obs = crate::backend::gossip::GossipObservation;
+impl RoundOps for dyn crate::algo::gossip::batch::GossipOps + '_ {
+    type Obs = crate::algo::gossip::batch::GossipObservation;
     fn run_rounds(&mut self, t0: u64, count: u64) -> Result<(), BatchError> {
         self.rounds(t0, count)
     }

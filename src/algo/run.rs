@@ -10,12 +10,39 @@ use super::CellConfig;
 use super::curve::CurvePoint;
 use super::linear::lockstep::Lockstep;
 use super::{combinatorial, gossip, linear};
+use crate::algo::gossip::batch::GossipBatch;
+use crate::algo::gossip::cpu::CpuGossip;
 use crate::backend::combinatorial::CombBatch;
 use crate::backend::cpu::combinatorial::CpuComb;
-use crate::backend::cpu::gossip::CpuGossip;
 use crate::backend::cpu::lockstep::CpuLinear;
-use crate::backend::gossip::GossipBatch;
-use crate::backend::{Backend, BatchError, BatchPoint, BatchRef, LinearBatch};
+use crate::backend::{Backend, BatchError, BatchPoint, LinearBatch, Placeable, Unsupported};
+
+impl Placeable for CellBatch {
+    fn kind(&self) -> &'static str {
+        match self {
+            CellBatch::Linear(b) => b.kind(),
+            CellBatch::Gossip(_) => "gossip",
+            CellBatch::Comb(_) => "combinatorial",
+        }
+    }
+
+    fn federations(&self) -> usize {
+        match self {
+            CellBatch::Linear(b) => b.federations(),
+            CellBatch::Gossip(b) => b.federations(),
+            CellBatch::Comb(b) => b.federations(),
+        }
+    }
+
+    fn cuda_supports(&self, dev: &crate::backend::cuda::CudaBackend) -> Result<(), Unsupported> {
+        let why = |e: crate::backend::cuda::CudaError| Unsupported(e.to_string());
+        match self {
+            CellBatch::Linear(b) => dev.supports_linear(b),
+            CellBatch::Gossip(b) => crate::algo::gossip::cuda::supports(b).map_err(why),
+            CellBatch::Comb(b) => crate::backend::cuda::combinatorial::supports(b).map_err(why),
+        }
+    }
+}
 
 /// How often (in rounds) a batch reports progress.
 const PROGRESS_EVERY: u64 = 1024;
@@ -46,15 +73,6 @@ impl CellBatch {
         }
     }
 
-    /// The batch as placement sees it.
-    pub fn as_ref(&self) -> BatchRef<'_> {
-        match self {
-            CellBatch::Linear(b) => BatchRef::Linear(b),
-            CellBatch::Gossip(b) => BatchRef::Gossip(b),
-            CellBatch::Comb(b) => BatchRef::Comb(b),
-        }
-    }
-
     /// Runs the batch to its horizon on `backend`'s batched operations:
     /// one curve per federation; `progress` receives agent-steps.
     pub fn run(
@@ -81,7 +99,7 @@ impl CellBatch {
                     .collect())
             }
             CellBatch::Gossip(batch) => {
-                let mut ops = backend.gossip_ops(batch)?;
+                let mut ops = gossip::ops(batch, backend)?;
                 let agents = batch.envs.first().map_or(0, |e| e.spec.agents);
                 let curves = in_progress_steps(
                     batch.horizon,

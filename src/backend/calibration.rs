@@ -11,7 +11,7 @@
 //! this machine, `auto` runs every cell on the CPU and says so.
 //!
 //! **The choice** ([`Calibration::choose`]): a cell's batch has a workload
-//! kind ([`super::BatchRef::kind`]: `linear`, `linear_gap`, `feducb`,
+//! kind ([`super::Placeable::kind`]: `linear`, `linear_gap`, `feducb`,
 //! `feducb_decentralized`, `sdp_vecsum`, `gossip`, `combinatorial`) and a
 //! size (its federations). Each backend's rate is the geometric mean of its
 //! rows of that kind at its largest measured batch size not above the
@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 pub struct Row {
     /// Bench workload name.
     pub workload: String,
-    /// Its kind ([`super::BatchRef::kind`]).
+    /// Its kind ([`super::Placeable::kind`]).
     pub kind: String,
     /// `cpu` or `cuda`.
     pub backend: String,

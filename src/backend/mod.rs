@@ -22,13 +22,11 @@ pub mod combinatorial;
 pub mod cpu;
 pub mod cuda;
 pub mod dense;
-pub mod gossip;
 
 pub use batch::{
     AdaptiveSync, BatchError, BatchPoint, DeviceFailure, LinearBatch, LinearOps, Network, Observation, Release, Svt,
     SvtAgent, SyncRule, SyncWhen, Unsupported, Width, logdet_width,
 };
-pub use gossip::{GossipBatch, GossipOps};
 
 use crate::env::{AgentStreams, DecisionSet, LinearEnv};
 use crate::linalg::LltError;
@@ -142,22 +140,17 @@ pub trait Backend: Send + Sync {
     /// used (0 when none). `inv` receives the inverse.
     fn spd_inverse(&self, v: &[f64], d: usize, inv: &mut [f64], ws: &mut Workspace) -> Result<(f64, f64), LltError>;
 
+    /// The device a family's batched operations run on.
+    fn device(&self) -> Device<'_>;
+
     /// Approximate device peaks (FP64 GFLOP/s, memory GB/s), where known.
     fn device_peaks(&self) -> Option<(f64, f64)> {
         None
     }
 
-    /// Whether this backend's batched operations can run `batch` (the
-    /// reason when not).
-    fn supports(&self, batch: BatchRef<'_>) -> Result<(), Unsupported>;
-
     /// The batched operations of `batch` on this backend, at round 0; the
     /// algorithm layer's lockstep loop drives them.
     fn linear_ops<'a>(&'a self, batch: &LinearBatch) -> Result<Box<dyn LinearOps + 'a>, BatchError>;
-
-    /// The gossip family's batched operations of `batch` on this backend,
-    /// at round 0; `algo::gossip::run` drives them.
-    fn gossip_ops<'a>(&'a self, batch: &gossip::GossipBatch) -> Result<Box<dyn gossip::GossipOps + 'a>, BatchError>;
 
     /// The combinatorial family's batched operations of `batch` on this
     /// backend, at round 0; `algo::combinatorial::run` drives them.
@@ -167,59 +160,38 @@ pub trait Backend: Send + Sync {
     ) -> Result<Box<dyn combinatorial::CombOps + 'a>, BatchError>;
 }
 
-/// The dimension from which a linear batch is its own workload kind
-/// ([`BatchRef::kind`]).
-pub const LARGE_D: usize = 32;
-
-/// A batch of either family, as placement sees it.
+/// Where a family's batched operations run: each family builds its own
+/// operations for the device ([`Backend::device`]).
 #[derive(Clone, Copy)]
-pub enum BatchRef<'a> {
-    /// Linear contextual family.
-    Linear(&'a LinearBatch),
-    /// Decentralized multi-armed family.
-    Gossip(&'a gossip::GossipBatch),
-    /// Combinatorial procurement family.
-    Comb(&'a combinatorial::CombBatch),
+pub enum Device<'a> {
+    /// The CPU: threads and SIMD.
+    Cpu,
+    /// A CUDA device (or its host emulation): its launcher.
+    Cuda(&'a cuda::CudaBackend),
 }
 
-impl BatchRef<'_> {
-    /// The workload kind a calibration measures ([`calibration`]): batches
-    /// of one kind run the same operations at the same relative cost on a
-    /// backend. `linear` (fixed schedules on `linear_sphere`), `linear_gap`
-    /// (the same on `linear_gap`), `feducb`, `feducb_decentralized`,
-    /// `sdp_vecsum` (each with `_large_d` from d = [`LARGE_D`] on, and
-    /// `linear_large_d`), `gossip`, `combinatorial`.
-    pub fn kind(&self) -> &'static str {
-        let b = match self {
-            BatchRef::Linear(b) => b,
-            BatchRef::Gossip(_) => return "gossip",
-            BatchRef::Comb(_) => return "combinatorial",
-        };
-        // Large d changes where the time goes (the d^2 and d^3 work), so it
-        // is its own kind.
-        let large = b.env.d >= LARGE_D;
-        let vecsum = matches!(b.sync.as_ref().map(|s| &s.release), Some(Release::VecSum { .. }));
-        match (b.network.is_some(), b.adaptive(), vecsum, large) {
-            (true, _, _, false) => "feducb_decentralized",
-            (true, _, _, true) => "feducb_decentralized_large_d",
-            (false, true, _, false) => "feducb",
-            (false, true, _, true) => "feducb_large_d",
-            (false, false, true, false) => "sdp_vecsum",
-            (false, false, true, true) => "sdp_vecsum_large_d",
-            _ if large => "linear_large_d",
-            _ if matches!(b.env.kind, crate::env::LinearEnvKind::Gap) => "linear_gap",
-            _ => "linear",
-        }
-    }
+/// The dimension from which a linear batch is its own workload kind
+/// ([`Placeable::kind`]).
+pub const LARGE_D: usize = 32;
+
+/// A batch as placement sees it, whatever its family (the algorithm
+/// layer implements it for its batches): the workload kind a calibration
+/// measures ([`calibration`]; batches of one kind run the same operations
+/// at the same relative cost on a backend), its size, and whether the CUDA
+/// device can run it.
+pub trait Placeable {
+    /// The workload kind: `linear`, `linear_gap`, `feducb`,
+    /// `feducb_decentralized`, `sdp_vecsum` (each with `_large_d` from d =
+    /// [`LARGE_D`] on, and `linear_large_d`; [`LinearBatch::kind`]),
+    /// `gossip`, `combinatorial`.
+    fn kind(&self) -> &'static str;
 
     /// Federations in the batch.
-    pub fn federations(&self) -> usize {
-        match self {
-            BatchRef::Linear(b) => b.federations(),
-            BatchRef::Gossip(b) => b.federations(),
-            BatchRef::Comb(b) => b.federations(),
-        }
-    }
+    fn federations(&self) -> usize;
+
+    /// Whether `dev`'s batched operations can run the batch (the reason
+    /// when not).
+    fn cuda_supports(&self, dev: &cuda::CudaBackend) -> Result<(), Unsupported>;
 }
 
 /// Which backend the user asked for.
@@ -322,7 +294,7 @@ impl Selection {
     /// is an error (the reason); under `auto` it runs where this machine's
     /// calibration measured its workload fastest at its size, and on the
     /// CPU where no calibration covers it.
-    pub fn place(&self, batch: Result<BatchRef<'_>, &crate::graph::GraphError>) -> Result<Placement, Unsupported> {
+    pub fn place(&self, batch: Result<&dyn Placeable, &crate::graph::GraphError>) -> Result<Placement, Unsupported> {
         match self.choice {
             BackendChoice::Cpu => Ok(Placement::Cpu("requested".into())),
             BackendChoice::Cuda => {
@@ -331,7 +303,7 @@ impl Selection {
                     .cuda
                     .as_ref()
                     .ok_or_else(|| Unsupported("no CUDA device was opened".into()))?;
-                dev.supports(b)?;
+                b.cuda_supports(dev)?;
                 Ok(Placement::Cuda("requested".into()))
             }
             BackendChoice::Auto => {
@@ -342,7 +314,7 @@ impl Selection {
                     Ok(b) => b,
                     Err(why) => return Ok(Placement::Cpu(format!("auto: {why}"))),
                 };
-                if let Err(why) = dev.supports(b) {
+                if let Err(why) = b.cuda_supports(dev) {
                     return Ok(Placement::Cpu(format!("auto: {why}")));
                 }
                 Ok(match cal.choose(b.kind(), b.federations()) {

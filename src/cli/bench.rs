@@ -12,7 +12,7 @@
 use crate::backend::{Backend, Placement, Selection};
 use crate::job::Job;
 use crate::sim::runner::RunError;
-use crate::sim::{CellBatch, run_built_batch, run_rep};
+use crate::sim::{run_built_batch, run_rep};
 use rayon::prelude::*;
 use std::path::Path;
 use std::time::Instant;
@@ -57,7 +57,7 @@ pub struct Measurement {
     pub seconds: f64,
     /// Rounds per federation.
     pub rounds: u64,
-    /// The workload's kind ([`crate::backend::BatchRef::kind`]).
+    /// The workload's kind ([`crate::backend::Placeable::kind`]).
     pub kind: &'static str,
     /// DESIGN.md's cost model at this rate: (GFLOP/s, GB/s), linear only.
     pub model: Option<(f64, f64)>,
@@ -86,13 +86,12 @@ pub fn measure(name: &str, yaml: &str, feds: u32, rounds: u64, on: On<'_>) -> Re
     let ck = [job.horizon];
     let reps: Vec<u32> = (0..feds.max(1)).collect();
     let batch = crate::sim::cell_batch(cell, 1, &reps).map_err(crate::backend::BatchError::Graph)?;
-    let kind = batch.as_ref().kind();
+    let kind = crate::backend::Placeable::kind(&batch);
     let start = Instant::now();
     let mut traffic = None;
     match on {
         On::Cuda(dev) => {
-            dev.supports(batch.as_ref())
-                .map_err(crate::backend::BatchError::Unsupported)?;
+            crate::backend::Placeable::cuda_supports(&batch, dev).map_err(crate::backend::BatchError::Unsupported)?;
             let before = dev.traffic();
             run_built_batch(cell, &reps, &batch, &ck, dev, &|_| {})?;
             let after = dev.traffic();
@@ -174,7 +173,7 @@ pub fn run(sel: &Selection, opts: &BenchOptions) -> Result<(), RunError> {
             Ok(job) => {
                 let reps: Vec<u32> = (0..feds).collect();
                 let batch = crate::sim::cell_batch(&job.cells[0], 1, &reps);
-                sel.place(batch.as_ref().map(CellBatch::as_ref))
+                sel.place(batch.as_ref().map(|b| b as &dyn crate::backend::Placeable))
                     .map_err(|u| u.to_string())
             }
         };

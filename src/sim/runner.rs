@@ -11,7 +11,7 @@
 use super::progress::Progress;
 pub use super::summary::CellSummary;
 use super::summary::{federated_regret_ratios, summarize};
-use super::{CellBatch, RepOutcome, RepResult, Snapshots, run_rep_resumable};
+use super::{RepOutcome, RepResult, Snapshots, run_rep_resumable};
 use crate::backend::{Backend, Placement, Selection};
 use crate::job::shard::{Shard, assign_units};
 use crate::job::{Cell, Job};
@@ -277,12 +277,12 @@ impl Work<'_> {
         for (c, reps) in &by_cell {
             let cell = &job.cells[*c];
             let batch = super::cell_batch(cell, job.seed, reps);
-            let placement =
-                sel.place(batch.as_ref().map(CellBatch::as_ref))
-                    .map_err(|reason| RunError::CellUnsupported {
-                        cell: format!("[{c}] {} ({})", cell.id, cell.label()),
-                        reason,
-                    })?;
+            let placement = sel
+                .place(batch.as_ref().map(|b| b as &dyn crate::backend::Placeable))
+                .map_err(|reason| RunError::CellUnsupported {
+                    cell: format!("[{c}] {} ({})", cell.id, cell.label()),
+                    reason,
+                })?;
             placements.push((*c, placement));
             batches.push(batch.ok());
         }

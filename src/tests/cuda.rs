@@ -197,7 +197,7 @@ fn placement_under_cuda_and_auto_follows_the_calibration() {
     let place = |sel: &Selection, cell: usize, feds: u32| {
         let reps: Vec<u32> = (0..feds).collect();
         let b = fedbandits::sim::cell_batch(&job.cells[cell], 1, &reps);
-        sel.place(b.as_ref().map(fedbandits::sim::CellBatch::as_ref))
+        sel.place(b.as_ref().map(|b| b as &dyn fedbandits::backend::Placeable))
     };
     let cuda = Selection::with_cuda(BackendChoice::Cuda, emulated(), None);
     for c in 0..3 {
@@ -210,7 +210,7 @@ fn placement_under_cuda_and_auto_follows_the_calibration() {
     .unwrap_or_else(|e| panic!("{e}"));
     let b = fedbandits::sim::cell_batch(&big.cells[0], 1, &[0, 1]);
     let e = cuda
-        .place(b.as_ref().map(fedbandits::sim::CellBatch::as_ref))
+        .place(b.as_ref().map(|b| b as &dyn fedbandits::backend::Placeable))
         .unwrap_err();
     assert!(e.to_string().contains("shared memory"), "{e}");
     // auto without a calibration: the CPU, with the reason.
@@ -454,7 +454,7 @@ fn emulated_gossip_kernel_matches_cpu_for_every_gossip_algorithm() {
         let b = gossip_batch(&cfg, &keys(1), &keys(2)).unwrap();
         let ck = [3, 50, 333, 700];
         let curves = |backend: &dyn Backend| {
-            let mut ops = backend.gossip_ops(&b).unwrap_or_else(|e| panic!("{e}"));
+            let mut ops = fedbandits::algo::gossip::ops(&b, backend).unwrap_or_else(|e| panic!("{e}"));
             let mut points = vec![Vec::new(); b.federations()];
             // Two calls, as a snapshot boundary would split them.
             run(&b, ops.as_mut(), 0, 300, &ck, &mut points).unwrap();
@@ -569,6 +569,6 @@ fn emulated_comb_kernel_matches_cpu_for_every_comb_algorithm() {
     };
     cfg_exact.env.max_capacity = 3;
     let b = comb_batch(&cfg_exact, &keys(1), &keys(2));
-    let why = dev.supports(fedbandits::backend::BatchRef::Comb(&b)).unwrap_err();
+    let why = fedbandits::backend::cuda::combinatorial::supports(&b).unwrap_err();
     assert!(why.to_string().contains("exact"), "{why}");
 }

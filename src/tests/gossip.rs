@@ -4,10 +4,10 @@
 //! against sub-linear regret on a biased instance, exact clipping counts,
 //! and a batch of federations equal to each federation alone.
 
+use fedbandits::algo::gossip::batch::GossipBatch;
+use fedbandits::algo::gossip::cpu::CpuGossip;
 use fedbandits::algo::gossip::fed_ucb_gossip::PrivacyConfig;
 use fedbandits::algo::gossip::{GossipAlgorithm, GossipConfig, GossipPoint, gossip_batch, run};
-use fedbandits::backend::cpu::gossip::CpuGossip;
-use fedbandits::backend::gossip::GossipBatch;
 use fedbandits::env::mab::{MabEnv, MabEnvSpec};
 use fedbandits::graph::GraphSpec;
 
@@ -62,7 +62,7 @@ fn local_consistency_lemma_2_holds_at_every_step() {
         let n = 8u64;
         let mut forced = 0;
         for t in 1..=b.horizon {
-            fedbandits::backend::gossip::GossipOps::rounds(&mut ops, t, 1).unwrap();
+            fedbandits::algo::gossip::batch::GossipOps::rounds(&mut ops, t, 1).unwrap();
             for f in ops.federations() {
                 for (cnt, est) in f.n.iter().zip(&f.nt) {
                     assert!(cnt + 3 * n >= *est, "{graph:?} t = {t}: n = {cnt}, n~ = {est}");
@@ -71,7 +71,7 @@ fn local_consistency_lemma_2_holds_at_every_step() {
             }
         }
         let mut obs = Vec::new();
-        fedbandits::backend::gossip::GossipOps::observe(&mut ops, &mut obs).unwrap();
+        fedbandits::algo::gossip::batch::GossipOps::observe(&mut ops, &mut obs).unwrap();
         forced += obs.iter().map(|o| o.forced_pulls).sum::<u64>();
         // The forced pulls are what keeps the lemma true: they happen.
         assert!(forced > 0, "{graph:?}: no forced pull");

@@ -12,7 +12,7 @@
 //! The confidence width gains c_priv log2(T) log2(t) log(n) / (epsilon n)
 //! (Lemma 6: c_priv = 4). epsilon = infinity: no privatizer (Gossip_UCB).
 
-use crate::backend::gossip::GossipPrivacy;
+use crate::algo::gossip::batch::GossipPrivacy;
 use crate::privacy::accountant::Accounting;
 use crate::privacy::partial_sum::blocks_per_observation;
 use crate::privacy::tree::AgentTrees;

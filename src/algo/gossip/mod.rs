@@ -18,14 +18,17 @@
 //! * Before an arm's first pull its mean estimate is 0 (only during the
 //!   initial pulls).
 
+pub mod batch;
+pub mod cpu;
+pub mod cuda;
 pub mod fed_ucb_gossip;
 pub mod params;
 
-use crate::backend::BatchError;
-use crate::backend::gossip::{GossipBatch, GossipObservation, GossipOps, GossipPolicy};
+use crate::backend::{Backend, BatchError, Device};
 use crate::env::mab::{MabEnv, MabEnvSpec};
 use crate::graph::{Graph, GraphSpec};
 use crate::rng::{Purpose, Stream};
+use batch::{GossipBatch, GossipObservation, GossipOps, GossipPolicy};
 
 /// Algorithms of the decentralized multi-armed family.
 pub const ALGORITHMS: &[(&str, &str)] = &[
@@ -176,7 +179,7 @@ pub fn run(
 /// clipped observations and the graph's lambda_2.
 pub fn curve_point(p: &GossipPoint, b: &GossipBatch, lambda2: f64) -> crate::algo::curve::CurvePoint {
     use crate::algo::curve::{CurvePoint, Metric};
-    use crate::backend::gossip::GossipPolicy;
+    use crate::algo::gossip::batch::GossipPolicy;
     let (n, m) = b
         .envs
         .first()
@@ -273,3 +276,13 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     variant_params: &[],
     non_private: &[("fed_ucb_gossip", "gossip_ucb")],
 };
+
+/// The family's batched operations for `batch` on `backend`'s device, at
+/// round 0: the CPU's ([`cpu::CpuGossip`]) or the CUDA device's
+/// ([`cuda::CudaGossip`]).
+pub fn ops<'a>(batch: &GossipBatch, backend: &'a dyn Backend) -> Result<Box<dyn GossipOps + 'a>, BatchError> {
+    Ok(match backend.device() {
+        Device::Cpu => Box::new(cpu::CpuGossip::new(batch)?),
+        Device::Cuda(dev) => Box::new(cuda::CudaGossip::new(dev.launcher()?, batch)?),
+    })
+}

@@ -14,7 +14,6 @@
 
 pub mod bank;
 pub mod combinatorial;
-pub mod gossip;
 pub mod lockstep;
 pub mod peer;
 
@@ -197,19 +196,12 @@ impl Backend for CpuBackend {
         linalg::spd_inverse_with_jitter(v, d, inv, &mut ws.m1, &mut ws.m2)
     }
 
-    fn supports(&self, _batch: super::BatchRef<'_>) -> Result<(), super::Unsupported> {
-        Ok(())
+    fn device(&self) -> super::Device<'_> {
+        super::Device::Cpu
     }
 
     fn linear_ops<'a>(&'a self, batch: &LinearBatch) -> Result<Box<dyn LinearOps + 'a>, BatchError> {
         Ok(Box::new(lockstep::CpuLinear::new(batch)?))
-    }
-
-    fn gossip_ops<'a>(
-        &'a self,
-        batch: &super::gossip::GossipBatch,
-    ) -> Result<Box<dyn super::gossip::GossipOps + 'a>, BatchError> {
-        Ok(Box::new(gossip::CpuGossip::new(batch)?))
     }
 
     fn comb_ops<'a>(

@@ -11,7 +11,6 @@ pub mod combinatorial;
 pub mod device;
 pub mod driver;
 pub mod emulation;
-pub mod gossip;
 pub mod launcher;
 pub mod nvrtc;
 pub mod peer;
@@ -86,7 +85,27 @@ impl CudaBackend {
     pub fn description(&self) -> &str {
         &self.description
     }
+
+    /// The device's launcher, held for a family's batched operations (one
+    /// batch at a time).
+    pub fn launcher(&self) -> Result<LauncherGuard<'_>, super::BatchError> {
+        self.launcher.lock().map_err(|_| super::BatchError::Poisoned)
+    }
+
+    /// Whether the linear family's batched operations can run `batch` here
+    /// (its shared-memory footprint among the checks).
+    pub fn supports_linear(&self, batch: &super::LinearBatch) -> Result<(), super::Unsupported> {
+        let limit = self
+            .launcher
+            .lock()
+            .map(|l| l.max_shared_per_block())
+            .map_err(|_| super::Unsupported("the CUDA device lock was poisoned by an earlier failure".into()))?;
+        driver::supports(batch, limit).map_err(|e| super::Unsupported(e.to_string()))
+    }
 }
+
+/// The device's launcher while a batch holds it.
+pub type LauncherGuard<'a> = std::sync::MutexGuard<'a, Box<dyn launcher::Launcher + Send>>;
 
 impl super::Backend for CudaBackend {
     fn name(&self) -> &'static str {
@@ -119,27 +138,8 @@ impl super::Backend for CudaBackend {
         self.launcher.lock().ok()?.peaks()
     }
 
-    fn supports(&self, batch: super::BatchRef<'_>) -> Result<(), super::Unsupported> {
-        match batch {
-            super::BatchRef::Linear(batch) => {
-                let limit = self.launcher.lock().map(|l| l.max_shared_per_block()).map_err(|_| {
-                    super::Unsupported("the CUDA device lock was poisoned by an earlier failure".into())
-                })?;
-                driver::supports(batch, limit).map_err(|e| super::Unsupported(e.to_string()))
-            }
-            super::BatchRef::Gossip(batch) => gossip::supports(batch).map_err(|e| super::Unsupported(e.to_string())),
-            super::BatchRef::Comb(batch) => {
-                combinatorial::supports(batch).map_err(|e| super::Unsupported(e.to_string()))
-            }
-        }
-    }
-
-    fn gossip_ops<'a>(
-        &'a self,
-        batch: &super::gossip::GossipBatch,
-    ) -> Result<Box<dyn super::gossip::GossipOps + 'a>, super::BatchError> {
-        let l = self.launcher.lock().map_err(|_| super::BatchError::Poisoned)?;
-        Ok(Box::new(gossip::CudaGossip::new(l, batch)?))
+    fn device(&self) -> super::Device<'_> {
+        super::Device::Cuda(self)
     }
 
     fn comb_ops<'a>(

@@ -2,10 +2,10 @@
 //! arm), one round of every agent at a time, federations on rayon's pool
 //! when the batch has several.
 
-use crate::backend::BatchError;
-use crate::backend::gossip::{
+use super::batch::{
     FederationState, GossipBatch, GossipObservation, GossipOps, GossipPolicy, GossipPrivacy, observation,
 };
+use crate::backend::BatchError;
 use crate::env::mab::MabEnv;
 use crate::privacy::partial_sum::PartialSum;
 use crate::rng::{Stream, fold_more};

@@ -1,6 +1,7 @@
 //! The gossip family's batched contract (ALGORITHMS.md 2): a batch of
-//! federations of one multi-armed configuration, described in the backend's
-//! terms, and the batched operations a backend implements over all of them.
+//! federations of one multi-armed configuration, and the batched operations
+//! each device runs over all of them (the CPU's in [`super::cpu`], the CUDA
+//! host code in [`super::cuda`]; [`super::ops`] picks one for a backend).
 //!
 //! Round t of every agent of every federation, in lockstep: pull (the
 //! initial pulls of rounds 1..M, the forced pull of an arm whose count lags

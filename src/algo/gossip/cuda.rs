@@ -3,13 +3,13 @@
 //! block per federation and one thread per agent; the state stays on the
 //! device between launches and is read back only to observe. The initial
 //! state is built from the same keys as the CPU's
-//! ([`crate::backend::cpu::gossip::CpuGossip`]), and under the host emulation
+//! ([`crate::algo::gossip::cpu::CpuGossip`]), and under the host emulation
 //! the output equals the CPU's bit for bit.
 
-use super::launcher::{Arg, DevPtr, Launcher, download_slice, upload_slice};
-use super::{CudaError, i32_of};
+use super::batch::{FederationState, GossipBatch, GossipObservation, GossipOps, GossipPolicy, observation};
 use crate::backend::BatchError;
-use crate::backend::gossip::{FederationState, GossipBatch, GossipObservation, GossipOps, GossipPolicy, observation};
+use crate::backend::cuda::launcher::{Arg, DevPtr, Launcher, download_slice, upload_slice};
+use crate::backend::cuda::{CudaError, i32_of};
 use crate::env::mab::MabEnv;
 use crate::rng::state_words;
 
