@@ -25,7 +25,7 @@
 use super::CellConfig;
 use super::combinatorial::{CombAlgorithm, p_fcb};
 use super::linear::{LinearAlgorithm, LinearConfig, Protocol, fedlinucb, feducb};
-use crate::backend::combinatorial::{p_fcb_message, p_fcb_noise_scale};
+use crate::algo::combinatorial::batch::{p_fcb_message, p_fcb_noise_scale};
 use crate::backend::cpu::CpuBackend;
 use crate::backend::cpu::lockstep::CpuLinear;
 use crate::backend::{AgentState, Backend, StepResult, Workspace};
@@ -286,15 +286,6 @@ impl Backend for NeighbourFeed {
 
     fn device(&self) -> crate::backend::Device<'_> {
         crate::backend::Device::Cpu
-    }
-
-    fn comb_ops<'a>(
-        &'a self,
-        _batch: &crate::backend::combinatorial::CombBatch,
-    ) -> Result<Box<dyn crate::backend::combinatorial::CombOps + 'a>, crate::backend::BatchError> {
-        Err(crate::backend::BatchError::Unsupported(crate::backend::Unsupported(
-            "schedule attack feed".into(),
-        )))
     }
 }
 

@@ -25,8 +25,8 @@ impl RoundOps for dyn crate::algo::gossip::batch::GossipOps + '_ {
     }
 }
 
-impl RoundOps for dyn crate::backend::combinatorial::CombOps + '_ {
-    type Obs = crate::backend::combinatorial::CombObservation;
+impl RoundOps for dyn crate::algo::combinatorial::batch::CombOps + '_ {
+    type Obs = crate::algo::combinatorial::batch::CombObservation;
     fn run_rounds(&mut self, t0: u64, count: u64) -> Result<(), BatchError> {
         self.rounds(t0, count)
     }

@@ -10,10 +10,10 @@ use super::CellConfig;
 use super::curve::CurvePoint;
 use super::linear::lockstep::Lockstep;
 use super::{combinatorial, gossip, linear};
+use crate::algo::combinatorial::batch::CombBatch;
+use crate::algo::combinatorial::cpu::CpuComb;
 use crate::algo::gossip::batch::GossipBatch;
 use crate::algo::gossip::cpu::CpuGossip;
-use crate::backend::combinatorial::CombBatch;
-use crate::backend::cpu::combinatorial::CpuComb;
 use crate::backend::cpu::lockstep::CpuLinear;
 use crate::backend::{Backend, BatchError, BatchPoint, LinearBatch, Placeable, Unsupported};
 
@@ -39,7 +39,7 @@ impl Placeable for CellBatch {
         match self {
             CellBatch::Linear(b) => dev.supports_linear(b),
             CellBatch::Gossip(b) => crate::algo::gossip::cuda::supports(b).map_err(why),
-            CellBatch::Comb(b) => crate::backend::cuda::combinatorial::supports(b).map_err(why),
+            CellBatch::Comb(b) => crate::algo::combinatorial::cuda::supports(b).map_err(why),
         }
     }
 }
@@ -119,7 +119,7 @@ impl CellBatch {
                     .collect())
             }
             CellBatch::Comb(batch) => {
-                let mut ops = backend.comb_ops(batch)?;
+                let mut ops = combinatorial::ops(batch, backend)?;
                 let agents = batch.instances.first().map_or(0, |i| i.spec.agents);
                 let curves = in_progress_steps(
                     batch.horizon,

@@ -18,7 +18,6 @@
 
 pub mod batch;
 pub mod calibration;
-pub mod combinatorial;
 pub mod cpu;
 pub mod cuda;
 pub mod dense;
@@ -151,13 +150,6 @@ pub trait Backend: Send + Sync {
     /// The batched operations of `batch` on this backend, at round 0; the
     /// algorithm layer's lockstep loop drives them.
     fn linear_ops<'a>(&'a self, batch: &LinearBatch) -> Result<Box<dyn LinearOps + 'a>, BatchError>;
-
-    /// The combinatorial family's batched operations of `batch` on this
-    /// backend, at round 0; `algo::combinatorial::run` drives them.
-    fn comb_ops<'a>(
-        &'a self,
-        batch: &combinatorial::CombBatch,
-    ) -> Result<Box<dyn combinatorial::CombOps + 'a>, BatchError>;
 }
 
 /// Where a family's batched operations run: each family builds its own

@@ -4,10 +4,10 @@
 //! sharing helping after exploration, rare constraint violations, rejected
 //! negative unit counts, and a batch equal to each federation alone.
 
+use fedbandits::algo::combinatorial::batch::CombBatch;
+use fedbandits::algo::combinatorial::cpu::CpuComb;
 use fedbandits::algo::combinatorial::p_fcb::{Budget, PFcbConfig, TauStart, epsilons, schedule};
 use fedbandits::algo::combinatorial::{CombAlgorithm, CombConfig, CombPoint, comb_batch, explore_rounds, run};
-use fedbandits::backend::combinatorial::CombBatch;
-use fedbandits::backend::cpu::combinatorial::CpuComb;
 use fedbandits::env::procurement::{InstanceKind, Oracle, ProcurementSpec};
 
 fn config(algorithm: CombAlgorithm, kind: InstanceKind, horizon: u64) -> CombConfig {
@@ -247,7 +247,7 @@ fn the_run_summary_states_the_federated_regret_ratio() {
 /// (so every choice did), and so does the regret curve.
 #[test]
 fn p_fcb_without_noise_or_window_communicating_every_round_is_fcb() {
-    use fedbandits::backend::combinatorial::{CombOps, CombPolicy};
+    use fedbandits::algo::combinatorial::batch::{CombOps, CombPolicy};
     let horizon = 400;
     let mut cfg = config(CombAlgorithm::Fcb, InstanceKind::Normal, horizon);
     cfg.env.agents = 4;

@@ -538,7 +538,7 @@ fn emulated_comb_kernel_matches_cpu_for_every_comb_algorithm() {
         assert!(b.explore_rounds < 300, "{}", b.explore_rounds);
         let ck = [3, 150, 208, 700, 1100, 1500];
         let curves = |backend: &dyn Backend| {
-            let mut ops = backend.comb_ops(&b).unwrap_or_else(|e| panic!("{e}"));
+            let mut ops = fedbandits::algo::combinatorial::ops(&b, backend).unwrap_or_else(|e| panic!("{e}"));
             let mut points = vec![Vec::new(); b.federations()];
             // Two calls, as a snapshot boundary would split them.
             run(&b, ops.as_mut(), 0, 700, &ck, &mut points).unwrap();
@@ -569,6 +569,6 @@ fn emulated_comb_kernel_matches_cpu_for_every_comb_algorithm() {
     };
     cfg_exact.env.max_capacity = 3;
     let b = comb_batch(&cfg_exact, &keys(1), &keys(2));
-    let why = fedbandits::backend::cuda::combinatorial::supports(&b).unwrap_err();
+    let why = fedbandits::algo::combinatorial::cuda::supports(&b).unwrap_err();
     assert!(why.to_string().contains("exact"), "{why}");
 }

@@ -16,13 +16,16 @@
 //!   instances, where greedy's own shortfall then counts as regret); a
 //!   choice that violates the constraint under the true q costs L_j.
 
+pub mod batch;
+pub mod cpu;
+pub mod cuda;
 pub mod p_fcb;
 pub mod params;
 
-use crate::backend::BatchError;
-use crate::backend::combinatorial::{CombBatch, CombObservation, CombOps, CombPolicy};
+use crate::backend::{Backend, BatchError, Device};
 use crate::env::procurement::{Instance, Oracle, ProcurementSpec};
 use crate::rng::{Purpose, fold_key};
+use batch::{CombBatch, CombObservation, CombOps, CombPolicy};
 
 /// Algorithms of the combinatorial procurement family.
 pub const ALGORITHMS: &[(&str, &str)] = &[
@@ -159,8 +162,8 @@ pub fn run(
 /// constraint violations, and for P-FCB the messages accepted and rejected
 /// and the privacy spent so far.
 pub fn curve_point(p: &CombPoint, b: &CombBatch) -> crate::algo::curve::CurvePoint {
+    use crate::algo::combinatorial::batch::CombPolicy;
     use crate::algo::curve::{CurvePoint, Metric};
-    use crate::backend::combinatorial::CombPolicy;
     let (n, m) = b
         .instances
         .first()
@@ -256,3 +259,13 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     variant_params: &[],
     non_private: &[("p_fcb", "fcb")],
 };
+
+/// The family's batched operations for `batch` on `backend`'s device, at
+/// round 0: the CPU's ([`cpu::CpuComb`]) or the CUDA device's
+/// ([`cuda::CudaComb`]).
+pub fn ops<'a>(batch: &CombBatch, backend: &'a dyn Backend) -> Result<Box<dyn CombOps + 'a>, BatchError> {
+    Ok(match backend.device() {
+        Device::Cpu => Box::new(cpu::CpuComb::new(batch)?),
+        Device::Cuda(dev) => Box::new(cuda::CudaComb::new(dev.launcher()?, batch)?),
+    })
+}

@@ -49,7 +49,7 @@
 //! quantities chosen from what the sensitive round taught the agent are not
 //! covered (as in the paper).
 
-use crate::backend::combinatorial::{PFcb, p_fcb_noise_scale};
+use crate::algo::combinatorial::batch::{PFcb, p_fcb_noise_scale};
 use crate::privacy::accountant::{Accounting, Mechanism, NoiseModel, PaperClaim, account};
 use crate::privacy::tree::AgentTrees;
 

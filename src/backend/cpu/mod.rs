@@ -13,7 +13,6 @@
 //! [`lockstep::CpuLinear`]); each step is sequential.
 
 pub mod bank;
-pub mod combinatorial;
 pub mod lockstep;
 pub mod peer;
 
@@ -202,13 +201,6 @@ impl Backend for CpuBackend {
 
     fn linear_ops<'a>(&'a self, batch: &LinearBatch) -> Result<Box<dyn LinearOps + 'a>, BatchError> {
         Ok(Box::new(lockstep::CpuLinear::new(batch)?))
-    }
-
-    fn comb_ops<'a>(
-        &'a self,
-        batch: &super::combinatorial::CombBatch,
-    ) -> Result<Box<dyn super::combinatorial::CombOps + 'a>, BatchError> {
-        Ok(Box::new(combinatorial::CpuComb::new(batch)?))
     }
 }
 

@@ -7,7 +7,6 @@
 //! CPU backend.
 
 pub mod adaptive;
-pub mod combinatorial;
 pub mod device;
 pub mod driver;
 pub mod emulation;
@@ -140,14 +139,6 @@ impl super::Backend for CudaBackend {
 
     fn device(&self) -> super::Device<'_> {
         super::Device::Cuda(self)
-    }
-
-    fn comb_ops<'a>(
-        &'a self,
-        batch: &super::combinatorial::CombBatch,
-    ) -> Result<Box<dyn super::combinatorial::CombOps + 'a>, super::BatchError> {
-        let l = self.launcher.lock().map_err(|_| super::BatchError::Poisoned)?;
-        Ok(Box::new(combinatorial::CudaComb::new(l, batch)?))
     }
 
     fn linear_ops<'a>(

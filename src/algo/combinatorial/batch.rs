@@ -1,6 +1,8 @@
 //! The combinatorial procurement family's batched contract (ALGORITHMS.md 3,
 //! Solanki et al.): a batch of federations of one configuration and the
-//! operations a backend implements over all of them.
+//! operations each device runs over all of them (the CPU's in
+//! [`super::cpu`], the CUDA host code in [`super::cuda`]; [`super::ops`]
+//! picks one for a backend).
 //!
 //! Round t of every agent j of every federation, in lockstep: while
 //! t <= `explore_rounds` procure one unit from every producer; afterwards

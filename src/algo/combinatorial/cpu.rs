@@ -2,10 +2,10 @@
 //! P-FCB's uncommunicated w, y) as agent-major rows of m producers, one round
 //! at a time; federations on rayon's pool when the batch has several.
 
-use crate::backend::BatchError;
-use crate::backend::combinatorial::{
+use super::batch::{
     Benchmarks, CombBatch, CombObservation, CombOps, CombPolicy, PFcb, p_fcb_message, p_fcb_noise_scale,
 };
+use crate::backend::BatchError;
 use crate::env::procurement::{GreedyOrder, Instance, Oracle};
 use crate::rng::binomial::STRIDE;
 use crate::rng::small_binomial::CdfTables;

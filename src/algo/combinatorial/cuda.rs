@@ -4,15 +4,15 @@
 //! federation's (agent, producer) elements; the state stays on the device
 //! between launches and is read back only to observe. Instances, benchmarks
 //! ([`Benchmarks`]), keys and P-FCB's noise scales are built on the host
-//! exactly as the CPU's ([`crate::backend::cpu::combinatorial::CpuComb`]),
+//! exactly as the CPU's ([`crate::algo::combinatorial::cpu::CpuComb`]),
 //! and under the host emulation the output equals the CPU's bit for bit.
 //! Only the greedy oracle runs here (`oracle: exact` is a CPU-only option
 //! for small studies).
 
-use super::launcher::{Arg, DevPtr, Launcher, download_slice, upload_slice};
-use super::{CudaError, i32_of};
+use super::batch::{Benchmarks, CombBatch, CombObservation, CombOps, CombPolicy, p_fcb_noise_scale};
 use crate::backend::BatchError;
-use crate::backend::combinatorial::{Benchmarks, CombBatch, CombObservation, CombOps, CombPolicy, p_fcb_noise_scale};
+use crate::backend::cuda::launcher::{Arg, DevPtr, Launcher, download_slice, upload_slice};
+use crate::backend::cuda::{CudaError, i32_of};
 use crate::env::procurement::Oracle;
 
 /// Most rounds one launch runs (bounds a launch's duration).
