@@ -1,5 +1,5 @@
 // fedbandits: the combinatorial procurement family's rounds (Solanki et al.;
-// src/backend/combinatorial.rs, the CPU form in src/backend/cpu/combinatorial.rs).
+// src/algo/combinatorial/batch.rs, the CPU form in src/algo/combinatorial/cpu.rs).
 //
 // One block per federation, `count` rounds per launch. A round is a sequence
 // of phases separated by barriers; in each phase the block's threads stride

@@ -1,6 +1,6 @@
 // fedbandits: the kernels of FedUCB's data-dependent sync on the batched core
 // (algo/linear/feducb.rs; the CPU's operations are DetTest in
-// src/backend/cpu/lockstep.rs). A batch with an adaptive sync steps one round
+// src/algo/linear/cpu/mod.rs). A batch with an adaptive sync steps one round
 // per fb_linear_rounds_coop launch (per-agent widths from log det V, the
 // chosen action kept in `xlast`); then, without a host round trip, every
 // agent's determinant test (fb_det_test), each federation's decisions

@@ -1,5 +1,5 @@
 // fedbandits: the decentralized multi-armed family's rounds (Zhu et al.;
-// src/backend/gossip.rs, the CPU form in src/backend/cpu/gossip.rs).
+// src/algo/gossip/batch.rs, the CPU form in src/algo/gossip/cpu.rs).
 //
 // One block per federation, one thread per agent (blockDim a multiple of 32
 // >= N; threads >= N only take part in the barriers), `count` rounds per

@@ -447,7 +447,7 @@ FB_DEV double fb_gap_x(int j, int c, int k, const double* th, const float* g, co
 }
 
 // Doubles of dynamic shared memory one agent of fb_linear_rounds_coop uses
-// (src/backend/cuda/driver.rs coop_step_shape repeats this): V^{-1} (d*d),
+// (src/algo/linear/cuda/mod.rs coop_step_shape repeats this): V^{-1} (d*d),
 // mean (kp), aux (kp: inverse norms or projections), theta_hat, w,
 // x_chosen, b (d each), 4 scalars, the lanes' x scratch (8 d); linear_gap
 // adds the scales (kp) and the

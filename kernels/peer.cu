@@ -1,6 +1,6 @@
 // fedbandits: the kernels of decentralized FedUCB on a graph
 // (algo/linear/feducb_decentralized.rs; the CPU's operations are PeerFed in
-// src/backend/cpu/peer.rs, whose doc comment defines the round). n agents
+// src/algo/linear/cpu/peer.rs, whose doc comment defines the round). n agents
 // (federation-major), G = gamma estimator slots each, slot s = g * n + agent
 // (so slot g's rows are an agent-indexed array that fb_linear_rounds_coop
 // plays on), R = G + 1 ring entries per slot, W = d^2 + d entries per

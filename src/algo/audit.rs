@@ -26,8 +26,8 @@ use super::CellConfig;
 use super::combinatorial::{CombAlgorithm, p_fcb};
 use super::linear::{LinearAlgorithm, LinearConfig, Protocol, fedlinucb, feducb};
 use crate::algo::combinatorial::batch::{p_fcb_message, p_fcb_noise_scale};
+use crate::algo::linear::cpu::CpuLinear;
 use crate::backend::cpu::CpuBackend;
-use crate::backend::cpu::lockstep::CpuLinear;
 use crate::backend::{AgentState, Backend, StepResult, Workspace};
 use crate::env::{AgentStreams, LinearEnv};
 use crate::linalg::LltError;
@@ -275,15 +275,6 @@ impl Backend for NeighbourFeed {
         CpuBackend.spd_inverse(v, d, inv, ws)
     }
 
-    fn linear_ops<'a>(
-        &'a self,
-        _batch: &crate::backend::LinearBatch,
-    ) -> Result<Box<dyn crate::backend::LinearOps + 'a>, crate::backend::BatchError> {
-        Err(crate::backend::BatchError::Unsupported(crate::backend::Unsupported(
-            "schedule attack feed".into(),
-        )))
-    }
-
     fn device(&self) -> crate::backend::Device<'_> {
         crate::backend::Device::Cpu
     }
@@ -313,7 +304,7 @@ fn first_sync(cfg: &LinearConfig, env_key: &[u64], trial: u64, world: Option<u64
             let mut obs = Vec::new();
             for t in 1..=cfg.horizon {
                 ops.rounds_on(&feed, t, 1, &[]);
-                crate::backend::LinearOps::observe(&mut ops, &mut obs)?;
+                crate::algo::linear::batch::LinearOps::observe(&mut ops, &mut obs)?;
                 if obs.first().is_some_and(|o| o.syncs > 0) {
                     return Ok(t as f64);
                 }
@@ -331,7 +322,7 @@ fn first_sync(cfg: &LinearConfig, env_key: &[u64], trial: u64, world: Option<u64
             };
             let batch = super::linear::linear_batch(cfg, vec![key], &[algo_key.to_vec()])
                 .map_err(crate::backend::BatchError::Graph)?;
-            let ops = CpuBackend.linear_ops(&batch)?;
+            let ops = crate::algo::linear::ops(&batch, &CpuBackend)?;
             let mut rec = SyncRecorder {
                 inner: ops,
                 t: 0,
@@ -352,12 +343,12 @@ fn first_sync(cfg: &LinearConfig, env_key: &[u64], trial: u64, world: Option<u64
 
 /// Linear operations that remember the round of the first sync.
 struct SyncRecorder<'a> {
-    inner: Box<dyn crate::backend::LinearOps + 'a>,
+    inner: Box<dyn crate::algo::linear::batch::LinearOps + 'a>,
     t: u64,
     first: Option<u64>,
 }
 
-impl crate::backend::LinearOps for SyncRecorder<'_> {
+impl crate::algo::linear::batch::LinearOps for SyncRecorder<'_> {
     fn max_rounds(&self) -> usize {
         self.inner.max_rounds()
     }
@@ -372,7 +363,10 @@ impl crate::backend::LinearOps for SyncRecorder<'_> {
         self.first.get_or_insert(self.t);
         self.inner.sync(index)
     }
-    fn observe(&mut self, out: &mut Vec<crate::backend::Observation>) -> Result<(), crate::backend::BatchError> {
+    fn observe(
+        &mut self,
+        out: &mut Vec<crate::algo::linear::batch::Observation>,
+    ) -> Result<(), crate::backend::BatchError> {
         self.inner.observe(out)
     }
 }

@@ -1,5 +1,5 @@
 //! Bandit algorithms. Each algorithm is one file, named as in its paper.
-//! An algorithm is a description (a [`crate::backend::LinearBatch`], a
+//! An algorithm is a description (a [`crate::algo::linear::batch::LinearBatch`], a
 //! gossip or a combinatorial batch) run by its family's one round loop
 //! ([`linear::lockstep`], [`rounds`]) over a backend's batched operations.
 

@@ -14,8 +14,9 @@ use crate::algo::combinatorial::batch::CombBatch;
 use crate::algo::combinatorial::cpu::CpuComb;
 use crate::algo::gossip::batch::GossipBatch;
 use crate::algo::gossip::cpu::CpuGossip;
-use crate::backend::cpu::lockstep::CpuLinear;
-use crate::backend::{Backend, BatchError, BatchPoint, LinearBatch, Placeable, Unsupported};
+use crate::algo::linear::batch::{BatchPoint, LinearBatch};
+use crate::algo::linear::cpu::CpuLinear;
+use crate::backend::{Backend, BatchError, Placeable, Unsupported};
 
 impl Placeable for CellBatch {
     fn kind(&self) -> &'static str {
@@ -37,7 +38,7 @@ impl Placeable for CellBatch {
     fn cuda_supports(&self, dev: &crate::backend::cuda::CudaBackend) -> Result<(), Unsupported> {
         let why = |e: crate::backend::cuda::CudaError| Unsupported(e.to_string());
         match self {
-            CellBatch::Linear(b) => dev.supports_linear(b),
+            CellBatch::Linear(b) => linear::cuda_supports(b, dev),
             CellBatch::Gossip(b) => crate::algo::gossip::cuda::supports(b).map_err(why),
             CellBatch::Comb(b) => crate::algo::combinatorial::cuda::supports(b).map_err(why),
         }
@@ -83,7 +84,7 @@ impl CellBatch {
     ) -> Result<Vec<Vec<CurvePoint>>, BatchError> {
         match self {
             CellBatch::Linear(batch) => {
-                let mut ops = backend.linear_ops(batch)?;
+                let mut ops = linear::ops(batch, backend)?;
                 let mut step = Lockstep::new();
                 let mut curves = vec![Vec::with_capacity(checkpoints.len()); batch.federations()];
                 let n = (batch.federations() * batch.m) as u64;

@@ -9,23 +9,22 @@
 //! keeps the decision set in L1 on a CPU and in registers/shared memory on a
 //! GPU. Refactorizations ([`Backend::spd_inverse`]) are the other operation.
 //!
-//! Every backend also runs whole [`LinearBatch`]es: many federations of one
-//! cell in lockstep, described by the algorithm layer, through the batched
-//! operations of [`LinearOps`] ([`batch`]; the CPU's in [`cpu::lockstep`],
-//! the GPU's in [`cuda::driver`]). Which backend runs a cell is decided per
-//! cell by [`Selection::place`]. This layer imports no algorithm, job or
-//! simulation code (checked by src/tests/layers.rs).
+//! Whole batches (many federations of one cell in lockstep) run on the
+//! device a backend names ([`Backend::device`]): each family builds its own
+//! batched operations for it (`algo::<family>::ops`, its CPU rounds and its
+//! CUDA host code in its own folder), using the CPU's dense kernels here and
+//! the CUDA launcher ([`cuda::launcher`]). Which backend runs a cell is
+//! decided per cell by [`Selection::place`], asking the batch itself
+//! ([`Placeable`]). This layer knows no family and imports no algorithm,
+//! job or simulation code (checked by src/tests/layers.rs).
 
-pub mod batch;
 pub mod calibration;
 pub mod cpu;
 pub mod cuda;
 pub mod dense;
+pub mod error;
 
-pub use batch::{
-    AdaptiveSync, BatchError, BatchPoint, DeviceFailure, LinearBatch, LinearOps, Network, Observation, Release, Svt,
-    SvtAgent, SyncRule, SyncWhen, Unsupported, Width, logdet_width,
-};
+pub use error::{BatchError, DeviceFailure, Unsupported};
 
 use crate::env::{AgentStreams, DecisionSet, LinearEnv};
 use crate::linalg::LltError;
@@ -146,10 +145,6 @@ pub trait Backend: Send + Sync {
     fn device_peaks(&self) -> Option<(f64, f64)> {
         None
     }
-
-    /// The batched operations of `batch` on this backend, at round 0; the
-    /// algorithm layer's lockstep loop drives them.
-    fn linear_ops<'a>(&'a self, batch: &LinearBatch) -> Result<Box<dyn LinearOps + 'a>, BatchError>;
 }
 
 /// Where a family's batched operations run: each family builds its own
@@ -162,10 +157,6 @@ pub enum Device<'a> {
     Cuda(&'a cuda::CudaBackend),
 }
 
-/// The dimension from which a linear batch is its own workload kind
-/// ([`Placeable::kind`]).
-pub const LARGE_D: usize = 32;
-
 /// A batch as placement sees it, whatever its family (the algorithm
 /// layer implements it for its batches): the workload kind a calibration
 /// measures ([`calibration`]; batches of one kind run the same operations
@@ -173,8 +164,9 @@ pub const LARGE_D: usize = 32;
 /// device can run it.
 pub trait Placeable {
     /// The workload kind: `linear`, `linear_gap`, `feducb`,
-    /// `feducb_decentralized`, `sdp_vecsum` (each with `_large_d` from d =
-    /// [`LARGE_D`] on, and `linear_large_d`; [`LinearBatch::kind`]),
+    /// `feducb_decentralized`, `sdp_vecsum` (each with `_large_d` from a
+    /// large d on, and `linear_large_d`; the linear family's
+    /// `algo::linear::batch::LinearBatch::kind`),
     /// `gossip`, `combinatorial`.
     fn kind(&self) -> &'static str;
 

@@ -61,7 +61,7 @@ use thiserror::Error;
 /// the same bits: `sdp_vecsum` cells' values change (same distribution);
 /// every other cell is unchanged.
 /// 8 -- decentralized FedUCB's messages are pulled from rings
-/// ([`crate::backend::cpu::peer`]): every receiver adds the round's
+/// ([`crate::algo::linear::cpu::peer`]): every receiver adds the round's
 /// payloads in sender order (before: in the order of a queue), so a GPU
 /// thread per entry adds the same numbers in the same order. Only the
 /// rounding of `feducb_decentralized`'s sums can change (a 64-repetition

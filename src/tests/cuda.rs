@@ -95,7 +95,7 @@ fn emulated_kernels_match_cpu_backend_for_oful() {
 /// kernel, and match the CPU.
 #[test]
 fn emulated_cooperative_kernel_with_opt_in_shared_memory_matches_cpu() {
-    use fedbandits::backend::cuda::driver::coop_step_shape;
+    use fedbandits::algo::linear::cuda::coop_step_shape;
     assert!(coop_step_shape(false, 40, 60, 227 << 10).is_some() && coop_step_shape(true, 20, 100, 227 << 10).is_some());
     assert!(coop_step_shape(true, 20, 100, 48 << 10).is_none());
     let dev = emulated_h100();
@@ -111,7 +111,7 @@ fn emulated_cooperative_kernel_with_opt_in_shared_memory_matches_cpu() {
 
 #[test]
 fn emulated_fallback_step_kernel_matches_cpu_at_large_d() {
-    use fedbandits::backend::cuda::driver::coop_step_shape;
+    use fedbandits::algo::linear::cuda::coop_step_shape;
     assert!(coop_step_shape(false, 6, 30, 48 << 10).is_some() && coop_step_shape(false, 40, 60, 48 << 10).is_none());
     // private_fedlinucb clips rewards in fb_linear_step (its one sync falls
     // on the last round, after the regret is observed).
@@ -270,8 +270,8 @@ fn placement_under_cuda_and_auto_follows_the_calibration() {
 /// that leave a block partly empty.
 #[test]
 fn cooperative_scorer_matches_cpu_scorer_bit_for_bit() {
+    use fedbandits::algo::linear::cuda::score_batch;
     use fedbandits::backend::cpu::score_argmax;
-    use fedbandits::backend::cuda::driver::score_batch;
     use fedbandits::rng::Stream;
     let mut s = Stream::new(&[77]);
     for (n, d, k) in [(5usize, 3usize, 5usize), (37, 10, 100), (16, 17, 37), (3, 40, 64)] {

@@ -2,9 +2,9 @@
 //! seeds and stated tolerances (run in release mode: `cargo test --release`).
 
 use fedbandits::algo::linear::LinearAlgorithm;
+use fedbandits::algo::linear::cpu::bank::AgentBank;
 use fedbandits::algo::linear::feducb::DubeyConstants;
 use fedbandits::backend::cpu::CpuBackend;
-use fedbandits::backend::cpu::bank::AgentBank;
 use fedbandits::env::{LinearEnv, LinearEnvKind, LinearEnvSpec};
 use fedbandits::job::{Cell, Job};
 use fedbandits::linalg;

@@ -31,7 +31,7 @@
 //! jitter and counted in `cholesky_failures`.
 
 use super::{Calibration, LinearAlgorithm, LinearConfig, Protocol};
-use crate::backend::{LinearBatch, Release, SyncRule, SyncWhen, Width};
+use crate::algo::linear::batch::{LinearBatch, Release, SyncRule, SyncWhen, Width};
 use crate::privacy::accountant::{Mechanism, NoiseModel};
 use crate::privacy::tree::AgentTrees;
 use crate::privacy::tree_levels;

@@ -35,11 +35,11 @@
 //!
 //! The algorithm runs on the batched core as a [`LinearBatch`] ([`batch`]):
 //! its widths, test and release are data; the lockstep loop and each
-//! backend's operations run it (on the CPU, `backend::cpu::lockstep`), the
+//! backend's operations run it (on the CPU, `algo::linear::cpu`), the
 //! determinant test deciding each federation's syncs on its own.
 
 use super::{LinearAlgorithm, LinearConfig, SyncRegime};
-use crate::backend::{AdaptiveSync, LinearBatch, Release, SyncRule, SyncWhen, Width};
+use crate::algo::linear::batch::{AdaptiveSync, LinearBatch, Release, SyncRule, SyncWhen, Width};
 use crate::privacy::accountant::{Mechanism, NoiseModel};
 use crate::privacy::tree::{AgentTrees, NodeNoise};
 
@@ -224,7 +224,7 @@ fn paper_claim(cfg: &LinearConfig, c: &DubeyConstants, target: f64) -> crate::pr
 /// graph): (offset, tail1, tail2) with beta = scale ((sigma sqrt(max(0,
 /// offset + log det V)) + tail1) + tail2), offset = 2 log(2/alpha) -
 /// d log(n rho_min), tail1 = S sqrt(n rho_max), tail2 = kappa sqrt(n)
-/// ([`crate::backend::logdet_width`]).
+/// ([`crate::algo::linear::batch::logdet_width`]).
 pub fn width(cfg: &LinearConfig, c: &DubeyConstants, n: f64) -> (f64, f64, f64) {
     let offset = 2.0 * (2.0 / cfg.alpha).ln() - cfg.env.d as f64 * (n * c.rho_min).ln();
     (offset, cfg.s_bound * (n * c.rho_max).sqrt(), c.kappa * n.sqrt())
@@ -252,13 +252,13 @@ pub fn det_test(
     }
 }
 
-/// The private schedule's rule ([`crate::backend::Svt`]): eps_schedule =
+/// The private schedule's rule ([`crate::algo::linear::batch::Svt`]): eps_schedule =
 /// share x the target epsilon; rho ~ Lap(2 / eps_schedule), nu ~ Lap(4 cap
 /// / eps_schedule) in units of the query's sensitivity; each agent's draws
 /// keyed by its privacy key folded with [`SVT_PURPOSE`]. None unless the
 /// cell is private with `schedule: private` and a test that depends on the
 /// data.
-pub fn svt(cfg: &LinearConfig, noise_keys: &[u64]) -> Option<crate::backend::Svt> {
+pub fn svt(cfg: &LinearConfig, noise_keys: &[u64]) -> Option<crate::algo::linear::batch::Svt> {
     let (eps, _) = cfg.privacy?;
     let super::Schedule::Private { share, cap } = cfg.schedule else {
         return None;
@@ -267,7 +267,7 @@ pub fn svt(cfg: &LinearConfig, noise_keys: &[u64]) -> Option<crate::backend::Svt
         return None;
     }
     let e = share * eps;
-    Some(crate::backend::Svt {
+    Some(crate::algo::linear::batch::Svt {
         keys: noise_keys
             .iter()
             .map(|&k| crate::rng::fold_more(k, SVT_PURPOSE))

@@ -42,7 +42,7 @@
 
 use super::LinearConfig;
 use super::feducb::{DubeyConstants, det_test, width};
-use crate::backend::{LinearBatch, Network, Release, SyncRule, SyncWhen, Width};
+use crate::algo::linear::batch::{LinearBatch, Network, Release, SyncRule, SyncWhen, Width};
 use crate::graph::Graph;
 use crate::privacy::tree::{AgentTrees, NodeNoise};
 

@@ -19,9 +19,10 @@
 //! loop only cuts chunks at checkpoints, and the sync and message counts
 //! come from the backend's observations.
 //!
-//! [`SyncWhen::Adaptive`]: crate::backend::SyncWhen::Adaptive
+//! [`SyncWhen::Adaptive`]: crate::algo::linear::batch::SyncWhen::Adaptive
 
-use crate::backend::{BatchError, BatchPoint, LinearBatch, LinearOps, Observation, SyncWhen, Width};
+use crate::algo::linear::batch::{BatchPoint, LinearBatch, LinearOps, Observation, SyncWhen, Width};
+use crate::backend::BatchError;
 
 /// Where a batch stands in the loop (serializable, for snapshots).
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -125,8 +126,8 @@ impl Lockstep {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::cpu::lockstep::CpuLinear;
-    use crate::backend::{Release, SyncRule};
+    use crate::algo::linear::batch::{Release, SyncRule};
+    use crate::algo::linear::cpu::CpuLinear;
     use crate::env::{LinearEnvKind, LinearEnvSpec};
 
     /// Operations that record what the loop asked for.

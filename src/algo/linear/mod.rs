@@ -2,12 +2,15 @@
 //!
 //! [`LinearConfig`] is a cell's fully resolved configuration (every default
 //! filled in). Every algorithm describes itself as a
-//! [`crate::backend::LinearBatch`] ([`linear_batch`]) and runs through the
+//! [`crate::algo::linear::batch::LinearBatch`] ([`linear_batch`]) and runs through the
 //! one round loop of [`lockstep`] on every backend; FedUCB's data-dependent
 //! schedule is part of the description (its determinant test, decided per
 //! federation by the backend's operations).
 
+pub mod batch;
 pub mod cost;
+pub mod cpu;
+pub mod cuda;
 pub mod fedlinucb;
 pub mod feducb;
 pub mod feducb_decentralized;
@@ -125,7 +128,7 @@ impl Calibration {
 
 /// Whether FedUCB's sync schedule is released as its determinant test
 /// decides it (the paper; covered by no figure) or answered through the
-/// sparse vector technique ([`crate::backend::Svt`]), `share` of the target
+/// sparse vector technique ([`crate::algo::linear::batch::Svt`]), `share` of the target
 /// epsilon spent on it and `cap` requests per agent.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Schedule {
@@ -244,7 +247,7 @@ pub fn accounting(cfg: &LinearConfig) -> Option<crate::privacy::accountant::Acco
     mechanism(cfg).map(|m| crate::privacy::accountant::account(&m))
 }
 
-/// The configuration as a lockstep batch ([`crate::backend::LinearBatch`],
+/// The configuration as a lockstep batch ([`crate::algo::linear::batch::LinearBatch`],
 /// run by [`lockstep::Lockstep`] on any backend): `linucb`, `independent`,
 /// `random`, `fedlinucb`, `private_fedlinucb` (every protocol) and both
 /// forms of FedUCB. `env_keys` and `algo_keys` are the federations' keys
@@ -253,7 +256,7 @@ pub fn linear_batch(
     cfg: &LinearConfig,
     env_keys: Vec<Vec<u64>>,
     algo_keys: &[Vec<u64>],
-) -> Result<crate::backend::LinearBatch, crate::graph::GraphError> {
+) -> Result<crate::algo::linear::batch::LinearBatch, crate::graph::GraphError> {
     match cfg.algorithm {
         LinearAlgorithm::Linucb | LinearAlgorithm::Independent => Ok(oful::batch(cfg, env_keys)),
         LinearAlgorithm::Random => Ok(random::batch(cfg, env_keys, algo_keys)),
@@ -268,7 +271,7 @@ pub fn linear_batch(
 /// A batch's checkpoint as an output curve point (M agents): the regret,
 /// communication and factorization counters, and the rewards clipped to
 /// the mechanism's bound (`clipped_observations`).
-pub fn curve_point(p: crate::backend::BatchPoint, m: usize) -> crate::algo::curve::CurvePoint {
+pub fn curve_point(p: crate::algo::linear::batch::BatchPoint, m: usize) -> crate::algo::curve::CurvePoint {
     use crate::algo::curve::{CurvePoint, Metric};
     let mut c = CurvePoint::new(
         p.t,
@@ -324,3 +327,26 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     variant_params: &["private"],
     non_private: &[("private_fedlinucb", "fedlinucb")],
 };
+
+/// The family's batched operations for `batch` on `backend`'s device, at
+/// round 0: the CPU's ([`cpu::CpuLinear`]) or the CUDA device's
+/// ([`cuda::CudaLinear`]).
+pub fn ops<'a>(
+    batch: &batch::LinearBatch,
+    backend: &'a dyn crate::backend::Backend,
+) -> Result<Box<dyn batch::LinearOps + 'a>, crate::backend::BatchError> {
+    Ok(match backend.device() {
+        crate::backend::Device::Cpu => Box::new(cpu::CpuLinear::new(batch)?),
+        crate::backend::Device::Cuda(dev) => Box::new(cuda::CudaLinear::new(dev.launcher()?, batch)?),
+    })
+}
+
+/// Whether the CUDA device `dev` can run `batch` (its shared-memory
+/// footprint among the checks).
+pub fn cuda_supports(
+    batch: &batch::LinearBatch,
+    dev: &crate::backend::cuda::CudaBackend,
+) -> Result<(), crate::backend::Unsupported> {
+    let limit = dev.max_shared_per_block()?;
+    cuda::supports(batch, limit).map_err(|e| crate::backend::Unsupported(e.to_string()))
+}

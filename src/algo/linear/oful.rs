@@ -7,7 +7,7 @@
 //! ([`batch`]): no sync; each agent refactorizes lambda I + its own Gram sum.
 
 use super::LinearConfig;
-use crate::backend::LinearBatch;
+use crate::algo::linear::batch::LinearBatch;
 
 /// The OFUL confidence width after `n` observations.
 pub fn beta(cfg: &LinearConfig, n: u64) -> f64 {

@@ -5,7 +5,7 @@
 //! it sees the same decision sets as every algorithm it is compared with.
 
 use super::LinearConfig;
-use crate::backend::LinearBatch;
+use crate::algo::linear::batch::LinearBatch;
 use crate::rng::Purpose;
 
 /// The key of agent `i`'s action picks.

@@ -12,11 +12,7 @@
 //! rayon's pool (as per-repetition tasks, or inside a batch's
 //! [`lockstep::CpuLinear`]); each step is sequential.
 
-pub mod bank;
-pub mod lockstep;
-pub mod peer;
-
-use super::{AgentState, Backend, BatchError, LinearBatch, LinearOps, StepResult, Workspace, clip_reward};
+use super::{AgentState, Backend, StepResult, Workspace, clip_reward};
 use crate::env::{AgentStreams, LinearEnv};
 use crate::linalg::{self, LltError};
 use crate::rng::lanes::LANES;
@@ -197,10 +193,6 @@ impl Backend for CpuBackend {
 
     fn device(&self) -> super::Device<'_> {
         super::Device::Cpu
-    }
-
-    fn linear_ops<'a>(&'a self, batch: &LinearBatch) -> Result<Box<dyn LinearOps + 'a>, BatchError> {
-        Ok(Box::new(lockstep::CpuLinear::new(batch)?))
     }
 }
 

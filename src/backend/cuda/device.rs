@@ -209,7 +209,7 @@ impl Launcher for CudaDevice {
             shared_mem_bytes: dim(shared_bytes)?,
         };
         // SAFETY: every kernel's parameter list matches the driver's argument
-        // list (src/backend/cuda/driver.rs builds both from one place);
+        // list (src/algo/linear/cuda/mod.rs builds both from one place);
         // pointer arguments are live allocations of this device, and every
         // kernel bounds-checks its thread index.
         unsafe { b.launch(cfg) }.map_err(drv)?;

@@ -6,14 +6,10 @@
 //! ([`emulation`]) in the test suite, where its output is checked against the
 //! CPU backend.
 
-pub mod adaptive;
 pub mod device;
-pub mod driver;
 pub mod emulation;
 pub mod launcher;
 pub mod nvrtc;
-pub mod peer;
-pub mod vecsum;
 
 use thiserror::Error;
 
@@ -91,15 +87,13 @@ impl CudaBackend {
         self.launcher.lock().map_err(|_| super::BatchError::Poisoned)
     }
 
-    /// Whether the linear family's batched operations can run `batch` here
-    /// (its shared-memory footprint among the checks).
-    pub fn supports_linear(&self, batch: &super::LinearBatch) -> Result<(), super::Unsupported> {
-        let limit = self
-            .launcher
+    /// Shared memory a block may use on this device (bytes), or why it
+    /// cannot be read.
+    pub fn max_shared_per_block(&self) -> Result<usize, super::Unsupported> {
+        self.launcher
             .lock()
             .map(|l| l.max_shared_per_block())
-            .map_err(|_| super::Unsupported("the CUDA device lock was poisoned by an earlier failure".into()))?;
-        driver::supports(batch, limit).map_err(|e| super::Unsupported(e.to_string()))
+            .map_err(|_| super::Unsupported("the CUDA device lock was poisoned by an earlier failure".into()))
     }
 }
 
@@ -139,14 +133,6 @@ impl super::Backend for CudaBackend {
 
     fn device(&self) -> super::Device<'_> {
         super::Device::Cuda(self)
-    }
-
-    fn linear_ops<'a>(
-        &'a self,
-        batch: &super::LinearBatch,
-    ) -> Result<Box<dyn super::LinearOps + 'a>, super::BatchError> {
-        let l = self.launcher.lock().map_err(|_| super::BatchError::Poisoned)?;
-        Ok(Box::new(driver::CudaLinear::new(l, batch)?))
     }
 }
 

@@ -1,5 +1,5 @@
 //! The device state of decentralized FedUCB (a [`LinearBatch`] with a
-//! [`crate::backend::Network`], `kernels/peer.cu`): per slot (slot s =
+//! [`crate::algo::linear::batch::Network`], `kernels/peer.cu`): per slot (slot s =
 //! g x n + agent, so that slot g's rows are an agent-indexed array the
 //! cooperative kernel plays on) S and s, log det S, the shifted inverse
 //! (private), Delta, the updates since the last factorization, the dirty
@@ -8,11 +8,11 @@
 //! senders within gamma hops as a CSR list. The per-slot V^{-1}, log det,
 //! b, local sums and tree sums are the driver's own buffers, sized by slot
 //! ([`super::driver`]). The CPU's operations are
-//! [`crate::backend::cpu::peer`], whose round the kernels reproduce.
+//! [`crate::algo::linear::cpu::peer`], whose round the kernels reproduce.
 
-use super::CudaError;
-use super::launcher::{DevPtr, Launcher, download_slice, upload_slice};
-use crate::backend::{LinearBatch, Observation, Release, Width};
+use crate::algo::linear::batch::{LinearBatch, Observation, Release, Width};
+use crate::backend::cuda::CudaError;
+use crate::backend::cuda::launcher::{DevPtr, Launcher, download_slice, upload_slice};
 use crate::graph::Reach;
 
 /// Never (a ring entry or slot that has not broadcast).

@@ -1,6 +1,6 @@
 //! A FedUCB federation on a graph (Dubey & Pentland, Section 4.2; the
 //! algorithm's description is `algo::linear::feducb_decentralized`), as the
-//! CPU runs it for a [`LinearBatch`] with a [`crate::backend::Network`]:
+//! CPU runs it for a [`LinearBatch`] with a [`crate::algo::linear::batch::Network`]:
 //! gamma estimator slots per agent (round t plays slot t mod gamma), the
 //! determinant test per slot, requests and broadcasts that travel one hop
 //! per round up to gamma hops, each slot's PRIVATIZER tree (a broadcast
@@ -27,9 +27,8 @@
 //! Counters: `syncs` counts requests, `messages` counts deliveries
 //! (requests and broadcasts, one per receiver other than the sender).
 
-use crate::backend::{
-    AgentState, Backend, LinearBatch, Observation, Release, Svt, SvtAgent, Width, Workspace, logdet_width,
-};
+use crate::algo::linear::batch::{LinearBatch, Observation, Release, Svt, SvtAgent, Width, logdet_width};
+use crate::backend::{AgentState, Backend, Workspace};
 use crate::env::{AgentStreams, LinearEnv};
 use crate::graph::Reach;
 use crate::linalg;

@@ -1,14 +1,14 @@
 //! The driver's operations for decentralized FedUCB (kernels/peer.cu, state
-//! in [`crate::backend::cuda::peer`]): the first factorization of every
+//! in [`crate::algo::linear::cuda::peer`]): the first factorization of every
 //! slot, each round's exchange before the agents play (the broadcasts that
 //! requests ask for, every slot's deliveries, the played slot's
 //! factorization) and the test, requests and broadcasts after it. Every
 //! decision is made on the device: a round costs a fixed number of launches
 //! and no copy.
 
-use super::super::CudaError;
-use super::super::launcher::{Arg, DevPtr};
 use super::{CudaLinear, int_arg};
+use crate::backend::cuda::CudaError;
+use crate::backend::cuda::launcher::{Arg, DevPtr};
 
 impl CudaLinear<'_> {
     /// Factorizes every slot (all start dirty), as the CPU's `PeerFed::new`.

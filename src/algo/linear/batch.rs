@@ -27,8 +27,13 @@
 //!   (or, on a [`Network`], as its agents' broadcasts arrive).
 //! * [`LinearOps::observe`]: each federation's regret and failure counts.
 
+use crate::backend::BatchError;
 use crate::env::LinearEnvSpec;
 use crate::privacy::vecsum::VecSum;
+
+/// The dimension from which a linear batch is its own workload kind
+/// ([`LinearBatch::kind`]).
+pub const LARGE_D: usize = 32;
 
 /// The synchronization of a federated batch.
 #[derive(Clone, Debug)]
@@ -318,7 +323,7 @@ impl LinearBatch {
     /// large d changes where the time goes (the d^2 and d^3 work), so it is
     /// its own kind.
     pub fn kind(&self) -> &'static str {
-        let large = self.env.d >= super::LARGE_D;
+        let large = self.env.d >= LARGE_D;
         let vecsum = matches!(self.sync.as_ref().map(|s| &s.release), Some(Release::VecSum { .. }));
         match (self.network.is_some(), self.adaptive(), vecsum, large) {
             (true, _, _, false) => "feducb_decentralized",
@@ -441,42 +446,4 @@ pub struct BatchPoint {
     /// Confidence widths clamped so far.
     #[serde(default)]
     pub beta_clamps: u64,
-}
-
-/// Why a backend cannot run a batch (a reason for the user; the cell runs
-/// elsewhere under `--backend auto`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Unsupported(pub String);
-
-/// A device call that failed, with the device's own message.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct DeviceFailure(pub String);
-
-/// Why a batch did not run.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum BatchError {
-    /// The backend has no kernels for this batch.
-    #[error("not supported: {0}")]
-    Unsupported(#[from] Unsupported),
-    /// The batch cannot be built: a federation's graph.
-    #[error("not supported: {0}")]
-    Graph(#[from] crate::graph::GraphError),
-    /// The device failed while running it.
-    #[error("{0}")]
-    Device(#[from] DeviceFailure),
-    /// An earlier failure poisoned the device's lock.
-    #[error("the CUDA device lock was poisoned by an earlier failure")]
-    Poisoned,
-    /// A repetition's state does not fit its plan.
-    #[error("a repetition's state does not fit its plan")]
-    StateMismatch,
-}
-
-impl BatchError {
-    /// [`BatchError::Unsupported`] with this reason.
-    pub fn unsupported(why: impl Into<String>) -> Self {
-        BatchError::Unsupported(Unsupported(why.into()))
-    }
 }

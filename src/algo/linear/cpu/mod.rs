@@ -4,22 +4,26 @@
 //! has more than one (the runner's per-repetition tasks hold one each).
 //!
 //! A server federation ([`Fed`]) syncs when the lockstep loop says
-//! ([`crate::backend::SyncWhen::Every`]) or, under FedUCB's determinant test
-//! ([`crate::backend::SyncWhen::Adaptive`]), on its own schedule inside
+//! ([`crate::algo::linear::batch::SyncWhen::Every`]) or, under FedUCB's determinant test
+//! ([`crate::algo::linear::batch::SyncWhen::Adaptive`]), on its own schedule inside
 //! [`LinearOps::rounds`]: each agent's test after its step, a
 //! refactorization when due, and the sync after the round when any agent's
-//! test fired. A federation on a graph ([`crate::backend::Network`]) is a
+//! test fired. A federation on a graph ([`crate::algo::linear::batch::Network`]) is a
 //! [`super::peer::PeerFed`].
 //!
 //! The state serializes whole (every random stream included), so a snapshot
 //! of a running repetition resumes bit for bit.
 
-use super::CpuBackend;
-use super::bank::AgentBank;
-use super::peer::PeerFed;
-use crate::backend::{
-    AdaptiveSync, Backend, BatchError, LinearBatch, LinearOps, Observation, Release, Svt, SvtAgent, Width, logdet_width,
+pub mod bank;
+pub mod peer;
+
+use self::bank::AgentBank;
+use self::peer::PeerFed;
+use crate::algo::linear::batch::{
+    AdaptiveSync, LinearBatch, LinearOps, Observation, Release, Svt, SvtAgent, Width, logdet_width,
 };
+use crate::backend::cpu::CpuBackend;
+use crate::backend::{Backend, BatchError};
 use crate::env::LinearEnv;
 use crate::linalg;
 use crate::privacy::tree::{AgentTrees, NodeNoise};

@@ -6,9 +6,9 @@
 //! per launch, randomizes every point on the device after each round and
 //! closes a batch at each sync.
 
-use super::CudaError;
-use super::launcher::{DevPtr, Launcher, upload_slice};
-use crate::backend::{LinearBatch, Release};
+use crate::algo::linear::batch::{LinearBatch, Release};
+use crate::backend::cuda::CudaError;
+use crate::backend::cuda::launcher::{DevPtr, Launcher, upload_slice};
 
 /// The protocol's buffers and constants on the device.
 pub struct VecSumState {

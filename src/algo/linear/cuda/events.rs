@@ -4,9 +4,9 @@
 //! (kernels/feducb.cu, kernels/vecsum.cu). Split from the driver for size;
 //! they act on its state.
 
-use super::super::CudaError;
-use super::super::launcher::{Arg, DevPtr};
 use super::{CudaLinear, int_arg};
+use crate::backend::cuda::CudaError;
+use crate::backend::cuda::launcher::{Arg, DevPtr};
 
 impl CudaLinear<'_> {
     /// `fb_refactor` for every agent of the federations in `mask` (null:

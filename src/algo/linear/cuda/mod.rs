@@ -5,7 +5,7 @@
 //! and each is one or a few kernel launches.
 //!
 //! [`CudaLinear`] holds a [`LinearBatch`]'s state on the device and
-//! reproduces the CPU's operations ([`crate::backend::cpu::lockstep`])
+//! reproduces the CPU's operations ([`crate::algo::linear::cpu`])
 //! exactly (same streams, same operation order, portable transcendental
 //! functions), so under the host emulation its output equals the CPU
 //! backend's bit for bit. Supported: every batch the algorithm layer
@@ -16,15 +16,20 @@
 //! in `events`, decentralized FedUCB's exchange in `peer_ops` (its per-slot
 //! buffers are this driver's, gamma rows per agent).
 
-use super::CudaError;
+mod adaptive;
 mod events;
+mod peer;
 mod peer_ops;
+mod vecsum;
 
-use super::adaptive::AdaptiveState;
-use super::launcher::{Arg, DevPtr, Launcher, bytemuck_like, download_slice, upload_slice};
-use super::peer::PeerState;
-use super::vecsum::VecSumState;
-use crate::backend::{BatchError, LinearBatch, LinearOps, Observation, Release};
+use crate::backend::cuda::CudaError;
+
+use self::adaptive::AdaptiveState;
+use self::peer::PeerState;
+use self::vecsum::VecSumState;
+use crate::algo::linear::batch::{LinearBatch, LinearOps, Observation, Release};
+use crate::backend::BatchError;
+use crate::backend::cuda::launcher::{Arg, DevPtr, Launcher, bytemuck_like, download_slice, upload_slice};
 use crate::env::{LinearEnv, LinearEnvKind};
 use crate::rng::state_words;
 
@@ -54,7 +59,7 @@ pub fn supports(batch: &LinearBatch, shared_limit: usize) -> Result<(), CudaErro
             "a random batch needs one policy key per agent".into(),
         ));
     }
-    if let Some(crate::backend::Release::VecSum { .. }) = batch.sync.as_ref().map(|s| &s.release)
+    if let Some(crate::algo::linear::batch::Release::VecSum { .. }) = batch.sync.as_ref().map(|s| &s.release)
         && coop_step_shape(gap, batch.env.d, batch.env.k, shared_limit).is_none()
     {
         return Err(CudaError::Unsupported(format!(
@@ -63,7 +68,7 @@ pub fn supports(batch: &LinearBatch, shared_limit: usize) -> Result<(), CudaErro
             batch.env.d, batch.env.k
         )));
     }
-    let per_agent = !matches!(batch.beta, crate::backend::Width::Schedule(_));
+    let per_agent = !matches!(batch.beta, crate::algo::linear::batch::Width::Schedule(_));
     if (batch.adaptive() || per_agent)
         && (batch.adaptive() != per_agent || coop_step_shape(gap, batch.env.d, batch.env.k, shared_limit).is_none())
     {
@@ -129,7 +134,7 @@ pub struct CudaLinear<'a> {
     gap: bool,
     random: bool,
     sigma: f64,
-    /// The released Gram's diagonal shift ([`crate::backend::SyncRule::diag`]).
+    /// The released Gram's diagonal shift ([`crate::algo::linear::batch::SyncRule::diag`]).
     diag: f64,
     /// `fb_sync_reduce`'s mode: 0 exact, 1 tree, 2 cumulative.
     mode: i32,

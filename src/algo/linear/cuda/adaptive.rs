@@ -7,11 +7,11 @@
 //! the kernels that act on these buffers, every federation deciding its own
 //! refactorizations and syncs on the device (no host round trip).
 //!
-//! [`SyncWhen::Adaptive`]: crate::backend::SyncWhen::Adaptive
+//! [`SyncWhen::Adaptive`]: crate::algo::linear::batch::SyncWhen::Adaptive
 
-use super::CudaError;
-use super::launcher::{DevPtr, Launcher, upload_slice};
-use crate::backend::{LinearBatch, Width};
+use crate::algo::linear::batch::{LinearBatch, Width};
+use crate::backend::cuda::CudaError;
+use crate::backend::cuda::launcher::{DevPtr, Launcher, upload_slice};
 
 /// The buffers and constants of an adaptive batch on the device.
 pub struct AdaptiveState {
@@ -57,7 +57,7 @@ pub struct AdaptiveState {
     pub leaves: DevPtr,
     /// Per federation: the running total of every leaf (cumulative release).
     pub total: DevPtr,
-    /// The private schedule ([`crate::backend::Svt`]), if any.
+    /// The private schedule ([`crate::algo::linear::batch::Svt`]), if any.
     pub svt: Option<SvtBufs>,
 }
 
@@ -86,7 +86,7 @@ impl SvtBufs {
     /// sensitivities (one per entry: agent or slot) and no request yet.
     pub fn upload(
         l: &mut dyn Launcher,
-        r: &crate::backend::Svt,
+        r: &crate::algo::linear::batch::Svt,
         keys: &[u64],
         rho: &[f64],
         sens: &[f64],
