@@ -6,9 +6,9 @@
 //! checkpoint-to-curve-point function; the simulation layer above sees
 //! only these types.
 
-use super::CellConfig;
 use super::curve::CurvePoint;
 use super::linear::lockstep::Lockstep;
+use super::{CellConfig, FamilyBatch};
 use super::{combinatorial, gossip, linear};
 use crate::algo::combinatorial::batch::CombBatch;
 use crate::algo::combinatorial::cpu::CpuComb;
@@ -20,33 +20,17 @@ use crate::backend::{Backend, BatchError, Placeable, Unsupported};
 
 impl Placeable for CellBatch {
     fn kind(&self) -> &'static str {
-        match self {
-            CellBatch::Linear(b) => b.kind(),
-            CellBatch::Gossip(_) => "gossip",
-            CellBatch::Comb(_) => "combinatorial",
-        }
+        self.family().kind()
     }
 
     fn federations(&self) -> usize {
-        match self {
-            CellBatch::Linear(b) => b.federations(),
-            CellBatch::Gossip(b) => b.federations(),
-            CellBatch::Comb(b) => b.federations(),
-        }
+        Placeable::federations(self.family())
     }
 
     fn cuda_supports(&self, dev: &crate::backend::cuda::CudaBackend) -> Result<(), Unsupported> {
-        let why = |e: crate::backend::cuda::CudaError| Unsupported(e.to_string());
-        match self {
-            CellBatch::Linear(b) => linear::cuda_supports(b, dev),
-            CellBatch::Gossip(b) => crate::algo::gossip::cuda::supports(b).map_err(why),
-            CellBatch::Comb(b) => crate::algo::combinatorial::cuda::supports(b).map_err(why),
-        }
+        self.family().cuda_supports(dev)
     }
 }
-
-/// How often (in rounds) a batch reports progress.
-const PROGRESS_EVERY: u64 = 1024;
 
 /// Repetitions of one cell as one batch, of the cell's family.
 pub enum CellBatch {
@@ -74,6 +58,16 @@ impl CellBatch {
         }
     }
 
+    /// The batch as its family states it: the one place a family's
+    /// variant is opened for running and placement.
+    pub fn family(&self) -> &dyn FamilyBatch {
+        match self {
+            CellBatch::Linear(b) => b,
+            CellBatch::Gossip(b) => b,
+            CellBatch::Comb(b) => b,
+        }
+    }
+
     /// Runs the batch to its horizon on `backend`'s batched operations:
     /// one curve per federation; `progress` receives agent-steps.
     pub fn run(
@@ -82,84 +76,8 @@ impl CellBatch {
         backend: &dyn Backend,
         progress: &dyn Fn(u64),
     ) -> Result<Vec<Vec<CurvePoint>>, BatchError> {
-        match self {
-            CellBatch::Linear(batch) => {
-                let mut ops = linear::ops(batch, backend)?;
-                let mut step = Lockstep::new();
-                let mut curves = vec![Vec::with_capacity(checkpoints.len()); batch.federations()];
-                let n = (batch.federations() * batch.m) as u64;
-                while step.t < batch.horizon {
-                    let t0 = step.t;
-                    let until = (t0 / PROGRESS_EVERY + 1) * PROGRESS_EVERY;
-                    step.advance(batch, ops.as_mut(), until, checkpoints, &mut curves)?;
-                    progress((step.t - t0) * n);
-                }
-                Ok(curves
-                    .into_iter()
-                    .map(|c| c.into_iter().map(|p| linear::curve_point(p, batch.m)).collect())
-                    .collect())
-            }
-            CellBatch::Gossip(batch) => {
-                let mut ops = gossip::ops(batch, backend)?;
-                let agents = batch.envs.first().map_or(0, |e| e.spec.agents);
-                let curves = in_progress_steps(
-                    batch.horizon,
-                    batch.federations(),
-                    agents,
-                    checkpoints,
-                    progress,
-                    |t, u, c| gossip::run(batch, ops.as_mut(), t, u, checkpoints, c),
-                )?;
-                Ok(curves
-                    .into_iter()
-                    .zip(&batch.graphs)
-                    .map(|(c, g)| {
-                        let lambda2 = g.gossip_lambda2();
-                        c.iter().map(|p| gossip::curve_point(p, batch, lambda2)).collect()
-                    })
-                    .collect())
-            }
-            CellBatch::Comb(batch) => {
-                let mut ops = combinatorial::ops(batch, backend)?;
-                let agents = batch.instances.first().map_or(0, |i| i.spec.agents);
-                let curves = in_progress_steps(
-                    batch.horizon,
-                    batch.federations(),
-                    agents,
-                    checkpoints,
-                    progress,
-                    |t, u, c| combinatorial::run(batch, ops.as_mut(), t, u, checkpoints, c),
-                )?;
-                Ok(curves
-                    .into_iter()
-                    .map(|c| c.iter().map(|p| combinatorial::curve_point(p, batch)).collect())
-                    .collect())
-            }
-        }
+        self.family().run(checkpoints, backend, progress)
     }
-}
-
-/// Runs a family's round loop (`run(from, until, curves)`) over the whole
-/// horizon in steps of [`PROGRESS_EVERY`] rounds, reporting agent-steps to
-/// `progress` after each; one curve per federation.
-fn in_progress_steps<P: Clone>(
-    horizon: u64,
-    federations: usize,
-    agents: usize,
-    checkpoints: &[u64],
-    progress: &dyn Fn(u64),
-    mut run: impl FnMut(u64, u64, &mut [Vec<P>]) -> Result<(), BatchError>,
-) -> Result<Vec<Vec<P>>, BatchError> {
-    let mut curves = vec![Vec::with_capacity(checkpoints.len()); federations];
-    let n = agents as u64 * federations as u64;
-    let mut t = 0;
-    while t < horizon {
-        let until = ((t / PROGRESS_EVERY + 1) * PROGRESS_EVERY).min(horizon);
-        run(t, until, &mut curves)?;
-        progress((until - t) * n);
-        t = until;
-    }
-    Ok(curves)
 }
 
 /// The state of one repetition in flight on the CPU (a batch of one

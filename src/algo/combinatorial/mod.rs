@@ -269,3 +269,71 @@ pub fn ops<'a>(batch: &CombBatch, backend: &'a dyn Backend) -> Result<Box<dyn Co
         Device::Cuda(dev) => Box::new(cuda::CudaComb::new(dev.launcher()?, batch)?),
     })
 }
+
+impl crate::algo::FamilyConfig for CombConfig {
+    fn agents(&self) -> usize {
+        self.env.agents
+    }
+
+    fn horizon(&self) -> u64 {
+        self.horizon
+    }
+
+    fn accounting(&self) -> Option<crate::privacy::accountant::Accounting> {
+        (self.algorithm == CombAlgorithm::PFcb).then(|| p_fcb::accounting(&self.private, self.horizon))
+    }
+
+    fn target(&self) -> (Option<f64>, Option<f64>) {
+        if self.algorithm == CombAlgorithm::PFcb {
+            (Some(self.private.epsilon), Some(self.private.delta))
+        } else {
+            (None, None)
+        }
+    }
+
+    fn cost(&self) -> crate::algo::Cost {
+        cost(self)
+    }
+
+    fn memory_per_federation(&self) -> u64 {
+        memory_per_federation(self)
+    }
+}
+
+impl crate::backend::Placeable for CombBatch {
+    fn kind(&self) -> &'static str {
+        "combinatorial"
+    }
+
+    fn federations(&self) -> usize {
+        CombBatch::federations(self)
+    }
+
+    fn cuda_supports(&self, _dev: &crate::backend::cuda::CudaBackend) -> Result<(), crate::backend::Unsupported> {
+        cuda::supports(self).map_err(|e| crate::backend::Unsupported(e.to_string()))
+    }
+}
+
+impl crate::algo::FamilyBatch for CombBatch {
+    fn run(
+        &self,
+        checkpoints: &[u64],
+        backend: &dyn Backend,
+        progress: &dyn Fn(u64),
+    ) -> Result<Vec<Vec<crate::algo::curve::CurvePoint>>, BatchError> {
+        let mut ops = ops(self, backend)?;
+        let agents = self.instances.first().map_or(0, |i| i.spec.agents);
+        let curves = crate::algo::cell::in_progress_steps(
+            self.horizon,
+            self.federations(),
+            agents,
+            checkpoints,
+            progress,
+            |t, u, c| run(self, ops.as_mut(), t, u, checkpoints, c),
+        )?;
+        Ok(curves
+            .into_iter()
+            .map(|c| c.iter().map(|p| curve_point(p, self)).collect())
+            .collect())
+    }
+}

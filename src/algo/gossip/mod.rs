@@ -286,3 +286,74 @@ pub fn ops<'a>(batch: &GossipBatch, backend: &'a dyn Backend) -> Result<Box<dyn 
         Device::Cuda(dev) => Box::new(cuda::CudaGossip::new(dev.launcher()?, batch)?),
     })
 }
+
+impl crate::algo::FamilyConfig for GossipConfig {
+    fn agents(&self) -> usize {
+        self.env.agents
+    }
+
+    fn horizon(&self) -> u64 {
+        self.horizon
+    }
+
+    fn accounting(&self) -> Option<crate::privacy::accountant::Accounting> {
+        (self.algorithm == GossipAlgorithm::FedUcbGossip)
+            .then(|| fed_ucb_gossip::accounting(&self.privacy, self.horizon))
+            .flatten()
+    }
+
+    fn target(&self) -> (Option<f64>, Option<f64>) {
+        let private = self.algorithm == GossipAlgorithm::FedUcbGossip && self.privacy.epsilon.is_finite();
+        (private.then_some(self.privacy.epsilon), None)
+    }
+
+    fn cost(&self) -> crate::algo::Cost {
+        cost(self)
+    }
+
+    fn memory_per_federation(&self) -> u64 {
+        memory_per_federation(self)
+    }
+}
+
+impl crate::backend::Placeable for GossipBatch {
+    fn kind(&self) -> &'static str {
+        "gossip"
+    }
+
+    fn federations(&self) -> usize {
+        GossipBatch::federations(self)
+    }
+
+    fn cuda_supports(&self, _dev: &crate::backend::cuda::CudaBackend) -> Result<(), crate::backend::Unsupported> {
+        cuda::supports(self).map_err(|e| crate::backend::Unsupported(e.to_string()))
+    }
+}
+
+impl crate::algo::FamilyBatch for GossipBatch {
+    fn run(
+        &self,
+        checkpoints: &[u64],
+        backend: &dyn Backend,
+        progress: &dyn Fn(u64),
+    ) -> Result<Vec<Vec<crate::algo::curve::CurvePoint>>, BatchError> {
+        let mut ops = ops(self, backend)?;
+        let agents = self.envs.first().map_or(0, |e| e.spec.agents);
+        let curves = crate::algo::cell::in_progress_steps(
+            self.horizon,
+            self.federations(),
+            agents,
+            checkpoints,
+            progress,
+            |t, u, c| run(self, ops.as_mut(), t, u, checkpoints, c),
+        )?;
+        Ok(curves
+            .into_iter()
+            .zip(&self.graphs)
+            .map(|(c, g)| {
+                let lambda2 = g.gossip_lambda2();
+                c.iter().map(|p| curve_point(p, self, lambda2)).collect()
+            })
+            .collect())
+    }
+}

@@ -350,3 +350,85 @@ pub fn cuda_supports(
     let limit = dev.max_shared_per_block()?;
     cuda::supports(batch, limit).map_err(|e| crate::backend::Unsupported(e.to_string()))
 }
+
+impl crate::algo::FamilyConfig for LinearConfig {
+    fn agents(&self) -> usize {
+        self.m
+    }
+
+    fn horizon(&self) -> u64 {
+        self.horizon
+    }
+
+    fn accounting(&self) -> Option<crate::privacy::accountant::Accounting> {
+        accounting(self)
+    }
+
+    /// The environment's misspecification for the linear model, except for
+    /// `random` (which assumes no model).
+    fn misspecification(&self) -> Option<crate::env::Misspecification> {
+        (self.algorithm != LinearAlgorithm::Random)
+            .then(|| self.env.misspecification())
+            .flatten()
+    }
+
+    fn target(&self) -> (Option<f64>, Option<f64>) {
+        self.privacy.map_or((None, None), |(e, d)| (Some(e), Some(d)))
+    }
+
+    fn schedule_private(&self) -> bool {
+        match self.algorithm {
+            LinearAlgorithm::FeducbCentralized | LinearAlgorithm::FeducbDecentralized => feducb::schedule_private(self),
+            _ => true,
+        }
+    }
+
+    fn cost(&self) -> crate::algo::Cost {
+        cost::cost(self)
+    }
+
+    fn memory_per_federation(&self) -> u64 {
+        cost::memory_per_federation(self)
+    }
+}
+
+impl crate::backend::Placeable for batch::LinearBatch {
+    fn kind(&self) -> &'static str {
+        batch::LinearBatch::kind(self)
+    }
+
+    fn federations(&self) -> usize {
+        batch::LinearBatch::federations(self)
+    }
+
+    fn cuda_supports(&self, dev: &crate::backend::cuda::CudaBackend) -> Result<(), crate::backend::Unsupported> {
+        cuda_supports(self, dev)
+    }
+}
+
+impl crate::algo::FamilyBatch for batch::LinearBatch {
+    /// The lockstep loop over the backend's operations, in steps of
+    /// [`crate::algo::cell::PROGRESS_EVERY`] rounds.
+    fn run(
+        &self,
+        checkpoints: &[u64],
+        backend: &dyn crate::backend::Backend,
+        progress: &dyn Fn(u64),
+    ) -> Result<Vec<Vec<crate::algo::curve::CurvePoint>>, crate::backend::BatchError> {
+        let every = crate::algo::cell::PROGRESS_EVERY;
+        let mut ops = ops(self, backend)?;
+        let mut step = lockstep::Lockstep::new();
+        let mut curves = vec![Vec::with_capacity(checkpoints.len()); self.federations()];
+        let n = (self.federations() * self.m) as u64;
+        while step.t < self.horizon {
+            let t0 = step.t;
+            let until = (t0 / every + 1) * every;
+            step.advance(self, ops.as_mut(), until, checkpoints, &mut curves)?;
+            progress((step.t - t0) * n);
+        }
+        Ok(curves
+            .into_iter()
+            .map(|c| c.into_iter().map(|p| curve_point(p, self.m)).collect())
+            .collect())
+    }
+}

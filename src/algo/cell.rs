@@ -1,0 +1,118 @@
+//! What the generic layers ask of a cell's configuration, whatever its
+//! family ([`FamilyConfig`]; each family implements it in its folder, and
+//! [`super::CellConfig::family`] is the one place a variant is opened), and
+//! the cost model it answers with ([`Cost`]); and what they ask of a
+//! batch of its repetitions ([`FamilyBatch`]: run it, place it).
+
+use crate::algo::curve::CurvePoint;
+use crate::backend::{Backend, BatchError, Placeable};
+
+/// A family's configuration as the job, plan, accountant and run summary
+/// see it.
+pub trait FamilyConfig {
+    /// Agents per federation.
+    fn agents(&self) -> usize;
+
+    /// Rounds T.
+    fn horizon(&self) -> u64;
+
+    /// The accountant's figures for the cell (None when not private).
+    fn accounting(&self) -> Option<crate::privacy::accountant::Accounting> {
+        None
+    }
+
+    /// Why the cell's environment is misspecified for its algorithm's
+    /// model (None when the model can represent every mean exactly, or the
+    /// algorithm assumes none). Only linear environments can be: the
+    /// gossip family's arms have stationary local means whose average is
+    /// what its algorithms estimate, and the procurement environment's
+    /// units are Bernoulli(q_i), what the combinatorial UCB counts (README,
+    /// "Is the model right?").
+    fn misspecification(&self) -> Option<crate::env::Misspecification> {
+        None
+    }
+
+    /// The privacy target (epsilon, delta) the user asked for, if private
+    /// (the gossip family's Laplace mechanism has no delta).
+    fn target(&self) -> (Option<f64>, Option<f64>) {
+        (None, None)
+    }
+
+    /// Whether the sync schedule is itself private: FedUCB's paper schedule
+    /// depends on the agents' data and is released too (the accountant's
+    /// figures cover the noisy sums only); every data-independent schedule
+    /// is.
+    fn schedule_private(&self) -> bool {
+        true
+    }
+
+    /// The cell's cost model (`fedbandits plan`).
+    fn cost(&self) -> Cost;
+
+    /// Approximate peak memory of one running federation, in bytes.
+    fn memory_per_federation(&self) -> u64;
+}
+
+/// A cell's cost model, from its family (`fedbandits plan`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cost {
+    /// Agent-steps per second per thread of the family's reference
+    /// workload (measured with `fedbandits bench` on the development VM and
+    /// rounded down to what full paper jobs achieved).
+    pub reference_rate: f64,
+    /// Cost of one agent-step relative to the reference workload.
+    pub relative: f64,
+    /// Tree-node noise entries regenerated per agent-step on average.
+    pub noise_entries_per_step: f64,
+}
+
+impl Cost {
+    /// A flat rate: every agent-step of the family costs the same, and no
+    /// tree noise is regenerated.
+    pub fn flat(reference_rate: f64) -> Self {
+        Cost {
+            reference_rate,
+            relative: 1.0,
+            noise_entries_per_step: 0.0,
+        }
+    }
+}
+
+/// A family's batch of repetitions as the simulation layer runs it; its
+/// [`Placeable`] side says where it may run.
+pub trait FamilyBatch: Placeable {
+    /// Runs the batch to its horizon on `backend`'s batched operations:
+    /// one curve per federation; `progress` receives agent-steps.
+    fn run(
+        &self,
+        checkpoints: &[u64],
+        backend: &dyn Backend,
+        progress: &dyn Fn(u64),
+    ) -> Result<Vec<Vec<CurvePoint>>, BatchError>;
+}
+
+/// How often (in rounds) a batch reports progress.
+pub const PROGRESS_EVERY: u64 = 1024;
+
+/// Runs a family's round loop (`run(from, until, curves)`) over the whole
+/// horizon in steps of [`PROGRESS_EVERY`] rounds, reporting agent-steps to
+/// `progress` after each; one curve per federation.
+pub fn in_progress_steps<P: Clone>(
+    horizon: u64,
+    federations: usize,
+    agents: usize,
+    checkpoints: &[u64],
+    progress: &dyn Fn(u64),
+    mut run: impl FnMut(u64, u64, &mut [Vec<P>]) -> Result<(), BatchError>,
+) -> Result<Vec<Vec<P>>, BatchError> {
+    let mut curves = vec![Vec::with_capacity(checkpoints.len()); federations];
+    let n = agents as u64 * federations as u64;
+    let mut t = 0;
+    while t < horizon {
+        let until = ((t / PROGRESS_EVERY + 1) * PROGRESS_EVERY).min(horizon);
+        run(t, until, &mut curves)?;
+        progress((until - t) * n);
+        t = until;
+    }
+    Ok(curves)
+}
