@@ -2,7 +2,8 @@
 //! family ([`FamilyConfig`]; each family implements it in its folder, and
 //! [`super::CellConfig::family`] is the one place a variant is opened), and
 //! the cost model it answers with ([`Cost`]); and what they ask of a
-//! batch of its repetitions ([`FamilyBatch`]: run it, place it).
+//! batch of its repetitions ([`FamilyBatch`]: run it, place it) and of one
+//! repetition in flight on the CPU ([`FamilyRep`]: snapshotted, resumed).
 
 use crate::algo::curve::CurvePoint;
 use crate::backend::{Backend, BatchError, Placeable};
@@ -115,4 +116,30 @@ pub fn in_progress_steps<P: Clone>(
         t = until;
     }
     Ok(curves)
+}
+
+/// One repetition in flight on the CPU as its family keeps it (a batch of
+/// one federation): everything needed to continue it, serialized into
+/// snapshots, so a resumed repetition is bit-identical to an uninterrupted
+/// one.
+pub trait FamilyRep: Sized {
+    /// The family's batch type.
+    type Batch;
+
+    /// Round 0 of a repetition whose batch (of one federation) is `batch`.
+    fn start(batch: &Self::Batch) -> Result<Self, BatchError>;
+
+    /// Rounds done.
+    fn t(&self) -> u64;
+
+    /// Runs rounds up to `until` (at most the horizon).
+    fn advance(&mut self, batch: &Self::Batch, until: u64, checkpoints: &[u64]) -> Result<(), BatchError>;
+
+    /// The repetition's curve.
+    fn into_points(self, batch: &Self::Batch) -> Vec<CurvePoint>;
+}
+
+/// The curve of a batch of one federation.
+pub fn first<P>(points: Vec<Vec<P>>) -> Vec<P> {
+    points.into_iter().next().unwrap_or_default()
 }

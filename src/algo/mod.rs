@@ -17,7 +17,7 @@ pub mod rounds;
 pub mod run;
 pub mod value_check;
 
-pub use cell::{Cost, FamilyBatch, FamilyConfig};
+pub use cell::{Cost, FamilyBatch, FamilyConfig, FamilyRep};
 
 /// A cell's resolved configuration, whatever its family.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]

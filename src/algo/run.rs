@@ -7,15 +7,11 @@
 //! only these types.
 
 use super::curve::CurvePoint;
-use super::linear::lockstep::Lockstep;
-use super::{CellConfig, FamilyBatch};
+use super::{CellConfig, FamilyBatch, FamilyRep};
 use super::{combinatorial, gossip, linear};
 use crate::algo::combinatorial::batch::CombBatch;
-use crate::algo::combinatorial::cpu::CpuComb;
 use crate::algo::gossip::batch::GossipBatch;
-use crate::algo::gossip::cpu::CpuGossip;
-use crate::algo::linear::batch::{BatchPoint, LinearBatch};
-use crate::algo::linear::cpu::CpuLinear;
+use crate::algo::linear::batch::LinearBatch;
 use crate::backend::{Backend, BatchError, Placeable, Unsupported};
 
 impl Placeable for CellBatch {
@@ -81,59 +77,26 @@ impl CellBatch {
 }
 
 /// The state of one repetition in flight on the CPU (a batch of one
-/// federation), everything needed to continue it: serialized into
-/// snapshots, so a resumed repetition is bit-identical to an
-/// uninterrupted one.
+/// federation), as its family keeps it ([`FamilyRep`]). A closed enum
+/// because it is serialized into snapshots (serde needs the set of types);
+/// each variant wraps its family's state.
 #[derive(serde::Serialize, serde::Deserialize)]
 pub enum RepState {
-    /// Linear family: the lockstep loop and the CPU batch.
-    Lockstep {
-        /// The loop's position.
-        step: Lockstep,
-        /// The CPU's batch state.
-        ops: CpuLinear,
-        /// Checkpoints so far.
-        points: Vec<Vec<BatchPoint>>,
-    },
+    /// Linear family.
+    Lockstep(linear::Rep),
     /// Gossip family.
-    Gossip {
-        /// The CPU's batch state.
-        ops: CpuGossip,
-        /// Rounds done.
-        t: u64,
-        /// Checkpoints so far.
-        points: Vec<Vec<gossip::GossipPoint>>,
-    },
+    Gossip(gossip::Rep),
     /// Combinatorial family.
-    Comb {
-        /// The CPU's batch state.
-        ops: CpuComb,
-        /// Rounds done.
-        t: u64,
-        /// Checkpoints so far.
-        points: Vec<Vec<combinatorial::CombPoint>>,
-    },
+    Comb(combinatorial::Rep),
 }
 
 impl RepState {
     /// Round 0 of a repetition whose batch (of one federation) is `plan`.
     pub fn start(plan: &CellBatch) -> Result<Self, BatchError> {
         Ok(match plan {
-            CellBatch::Linear(b) => RepState::Lockstep {
-                step: Lockstep::new(),
-                ops: CpuLinear::new(b)?,
-                points: vec![Vec::new()],
-            },
-            CellBatch::Gossip(b) => RepState::Gossip {
-                ops: CpuGossip::new(b)?,
-                t: 0,
-                points: vec![Vec::new()],
-            },
-            CellBatch::Comb(b) => RepState::Comb {
-                ops: CpuComb::new(b)?,
-                t: 0,
-                points: vec![Vec::new()],
-            },
+            CellBatch::Linear(b) => RepState::Lockstep(FamilyRep::start(b)?),
+            CellBatch::Gossip(b) => RepState::Gossip(FamilyRep::start(b)?),
+            CellBatch::Comb(b) => RepState::Comb(FamilyRep::start(b)?),
         })
     }
 
@@ -141,17 +104,18 @@ impl RepState {
     pub fn fits(&self, plan: &CellBatch) -> bool {
         matches!(
             (self, plan),
-            (RepState::Lockstep { .. }, CellBatch::Linear(_))
-                | (RepState::Gossip { .. }, CellBatch::Gossip(_))
-                | (RepState::Comb { .. }, CellBatch::Comb(_))
+            (RepState::Lockstep(_), CellBatch::Linear(_))
+                | (RepState::Gossip(_), CellBatch::Gossip(_))
+                | (RepState::Comb(_), CellBatch::Comb(_))
         )
     }
 
     /// Rounds done.
     pub fn t(&self) -> u64 {
         match self {
-            RepState::Lockstep { step, .. } => step.t,
-            RepState::Gossip { t, .. } | RepState::Comb { t, .. } => *t,
+            RepState::Lockstep(r) => r.t(),
+            RepState::Gossip(r) => r.t(),
+            RepState::Comb(r) => r.t(),
         }
     }
 
@@ -165,19 +129,9 @@ impl RepState {
     ) -> Result<(), BatchError> {
         let until = until.min(horizon);
         match (self, plan) {
-            (RepState::Lockstep { step, ops, points }, CellBatch::Linear(b)) => {
-                step.advance(b, ops, until, checkpoints, points)
-            }
-            (RepState::Gossip { ops, t, points }, CellBatch::Gossip(b)) => {
-                gossip::run(b, ops, *t, until, checkpoints, points)?;
-                *t = until.max(*t);
-                Ok(())
-            }
-            (RepState::Comb { ops, t, points }, CellBatch::Comb(b)) => {
-                combinatorial::run(b, ops, *t, until, checkpoints, points)?;
-                *t = until.max(*t);
-                Ok(())
-            }
+            (RepState::Lockstep(r), CellBatch::Linear(b)) => r.advance(b, until, checkpoints),
+            (RepState::Gossip(r), CellBatch::Gossip(b)) => r.advance(b, until, checkpoints),
+            (RepState::Comb(r), CellBatch::Comb(b)) => r.advance(b, until, checkpoints),
             _ => Err(BatchError::StateMismatch),
         }
     }
@@ -185,25 +139,10 @@ impl RepState {
     /// The repetition's curve.
     pub fn into_points(self, plan: &CellBatch) -> Vec<CurvePoint> {
         match (self, plan) {
-            (RepState::Lockstep { points, .. }, CellBatch::Linear(b)) => {
-                first(points).into_iter().map(|p| linear::curve_point(p, b.m)).collect()
-            }
-            (RepState::Gossip { points, .. }, CellBatch::Gossip(b)) => {
-                let lambda2 = b.graphs.first().map_or(f64::NAN, crate::graph::Graph::gossip_lambda2);
-                first(points)
-                    .iter()
-                    .map(|p| gossip::curve_point(p, b, lambda2))
-                    .collect()
-            }
-            (RepState::Comb { points, .. }, CellBatch::Comb(b)) => {
-                first(points).iter().map(|p| combinatorial::curve_point(p, b)).collect()
-            }
+            (RepState::Lockstep(r), CellBatch::Linear(b)) => r.into_points(b),
+            (RepState::Gossip(r), CellBatch::Gossip(b)) => r.into_points(b),
+            (RepState::Comb(r), CellBatch::Comb(b)) => r.into_points(b),
             _ => Vec::new(),
         }
     }
-}
-
-/// The curve of a batch of one federation.
-fn first<P>(points: Vec<Vec<P>>) -> Vec<P> {
-    points.into_iter().next().unwrap_or_default()
 }

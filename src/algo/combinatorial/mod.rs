@@ -337,3 +337,41 @@ impl crate::algo::FamilyBatch for CombBatch {
             .collect())
     }
 }
+
+/// A repetition in flight on the CPU: the CPU's batch state, the rounds
+/// done and the checkpoints so far.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct Rep {
+    ops: cpu::CpuComb,
+    t: u64,
+    points: Vec<Vec<CombPoint>>,
+}
+
+impl crate::algo::FamilyRep for Rep {
+    type Batch = CombBatch;
+
+    fn start(b: &CombBatch) -> Result<Self, BatchError> {
+        Ok(Self {
+            ops: cpu::CpuComb::new(b)?,
+            t: 0,
+            points: vec![Vec::new()],
+        })
+    }
+
+    fn t(&self) -> u64 {
+        self.t
+    }
+
+    fn advance(&mut self, b: &CombBatch, until: u64, checkpoints: &[u64]) -> Result<(), BatchError> {
+        run(b, &mut self.ops, self.t, until, checkpoints, &mut self.points)?;
+        self.t = until.max(self.t);
+        Ok(())
+    }
+
+    fn into_points(self, b: &CombBatch) -> Vec<crate::algo::curve::CurvePoint> {
+        crate::algo::cell::first(self.points)
+            .iter()
+            .map(|p| curve_point(p, b))
+            .collect()
+    }
+}

@@ -357,3 +357,42 @@ impl crate::algo::FamilyBatch for GossipBatch {
             .collect())
     }
 }
+
+/// A repetition in flight on the CPU: the CPU's batch state, the rounds
+/// done and the checkpoints so far.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct Rep {
+    ops: cpu::CpuGossip,
+    t: u64,
+    points: Vec<Vec<GossipPoint>>,
+}
+
+impl crate::algo::FamilyRep for Rep {
+    type Batch = GossipBatch;
+
+    fn start(b: &GossipBatch) -> Result<Self, BatchError> {
+        Ok(Self {
+            ops: cpu::CpuGossip::new(b)?,
+            t: 0,
+            points: vec![Vec::new()],
+        })
+    }
+
+    fn t(&self) -> u64 {
+        self.t
+    }
+
+    fn advance(&mut self, b: &GossipBatch, until: u64, checkpoints: &[u64]) -> Result<(), BatchError> {
+        run(b, &mut self.ops, self.t, until, checkpoints, &mut self.points)?;
+        self.t = until.max(self.t);
+        Ok(())
+    }
+
+    fn into_points(self, b: &GossipBatch) -> Vec<crate::algo::curve::CurvePoint> {
+        let lambda2 = b.graphs.first().map_or(f64::NAN, crate::graph::Graph::gossip_lambda2);
+        crate::algo::cell::first(self.points)
+            .iter()
+            .map(|p| curve_point(p, b, lambda2))
+            .collect()
+    }
+}

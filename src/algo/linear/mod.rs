@@ -432,3 +432,45 @@ impl crate::algo::FamilyBatch for batch::LinearBatch {
             .collect())
     }
 }
+
+/// A repetition in flight on the CPU: the lockstep loop's position, the
+/// CPU's batch state and the checkpoints so far.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct Rep {
+    step: lockstep::Lockstep,
+    ops: cpu::CpuLinear,
+    points: Vec<Vec<batch::BatchPoint>>,
+}
+
+impl crate::algo::FamilyRep for Rep {
+    type Batch = batch::LinearBatch;
+
+    fn start(b: &batch::LinearBatch) -> Result<Self, crate::backend::BatchError> {
+        Ok(Self {
+            step: lockstep::Lockstep::new(),
+            ops: cpu::CpuLinear::new(b)?,
+            points: vec![Vec::new()],
+        })
+    }
+
+    fn t(&self) -> u64 {
+        self.step.t
+    }
+
+    fn advance(
+        &mut self,
+        b: &batch::LinearBatch,
+        until: u64,
+        checkpoints: &[u64],
+    ) -> Result<(), crate::backend::BatchError> {
+        self.step
+            .advance(b, &mut self.ops, until, checkpoints, &mut self.points)
+    }
+
+    fn into_points(self, b: &batch::LinearBatch) -> Vec<crate::algo::curve::CurvePoint> {
+        crate::algo::cell::first(self.points)
+            .into_iter()
+            .map(|p| curve_point(p, b.m))
+            .collect()
+    }
+}
