@@ -88,7 +88,7 @@ impl CellConfig {
     pub fn linear(&self) -> Option<&linear::LinearConfig> {
         match self {
             CellConfig::Linear(c) => Some(c),
-            CellConfig::Gossip(_) | CellConfig::Comb(_) => None,
+            _ => None,
         }
     }
 }
