@@ -28,7 +28,7 @@ use super::linear::{LinearAlgorithm, LinearConfig, Protocol, fedlinucb, feducb};
 use crate::algo::combinatorial::batch::{p_fcb_message, p_fcb_noise_scale};
 use crate::algo::linear::cpu::CpuLinear;
 use crate::backend::cpu::CpuBackend;
-use crate::backend::{AgentState, Backend, StepResult, Workspace};
+use crate::backend::{AgentState, AgentStep, StepResult, Workspace};
 use crate::env::{AgentStreams, LinearEnv};
 use crate::linalg::LltError;
 use crate::privacy::accountant::Neighbours;
@@ -227,11 +227,7 @@ struct NeighbourFeed {
     scratch: std::sync::Mutex<(Vec<f64>, Vec<f64>)>,
 }
 
-impl Backend for NeighbourFeed {
-    fn name(&self) -> &'static str {
-        "cpu"
-    }
-
+impl AgentStep for NeighbourFeed {
     fn ucb_step(
         &self,
         env: &LinearEnv,
@@ -278,10 +274,6 @@ impl Backend for NeighbourFeed {
 
     fn spd_inverse(&self, v: &[f64], d: usize, inv: &mut [f64], ws: &mut Workspace) -> Result<(f64, f64), LltError> {
         CpuBackend.spd_inverse(v, d, inv, ws)
-    }
-
-    fn device(&self) -> crate::backend::Device<'_> {
-        crate::backend::Device::Cpu
     }
 }
 

@@ -84,3 +84,39 @@ pub fn run_to_checkpoints(
     }
     Ok(())
 }
+
+/// A repetition in flight on the CPU of a family run by this loop
+/// (snapshotted): its CPU operations, the rounds done and the checkpoints
+/// so far.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct RoundsRep<O, P> {
+    /// The CPU's batch state.
+    pub ops: O,
+    /// Rounds done.
+    pub t: u64,
+    /// Checkpoints so far (one federation).
+    pub points: Vec<Vec<P>>,
+}
+
+impl<O, P> RoundsRep<O, P> {
+    /// Round 0 over `ops`.
+    pub fn new(ops: O) -> Self {
+        Self {
+            ops,
+            t: 0,
+            points: vec![Vec::new()],
+        }
+    }
+
+    /// Runs the family's loop `run(ops, from, until, points)` and moves the
+    /// round count to `until`.
+    pub fn run_until(
+        &mut self,
+        until: u64,
+        run: impl FnOnce(&mut O, u64, u64, &mut [Vec<P>]) -> Result<(), BatchError>,
+    ) -> Result<(), BatchError> {
+        run(&mut self.ops, self.t, until, &mut self.points)?;
+        self.t = until.max(self.t);
+        Ok(())
+    }
+}

@@ -1,13 +1,14 @@
 //! Backends: where the per-step linear algebra runs.
 //!
-//! Algorithms never name faer, SIMD or CUDA: they call a [`Backend`]. A step
-//! of a UCB agent is one fused operation ([`Backend::ucb_step`]): draw the
+//! Algorithms never name faer, SIMD or CUDA: they call a [`Backend`] and the
+//! CPU's [`AgentStep`]. A step
+//! of a UCB agent is one fused operation ([`AgentStep::ucb_step`]): draw the
 //! decision set from the agent's streams, estimate theta_hat = V^{-1} b, score
 //! every action with <theta_hat, x> + beta ||x||_{V^{-1}}, pick the argmax
 //! (ties: lowest index), draw the reward, and apply the Sherman-Morrison update
 //! of V^{-1}, the determinant-lemma update of log det V and b += y x. Fusing
 //! keeps the decision set in L1 on a CPU and in registers/shared memory on a
-//! GPU. Refactorizations ([`Backend::spd_inverse`]) are the other operation.
+//! GPU. Refactorizations ([`AgentStep::spd_inverse`]) are the other operation.
 //!
 //! Whole batches (many federations of one cell in lockstep) run on the
 //! device a backend names ([`Backend::device`]): each family builds its own
@@ -115,11 +116,25 @@ impl Workspace {
     }
 }
 
-/// Batched linear algebra for the bandit engine.
+/// A device the engine runs on: the CPU or a CUDA device; each family
+/// builds its batched operations for it ([`Backend::device`]).
 pub trait Backend: Send + Sync {
     /// Short name written to the output (`cpu`, `cuda`).
     fn name(&self) -> &'static str;
 
+    /// The device a family's batched operations run on.
+    fn device(&self) -> Device<'_>;
+
+    /// Approximate device peaks (FP64 GFLOP/s, memory GB/s), where known.
+    fn device_peaks(&self) -> Option<(f64, f64)> {
+        None
+    }
+}
+
+/// The CPU's per-agent dense operations, through which the CPU rounds step
+/// one agent ([`cpu::CpuBackend`]; the privacy audit feeds neighbouring
+/// data through its own).
+pub trait AgentStep: Send + Sync {
     /// One fused UCB step of one agent (see the module docs). The reward
     /// enters b clipped to [-`reward_bound`, `reward_bound`] (infinity: not
     /// clipped). The chosen action is left in `ws.x`.
@@ -137,14 +152,6 @@ pub trait Backend: Send + Sync {
     /// definite; on failure retries with growing jitter and reports the jitter
     /// used (0 when none). `inv` receives the inverse.
     fn spd_inverse(&self, v: &[f64], d: usize, inv: &mut [f64], ws: &mut Workspace) -> Result<(f64, f64), LltError>;
-
-    /// The device a family's batched operations run on.
-    fn device(&self) -> Device<'_>;
-
-    /// Approximate device peaks (FP64 GFLOP/s, memory GB/s), where known.
-    fn device_peaks(&self) -> Option<(f64, f64)> {
-        None
-    }
 }
 
 /// Where a family's batched operations run: each family builds its own

@@ -222,10 +222,10 @@ pub fn run(sel: &Selection, opts: &BenchOptions) -> Result<(), RunError> {
 
 /// Times the hot kernels of one linear-bandit agent-step (d = 10, K = 100,
 /// linear_sphere) on one thread and prints nanoseconds per call, so that the
-/// agent-step rate can be traced to its parts.
-pub fn kernels(backend: &dyn Backend) {
-    use crate::backend::cpu::score_argmax;
-    use crate::backend::{AgentState, Workspace};
+/// agent-step rate can be traced to its parts (the CPU's kernels).
+pub fn kernels() {
+    use crate::backend::cpu::{CpuBackend, score_argmax};
+    use crate::backend::{AgentState, AgentStep, Workspace};
     use crate::env::{LinearEnv, LinearEnvKind, LinearEnvSpec};
     use crate::linalg;
     use crate::rng::normal::fill_normals;
@@ -277,7 +277,7 @@ pub fn kernels(backend: &dyn Backend) {
         black_box(linalg::sherman_morrison(&mut inv2, black_box(&xs), &mut w, d));
     });
     time("ucb_step_d10_k100", 100_000, &mut || {
-        black_box(backend.ucb_step(
+        black_box(CpuBackend.ucb_step(
             &env,
             &mut streams,
             &mut ws,

@@ -195,7 +195,7 @@ fn bench_command(b: BenchArgs) -> Result<(), CliError> {
     let sel = backend::select(b.backend, worker_threads(opts.threads))?;
     eprintln!("fedbandits bench: {}", sel.note);
     if b.kernels {
-        bench::kernels(sel.cpu_backend());
+        bench::kernels();
     }
     bench::run(&sel, &opts).map_err(CliError::Run)
 }

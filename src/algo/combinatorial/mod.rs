@@ -338,24 +338,14 @@ impl crate::algo::FamilyBatch for CombBatch {
     }
 }
 
-/// A repetition in flight on the CPU: the CPU's batch state, the rounds
-/// done and the checkpoints so far.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub struct Rep {
-    ops: cpu::CpuComb,
-    t: u64,
-    points: Vec<Vec<CombPoint>>,
-}
+/// A repetition in flight on the CPU.
+pub type Rep = crate::algo::rounds::RoundsRep<cpu::CpuComb, CombPoint>;
 
 impl crate::algo::FamilyRep for Rep {
     type Batch = CombBatch;
 
     fn start(b: &CombBatch) -> Result<Self, BatchError> {
-        Ok(Self {
-            ops: cpu::CpuComb::new(b)?,
-            t: 0,
-            points: vec![Vec::new()],
-        })
+        Ok(Self::new(cpu::CpuComb::new(b)?))
     }
 
     fn t(&self) -> u64 {
@@ -363,9 +353,9 @@ impl crate::algo::FamilyRep for Rep {
     }
 
     fn advance(&mut self, b: &CombBatch, until: u64, checkpoints: &[u64]) -> Result<(), BatchError> {
-        run(b, &mut self.ops, self.t, until, checkpoints, &mut self.points)?;
-        self.t = until.max(self.t);
-        Ok(())
+        self.run_until(until, |ops, from, until, points| {
+            run(b, ops, from, until, checkpoints, points)
+        })
     }
 
     fn into_points(self, b: &CombBatch) -> Vec<crate::algo::curve::CurvePoint> {

@@ -358,24 +358,14 @@ impl crate::algo::FamilyBatch for GossipBatch {
     }
 }
 
-/// A repetition in flight on the CPU: the CPU's batch state, the rounds
-/// done and the checkpoints so far.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub struct Rep {
-    ops: cpu::CpuGossip,
-    t: u64,
-    points: Vec<Vec<GossipPoint>>,
-}
+/// A repetition in flight on the CPU.
+pub type Rep = crate::algo::rounds::RoundsRep<cpu::CpuGossip, GossipPoint>;
 
 impl crate::algo::FamilyRep for Rep {
     type Batch = GossipBatch;
 
     fn start(b: &GossipBatch) -> Result<Self, BatchError> {
-        Ok(Self {
-            ops: cpu::CpuGossip::new(b)?,
-            t: 0,
-            points: vec![Vec::new()],
-        })
+        Ok(Self::new(cpu::CpuGossip::new(b)?))
     }
 
     fn t(&self) -> u64 {
@@ -383,9 +373,9 @@ impl crate::algo::FamilyRep for Rep {
     }
 
     fn advance(&mut self, b: &GossipBatch, until: u64, checkpoints: &[u64]) -> Result<(), BatchError> {
-        run(b, &mut self.ops, self.t, until, checkpoints, &mut self.points)?;
-        self.t = until.max(self.t);
-        Ok(())
+        self.run_until(until, |ops, from, until, points| {
+            run(b, ops, from, until, checkpoints, points)
+        })
     }
 
     fn into_points(self, b: &GossipBatch) -> Vec<crate::algo::curve::CurvePoint> {

@@ -12,7 +12,7 @@
 //! rayon's pool (as per-repetition tasks, or inside a batch's
 //! [`lockstep::CpuLinear`]); each step is sequential.
 
-use super::{AgentState, Backend, StepResult, Workspace, clip_reward};
+use super::{AgentState, AgentStep, Backend, StepResult, Workspace, clip_reward};
 use crate::env::{AgentStreams, LinearEnv};
 use crate::linalg::{self, LltError};
 use crate::rng::lanes::LANES;
@@ -145,6 +145,12 @@ impl Backend for CpuBackend {
         "cpu"
     }
 
+    fn device(&self) -> super::Device<'_> {
+        super::Device::Cpu
+    }
+}
+
+impl AgentStep for CpuBackend {
     fn ucb_step(
         &self,
         env: &LinearEnv,
@@ -189,10 +195,6 @@ impl Backend for CpuBackend {
             });
         }
         linalg::spd_inverse_with_jitter(v, d, inv, &mut ws.m1, &mut ws.m2)
-    }
-
-    fn device(&self) -> super::Device<'_> {
-        super::Device::Cpu
     }
 }
 

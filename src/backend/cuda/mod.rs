@@ -105,28 +105,6 @@ impl super::Backend for CudaBackend {
         "cuda"
     }
 
-    fn ucb_step(
-        &self,
-        env: &crate::env::LinearEnv,
-        streams: &mut crate::env::AgentStreams,
-        ws: &mut super::Workspace,
-        agent: super::AgentState<'_>,
-        beta: f64,
-        reward_bound: f64,
-    ) -> super::StepResult {
-        super::cpu::CpuBackend.ucb_step(env, streams, ws, agent, beta, reward_bound)
-    }
-
-    fn spd_inverse(
-        &self,
-        v: &[f64],
-        d: usize,
-        inv: &mut [f64],
-        ws: &mut super::Workspace,
-    ) -> Result<(f64, f64), crate::linalg::LltError> {
-        super::cpu::CpuBackend.spd_inverse(v, d, inv, ws)
-    }
-
     fn device_peaks(&self) -> Option<(f64, f64)> {
         self.launcher.lock().ok()?.peaks()
     }

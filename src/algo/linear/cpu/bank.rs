@@ -2,7 +2,7 @@
 //! and the per-agent operations on it (step, refactorization, the reset
 //! after a sync), used by the lockstep operations ([`super::lockstep`]).
 
-use crate::backend::{AgentState, Backend, StepResult, Workspace};
+use crate::backend::{AgentState, AgentStep, StepResult, Workspace};
 use crate::env::{AgentStreams, LinearEnv};
 use crate::linalg;
 
@@ -78,7 +78,7 @@ impl AgentBank {
     /// One UCB step of agent `i`; also adds the observation to the agent's
     /// exact local sums and its regret.
     #[inline]
-    pub fn step<B: Backend + ?Sized>(&mut self, i: usize, env: &LinearEnv, backend: &B, beta: f64) -> StepResult {
+    pub fn step<B: AgentStep + ?Sized>(&mut self, i: usize, env: &LinearEnv, backend: &B, beta: f64) -> StepResult {
         let (d, dd) = (self.d, self.d * self.d);
         let st = backend.ucb_step(
             env,
@@ -110,7 +110,7 @@ impl AgentBank {
     }
 
     /// Rebuilds V_i^{-1} and log det V_i from V_i = base + gram_i.
-    pub fn refactor<B: Backend + ?Sized>(&mut self, i: usize, base: &[f64], backend: &B) {
+    pub fn refactor<B: AgentStep + ?Sized>(&mut self, i: usize, base: &[f64], backend: &B) {
         let dd = self.d * self.d;
         let mut v = std::mem::take(&mut self.vtmp);
         for ((t, b), g) in v.iter_mut().zip(base).zip(&self.gram[i * dd..(i + 1) * dd]) {
@@ -122,7 +122,7 @@ impl AgentBank {
 
     /// After a sync: every agent gets V_i = `v` (factorized once), b_i = `b`,
     /// and empty local sums.
-    pub fn reset_all<B: Backend + ?Sized>(&mut self, v: &[f64], b: &[f64], backend: &B) {
+    pub fn reset_all<B: AgentStep + ?Sized>(&mut self, v: &[f64], b: &[f64], backend: &B) {
         let (d, dd) = (self.d, self.d * self.d);
         self.factor_into(0, v, backend);
         let (first, rest) = self.vinv.split_at_mut(dd);
@@ -140,7 +140,7 @@ impl AgentBank {
     }
 
     /// Sets agent `i`'s V^{-1} and log det from the full matrix `v`.
-    pub fn factor_into<B: Backend + ?Sized>(&mut self, i: usize, v: &[f64], backend: &B) {
+    pub fn factor_into<B: AgentStep + ?Sized>(&mut self, i: usize, v: &[f64], backend: &B) {
         let (d, dd) = (self.d, self.d * self.d);
         match backend.spd_inverse(v, d, &mut self.vinv[i * dd..(i + 1) * dd], &mut self.ws) {
             Ok((ld, jitter)) => {

@@ -23,7 +23,7 @@ use crate::algo::linear::batch::{
     AdaptiveSync, LinearBatch, LinearOps, Observation, Release, Svt, SvtAgent, Width, logdet_width,
 };
 use crate::backend::cpu::CpuBackend;
-use crate::backend::{Backend, BatchError};
+use crate::backend::{AgentStep, BatchError};
 use crate::env::LinearEnv;
 use crate::linalg;
 use crate::privacy::tree::{AgentTrees, NodeNoise};
@@ -217,7 +217,7 @@ impl CpuLinear {
     /// [`LinearOps::rounds`] with every agent step (and factorization) done
     /// by `step` (the CPU backend, or a wrapper that alters the data fed to
     /// it: the schedule attack of `fedbandits audit`).
-    pub fn rounds_on<B: Backend + Sync + ?Sized>(&mut self, step: &B, t0: u64, count: usize, betas: &[f64]) {
+    pub fn rounds_on<B: AgentStep + ?Sized>(&mut self, step: &B, t0: u64, count: usize, betas: &[f64]) {
         let rule = self.rule;
         match &mut self.feds {
             Feds::Graph(feds) => {
@@ -299,7 +299,7 @@ impl Fed {
     /// `beta` (or each agent's own) (randomized into the vector-summation
     /// windows when private); under the determinant test, each agent's
     /// test, the refactorization when due and the sync when fired.
-    fn round<B: Backend + ?Sized>(&mut self, step: &B, rule: &Rule, beta: f64) {
+    fn round<B: AgentStep + ?Sized>(&mut self, step: &B, rule: &Rule, beta: f64) {
         let mut total = 0.0;
         if !self.picks.is_empty() {
             let bank = &mut self.bank;
@@ -361,7 +361,7 @@ impl Fed {
     }
 
     /// The server's release becomes every agent's base and bias.
-    fn sync<B: Backend + ?Sized>(&mut self, rule: &Rule, step: &B) {
+    fn sync<B: AgentStep + ?Sized>(&mut self, rule: &Rule, step: &B) {
         let (d, dd, m) = (self.bank.d, self.bank.d * self.bank.d, self.bank.m);
         let released = match &mut self.privatizer {
             Privatizer::Trees { trees, sigma, noise } => {
@@ -491,7 +491,7 @@ impl DetTest {
     }
 
     /// Rebuilds agent i's shifted inverse from S + U_i + c I.
-    fn refactor<B: Backend + ?Sized>(&mut self, i: usize, base: &[f64], bank: &mut AgentBank, step: &B) {
+    fn refactor<B: AgentStep + ?Sized>(&mut self, i: usize, base: &[f64], bank: &mut AgentBank, step: &B) {
         if self.c <= 0.0 {
             return;
         }
@@ -514,7 +514,7 @@ impl DetTest {
 
     /// After a sync to S = `base`: log det S, every agent's shifted inverse
     /// (S + c I)^{-1}, the counters.
-    fn after_sync<B: Backend + ?Sized>(&mut self, base: &[f64], bank: &mut AgentBank, step: &B, messages: u64) {
+    fn after_sync<B: AgentStep + ?Sized>(&mut self, base: &[f64], bank: &mut AgentBank, step: &B, messages: u64) {
         let (d, dd) = (bank.d, bank.d * bank.d);
         self.logdet_s = bank.logdet[0];
         if self.c > 0.0 {

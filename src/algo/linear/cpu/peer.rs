@@ -28,7 +28,7 @@
 //! (requests and broadcasts, one per receiver other than the sender).
 
 use crate::algo::linear::batch::{LinearBatch, Observation, Release, Svt, SvtAgent, Width, logdet_width};
-use crate::backend::{AgentState, Backend, Workspace};
+use crate::backend::{AgentState, AgentStep, Workspace};
 use crate::env::{AgentStreams, LinearEnv};
 use crate::graph::Reach;
 use crate::linalg;
@@ -387,7 +387,7 @@ impl PeerFed {
 
 impl PeerFed {
     /// Round t of every agent (`step` runs each UCB step).
-    pub fn round<B: Backend + ?Sized>(&mut self, t: u64, step: &B) {
+    pub fn round<B: AgentStep + ?Sized>(&mut self, t: u64, step: &B) {
         let (m, d) = (self.m, self.d);
         let dd = d * d;
         let g = (t % self.gamma as u64) as usize;
