@@ -119,15 +119,9 @@ impl RepState {
         }
     }
 
-    /// Runs rounds up to `until` (at most `horizon`).
-    pub fn advance(
-        &mut self,
-        plan: &CellBatch,
-        horizon: u64,
-        until: u64,
-        checkpoints: &[u64],
-    ) -> Result<(), BatchError> {
-        let until = until.min(horizon);
+    /// Runs rounds up to `until` (each family's loop stops at its batch's
+    /// horizon).
+    pub fn advance(&mut self, plan: &CellBatch, until: u64, checkpoints: &[u64]) -> Result<(), BatchError> {
         match (self, plan) {
             (RepState::Lockstep(r), CellBatch::Linear(b)) => r.advance(b, until, checkpoints),
             (RepState::Gossip(r), CellBatch::Gossip(b)) => r.advance(b, until, checkpoints),

@@ -140,7 +140,7 @@ pub fn run_rep_resumable(
     let mut last_snapshot = Instant::now();
     while state.t() < horizon {
         let t0 = state.t();
-        state.advance(&plan, horizon, (t0 / CHECK_EVERY + 1) * CHECK_EVERY, checkpoints)?;
+        state.advance(&plan, (t0 / CHECK_EVERY + 1) * CHECK_EVERY, checkpoints)?;
         let t = state.t();
         progress((t - t0) * m);
         let Some(s) = snap else { continue };
