@@ -19,6 +19,11 @@ pub const FAMILIES: &[Family] = &[
     super::combinatorial::FAMILY,
 ];
 
+/// Every family's CUDA kernel sources, for the device to compile.
+pub fn kernel_sources() -> Vec<crate::backend::cuda::nvrtc::KernelSource> {
+    FAMILIES.iter().flat_map(|f| f.kernels.iter().copied()).collect()
+}
+
 /// Every algorithm of every family.
 pub fn algorithms() -> Vec<(&'static str, &'static str)> {
     FAMILIES.iter().flat_map(|f| f.algorithms.iter().copied()).collect()

@@ -57,6 +57,8 @@ pub struct Family {
     /// privacy is a separate algorithm rather than `private: false`: the
     /// counterpart whose regret the cost of privacy is measured against.
     pub non_private: &'static [(&'static str, &'static str)],
+    /// Its CUDA kernel sources (none: the family runs on the CPU only).
+    pub kernels: &'static [crate::backend::cuda::nvrtc::KernelSource],
 }
 
 /// A family's parameter resolution ([`crate::algo::resolve`]).

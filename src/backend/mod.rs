@@ -326,16 +326,21 @@ impl Selection {
 pub const NOT_CALIBRATED: &str =
     "no calibration of a GPU on this machine; `fedbandits calibrate` measures every backend here, then auto uses it";
 
-/// Opens what a choice needs for a run on `threads` worker threads, with a
+/// Opens what a choice needs for a run on `threads` worker threads (a CUDA
+/// device compiles the families' `kernels`), with a
 /// one-line note on what was found. `auto` opens a device only where a
 /// calibration of this engine, CPU and thread count names one (so a
 /// CPU-only machine never pays for NVRTC), and uses it only if the device
 /// that opens is the one calibrated.
-pub fn select(choice: BackendChoice, threads: usize) -> Result<Selection, BackendError> {
+pub fn select(
+    choice: BackendChoice,
+    threads: usize,
+    kernels: &[cuda::nvrtc::KernelSource],
+) -> Result<Selection, BackendError> {
     match choice {
         BackendChoice::Cpu => Ok(Selection::cpu()),
-        BackendChoice::Auto => Ok(select_auto(threads)),
-        BackendChoice::Cuda => match cuda::CudaBackend::open() {
+        BackendChoice::Auto => Ok(select_auto(threads, kernels)),
+        BackendChoice::Cuda => match cuda::CudaBackend::open(kernels) {
             Ok(b) => {
                 let note = format!("backend cuda ({})", b.description());
                 Ok(Selection {
@@ -350,7 +355,7 @@ pub fn select(choice: BackendChoice, threads: usize) -> Result<Selection, Backen
     }
 }
 
-fn select_auto(threads: usize) -> Selection {
+fn select_auto(threads: usize, kernels: &[cuda::nvrtc::KernelSource]) -> Selection {
     let cpu = |note: String| Selection {
         choice: BackendChoice::Auto,
         cuda: None,
@@ -364,7 +369,7 @@ fn select_auto(threads: usize) -> Selection {
     let Some(device) = calibration::Calibration::device_calibrated(&dir, threads) else {
         return cpu(NOT_CALIBRATED.into());
     };
-    let dev = match cuda::CudaBackend::open() {
+    let dev = match cuda::CudaBackend::open(kernels) {
         Ok(d) => d,
         Err(e) => return cpu(format!("the calibrated device {device} did not open: {e}")),
     };

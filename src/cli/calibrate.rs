@@ -121,7 +121,7 @@ pub fn run(opts: &CalibrateOptions) -> Result<String, CliError> {
 /// Opens a CUDA device and checks its parity with the CPU; the device when
 /// it agrees, and the reasons a device was not used.
 fn open_checked(text: &mut String) -> (Option<CudaBackend>, Vec<String>) {
-    let dev = match CudaBackend::open() {
+    let dev = match CudaBackend::open(&crate::algo::family::kernel_sources()) {
         Ok(d) => d,
         Err(e) => {
             *text += &format!("no CUDA device opened ({e}): the CPU only\n");

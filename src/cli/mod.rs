@@ -192,7 +192,11 @@ fn bench_command(b: BenchArgs) -> Result<(), CliError> {
         only: b.only,
         federations: b.federations,
     };
-    let sel = backend::select(b.backend, worker_threads(opts.threads))?;
+    let sel = backend::select(
+        b.backend,
+        worker_threads(opts.threads),
+        &crate::algo::family::kernel_sources(),
+    )?;
     eprintln!("fedbandits bench: {}", sel.note);
     if b.kernels {
         bench::kernels();
@@ -209,7 +213,7 @@ fn run_command(
     opts: RunOptions,
 ) -> Result<(), CliError> {
     let job = Job::load(job)?;
-    let sel = backend::select(backend, worker_threads(threads))?;
+    let sel = backend::select(backend, worker_threads(threads), &crate::algo::family::kernel_sources())?;
     // Refused before any work when it cannot fit (an allocation that fails
     // aborts the process).
     if let Some(why) = crate::sim::memory::too_big(&job, worker_threads(threads)) {

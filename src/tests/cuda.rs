@@ -22,14 +22,15 @@ fn every_kernel_compiles_with_nvrtc_for_sm_90() {
         nvrtc::available(),
         "libnvrtc.so.12 not found: run the tests through .ci/run (it installs nvidia-cuda-nvrtc-cu12 and sets LD_LIBRARY_PATH)"
     );
-    let c = nvrtc::compile("sm_90", &["--ptxas-options=-v"]).unwrap_or_else(|e| panic!("{e}"));
+    let sources = fedbandits::algo::family::kernel_sources();
+    let c = nvrtc::compile("sm_90", &["--ptxas-options=-v"], &sources).unwrap_or_else(|e| panic!("{e}"));
     assert!(c.cubin_bytes.unwrap_or(0) > 0);
     let usage = nvrtc::ptxas_usage(&c.log);
     println!("kernel registers/spills at sm_90 (ptxas):");
     for (name, regs, st, ld) in &usage {
         println!("  {name:<20} {regs:>4} registers  {st:>5} bytes spill stores  {ld:>5} bytes spill loads");
     }
-    for k in nvrtc::KERNELS {
+    for k in sources.iter().flat_map(|s| s.kernels) {
         assert!(
             usage.iter().any(|(n, ..)| n == k),
             "no ptxas report for {k}:\n{}",
@@ -41,7 +42,7 @@ fn every_kernel_compiles_with_nvrtc_for_sm_90() {
         assert_eq!((*st, *ld), (0, 0), "{name} spills at sm_90:\n{}", c.log);
     }
     // PTX for a virtual architecture (what a GPU run loads) also compiles.
-    let p = nvrtc::compile("compute_80", &[]).unwrap_or_else(|e| panic!("{e}"));
+    let p = nvrtc::compile("compute_80", &[], &sources).unwrap_or_else(|e| panic!("{e}"));
     assert!(p.ptx.unwrap_or_default().contains(".entry fb_linear_step"));
 }
 
@@ -148,7 +149,7 @@ fn emulated_kernels_match_cpu_backend_on_linear_gap() {
 /// replaced by src/math.rs). Without a device it says it was skipped.
 #[test]
 fn device_matches_cpu_when_present() {
-    let dev = match CudaBackend::open() {
+    let dev = match CudaBackend::open(&fedbandits::algo::family::kernel_sources()) {
         Ok(d) => d,
         Err(e) => {
             println!("device parity: SKIPPED, no usable CUDA device ({e})");

@@ -354,3 +354,10 @@ impl CombOps for CudaComb<'_> {
         Ok(())
     }
 }
+
+/// The family's kernel source, for NVRTC.
+pub const KERNELS: &[crate::backend::cuda::nvrtc::KernelSource] = &[crate::backend::cuda::nvrtc::KernelSource {
+    file: "combinatorial.cu",
+    source: include_str!("../../../kernels/combinatorial.cu"),
+    kernels: &["fb_comb_rounds"],
+}];

@@ -258,6 +258,7 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     ],
     variant_params: &[],
     non_private: &[("p_fcb", "fcb")],
+    kernels: cuda::KERNELS,
 };
 
 /// The family's batched operations for `batch` on `backend`'s device, at

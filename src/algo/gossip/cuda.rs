@@ -332,3 +332,10 @@ impl GossipOps for CudaGossip<'_> {
         Ok(())
     }
 }
+
+/// The family's kernel source, for NVRTC.
+pub const KERNELS: &[crate::backend::cuda::nvrtc::KernelSource] = &[crate::backend::cuda::nvrtc::KernelSource {
+    file: "gossip.cu",
+    source: include_str!("../../../kernels/gossip.cu"),
+    kernels: &["fb_gossip_rounds"],
+}];

@@ -275,6 +275,7 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     ],
     variant_params: &[],
     non_private: &[("fed_ucb_gossip", "gossip_ucb")],
+    kernels: cuda::KERNELS,
 };
 
 /// The family's batched operations for `batch` on `backend`'s device, at

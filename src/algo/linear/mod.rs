@@ -326,6 +326,7 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     ],
     variant_params: &["private"],
     non_private: &[("private_fedlinucb", "fedlinucb")],
+    kernels: cuda::KERNELS,
 };
 
 /// The family's batched operations for `batch` on `backend`'s device, at

@@ -34,7 +34,7 @@ fn drv(e: impl std::fmt::Debug) -> CudaError {
 
 impl CudaDevice {
     /// Opens device 0 and loads the kernels.
-    pub fn open() -> Result<Self, CudaError> {
+    pub fn open(kernels: &[super::nvrtc::KernelSource]) -> Result<Self, CudaError> {
         // SAFETY: only tries to dlopen libcuda by its usual names.
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
             return Err(CudaError::NoDevice(
@@ -48,13 +48,13 @@ impl CudaDevice {
         let ctx = CudaContext::new(0).map_err(|e| CudaError::NoDevice(format!("{e:?}")))?;
         let (major, minor) = ctx.compute_capability().map_err(drv)?;
         let name = ctx.name().unwrap_or_else(|_| "unknown GPU".into());
-        let compiled = nvrtc::compile(&format!("compute_{major}{minor}"), &[])?;
+        let compiled = nvrtc::compile(&format!("compute_{major}{minor}"), &[], kernels)?;
         let ptx = compiled
             .ptx
             .ok_or_else(|| CudaError::Driver("NVRTC returned no PTX".into()))?;
         let module = ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)).map_err(drv)?;
         let mut functions = HashMap::new();
-        for &k in nvrtc::KERNELS {
+        for &k in kernels.iter().flat_map(|s| s.kernels) {
             functions.insert(k, module.load_function(k).map_err(drv)?);
         }
         let stream = ctx.default_stream();

@@ -53,9 +53,10 @@ pub struct CudaBackend {
 }
 
 impl CudaBackend {
-    /// Opens the first device (compiling the kernels with NVRTC).
-    pub fn open() -> Result<Self, CudaError> {
-        let dev = device::CudaDevice::open()?;
+    /// Opens the first device, compiling the families' `kernels` with
+    /// NVRTC.
+    pub fn open(kernels: &[nvrtc::KernelSource]) -> Result<Self, CudaError> {
+        let dev = device::CudaDevice::open(kernels)?;
         let description = dev.description.clone();
         Ok(Self::with_launcher(Box::new(dev), &description))
     }

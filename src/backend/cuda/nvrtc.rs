@@ -12,59 +12,26 @@ use thiserror::Error;
 
 /// `kernels/common.cuh`.
 pub const COMMON: &str = include_str!("../../../kernels/common.cuh");
-/// `kernels/linear.cu`.
-pub const LINEAR: &str = include_str!("../../../kernels/linear.cu");
-/// `kernels/gossip.cu`.
-pub const GOSSIP: &str = include_str!("../../../kernels/gossip.cu");
-/// `kernels/combinatorial.cu`.
-pub const COMBINATORIAL: &str = include_str!("../../../kernels/combinatorial.cu");
-/// `kernels/feducb.cu`.
-pub const FEDUCB: &str = include_str!("../../../kernels/feducb.cu");
-/// `kernels/vecsum.cu`.
-pub const VECSUM: &str = include_str!("../../../kernels/vecsum.cu");
-/// `kernels/peer.cu`.
-pub const PEER: &str = include_str!("../../../kernels/peer.cu");
+/// A family's kernels: one source file of `kernels/` (embedded by the
+/// family with `include_str!`) and the kernels it defines. Each family lists
+/// its own (`KERNELS` in its folder, [`crate::backend`] knows none); the
+/// device compiles the ones it is opened with.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelSource {
+    /// The file's name under `kernels/`.
+    pub file: &'static str,
+    /// Its text.
+    pub source: &'static str,
+    /// The kernels it defines (loaded by name).
+    pub kernels: &'static [&'static str],
+}
 
-/// Names of every kernel, for loading and for the compile test.
-pub const KERNELS: &[&str] = &[
-    "fb_linear_step",
-    "fb_round_reduce",
-    "fb_refactor",
-    "fb_tree_insert",
-    "fb_sync_reduce",
-    "fb_sync_factor",
-    "fb_sync_broadcast",
-    "fb_score_coop",
-    "fb_linear_rounds_coop",
-    "fb_rounds_reduce",
-    "fb_gossip_rounds",
-    "fb_comb_rounds",
-    "fb_det_test",
-    "fb_adaptive_events",
-    "fb_refactor_shifted",
-    "fb_sync_shifted",
-    "fb_vecsum_add",
-    "fb_vecsum_clipcount",
-    "fb_vecsum_close",
-    "fb_peer_asked",
-    "fb_peer_payload",
-    "fb_peer_deliver",
-    "fb_peer_refactor",
-    "fb_peer_test",
-];
-
-/// The single translation unit NVRTC compiles.
-pub fn kernel_source() -> String {
+/// The single translation unit NVRTC compiles: `common.cuh`, then each
+/// source without its include of it.
+pub fn kernel_source(sets: &[KernelSource]) -> String {
     let mut s = String::from(COMMON);
     s.push('\n');
-    for line in LINEAR
-        .lines()
-        .chain(GOSSIP.lines())
-        .chain(COMBINATORIAL.lines())
-        .chain(FEDUCB.lines())
-        .chain(VECSUM.lines())
-        .chain(PEER.lines())
-    {
+    for line in sets.iter().flat_map(|k| k.source.lines()) {
         if line.trim_start().starts_with("#include \"common.cuh\"") {
             continue;
         }
@@ -116,9 +83,10 @@ pub fn available() -> bool {
     unsafe { sys::is_culib_present() }
 }
 
-/// Compiles the kernels for `arch` (`compute_90` gives PTX, `sm_90` a CUBIN).
-pub fn compile(arch: &str, extra: &[&str]) -> Result<Compiled, NvrtcError> {
-    compile_source(&kernel_source(), arch, extra)
+/// Compiles the kernel sources `sets` for `arch` (`compute_90` gives PTX,
+/// `sm_90` a CUBIN).
+pub fn compile(arch: &str, extra: &[&str], sets: &[KernelSource]) -> Result<Compiled, NvrtcError> {
+    compile_source(&kernel_source(sets), arch, extra)
 }
 
 /// Compiles CUDA C++ source text with the project's options.

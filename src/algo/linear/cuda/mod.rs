@@ -23,6 +23,7 @@ mod peer_ops;
 mod vecsum;
 
 use crate::backend::cuda::CudaError;
+use crate::backend::cuda::nvrtc::KernelSource;
 
 use self::adaptive::AdaptiveState;
 use self::peer::PeerState;
@@ -706,3 +707,51 @@ pub fn score_batch(
     download_slice(l, quads, &mut quad)?;
     Ok(arm.into_iter().map(|v| v.max(0) as usize).zip(quad).collect())
 }
+
+/// The family's kernel sources, for NVRTC: the lockstep rounds, FedUCB's
+/// events and private schedule, the vector-summation protocol, FedUCB on a
+/// graph.
+pub const KERNELS: &[KernelSource] = &[
+    KernelSource {
+        file: "linear.cu",
+        source: include_str!("../../../../kernels/linear.cu"),
+        kernels: &[
+            "fb_linear_step",
+            "fb_round_reduce",
+            "fb_refactor",
+            "fb_tree_insert",
+            "fb_sync_reduce",
+            "fb_sync_factor",
+            "fb_sync_broadcast",
+            "fb_score_coop",
+            "fb_linear_rounds_coop",
+            "fb_rounds_reduce",
+        ],
+    },
+    KernelSource {
+        file: "feducb.cu",
+        source: include_str!("../../../../kernels/feducb.cu"),
+        kernels: &[
+            "fb_det_test",
+            "fb_adaptive_events",
+            "fb_refactor_shifted",
+            "fb_sync_shifted",
+        ],
+    },
+    KernelSource {
+        file: "vecsum.cu",
+        source: include_str!("../../../../kernels/vecsum.cu"),
+        kernels: &["fb_vecsum_add", "fb_vecsum_clipcount", "fb_vecsum_close"],
+    },
+    KernelSource {
+        file: "peer.cu",
+        source: include_str!("../../../../kernels/peer.cu"),
+        kernels: &[
+            "fb_peer_asked",
+            "fb_peer_payload",
+            "fb_peer_deliver",
+            "fb_peer_refactor",
+            "fb_peer_test",
+        ],
+    },
+];
