@@ -2,14 +2,12 @@
 // every (block, thread) of a grid in order. Loaded by the test suite
 // (src/backend/cuda/emulation.rs) through `fb_emu_launch`, whose parameter
 // array has the layout of cuLaunchKernel's kernelParams.
-#define FB_HOST_EMULATION 1
-#include "emulation.hpp"
-#include "linear.cu"
-#include "gossip.cu"
-#include "combinatorial.cu"
-#include "feducb.cu"
-#include "vecsum.cu"
-#include "peer.cu"
+//
+// Not compiled alone: src/backend/cuda/emulation.rs generates the
+// translation unit from the kernel sources the families list (each family's
+// `KERNELS`): it defines FB_HOST_EMULATION, includes emulation.hpp and
+// every source, defines FB_EMU_TABLE (one FB_KERNEL or FB_COOP_KERNEL per
+// kernel), then includes this file.
 
 // A deliberately broken kernel for the emulator's own test: thread 0 returns
 // while the others wait at a barrier.
@@ -75,30 +73,7 @@ static int fb_run(void (*f)(A...), unsigned grid, unsigned block, unsigned share
 // sequential reached a barrier.
 extern "C" int fb_emu_launch(const char* kernel, unsigned grid, unsigned block, unsigned shared_bytes,
                              void** params) {
-    FB_KERNEL(fb_linear_step)
-    FB_KERNEL(fb_round_reduce)
-    FB_KERNEL(fb_refactor)
-    FB_KERNEL(fb_tree_insert)
-    FB_KERNEL(fb_sync_reduce)
-    FB_KERNEL(fb_sync_factor)
-    FB_KERNEL(fb_sync_broadcast)
-    FB_COOP_KERNEL(fb_score_coop)
-    FB_COOP_KERNEL(fb_linear_rounds_coop)
-    FB_KERNEL(fb_rounds_reduce)
-    FB_COOP_KERNEL(fb_gossip_rounds)
-    FB_COOP_KERNEL(fb_comb_rounds)
-    FB_KERNEL(fb_det_test)
-    FB_KERNEL(fb_adaptive_events)
-    FB_KERNEL(fb_refactor_shifted)
-    FB_KERNEL(fb_sync_shifted)
-    FB_KERNEL(fb_vecsum_add)
-    FB_KERNEL(fb_vecsum_clipcount)
-    FB_KERNEL(fb_vecsum_close)
-    FB_KERNEL(fb_peer_asked)
-    FB_KERNEL(fb_peer_payload)
-    FB_KERNEL(fb_peer_deliver)
-    FB_KERNEL(fb_peer_refactor)
-    FB_KERNEL(fb_peer_test)
+    FB_EMU_TABLE
     FB_COOP_KERNEL(fb_emu_selftest_barrier_divergence)
     return 1;
 }

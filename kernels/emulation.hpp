@@ -17,8 +17,9 @@
 // launch asked for. Warp-level barriers synchronize the whole block here, a
 // stricter order than a device's, which any correct kernel also satisfies.
 // Transcendental libm functions are poisoned below (see there).
-// Build: g++ -std=c++17 -O2 -ffp-contract=off -fno-fast-math -fPIC -shared
-//        -DFB_HOST_EMULATION emulation.cpp
+// Build: src/backend/cuda/emulation.rs generates the translation unit (this
+// header, the families' sources, their launch table, emulation.cpp) and runs
+// g++ -std=c++17 -O2 -ffp-contract=off -fno-fast-math -fPIC -shared on it.
 #pragma once
 #include <math.h>
 #include <cstring>

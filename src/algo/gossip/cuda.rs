@@ -338,4 +338,5 @@ pub const KERNELS: &[crate::backend::cuda::nvrtc::KernelSource] = &[crate::backe
     file: "gossip.cu",
     source: include_str!("../../../kernels/gossip.cu"),
     kernels: &["fb_gossip_rounds"],
+    coop: &["fb_gossip_rounds"],
 }];

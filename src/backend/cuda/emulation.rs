@@ -1,6 +1,8 @@
-//! Host emulation of the CUDA kernels: `kernels/emulation.cpp` (the `.cu`
-//! sources compiled as C++ with `kernels/emulation.hpp`) built by g++ into a
-//! shared library and called through its `fb_emu_launch`, which runs the
+//! Host emulation of the CUDA kernels: the families' `.cu` sources (those
+//! the emulator is built with, [`super::nvrtc::KernelSource`]) compiled as
+//! C++ with `kernels/emulation.hpp` and the launcher of
+//! `kernels/emulation.cpp`, in one generated translation unit, built by g++
+//! into a shared library and called through its `fb_emu_launch`, which runs the
 //! blocks of a grid in order and the threads of a block as fibers, phase by
 //! phase between barriers (shared memory, warp shuffles; see
 //! kernels/emulation.hpp). Memory is host memory; pointers are
@@ -23,10 +25,37 @@ pub struct Emulator {
     shared_limit: usize,
 }
 
-/// Compiles the emulation library from `kernels_dir` into `out_dir` with g++.
-pub fn build(kernels_dir: &Path, out_dir: &Path) -> Result<PathBuf, CudaError> {
+/// The translation unit of the emulation library: the families' sources
+/// and the launch table of their kernels, then the launcher.
+fn translation_unit(sets: &[super::nvrtc::KernelSource]) -> String {
+    let mut s = String::from("#define FB_HOST_EMULATION 1\n#include \"emulation.hpp\"\n");
+    for k in sets {
+        s += &format!("#include \"{}\"\n", k.file);
+    }
+    s += "#define FB_EMU_TABLE";
+    for k in sets {
+        for name in k.kernels {
+            let how = if k.coop.contains(name) {
+                "FB_COOP_KERNEL"
+            } else {
+                "FB_KERNEL"
+            };
+            s += &format!(" \\\n    {how}({name})");
+        }
+    }
+    s += "\n#include \"emulation.cpp\"\n";
+    s
+}
+
+/// Compiles the emulation library of the kernel sources `sets` (files of
+/// `kernels_dir`) into `out_dir` with g++.
+pub fn build(kernels_dir: &Path, out_dir: &Path, sets: &[super::nvrtc::KernelSource]) -> Result<PathBuf, CudaError> {
     std::fs::create_dir_all(out_dir).map_err(|e| CudaError::Emulation(format!("{}: {e}", out_dir.display())))?;
-    let lib = out_dir.join(format!("libfedbandits_emu_{}.so", std::process::id()));
+    let pid = std::process::id();
+    let lib = out_dir.join(format!("libfedbandits_emu_{pid}.so"));
+    let unit = out_dir.join(format!("fedbandits_emu_{pid}.cpp"));
+    std::fs::write(&unit, translation_unit(sets))
+        .map_err(|e| CudaError::Emulation(format!("{}: {e}", unit.display())))?;
     let out = Command::new("g++")
         .args([
             "-std=c++17",
@@ -36,16 +65,19 @@ pub fn build(kernels_dir: &Path, out_dir: &Path) -> Result<PathBuf, CudaError> {
             "-fPIC",
             "-shared",
             "-Wall",
-            "-o",
         ])
+        .arg("-I")
+        .arg(kernels_dir)
+        .arg("-o")
         .arg(&lib)
-        .arg(kernels_dir.join("emulation.cpp"))
+        .arg(&unit)
         .output()
         .map_err(|e| CudaError::Emulation(format!("cannot run g++: {e}")))?;
     if !out.status.success() {
         return Err(CudaError::Emulation(format!(
-            "g++ failed on {}:\n{}",
-            kernels_dir.join("emulation.cpp").display(),
+            "g++ failed on {} (the kernels of {}):\n{}",
+            unit.display(),
+            kernels_dir.display(),
             String::from_utf8_lossy(&out.stderr)
         )));
     }
@@ -164,7 +196,8 @@ impl Launcher for Emulator {
                 "{kernel}: the threads of a block diverged at a barrier (some returned while others waited)"
             ))),
             3 => Err(CudaError::Emulation(format!(
-                "{kernel} reached a barrier or shuffle but is registered as sequential (FB_KERNEL) in kernels/emulation.cpp"
+                "{kernel} reached a barrier or shuffle but is not listed in its family's KernelSource::coop (the \
+                 emulator ran it as sequential)"
             ))),
             _ => Err(CudaError::Emulation(format!("unknown kernel {kernel}"))),
         }

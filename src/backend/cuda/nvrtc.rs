@@ -24,6 +24,10 @@ pub struct KernelSource {
     pub source: &'static str,
     /// The kernels it defines (loaded by name).
     pub kernels: &'static [&'static str],
+    /// Those of them that synchronize a block (barriers, warp shuffles):
+    /// the host emulation runs their threads as fibers, the others in
+    /// order.
+    pub coop: &'static [&'static str],
 }
 
 /// The single translation unit NVRTC compiles: `common.cuh`, then each

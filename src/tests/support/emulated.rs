@@ -18,7 +18,8 @@ pub fn emulator_lib() -> &'static PathBuf {
     static LIB: OnceLock<PathBuf> = OnceLock::new();
     LIB.get_or_init(|| {
         let out = std::env::temp_dir().join("fedbandits-emulation");
-        emulation::build(&kernels_dir(), &out).unwrap_or_else(|e| panic!("{e}"))
+        emulation::build(&kernels_dir(), &out, &fedbandits::algo::family::kernel_sources())
+            .unwrap_or_else(|e| panic!("{e}"))
     })
 }
 

@@ -727,6 +727,7 @@ pub const KERNELS: &[KernelSource] = &[
             "fb_linear_rounds_coop",
             "fb_rounds_reduce",
         ],
+        coop: &["fb_score_coop", "fb_linear_rounds_coop"],
     },
     KernelSource {
         file: "feducb.cu",
@@ -737,11 +738,13 @@ pub const KERNELS: &[KernelSource] = &[
             "fb_refactor_shifted",
             "fb_sync_shifted",
         ],
+        coop: &[],
     },
     KernelSource {
         file: "vecsum.cu",
         source: include_str!("../../../../kernels/vecsum.cu"),
         kernels: &["fb_vecsum_add", "fb_vecsum_clipcount", "fb_vecsum_close"],
+        coop: &[],
     },
     KernelSource {
         file: "peer.cu",
@@ -753,5 +756,6 @@ pub const KERNELS: &[KernelSource] = &[
             "fb_peer_refactor",
             "fb_peer_test",
         ],
+        coop: &[],
     },
 ];
