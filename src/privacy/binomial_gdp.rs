@@ -43,7 +43,7 @@
 //! round sizes down to a grid. Results are cached per (s, eta) for the
 //! process.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use crate::privacy::accountant::gdp_delta;
@@ -62,24 +62,30 @@ pub struct UnitShift {
     pub tail: f64,
 }
 
-static CACHE: Mutex<Option<HashMap<(u64, u64), UnitShift>>> = Mutex::new(None);
+/// Fits so far, by (eta's bits, s).
+static CACHE: Mutex<BTreeMap<(u64, u64), UnitShift>> = Mutex::new(BTreeMap::new());
 
 /// The dominating (mu, tail) of the pair (Binomial(s, 1/4) + 1,
 /// Binomial(s, 1/4)) for tail level `eta` (see the module doc), cached.
 pub fn unit_shift_mu(s: u64, eta: f64) -> UnitShift {
-    let key = (s, eta.to_bits());
-    if let Some(hit) = CACHE
-        .lock()
-        .ok()
-        .and_then(|c| c.as_ref().and_then(|m| m.get(&key).copied()))
-    {
+    let key = (eta.to_bits(), s);
+    if let Some(hit) = CACHE.lock().ok().and_then(|c| c.get(&key).copied()) {
         return hit;
     }
     let got = compute(s.max(1), eta);
     if let Ok(mut c) = CACHE.lock() {
-        c.get_or_insert_with(HashMap::new).insert(key, got);
+        c.insert(key, got);
     }
     got
+}
+
+/// The largest count at most `s` already fitted at tail level `eta`, with
+/// its fit: its mu bounds the unit shift at `s` too (more trials are a
+/// post-processing of fewer), without a fit.
+pub fn fitted_below(s: u64, eta: f64) -> Option<(u64, UnitShift)> {
+    let e = eta.to_bits();
+    let c = CACHE.lock().ok()?;
+    c.range((e, 0)..=(e, s)).next_back().map(|(&(_, k), &u)| (k, u))
 }
 
 /// Chernoff's bound on P(Y >= k) (k >= s p) or P(Y <= k) (k <= s p).

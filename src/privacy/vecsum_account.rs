@@ -53,7 +53,7 @@
 //! looser.
 
 use crate::privacy::accountant::{gdp_epsilon, gdp_mu};
-use crate::privacy::binomial_gdp::unit_shift_mu;
+use crate::privacy::binomial_gdp::{fitted_below, unit_shift_mu};
 use crate::privacy::vecsum::VecSum;
 
 /// What the protocol provides about one observation: mu-GDP up to a
@@ -103,13 +103,16 @@ fn grid_floor(x: u64) -> u64 {
 fn dominating_at(proto: &VecSum, sensitivity: f64, eta: f64) -> Dominating {
     let (g, trials, _) = proto.levels_params();
     let c = proto.coords() as f64;
+    let kmax = |gj: f64| (gj * sensitivity / proto.bound()).min(2.0 * gj).ceil().max(1.0) as u64;
     let (mut mu2, mut tail) = (0.0, 0.0);
     for (&gj, &tj) in g.iter().zip(trials) {
         let big_g = gj * sensitivity / proto.bound();
-        let kmax = big_g.min(2.0 * gj).ceil().max(1.0) as u64;
+        // k from the largest (the smallest parts, where the Binomial is
+        // furthest from Gaussian) down: a part at least as large as one
+        // fitted has at most its mu (more trials are a post-processing), so
+        // a size whose bound by that mu cannot raise beta is not fitted.
         let (mut beta, mut piece_tail) = (0.0f64, 0.0f64);
-        let mut last = u64::MAX;
-        for k in 1..=kmax {
+        for k in (1..=kmax(gj)).rev() {
             let s = grid_floor(tj / k);
             if s == 0 {
                 return Dominating {
@@ -117,13 +120,19 @@ fn dominating_at(proto: &VecSum, sensitivity: f64, eta: f64) -> Dominating {
                     tail: f64::INFINITY,
                 };
             }
-            if s == last {
-                continue; // the same part, a larger k: a smaller ratio
+            let kf = k as f64;
+            // The nearest size at or below already fitted (this level's or
+            // an earlier call's) may already bound this one.
+            match fitted_below(s, eta).map(|(k, u)| (k, u.mu * u.mu)) {
+                Some((ls, m2)) if ls == s => beta = beta.max(m2 / kf),
+                Some((_, m2)) if m2 / kf <= beta => {}
+                _ => {
+                    let u = unit_shift_mu(s, eta);
+                    let m2 = u.mu * u.mu;
+                    beta = beta.max(m2 / kf);
+                    piece_tail = piece_tail.max(u.tail);
+                }
             }
-            last = s;
-            let u = unit_shift_mu(s, eta);
-            beta = beta.max(u.mu * u.mu / k as f64);
-            piece_tail = piece_tail.max(u.tail);
         }
         mu2 += beta * (big_g + c.sqrt()).powi(2);
         tail += (c + c.sqrt() * big_g) * piece_tail;
@@ -150,7 +159,7 @@ pub fn dominating(proto: &VecSum, sensitivity: f64, delta: f64) -> Option<Domina
 /// `calibration: exact`: the smallest tau (trials max(1, ceil(tau g_j^2))
 /// at level j, [`VecSum::exact`]) whose figure is at most `epsilon` at
 /// `delta`, by bisection on tau (the figure falls as tau grows: more trials
-/// are a post-processing of fewer) to 1e-6 relative, the upper end
+/// are a post-processing of fewer) to 1e-4 relative, the upper end
 /// returned. `build(tau)` makes the protocol for a tau.
 pub fn exact_tau(build: impl Fn(f64) -> VecSum, sensitivity: f64, epsilon: f64, delta: f64) -> f64 {
     // Memoized per (the protocol at tau = 1, sensitivity, target): every
@@ -179,6 +188,17 @@ pub fn exact_tau(build: impl Fn(f64) -> VecSum, sensitivity: f64, epsilon: f64, 
     tau
 }
 
+/// The least figure `calibration: exact` can reach at `delta`, when it is
+/// above `epsilon` (None: the target is reachable): as the Binomial counts
+/// grow, every part reaches the largest size the figure computes
+/// ([`SIZE_CAP`]), and the bound stops falling there.
+pub fn exact_floor(build: impl Fn(f64) -> VecSum, sensitivity: f64, epsilon: f64, delta: f64) -> Option<f64> {
+    // tau = 1e30 saturates every count (1e18 trials), so every part is
+    // capped: the bound's floor.
+    let floor = dominating(&build(1e30), sensitivity, delta).map_or(f64::INFINITY, |f| f.epsilon(delta));
+    (floor > epsilon).then_some(floor)
+}
+
 type TauCache = Option<std::collections::HashMap<Vec<u64>, f64>>;
 static TAU_CACHE: std::sync::Mutex<TauCache> = std::sync::Mutex::new(None);
 
@@ -195,20 +215,22 @@ fn solve_tau(build: &impl Fn(f64) -> VecSum, sensitivity: f64, epsilon: f64, del
         .map(|gj| (gj * sensitivity / proto.bound() + c.sqrt()).powi(2) / (gj * gj * pq))
         .sum();
     let mu = gdp_mu(epsilon, delta);
+    // The Binomial's bound is a few percent above the Gaussian's: bracket
+    // from there in small steps (every new tau fits new part sizes).
     let guess = per_tau / (mu * mu);
-    let (mut lo, mut hi) = (guess * 0.5, guess);
+    let (mut lo, mut hi) = (guess, guess * 1.1);
     while !fits(hi) {
         lo = hi;
-        hi *= 1.5;
+        hi *= 1.1;
         if hi > 1e30 {
             return hi;
         }
     }
     while fits(lo) && lo > 1e-30 {
         hi = lo;
-        lo *= 0.5;
+        lo *= 0.9;
     }
-    while hi - lo > 1e-6 * hi {
+    while hi - lo > 1e-4 * hi {
         let mid = 0.5 * (lo + hi);
         if fits(mid) {
             hi = mid;

@@ -265,6 +265,16 @@ pub fn vecsum_protocol(cfg: &LinearConfig, eps: f64, delta: f64, scale: f64) -> 
     }
 }
 
+/// Under `calibration: exact`, the least figure sdp_vecsum's counts can
+/// reach when it is above the target (the job is refused then, naming it).
+pub fn vecsum_exact_floor(cfg: &LinearConfig) -> Option<f64> {
+    let (eps, delta) = cfg.privacy?;
+    let levels = crate::privacy::tree_levels((cfg.horizon / cfg.batch_size.max(1)).max(1));
+    let (d, b, m, l) = (cfg.env.d, cfg.batch_size, cfg.m, cfg.l_bound);
+    let sens = crate::privacy::accountant::zhou_sensitivity_sq(l, cfg.neighbours).sqrt();
+    crate::privacy::vecsum_account::exact_floor(|tau| VecSum::exact(d, levels, b, m, l, tau), sens, eps, delta)
+}
+
 /// How a relation changes the observation, in words.
 pub fn relation_verb(n: crate::privacy::accountant::Neighbours) -> &'static str {
     match n {
@@ -481,5 +491,19 @@ mod tests {
         let a = sphere("");
         assert_eq!((a.rho, a.epsilon_zcdp), (gap.rho, gap.epsilon_zcdp));
         assert!(a.rho.is_some());
+    }
+
+    #[test]
+    fn an_exact_target_the_vecsum_accountant_cannot_reach_is_refused() {
+        // At epsilon 0.01 (T = 10^5, M = 100, d = 10) the counts would need
+        // parts beyond the 2^40 trials the figure computes: a job error that
+        // names the least figure it can state, not a silent miss.
+        let text = "algorithm: private_fedlinucb\nenvironment: linear_sphere\nhorizon: 100000\nparams: {m: 100, d: \
+                    10, protocol: sdp_vecsum, epsilon: 0.01, delta: 0.0001}\n";
+        let e = Job::parse(std::path::Path::new("a.yaml"), text)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("calibration: exact cannot meet epsilon = 0.01"), "{e}");
+        assert!(e.contains("calibration: code"), "{e}");
     }
 }

@@ -81,8 +81,33 @@ pub fn resolve(algo: &str, env: &str, raw: &BTreeMap<String, Value>, horizon: u6
             ),
         );
     }
+    vecsum_reachable(&mut p, &cfg);
     let (out, cfg) = p.finish(cfg)?;
     Ok((out, CellConfig::Linear(cfg)))
+}
+
+/// `sdp_vecsum` under `calibration: exact`: a target its exact accountant
+/// cannot reach (its Binomial parts beyond 2^40 trials are not computed) is
+/// refused, naming the least figure it can state. Checked only for values
+/// that are themselves valid.
+fn vecsum_reachable(p: &mut Params<'_>, cfg: &LinearConfig) {
+    let Some((eps, delta)) = cfg.privacy else { return };
+    let valid = eps > 0.0 && eps.is_finite() && delta > 0.0 && delta < 1.0 && cfg.m >= 1 && cfg.batch_size >= 1;
+    if cfg.protocol != Protocol::SdpVecsum || cfg.calibration != Calibration::Exact || !valid {
+        return;
+    }
+    if let Some(floor) = super::fedlinucb::vecsum_exact_floor(cfg) {
+        p.err(
+            "epsilon",
+            format!(
+                "calibration: exact cannot meet epsilon = {eps} for sdp_vecsum here: its exact accountant bounds \
+                 Binomial parts of at most 2^40 trials, and with them the figure stays at or above {floor:.4} at \
+                 delta = {delta} (T = {}, M = {}, d = {}); allowed: epsilon above {floor:.4}, or calibration: code \
+                 (the authors' counts, whose figure is reported, not targeted)",
+                cfg.horizon, cfg.m, cfg.env.d
+            ),
+        );
+    }
 }
 
 /// The environment: d, K (linear_gap: min(d^2, 100) by default), and for
