@@ -8,9 +8,11 @@
 //! had a coordinate clipped) is shifted to v + L
 //! and randomized as R = floor(w) + Bernoulli(w - floor(w)) + Binomial(b_j, p)
 //! with w = (v + L) g_j / L, g_j = max(2 sqrt(n_j), d, 4),
-//! b_j = ceil(scale g_j^2 log(d^2/delta)^2 / (eps^2 n_j)), p = 1/4; the
-//! shuffler sums the n_j randomized values and the analyzer outputs
-//! (L/g_j)(y - p b_j n_j) - n_j L.
+//! b_j = ceil(scale g_j^2 log(d^2/delta)^2 / (eps^2 n_j)), p = 1/4 (the
+//! authors' calibration; under `calibration: exact` the level's trials t_j
+//! = ceil(tau g_j^2) in all, [`VecSum::exact`]); the shuffler sums the n_j
+//! randomized values and the analyzer outputs (L/g_j)(y - p t_j) - n_j L,
+//! t_j = n_j b_j under the authors' calibration.
 //!
 //! The literal protocol keeps every point of a window (the authors' code
 //! holds an [M, T, d, d] array). Here each point is randomized as it arrives
