@@ -427,8 +427,8 @@ pub fn account(m: &Mechanism) -> Accounting {
             dominated = Some((*mu, *tail));
             warnings.push(format!(
                 "acct_epsilon is {mu:.4}-GDP's at delta - {tail:.2e}: the Binomial noise is dominated by \
-                 Gaussian-DP up to that tail (privacy::vecsum_account); acct_mu and the zCDP pair are null (not \
-                 Gaussian)"
+                 Gaussian-DP up to that tail (privacy::vecsum_account); acct_mu, acct_epsilon_zcdp and acct_rho_zcdp are \
+                 null (not Gaussian)"
             ));
             (*sigma, *sensitivity, None, None)
         }

@@ -123,13 +123,17 @@ fn dominating_at(proto: &VecSum, sensitivity: f64, eta: f64) -> Dominating {
             let kf = k as f64;
             // The nearest size at or below already fitted (this level's or
             // an earlier call's) may already bound this one.
-            match fitted_below(s, eta).map(|(k, u)| (k, u.mu * u.mu)) {
-                Some((ls, m2)) if ls == s => beta = beta.max(m2 / kf),
-                Some((_, m2)) if m2 / kf <= beta => {}
+            // Its tail bounds this size's too (a smaller mu, a smaller
+            // eta / (1 - delta_mu(0))), so it is counted either way.
+            match fitted_below(s, eta) {
+                Some((ls, u)) if ls == s => {
+                    beta = beta.max(u.mu * u.mu / kf);
+                    piece_tail = piece_tail.max(u.tail);
+                }
+                Some((_, u)) if u.mu * u.mu / kf <= beta => piece_tail = piece_tail.max(u.tail),
                 _ => {
                     let u = unit_shift_mu(s, eta);
-                    let m2 = u.mu * u.mu;
-                    beta = beta.max(m2 / kf);
+                    beta = beta.max(u.mu * u.mu / kf);
                     piece_tail = piece_tail.max(u.tail);
                 }
             }
@@ -276,6 +280,17 @@ mod tests {
             .sqrt();
         assert!(f.mu >= gauss && f.mu < 1.08 * gauss, "{} vs {gauss}", f.mu);
         assert!(f.tail < 1e-4 && f.tail > 0.0);
+    }
+
+    #[test]
+    fn a_second_evaluation_from_the_cache_states_the_same_figure() {
+        // The tail must be counted when every part size is already fitted.
+        let proto = VecSum::exact(4, 5, 5, 10, 1.0, 300.0);
+        let sens = 6f64.sqrt();
+        let first = dominating(&proto, sens, 1e-3).unwrap();
+        let again = dominating(&proto, sens, 1e-3).unwrap();
+        assert_eq!(first, again);
+        assert!(again.tail > 0.0);
     }
 
     #[test]
