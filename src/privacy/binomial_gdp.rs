@@ -79,15 +79,6 @@ pub fn unit_shift_mu(s: u64, eta: f64) -> UnitShift {
     got
 }
 
-/// The largest count at most `s` already fitted at tail level `eta`, with
-/// its fit: its mu bounds the unit shift at `s` too (more trials are a
-/// post-processing of fewer), without a fit.
-pub fn fitted_below(s: u64, eta: f64) -> Option<(u64, UnitShift)> {
-    let e = eta.to_bits();
-    let c = CACHE.lock().ok()?;
-    c.range((e, 0)..=(e, s)).next_back().map(|(&(_, k), &u)| (k, u))
-}
-
 /// Chernoff's bound on P(Y >= k) (k >= s p) or P(Y <= k) (k <= s p).
 fn chernoff(s: u64, k: f64) -> f64 {
     let sf = s as f64;

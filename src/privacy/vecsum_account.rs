@@ -53,7 +53,7 @@
 //! looser.
 
 use crate::privacy::accountant::{gdp_epsilon, gdp_mu};
-use crate::privacy::binomial_gdp::{fitted_below, unit_shift_mu};
+use crate::privacy::binomial_gdp::unit_shift_mu;
 use crate::privacy::vecsum::VecSum;
 
 /// What the protocol provides about one observation: mu-GDP up to a
@@ -110,8 +110,12 @@ fn dominating_at(proto: &VecSum, sensitivity: f64, eta: f64) -> Dominating {
         // k from the largest (the smallest parts, where the Binomial is
         // furthest from Gaussian) down: a part at least as large as one
         // fitted has at most its mu (more trials are a post-processing), so
-        // a size whose bound by that mu cannot raise beta is not fitted.
+        // a size whose bound by the last fitted size cannot raise beta is
+        // not fitted. Only this level's own sequence decides (never what an
+        // earlier call left in the cache), so the figure is the same in
+        // every process, shard and thread count.
         let (mut beta, mut piece_tail) = (0.0f64, 0.0f64);
+        let mut last: Option<(u64, f64)> = None;
         for k in (1..=kmax(gj)).rev() {
             let s = grid_floor(tj / k);
             if s == 0 {
@@ -121,20 +125,17 @@ fn dominating_at(proto: &VecSum, sensitivity: f64, eta: f64) -> Dominating {
                 };
             }
             let kf = k as f64;
-            // The nearest size at or below already fitted (this level's or
-            // an earlier call's) may already bound this one.
-            // Its tail bounds this size's too (a smaller mu, a smaller
-            // eta / (1 - delta_mu(0))), so it is counted either way.
-            match fitted_below(s, eta) {
-                Some((ls, u)) if ls == s => {
-                    beta = beta.max(u.mu * u.mu / kf);
-                    piece_tail = piece_tail.max(u.tail);
-                }
-                Some((_, u)) if u.mu * u.mu / kf <= beta => piece_tail = piece_tail.max(u.tail),
+            match last {
+                Some((ls, m2)) if ls == s => beta = beta.max(m2 / kf),
+                Some((_, m2)) if m2 / kf <= beta => {}
                 _ => {
+                    // The fitted tail of the pruned sizes is at most that
+                    // of the last fitted (smaller) size, which is counted.
                     let u = unit_shift_mu(s, eta);
-                    beta = beta.max(u.mu * u.mu / kf);
+                    let m2 = u.mu * u.mu;
+                    beta = beta.max(m2 / kf);
                     piece_tail = piece_tail.max(u.tail);
+                    last = Some((s, m2));
                 }
             }
         }
@@ -284,10 +285,16 @@ mod tests {
 
     #[test]
     fn a_second_evaluation_from_the_cache_states_the_same_figure() {
-        // The tail must be counted when every part size is already fitted.
+        // The tail must be counted when every part size is already fitted,
+        // and what other protocols left in the cache (sizes between this
+        // one's) must not change the figure: it is a function of the
+        // protocol alone.
         let proto = VecSum::exact(4, 5, 5, 10, 1.0, 300.0);
         let sens = 6f64.sqrt();
         let first = dominating(&proto, sens, 1e-3).unwrap();
+        for tau in [301.0, 299.5, 420.0] {
+            dominating(&VecSum::exact(4, 5, 5, 10, 1.0, tau), sens, 1e-3).unwrap();
+        }
         let again = dominating(&proto, sens, 1e-3).unwrap();
         assert_eq!(first, again);
         assert!(again.tail > 0.0);
