@@ -172,8 +172,8 @@ pub enum Device<'a> {
 pub trait Placeable {
     /// The workload kind: `linear`, `linear_gap`, `feducb`,
     /// `feducb_decentralized`, `sdp_vecsum` (each with `_large_d` from a
-    /// large d on, and `linear_large_d`; the linear family's
-    /// `algo::linear::batch::LinearBatch::kind`),
+    /// large d on, and `linear_large_d`; the linear family's, in
+    /// `algo::linear`),
     /// `gossip`, `combinatorial`.
     fn kind(&self) -> &'static str;
 

@@ -32,7 +32,7 @@ use crate::env::LinearEnvSpec;
 use crate::privacy::vecsum::VecSum;
 
 /// The dimension from which a linear batch is its own workload kind
-/// ([`LinearBatch::kind`]).
+/// (its `Placeable::kind`, `algo::linear`).
 pub const LARGE_D: usize = 32;
 
 /// The synchronization of a federated batch.
@@ -319,25 +319,6 @@ pub struct LinearBatch {
 }
 
 impl LinearBatch {
-    /// The workload kind a calibration measures ([`super::Placeable::kind`]):
-    /// large d changes where the time goes (the d^2 and d^3 work), so it is
-    /// its own kind.
-    pub fn kind(&self) -> &'static str {
-        let large = self.env.d >= LARGE_D;
-        let vecsum = matches!(self.sync.as_ref().map(|s| &s.release), Some(Release::VecSum { .. }));
-        match (self.network.is_some(), self.adaptive(), vecsum, large) {
-            (true, _, _, false) => "feducb_decentralized",
-            (true, _, _, true) => "feducb_decentralized_large_d",
-            (false, true, _, false) => "feducb",
-            (false, true, _, true) => "feducb_large_d",
-            (false, false, true, false) => "sdp_vecsum",
-            (false, false, true, true) => "sdp_vecsum_large_d",
-            _ if large => "linear_large_d",
-            _ if matches!(self.env.kind, crate::env::LinearEnvKind::Gap) => "linear_gap",
-            _ => "linear",
-        }
-    }
-
     /// A batch whose agents never communicate: UCB with width `beta(t)`
     /// and V_0 = lambda I, or, with `random_policy`, random actions.
     #[allow(clippy::too_many_arguments)]

@@ -342,16 +342,6 @@ pub fn ops<'a>(
     })
 }
 
-/// Whether the CUDA device `dev` can run `batch` (its shared-memory
-/// footprint among the checks).
-pub fn cuda_supports(
-    batch: &batch::LinearBatch,
-    dev: &crate::backend::cuda::CudaBackend,
-) -> Result<(), crate::backend::Unsupported> {
-    let limit = dev.max_shared_per_block()?;
-    cuda::supports(batch, limit).map_err(|e| crate::backend::Unsupported(e.to_string()))
-}
-
 impl crate::algo::FamilyConfig for LinearConfig {
     fn agents(&self) -> usize {
         self.m
@@ -394,8 +384,23 @@ impl crate::algo::FamilyConfig for LinearConfig {
 }
 
 impl crate::backend::Placeable for batch::LinearBatch {
+    /// Large d changes where the time goes (the d^2 and d^3 work), so it
+    /// is its own kind.
     fn kind(&self) -> &'static str {
-        batch::LinearBatch::kind(self)
+        use batch::{LARGE_D, Release};
+        let large = self.env.d >= LARGE_D;
+        let vecsum = matches!(self.sync.as_ref().map(|s| &s.release), Some(Release::VecSum { .. }));
+        match (self.network.is_some(), self.adaptive(), vecsum, large) {
+            (true, _, _, false) => "feducb_decentralized",
+            (true, _, _, true) => "feducb_decentralized_large_d",
+            (false, true, _, false) => "feducb",
+            (false, true, _, true) => "feducb_large_d",
+            (false, false, true, false) => "sdp_vecsum",
+            (false, false, true, true) => "sdp_vecsum_large_d",
+            _ if large => "linear_large_d",
+            _ if matches!(self.env.kind, crate::env::LinearEnvKind::Gap) => "linear_gap",
+            _ => "linear",
+        }
     }
 
     fn federations(&self) -> usize {
@@ -403,7 +408,9 @@ impl crate::backend::Placeable for batch::LinearBatch {
     }
 
     fn cuda_supports(&self, dev: &crate::backend::cuda::CudaBackend) -> Result<(), crate::backend::Unsupported> {
-        cuda_supports(self, dev)
+        // Its shared-memory footprint among the checks.
+        let limit = dev.max_shared_per_block()?;
+        cuda::supports(self, limit).map_err(|e| crate::backend::Unsupported(e.to_string()))
     }
 }
 
