@@ -30,9 +30,10 @@ pub enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
         /// Backend: auto, cpu, or cuda. auto runs a cell on a CUDA device only
-        /// where a measurement has shown the GPU faster for its batch size
-        /// (none yet: on an H100, 3.4e6 vs 4.0e6 agent-steps/s at 64
-        /// federations, 1.7e6 vs 4.9e6 at 2048); cuda forces the GPU.
+        /// where this machine's calibration (`fedbandits calibrate`) measured
+        /// the GPU faster for its workload and batch size (on an H100: about
+        /// 10x 16 CPU cores for d = 10 linear workloads from 1024
+        /// federations, README "GPU"); cuda forces the GPU.
         #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
         backend: BackendChoice,
         /// Worker threads (default: all cores; at most 4 x the cores).
