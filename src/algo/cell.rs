@@ -97,15 +97,18 @@ pub const PROGRESS_EVERY: u64 = 1024;
 
 /// Runs a family's round loop (`run(from, until, curves)`) over the whole
 /// horizon in steps of [`PROGRESS_EVERY`] rounds, reporting agent-steps to
-/// `progress` after each; one curve per federation.
+/// `progress` after each; one curve per federation. The horizon is the
+/// plan's: its last checkpoint (a job's checkpoint rounds always end at
+/// T), so no batch holds a copy, and this is the one place the batched
+/// path clamps a step to it.
 pub fn in_progress_steps<P: Clone>(
-    horizon: u64,
     federations: usize,
     agents: usize,
     checkpoints: &[u64],
     progress: &dyn Fn(u64),
     mut run: impl FnMut(u64, u64, &mut [Vec<P>]) -> Result<(), BatchError>,
 ) -> Result<Vec<Vec<P>>, BatchError> {
+    let horizon = checkpoints.last().copied().unwrap_or(0);
     let mut curves = vec![Vec::with_capacity(checkpoints.len()); federations];
     let n = agents as u64 * federations as u64;
     let mut t = 0;
@@ -132,7 +135,8 @@ pub trait FamilyRep: Sized {
     /// Rounds done.
     fn t(&self) -> u64;
 
-    /// Runs rounds up to `until` (at most the horizon).
+    /// Runs rounds up to `until` (at most the plan's horizon: the caller's
+    /// to ensure).
     fn advance(&mut self, batch: &Self::Batch, until: u64, checkpoints: &[u64]) -> Result<(), BatchError>;
 
     /// The repetition's curve.

@@ -47,11 +47,6 @@ impl CellConfig {
         self.family().agents()
     }
 
-    /// Rounds T.
-    pub fn horizon(&self) -> u64 {
-        self.family().horizon()
-    }
-
     /// The accountant's figures for the cell (None when not private).
     pub fn accounting(&self) -> Option<crate::privacy::accountant::Accounting> {
         self.family().accounting()

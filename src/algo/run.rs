@@ -119,8 +119,8 @@ impl RepState {
         }
     }
 
-    /// Runs rounds up to `until` (each family's loop stops at its batch's
-    /// horizon).
+    /// Runs rounds up to `until`, which the caller keeps within the plan's
+    /// horizon (no batch holds one).
     pub fn advance(&mut self, plan: &CellBatch, until: u64, checkpoints: &[u64]) -> Result<(), BatchError> {
         match (self, plan) {
             (RepState::Lockstep(r), CellBatch::Linear(b)) => r.advance(b, until, checkpoints),

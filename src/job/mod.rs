@@ -230,7 +230,7 @@ pub struct Cell {
 impl Cell {
     /// Agent-steps of one repetition.
     pub fn agent_steps_per_rep(&self) -> u64 {
-        self.config.agents() as u64 * self.config.horizon()
+        self.config.agents() as u64 * self.config.family().horizon()
     }
 
     /// Short description of the parameters that distinguish the cell.
@@ -395,7 +395,7 @@ fn checked_total(cells: &[Cell], reps: u32) -> Option<u64> {
         .iter()
         .try_fold(0u64, |acc, c| {
             (c.config.agents() as u64)
-                .checked_mul(c.config.horizon())
+                .checked_mul(c.config.family().horizon())
                 .and_then(|s| acc.checked_add(s))
         })?
         .checked_mul(u64::from(reps))

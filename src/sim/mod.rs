@@ -136,11 +136,13 @@ pub fn run_rep_resumable(
         }
         None => (RepState::start(&plan)?, 0.0),
     };
-    let horizon = cell.config.horizon();
+    // The plan's horizon (its last checkpoint); the one place a repetition's
+    // step is clamped to it.
+    let horizon = checkpoints.last().copied().unwrap_or(0);
     let mut last_snapshot = Instant::now();
     while state.t() < horizon {
         let t0 = state.t();
-        state.advance(&plan, (t0 / CHECK_EVERY + 1) * CHECK_EVERY, checkpoints)?;
+        state.advance(&plan, ((t0 / CHECK_EVERY + 1) * CHECK_EVERY).min(horizon), checkpoints)?;
         let t = state.t();
         progress((t - t0) * m);
         let Some(s) = snap else { continue };

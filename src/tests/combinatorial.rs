@@ -36,7 +36,8 @@ fn keys(reps: u64, scope: u64) -> Vec<Vec<u64>> {
 fn run_all(b: &CombBatch, checkpoints: &[u64]) -> Vec<Vec<CombPoint>> {
     let mut ops = CpuComb::new(b).unwrap();
     let mut points = vec![Vec::new(); b.federations()];
-    run(b, &mut ops, 0, b.horizon, checkpoints, &mut points).unwrap();
+    let horizon = checkpoints.last().copied().unwrap_or(0);
+    run(b, &mut ops, 0, horizon, checkpoints, &mut points).unwrap();
     points
 }
 

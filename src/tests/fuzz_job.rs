@@ -99,7 +99,7 @@ fn check(text: &str) -> Result<Outcome, TestCaseError> {
             prop_assert_eq!(keys.len(), job.cells.len(), "two cells share a key");
             let total = job.cells.iter().try_fold(0u64, |acc, c| {
                 (c.config.agents() as u64)
-                    .checked_mul(c.config.horizon())
+                    .checked_mul(c.config.family().horizon())
                     .and_then(|s| s.checked_mul(u64::from(job.repetitions)))
                     .and_then(|s| acc.checked_add(s))
             });

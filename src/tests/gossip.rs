@@ -31,16 +31,18 @@ fn keys(reps: u64, scope: u64) -> Vec<Vec<u64>> {
     (0..reps).map(|r| vec![2026, scope, r]).collect()
 }
 
-/// Runs a batch to its horizon on the CPU; curves at `checkpoints`.
+/// Runs a batch on the CPU to its last checkpoint (the horizon, as in a
+/// plan); curves at `checkpoints`.
 fn run_all(batch: &GossipBatch, checkpoints: &[u64]) -> Vec<Vec<GossipPoint>> {
     let mut ops = CpuGossip::new(batch).unwrap();
     let mut points = vec![Vec::new(); batch.federations()];
-    run(batch, &mut ops, 0, batch.horizon, checkpoints, &mut points).unwrap();
+    let horizon = checkpoints.last().copied().unwrap_or(0);
+    run(batch, &mut ops, 0, horizon, checkpoints, &mut points).unwrap();
     points
 }
 
-fn final_regret(batch: &GossipBatch) -> Vec<f64> {
-    run_all(batch, &[batch.horizon])
+fn final_regret(batch: &GossipBatch, horizon: u64) -> Vec<f64> {
+    run_all(batch, &[horizon])
         .iter()
         .map(|c| c[0].obs.group_regret)
         .collect()
@@ -61,7 +63,7 @@ fn local_consistency_lemma_2_holds_at_every_step() {
         let mut ops = CpuGossip::new(&b).unwrap();
         let n = 8u64;
         let mut forced = 0;
-        for t in 1..=b.horizon {
+        for t in 1..=cfg.horizon {
             fedbandits::algo::gossip::batch::GossipOps::rounds(&mut ops, t, 1).unwrap();
             for f in ops.federations() {
                 for (cnt, est) in f.n.iter().zip(&f.nt) {
@@ -89,7 +91,7 @@ fn on_a_complete_graph_gossip_lies_between_oracle_and_local() {
             &keys(reps, 7),
         )
         .unwrap();
-        final_regret(&b)
+        final_regret(&b, t)
     };
     let (oracle, gossip, local) = (
         regret(GossipAlgorithm::OracleUcb),

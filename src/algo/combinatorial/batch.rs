@@ -81,8 +81,6 @@ pub struct CombBatch {
     pub instances: Vec<Instance>,
     /// Folded quality-draw key of every agent, federation-major.
     pub quality_keys: Vec<u64>,
-    /// Rounds T.
-    pub horizon: u64,
     /// Rounds of pure exploration.
     pub explore_rounds: u64,
     /// The policy.

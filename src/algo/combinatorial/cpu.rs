@@ -418,7 +418,6 @@ mod tests {
                 let batch = CombBatch {
                     instances: (0..40).map(|r| Instance::new(&spec, &[5, 1, r])).collect(),
                     quality_keys: vec![0; 40 * 3],
-                    horizon: 10,
                     explore_rounds: 1,
                     policy: CombPolicy::NonFederated,
                     oracle,

@@ -118,7 +118,6 @@ pub fn comb_batch(cfg: &CombConfig, env_keys: &[Vec<u64>], algo_keys: &[Vec<u64>
     CombBatch {
         instances,
         quality_keys,
-        horizon: cfg.horizon,
         explore_rounds: explore_rounds(n, cfg.horizon, cfg.zeta),
         policy,
         oracle: cfg.oracle,
@@ -144,15 +143,9 @@ pub fn run(
     checkpoints: &[u64],
     points: &mut [Vec<CombPoint>],
 ) -> Result<(), BatchError> {
-    crate::algo::rounds::run_curves(
-        ops,
-        batch.federations(),
-        from,
-        until.min(batch.horizon),
-        checkpoints,
-        points,
-        |t, obs| CombPoint { t, obs },
-    )
+    crate::algo::rounds::run_curves(ops, batch.federations(), from, until, checkpoints, points, |t, obs| {
+        CombPoint { t, obs }
+    })
 }
 
 /// A checkpoint as an output curve point. Communication counters count
@@ -324,14 +317,10 @@ impl crate::algo::FamilyBatch for CombBatch {
     ) -> Result<Vec<Vec<crate::algo::curve::CurvePoint>>, BatchError> {
         let mut ops = ops(self, backend)?;
         let agents = self.instances.first().map_or(0, |i| i.spec.agents);
-        let curves = crate::algo::cell::in_progress_steps(
-            self.horizon,
-            self.federations(),
-            agents,
-            checkpoints,
-            progress,
-            |t, u, c| run(self, ops.as_mut(), t, u, checkpoints, c),
-        )?;
+        let curves =
+            crate::algo::cell::in_progress_steps(self.federations(), agents, checkpoints, progress, |t, u, c| {
+                run(self, ops.as_mut(), t, u, checkpoints, c)
+            })?;
         Ok(curves
             .into_iter()
             .map(|c| c.iter().map(|p| curve_point(p, self)).collect())

@@ -58,8 +58,6 @@ pub struct GossipBatch {
     pub graphs: Vec<Graph>,
     /// Each federation's key of its random-edge stream.
     pub edge_keys: Vec<Vec<u64>>,
-    /// Rounds T.
-    pub horizon: u64,
     /// The policy.
     pub policy: GossipPolicy,
     /// c of C_{i,k}(t) = sqrt(2 c log t / n_{i,k}).

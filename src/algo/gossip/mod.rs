@@ -133,7 +133,6 @@ pub fn gossip_batch(
         envs: env_keys.iter().map(|k| MabEnv::new(&cfg.env, k)).collect(),
         graphs,
         edge_keys: algo_keys.iter().map(|k| edge_key(k)).collect(),
-        horizon: cfg.horizon,
         policy,
         confidence_scale: cfg.confidence_scale,
         privacy,
@@ -160,15 +159,9 @@ pub fn run(
     checkpoints: &[u64],
     points: &mut [Vec<GossipPoint>],
 ) -> Result<(), BatchError> {
-    crate::algo::rounds::run_curves(
-        ops,
-        batch.federations(),
-        from,
-        until.min(batch.horizon),
-        checkpoints,
-        points,
-        |t, obs| GossipPoint { t, obs },
-    )
+    crate::algo::rounds::run_curves(ops, batch.federations(), from, until, checkpoints, points, |t, obs| {
+        GossipPoint { t, obs }
+    })
 }
 
 /// A checkpoint as an output curve point. Communication counters:
@@ -340,14 +333,10 @@ impl crate::algo::FamilyBatch for GossipBatch {
     ) -> Result<Vec<Vec<crate::algo::curve::CurvePoint>>, BatchError> {
         let mut ops = ops(self, backend)?;
         let agents = self.envs.first().map_or(0, |e| e.spec.agents);
-        let curves = crate::algo::cell::in_progress_steps(
-            self.horizon,
-            self.federations(),
-            agents,
-            checkpoints,
-            progress,
-            |t, u, c| run(self, ops.as_mut(), t, u, checkpoints, c),
-        )?;
+        let curves =
+            crate::algo::cell::in_progress_steps(self.federations(), agents, checkpoints, progress, |t, u, c| {
+                run(self, ops.as_mut(), t, u, checkpoints, c)
+            })?;
         Ok(curves
             .into_iter()
             .zip(&self.graphs)

@@ -296,8 +296,6 @@ pub struct LinearBatch {
     pub noise_keys: Vec<u64>,
     /// Agents per federation.
     pub m: usize,
-    /// Rounds T.
-    pub horizon: u64,
     /// V_0 = lambda I.
     pub lambda: f64,
     /// The confidence width.
@@ -326,7 +324,6 @@ impl LinearBatch {
         env: LinearEnvSpec,
         env_keys: Vec<Vec<u64>>,
         m: usize,
-        horizon: u64,
         lambda: f64,
         beta: Box<dyn Fn(u64) -> f64 + Send + Sync>,
         refactor_every: u32,
@@ -338,7 +335,6 @@ impl LinearBatch {
             env_keys,
             noise_keys: Vec::new(),
             m,
-            horizon,
             lambda,
             beta: Width::Schedule(beta),
             sync: None,

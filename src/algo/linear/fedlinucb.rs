@@ -314,7 +314,6 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]
         env_keys,
         noise_keys,
         m,
-        horizon: cfg.horizon,
         lambda: consts.lambda,
         beta: Width::Schedule(Box::new(move |t| zhou_beta(&c, &consts, t))),
         sync: Some(SyncRule {

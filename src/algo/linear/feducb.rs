@@ -329,7 +329,6 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]
         env_keys,
         noise_keys,
         m,
-        horizon: cfg.horizon,
         lambda: mf * c.rho_min,
         beta: Width::LogDet {
             scale: cfg.confidence_scale,

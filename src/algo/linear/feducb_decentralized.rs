@@ -96,7 +96,6 @@ pub fn batch(
         env_keys,
         noise_keys,
         m,
-        horizon: cfg.horizon,
         lambda: c.rho_min,
         beta: Width::LogDet {
             scale: cfg.confidence_scale,

@@ -57,7 +57,6 @@ impl Lockstep {
         checkpoints: &[u64],
         points: &mut [Vec<BatchPoint>],
     ) -> Result<(), BatchError> {
-        let until = until.min(batch.horizon);
         let adaptive = batch.adaptive();
         // An adaptive batch refactorizes per federation, in its rounds.
         let refactor_every = if adaptive {
@@ -177,7 +176,6 @@ mod tests {
             env_keys: (0..federations as u64).map(|f| vec![3, f]).collect(),
             noise_keys: (0..federations as u64 * 3).collect(),
             m: 3,
-            horizon: 20,
             lambda: 1.5,
             beta: Width::Schedule(Box::new(|t| t as f64)),
             sync,
@@ -203,9 +201,10 @@ mod tests {
         };
         let mut points = vec![Vec::new()];
         let mut step = Lockstep::new();
-        // Stop early once, as a snapshot would, then run to the end.
+        // Stop early once, as a snapshot would, then run to the end (the
+        // plan's horizon, its last checkpoint: the caller's bound).
         step.advance(&b, &mut ops, 12, &[3, 10, 20], &mut points).unwrap();
-        step.advance(&b, &mut ops, 99, &[3, 10, 20], &mut points).unwrap();
+        step.advance(&b, &mut ops, 20, &[3, 10, 20], &mut points).unwrap();
         assert_eq!(ops.log.join(" "), "r1+3 o r4+2 s1 r6+5 s2 o r11+2 r13+3 s3 r16+5 s4 o");
         let p: Vec<(u64, u64, u64)> = points[0].iter().map(|p| (p.t, p.sync_rounds, p.messages)).collect();
         assert_eq!(p, vec![(3, 0, 0), (10, 2, 12), (20, 4, 24)]);

@@ -423,17 +423,15 @@ impl crate::algo::FamilyBatch for batch::LinearBatch {
         backend: &dyn crate::backend::Backend,
         progress: &dyn Fn(u64),
     ) -> Result<Vec<Vec<crate::algo::curve::CurvePoint>>, crate::backend::BatchError> {
-        let every = crate::algo::cell::PROGRESS_EVERY;
         let mut ops = ops(self, backend)?;
         let mut step = lockstep::Lockstep::new();
-        let mut curves = vec![Vec::with_capacity(checkpoints.len()); self.federations()];
-        let n = (self.federations() * self.m) as u64;
-        while step.t < self.horizon {
-            let t0 = step.t;
-            let until = (t0 / every + 1) * every;
-            step.advance(self, ops.as_mut(), until, checkpoints, &mut curves)?;
-            progress((step.t - t0) * n);
-        }
+        let curves = crate::algo::cell::in_progress_steps(
+            self.federations(),
+            self.m,
+            checkpoints,
+            progress,
+            |_, until, curves| step.advance(self, ops.as_mut(), until, checkpoints, curves),
+        )?;
         Ok(curves
             .into_iter()
             .map(|c| c.into_iter().map(|p| curve_point(p, self.m)).collect())

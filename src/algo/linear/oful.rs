@@ -25,7 +25,6 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>) -> LinearBatch {
         cfg.env.clone(),
         env_keys,
         cfg.m,
-        cfg.horizon,
         cfg.lambda,
         Box::new(move |t| beta(&c, t - 1)),
         cfg.refactor_every,

@@ -25,7 +25,6 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]
         cfg.env.clone(),
         env_keys,
         cfg.m,
-        cfg.horizon,
         1.0,
         Box::new(|_| 0.0),
         u32::MAX,
