@@ -401,6 +401,38 @@ pub struct Mechanism {
     pub pure: Option<(f64, String)>,
 }
 
+/// The paper's epsilon for `m` (null with a warning where the paper gives
+/// none), warning where it is below what the mechanism provides
+/// (`epsilon`) and where basic composition's delta guarantees nothing.
+fn paper_claim(m: &Mechanism, epsilon: Option<f64>, warnings: &mut Vec<String>) -> Option<f64> {
+    let delta = m.target.1;
+    let paper = match &m.paper {
+        PaperClaim::Target => Some(m.target.0),
+        PaperClaim::Value(e) => Some(*e),
+        PaperClaim::ZhouTheorem1 { kappa, unit_sigma } => Some(zhou_theorem1_epsilon(*unit_sigma, *kappa, delta)),
+        PaperClaim::Unavailable(why) => {
+            warnings.push(format!("paper_claimed_epsilon is null: {why}"));
+            None
+        }
+    };
+    if let (Some(claim), Some(e)) = (paper, epsilon)
+        && claim < e * (1.0 - 1e-9)
+    {
+        warnings.push(format!(
+            "the paper's claim ({claim:.4}) is below what the mechanism provides ({e:.4}, acct_epsilon): its \
+             argument does not hold here"
+        ));
+    }
+    if let Some((e, d)) = m.basic
+        && d >= 1.0
+    {
+        warnings.push(format!(
+            "basic composition gives ({e:.3}, {d:.3}): delta >= 1 guarantees nothing"
+        ));
+    }
+    paper
+}
+
 /// The accounting of a mechanism: the exact figure (mu-GDP of the composed
 /// Gaussian releases, mu = sqrt(releases) Delta / sigma, at the target
 /// delta); rho = releases x rho_node (zCDP composition) and its epsilon;
@@ -444,30 +476,7 @@ pub fn account(m: &Mechanism) -> Accounting {
     let epsilon = mu
         .map(|mu| gdp_epsilon(mu, delta))
         .or(dominated.map(|(mu, tail)| gdp_epsilon(mu, delta - tail)));
-    let paper = match &m.paper {
-        PaperClaim::Target => Some(m.target.0),
-        PaperClaim::Value(e) => Some(*e),
-        PaperClaim::ZhouTheorem1 { kappa, unit_sigma } => Some(zhou_theorem1_epsilon(*unit_sigma, *kappa, delta)),
-        PaperClaim::Unavailable(why) => {
-            warnings.push(format!("paper_claimed_epsilon is null: {why}"));
-            None
-        }
-    };
-    if let (Some(claim), Some(e)) = (paper, epsilon)
-        && claim < e * (1.0 - 1e-9)
-    {
-        warnings.push(format!(
-            "the paper's claim ({claim:.4}) is below what the mechanism provides ({e:.4}, acct_epsilon): its \
-             argument does not hold here"
-        ));
-    }
-    if let Some((e, d)) = m.basic
-        && d >= 1.0
-    {
-        warnings.push(format!(
-            "basic composition gives ({e:.3}, {d:.3}): delta >= 1 guarantees nothing"
-        ));
-    }
+    let paper = paper_claim(m, epsilon, &mut warnings);
     let mut a = Accounting {
         releases_per_observation: levels,
         noise_multiplier: Some(sigma / sens),

@@ -107,6 +107,22 @@ pub struct PeerFed {
     sinv: Vec<f64>,
 }
 
+/// Federation `f`'s sparse-vector state: its slots' keys of the rule, each
+/// slot's threshold noise and nothing used, no last value yet.
+fn svt_state(rule: &Svt, f: usize, slots: usize) -> (Svt, Vec<SvtAgent>, Vec<f64>) {
+    let rule = Svt {
+        keys: rule.keys[f * slots..(f + 1) * slots].to_vec(),
+        ..rule.clone()
+    };
+    let agents = (0..slots)
+        .map(|sl| SvtAgent {
+            rho: rule.rho(sl),
+            used: 0,
+        })
+        .collect();
+    (rule, agents, vec![f64::INFINITY; slots])
+}
+
 impl PeerFed {
     /// Federation `f` of `batch` (which has a network, FedUCB's test and
     /// widths: checked by [`super::lockstep::CpuLinear::new`]) at round 0.
@@ -194,19 +210,7 @@ impl PeerFed {
             sigma,
             widths,
             first_heard: net.first_heard,
-            svt: adaptive.and_then(|a| a.svt.as_ref()).map(|r| {
-                let rule = Svt {
-                    keys: r.keys[f * slots..(f + 1) * slots].to_vec(),
-                    ..r.clone()
-                };
-                let agents = (0..slots)
-                    .map(|sl| SvtAgent {
-                        rho: rule.rho(sl),
-                        used: 0,
-                    })
-                    .collect();
-                (rule, agents, vec![f64::INFINITY; slots])
-            }),
+            svt: adaptive.and_then(|a| a.svt.as_ref()).map(|r| svt_state(r, f, slots)),
             sinv: vec![0.0; dd],
         };
         for i in 0..m {

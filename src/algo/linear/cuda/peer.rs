@@ -109,6 +109,31 @@ pub struct PeerSvt {
     pub sinv: DevPtr,
 }
 
+/// Every agent's neighbours within gamma hops, flattened over the
+/// federations: `start[a]..start[a + 1]` indexes `nbr` (the neighbour) and
+/// `hops` (its distance); `receivers[a]`: how many agents hear agent a.
+#[allow(clippy::type_complexity)]
+fn neighbour_table(
+    graphs: &[crate::graph::Graph],
+    m: usize,
+    gamma: usize,
+) -> Result<(Vec<i32>, Vec<i32>, Vec<i32>, Vec<u64>), CudaError> {
+    let (mut start, mut nbr, mut hops, mut receivers) = (vec![0i32], Vec::new(), Vec::new(), Vec::new());
+    for g in graphs {
+        let reach = Reach::new(g, gamma);
+        for i in 0..m {
+            for &(j, h) in reach.of(i) {
+                nbr.push(j as i32);
+                hops.push(h as i32);
+            }
+            let end = i32::try_from(nbr.len()).map_err(|_| CudaError::Unsupported("too many neighbours".into()))?;
+            start.push(end);
+            receivers.push(reach.receivers(i));
+        }
+    }
+    Ok((start, nbr, hops, receivers))
+}
+
 impl PeerState {
     /// The state of `batch` (a network batch with FedUCB's test and widths)
     /// at round 0: S = n_i rho_min I in every slot, all slots due for a
@@ -135,19 +160,7 @@ impl PeerState {
             ));
         }
         let private = matches!(batch.sync.as_ref().map(|s| &s.release), Some(Release::Tree { .. }));
-        let (mut start, mut nbr, mut hops, mut receivers) = (vec![0i32], Vec::new(), Vec::new(), Vec::new());
-        for g in &net.graphs {
-            let reach = Reach::new(g, gamma);
-            for i in 0..m {
-                for &(j, h) in reach.of(i) {
-                    nbr.push(j as i32);
-                    hops.push(h as i32);
-                }
-                let end = i32::try_from(nbr.len()).map_err(|_| unsupported("too many neighbours"))?;
-                start.push(end);
-                receivers.push(reach.receivers(i));
-            }
-        }
+        let (start, nbr, hops, receivers) = neighbour_table(&net.graphs, m, gamma)?;
         let mut smat = vec![0.0f64; ns * dd];
         for g in 0..gamma {
             for (ag, &base) in net.bases.iter().enumerate() {
