@@ -436,14 +436,20 @@ FB_DEV double fb_sphere_x(int j, int c, int d, int fixed, int nr, const float* g
     return z * inv_sqrt2;
 }
 
+// 1 / sqrt(n2) for n2 > 0 as env::inv_norm computes it: the exactly
+// rounded f32 estimate and one Newton step in f64.
+FB_DEV double fb_inv_norm(double n2) {
+    double y0 = (double)(1.0f / sqrtf((float)n2));
+    return y0 * (1.5 - 0.5 * n2 * y0 * y0);
+}
+
 // Coordinate j of action c of an agent's linear_gap decision set
-// (env/linear_gap.rs): x = v theta_j + c (g_j - proj theta_j), from the
-// round's f32 normals `g` ([coordinate][action]), v (`mean`), `proj` and the
-// scale `cs`, with the CPU's operations, so the set is never stored.
-FB_DEV double fb_gap_x(int j, int c, int k, const double* th, const float* g, const double* mean, const double* proj,
-                       const double* cs) {
-    double gv = (double)g[j * k + c] - proj[c] * th[j];
-    return mean[c] * th[j] + cs[c] * gv;
+// (env/linear_gap.rs): x = alpha theta_j + c g_j (the projection out of
+// theta as a rank-one update, alpha = v - c <g, theta>), from the round's
+// f32 normals `g` ([coordinate][action]), `alpha` and the scale `cs`, with
+// the CPU's operations, so the set is never stored.
+FB_DEV double fb_gap_x(int j, int c, int k, const double* th, const float* g, const double* alpha, const double* cs) {
+    return alpha[c] * th[j] + cs[c] * (double)g[j * k + c];
 }
 
 // Doubles of dynamic shared memory one agent of fb_linear_rounds_coop uses
@@ -495,7 +501,7 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
     FB_DYN_SHARED(double, smem);
     double* A = smem + local * per;
     double* mean = A + dd;
-    double* inv = mean + kp;  // sphere: inverse norms; gap: projections
+    double* inv = mean + kp;  // sphere: inverse norms; gap: alpha = v - c <g, theta>
     double* that = inv + kp;
     double* w = that + d;
     double* xs = w + d;
@@ -564,16 +570,18 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
             int opt = (int)sc[2];
             for (int c = lane; c < k; c += FB_COOP_LANES) {
                 double v = (c == opt ? 0.7 : 0.5) + 0.1 * un[c];
-                double pj = 0.0;
-                for (int j = 0; j < d; ++j) pj += (double)gn[j * k + c] * th[j];
-                double q = 0.0;
+                double pj = 0.0, g2 = 0.0;
                 for (int j = 0; j < d; ++j) {
-                    double gv = (double)gn[j * k + c] - pj * th[j];
-                    q += gv * gv;
+                    double gv = (double)gn[j * k + c];
+                    pj += gv * th[j];
+                    g2 += gv * gv;
                 }
+                double o2 = g2 - pj * pj;
+                double s = 1.0 - v * v;
+                double cc = o2 > 1e-24 ? un[k + c] * (s * fb_inv_norm(s)) * fb_inv_norm(o2) : 0.0;
                 mean[c] = v;
-                inv[c] = pj;
-                cs[c] = q > 1e-24 ? sqrt(1.0 - v * v) * un[k + c] / sqrt(q) : 0.0;
+                inv[c] = v - cc * pj;
+                cs[c] = cc;
                 best = fmax(best, v);
             }
         }
@@ -620,7 +628,7 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
         if (live && !random_policy) {
             fb_lane_argmax(A, that, d, k, lane, beta,
                            [=](int j, int c) {
-                               return gap ? fb_gap_x(j, c, k, th, gn, mean, inv, cs)
+                               return gap ? fb_gap_x(j, c, k, th, gn, inv, cs)
                                           : fb_sphere_x(j, c, d, fixed, nr, gn, inv);
                            },
                            xc, &bsc, &bi, &bq);
@@ -635,7 +643,7 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
         // The chosen action; the reward (lane 0).
         if (live) {
             for (int j = lane; j < d; j += FB_COOP_LANES)
-                xs[j] = gap ? fb_gap_x(j, bi, k, th, gn, mean, inv, cs) : fb_sphere_x(j, bi, d, fixed, nr, gn, inv);
+                xs[j] = gap ? fb_gap_x(j, bi, k, th, gn, inv, cs) : fb_sphere_x(j, bi, d, fixed, nr, gn, inv);
             if (lane == 0) {
                 double mu = mean[bi];
                 sc[1] = mu;

@@ -11,10 +11,10 @@
 //! agent's lanes, the optimal index from its scalar stream. Every pass runs
 //! over all K actions of one coordinate (column-major), so it vectorizes.
 
-use super::{AgentStreams, DecisionSet, random_unit};
+use super::{AgentStreams, DecisionSet, inv_norm, random_unit};
 use crate::rng::Stream;
 use crate::rng::lanes::fill_uniforms;
-use crate::rng::normal::fill_normals;
+use crate::rng::normal::fill_normals_f32;
 
 pub(crate) fn draw_theta(d: usize, s: &mut Stream) -> Vec<f64> {
     random_unit(d, s)
@@ -28,8 +28,10 @@ pub(crate) fn draw_theta(d: usize, s: &mut Stream) -> Vec<f64> {
 pub(crate) fn draw(theta: &[f64], s: &mut AgentStreams, ds: &mut DecisionSet) {
     let (d, k, kp) = (ds.d, ds.k, ds.kp);
     ds.prepared_for = 0; // every action is rewritten each round
-    let g = &mut ds.scratch[..k * d];
-    fill_normals(&mut s.lanes, g); // [coordinate][action]
+    // [coordinate][action], stored as drawn (f32: half the bytes to pass
+    // over; widened exactly where read).
+    let g = &mut ds.scratch32[..k * d];
+    fill_normals_f32(&mut s.lanes, g);
     let opt = s.uniforms.below(k as u64) as usize;
     // v in the mean buffer, r in the norms buffer (2K lane uniforms).
     fill_uniforms(&mut s.lanes, &mut ds.aux[..2 * k]);
@@ -39,41 +41,54 @@ pub(crate) fn draw(theta: &[f64], s: &mut AgentStreams, ds: &mut DecisionSet) {
         let base = if a == opt { 0.7 } else { 0.5 };
         *vi = base + 0.1 * u;
     }
-    let c = &mut ds.norms[..k];
-    c.copy_from_slice(ru);
-    // Project out theta: proj_a = sum_j g_ja theta_j, g_ja -= proj_a theta_j.
+    // The projection out of theta is a rank-one update, so neither g - p
+    // theta nor its norm is formed: with p_a = <g_a, theta> and ||theta|| = 1,
+    // ||g_a - p_a theta||^2 = ||g_a||^2 - p_a^2, and
+    // x_a = v theta + c (g_a - p_a theta) = (v - c p_a) theta + c g_a.
+    // One pass reads g for p and ||g||^2, one writes x (semantics 14; the
+    // four passes before it formed g - p theta).
     let proj = &mut ds.aux2[..k];
     proj.fill(0.0);
-    for (j, tj) in theta.iter().enumerate().take(d) {
-        for (p, gv) in proj.iter_mut().zip(&g[j * k..(j + 1) * k]) {
-            *p += gv * tj;
-        }
-    }
-    let n2 = &mut ds.aux[..k];
+    let n2 = &mut ds.norms[..k];
     n2.fill(0.0);
     for (j, tj) in theta.iter().enumerate().take(d) {
-        for ((gv, p), q) in g[j * k..(j + 1) * k].iter_mut().zip(proj.iter()).zip(n2.iter_mut()) {
-            *gv -= p * tj;
-            *q += *gv * *gv;
+        for ((p, q), gv) in proj.iter_mut().zip(n2.iter_mut()).zip(&g[j * k..(j + 1) * k]) {
+            let gv = f64::from(*gv);
+            *p += gv * tj;
+            *q += gv * gv;
         }
     }
-    // c_a = sqrt(1 - v^2) r / ||g_a|| (0 when g_a vanishes, as for d = 1).
-    for ((ci, vi), q) in c.iter_mut().zip(v.iter()).zip(n2.iter()) {
-        *ci = if *q > 1e-24 {
-            (1.0 - vi * vi).sqrt() * *ci / q.sqrt()
+    // c_a = r sqrt(1 - v^2) / ||g_a - p_a theta|| (0 when that vanishes, as
+    // for d = 1), with sqrt(s) = s / sqrt(s) and both reciprocal roots by
+    // [`inv_norm`] (no f64 square root or division: their latency bound
+    // this loop); proj becomes alpha_a = v - c_a p_a, n2 becomes c_a. An
+    // error of 1e-14 in c_a moves x along the orthogonal direction only:
+    // <x, theta> = alpha_a + c_a p_a = v still.
+    for (((q, p), vi), r) in n2.iter_mut().zip(proj.iter_mut()).zip(v.iter()).zip(ru) {
+        let o2 = *q - *p * *p;
+        let s = 1.0 - vi * vi;
+        let c = if o2 > 1e-24 {
+            r * (s * inv_norm(s)) * inv_norm(o2)
         } else {
             0.0
         };
+        *p = vi - c * *p;
+        *q = c;
     }
+    let (alpha, c) = (&ds.aux2[..k], &ds.norms[..k]);
     for (j, tj) in theta.iter().enumerate().take(d) {
         let col = &mut ds.x[j * kp..j * kp + k];
-        for (((x, gv), ci), vi) in col.iter_mut().zip(&g[j * k..(j + 1) * k]).zip(c.iter()).zip(v.iter()) {
-            *x = vi * tj + ci * gv;
+        for (((x, gv), ci), al) in col
+            .iter_mut()
+            .zip(&g[j * k..(j + 1) * k])
+            .zip(c.iter())
+            .zip(alpha.iter())
+        {
+            *x = al * tj + ci * f64::from(*gv);
         }
     }
-    let mut best = f64::NEG_INFINITY;
-    for &vi in v.iter() {
-        best = if vi > best { vi } else { best };
-    }
-    ds.best = best;
+    // The optimal action's mean is at least 0.7, every other at most 0.6:
+    // the best mean is v[opt] (a serial maximum over K was a chain of K
+    // dependent compares).
+    ds.best = ds.mean[opt];
 }

@@ -23,7 +23,7 @@
 //!
 //! Draws per round: (K - min(d, K)) (d - 1) normals (lanes).
 
-use super::{AgentStreams, DecisionSet, random_unit};
+use super::{AgentStreams, DecisionSet, inv_norm, random_unit};
 use crate::rng::Stream;
 use crate::rng::normal::fill_normals_f32;
 
@@ -132,14 +132,4 @@ pub(crate) fn draw(theta: &[f64], raw: bool, env_id: u64, s: &mut AgentStreams, 
         }
     }
     ds.best = best;
-}
-
-/// 1 / sqrt(n2) for n2 > 0: an exactly rounded f32 estimate refined by one
-/// Newton step in f64 (relative error about 2e-14). Every operation is an
-/// IEEE basic operation, so the result is the same on every instruction set;
-/// it is several times cheaper than an f64 square root and division.
-#[inline(always)]
-fn inv_norm(n2: f64) -> f64 {
-    let y0 = f64::from(1.0f32 / (n2 as f32).sqrt());
-    y0 * (1.5 - 0.5 * n2 * y0 * y0)
 }

