@@ -110,8 +110,7 @@ pub struct DecisionSet {
     pub mean: Vec<f64>,
     /// Largest mean of the round.
     pub best: f64,
-    /// Normal draws of the round (f64 for linear_gap, f32 for linear_sphere).
-    pub(crate) scratch: Vec<f64>,
+    /// Normal draws of the round, as the generator makes them (f32).
     pub(crate) scratch32: Vec<f32>,
     /// Per-action workspace (inverse norms).
     pub(crate) norms: Vec<f64>,
@@ -135,7 +134,6 @@ impl DecisionSet {
             x: vec![0.0; d * kp],
             mean: vec![f64::NEG_INFINITY; kp],
             best: f64::NEG_INFINITY,
-            scratch: vec![0.0; k * d],
             scratch32: vec![0.0; k * d],
             norms: vec![0.0; kp],
             aux: vec![0.0; 2 * kp],
