@@ -138,13 +138,13 @@ fn emulated_kernels_match_cpu_backend_for_every_batched_algorithm() {
 /// optimal index) through the cooperative kernel.
 #[test]
 fn emulated_kernels_match_cpu_backend_on_linear_gap() {
-    assert_parity(
-        "seed: 6\nrepetitions: 3\nhorizon: 200\ncheckpoints: {every: 25}\nalgorithm: [random, linucb, independent, fedlinucb, private_fedlinucb]\nenvironment: linear_gap\nparams: {m: 4, d: 5, k: 21, epsilon: 1, delta: 0.1, batch_size: 10, refactor_every: 13}\n",
-    );
+    assert_parity(ON_LINEAR_GAP);
 }
 
+const ON_LINEAR_GAP: &str = "seed: 6\nrepetitions: 3\nhorizon: 200\ncheckpoints: {every: 25}\nalgorithm: [random, linucb, independent, fedlinucb, private_fedlinucb]\nenvironment: linear_gap\nparams: {m: 4, d: 5, k: 21, epsilon: 1, delta: 0.1, batch_size: 10, refactor_every: 13}\n";
+
 /// On a machine with a CUDA device: the real device against the CPU, bit
-/// for bit, for every batched algorithm (the emulation once passed while a
+/// for bit, for every batched algorithm on both linear environments (the emulation once passed while a
 /// device broke first-round ties differently: libm's log/sin/cos, now
 /// replaced by src/math.rs). Without a device it says it was skipped.
 #[test]
@@ -158,6 +158,7 @@ fn device_matches_cpu_when_present() {
     };
     println!("device parity on {}", dev.description());
     assert_parity_on(&dev, EVERY_BATCHED);
+    assert_parity_on(&dev, ON_LINEAR_GAP);
     assert_parity_on(
         &dev,
         "seed: 9\nrepetitions: 64\nhorizon: 500\ncheckpoints: {every: 100}\nalgorithm: [independent, fedlinucb, private_fedlinucb]\nenvironment: linear_sphere\nparams: {m: 20, d: 10, k: 100, epsilon: 1, delta: 0.1}\n",
