@@ -47,11 +47,6 @@ pub(crate) fn draw_theta(d: usize, s: &mut Stream) -> Vec<f64> {
     theta
 }
 
-#[multiversion::multiversion(targets(
-    "x86_64+avx512f+avx512vl+avx512dq+avx512bw+avx2+fma",
-    "x86_64+avx2+fma",
-    "aarch64+neon"
-))]
 pub(crate) fn draw(theta: &[f64], raw: bool, env_id: u64, s: &mut AgentStreams, ds: &mut DecisionSet) {
     let (d, k, kp) = (ds.d, ds.k, ds.kp);
     let last = d - 1;
@@ -81,55 +76,110 @@ pub(crate) fn draw(theta: &[f64], raw: bool, env_id: u64, s: &mut AgentStreams, 
         ds.prepared_for = env_id;
         ds.prepared_best = fixed_best;
     }
-    let mut best = ds.prepared_best;
     let nr = k - fixed;
+    let mut best = ds.prepared_best;
     if nr > 0 {
-        let g = &mut ds.scratch32[..nr * last];
-        fill_normals_f32(&mut s.lanes, g);
-        let g = &ds.scratch32[..nr * last];
-        // g is [coordinate][random action]: column-wise passes over the
-        // actions vectorize (long, unit-stride loops).
-        let inv = &mut ds.norms[..nr];
-        inv.fill(0.0);
-        for j in 0..last {
-            for (n2, v) in inv.iter_mut().zip(&g[j * nr..(j + 1) * nr]) {
-                let v = f64::from(*v);
-                *n2 += v * v;
-            }
-        }
-        for n2 in inv.iter_mut() {
-            *n2 = inv_norm(*n2);
-        }
-        let means = &mut ds.mean[fixed..k];
-        means.fill(theta[last]);
-        for j in 0..last {
-            let tj = theta[j];
-            let col = &g[j * nr..(j + 1) * nr];
-            let dst = &mut ds.x[j * kp + fixed..j * kp + k];
-            for (((x, m), v), iv) in dst.iter_mut().zip(means.iter_mut()).zip(col).zip(inv.iter()) {
-                let z = f64::from(*v) * iv; // coordinate of the unit vector
-                *m += tj * z;
-                *x = z * inv_sqrt2;
-            }
-        }
-        ds.x[last * kp + fixed..last * kp + k].fill(inv_sqrt2);
+        fill_normals_f32(&mut s.lanes, &mut ds.scratch32[..nr * last]);
         let scale = if raw { 1.0 } else { inv_sqrt2 };
-        // Lane-wise maximum (vectorizes; means are finite).
-        let mut top = [f64::NEG_INFINITY; 8];
-        let (chunks, rest) = means.as_chunks_mut::<8>();
-        for c in chunks {
-            for l in 0..8 {
-                c[l] *= scale;
-                top[l] = if c[l] > top[l] { c[l] } else { top[l] };
-            }
-        }
-        for m in rest.iter_mut() {
-            *m *= scale;
-            best = if *m > best { *m } else { best };
-        }
-        for v in top {
-            best = if v > best { v } else { best };
-        }
+        let means = &mut ds.mean[fixed..k];
+        #[cfg(target_arch = "x86_64")]
+        let top = if super::sphere_avx512::available(d) {
+            // SAFETY: `available` checked that this CPU has AVX-512F.
+            unsafe { super::sphere_avx512::random_rows(theta, &ds.scratch32, nr, &mut ds.x, kp, fixed, means, scale) }
+        } else {
+            random_rows(
+                theta,
+                &ds.scratch32,
+                nr,
+                &mut ds.x,
+                kp,
+                fixed,
+                means,
+                scale,
+                &mut ds.norms,
+            )
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let top = random_rows(
+            theta,
+            &ds.scratch32,
+            nr,
+            &mut ds.x,
+            kp,
+            fixed,
+            means,
+            scale,
+            &mut ds.norms,
+        );
+        best = if top > best { top } else { best };
     }
     ds.best = best;
+}
+
+/// The nr random actions of a round from their normals `g` (`[coordinate]
+/// [action]`, d - 1 rows of nr): x = (g / ||g||, 1) / sqrt(2) written to
+/// columns fixed.. of `x`, each mean (<z, theta*>, times `scale`) to `means`;
+/// returns the largest of those means. Column-wise passes over the actions
+/// (long, unit-stride loops that vectorize); `inv` is workspace (nr).
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx512bw+avx2+fma",
+    "x86_64+avx2+fma",
+    "aarch64+neon"
+))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn random_rows(
+    theta: &[f64],
+    g: &[f32],
+    nr: usize,
+    x: &mut [f64],
+    kp: usize,
+    fixed: usize,
+    means: &mut [f64],
+    scale: f64,
+    inv: &mut [f64],
+) -> f64 {
+    let last = theta.len() - 1;
+    let inv_sqrt2 = std::f64::consts::FRAC_1_SQRT_2;
+    let inv = &mut inv[..nr];
+    inv.fill(0.0);
+    for j in 0..last {
+        for (n2, v) in inv.iter_mut().zip(&g[j * nr..(j + 1) * nr]) {
+            let v = f64::from(*v);
+            *n2 += v * v;
+        }
+    }
+    for n2 in inv.iter_mut() {
+        *n2 = inv_norm(*n2);
+    }
+    let means = &mut means[..nr];
+    means.fill(theta[last]);
+    for j in 0..last {
+        let tj = theta[j];
+        let col = &g[j * nr..(j + 1) * nr];
+        let dst = &mut x[j * kp + fixed..j * kp + fixed + nr];
+        for (((x, m), v), iv) in dst.iter_mut().zip(means.iter_mut()).zip(col).zip(inv.iter()) {
+            let z = f64::from(*v) * iv; // coordinate of the unit vector
+            *m += tj * z;
+            *x = z * inv_sqrt2;
+        }
+    }
+    x[last * kp + fixed..last * kp + fixed + nr].fill(inv_sqrt2);
+    // Lane-wise maximum (vectorizes; means are finite).
+    let mut best = f64::NEG_INFINITY;
+    let mut top = [f64::NEG_INFINITY; 8];
+    let (chunks, rest) = means.as_chunks_mut::<8>();
+    for c in chunks {
+        for l in 0..8 {
+            c[l] *= scale;
+            top[l] = if c[l] > top[l] { c[l] } else { top[l] };
+        }
+    }
+    for m in rest.iter_mut() {
+        *m *= scale;
+        best = if *m > best { *m } else { best };
+    }
+    for v in top {
+        best = if v > best { v } else { best };
+    }
+    best
 }

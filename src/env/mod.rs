@@ -13,6 +13,8 @@ pub mod linear_gap;
 pub mod linear_sphere;
 pub mod mab;
 pub mod procurement;
+#[cfg(target_arch = "x86_64")]
+mod sphere_avx512;
 pub mod uci;
 
 use crate::rng::lanes::{LANES, Lanes};
@@ -104,8 +106,8 @@ pub struct DecisionSet {
     pub k: usize,
     /// Padded number of actions (multiple of [`LANES`]).
     pub kp: usize,
-    /// Actions, column-major.
-    pub x: Vec<f64>,
+    /// Actions, column-major, on a cache-line boundary.
+    pub x: crate::linalg::AlignedVec,
     /// True mean reward of each action (padding: -inf).
     pub mean: Vec<f64>,
     /// Largest mean of the round.
@@ -131,7 +133,7 @@ impl DecisionSet {
             d,
             k,
             kp,
-            x: vec![0.0; d * kp],
+            x: crate::linalg::AlignedVec::filled(d * kp, 0.0),
             mean: vec![f64::NEG_INFINITY; kp],
             best: f64::NEG_INFINITY,
             scratch32: vec![0.0; k * d],

@@ -17,6 +17,9 @@ use crate::env::{AgentStreams, LinearEnv};
 use crate::linalg::{self, LltError};
 use crate::rng::lanes::LANES;
 
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+
 /// The CPU backend (stateless).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CpuBackend;
@@ -118,13 +121,27 @@ fn score_group<const NB: usize>(
 
 /// Scores all actions of a column-major decision set (`x`, d blocks of
 /// K rounded up to 8) with <theta, x> + beta sqrt(x^T A x) and returns the
-/// argmax (lowest index on ties) and its x^T A x.
+/// argmax (lowest index on ties) and its x^T A x. On a CPU with AVX-512F
+/// and d <= 16 the intrinsics scorer runs ([`avx512`], the same bits),
+/// otherwise [`score_argmax_portable`].
+#[inline]
+pub fn score_argmax(d: usize, k: usize, x: &[f64], a: &[f64], theta: &[f64], beta: f64) -> (usize, f64) {
+    #[cfg(target_arch = "x86_64")]
+    if avx512::available(d) {
+        // SAFETY: `available` checked that this CPU has AVX-512F.
+        return unsafe { avx512::score_argmax(d, k, x, a, theta, beta) };
+    }
+    score_argmax_portable(d, k, x, a, theta, beta)
+}
+
+/// The scorer from portable code, compiled for each instruction set the
+/// dispatcher knows (see the module docs).
 #[multiversion::multiversion(targets(
     "x86_64+avx512f+avx512vl+avx512dq+avx512bw+avx2+fma",
     "x86_64+avx2+fma",
     "aarch64+neon"
 ))]
-pub fn score_argmax(d: usize, k: usize, x: &[f64], a: &[f64], theta: &[f64], beta: f64) -> (usize, f64) {
+pub fn score_argmax_portable(d: usize, k: usize, x: &[f64], a: &[f64], theta: &[f64], beta: f64) -> (usize, f64) {
     let (xb, _) = x.as_chunks::<LANES>();
     let kb = xb.len() / d.max(1);
     let mut best = Best::new();
@@ -244,6 +261,53 @@ mod tests {
                 let beta = s.uniform() * 3.0;
                 let (arm, _) = score_argmax(d, k, &x, &a, &theta, beta);
                 assert_eq!(arm, reference(d, k, kp, &x, &a, &theta, beta));
+            }
+        }
+    }
+
+    /// The intrinsics scorer returns the portable scorer's bits (action and
+    /// x^T A x) on Gram-like inverses, ties and NaN included; d up to its
+    /// largest, K not a multiple of 8. Skipped (vacuous) on a CPU without
+    /// AVX-512F, where the portable scorer is the only one.
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn intrinsics_scorer_equals_portable_bit_for_bit() {
+        if !avx512::available(1) {
+            return;
+        }
+        let mut s = Stream::new(&[11]);
+        for (d, k) in [(1usize, 3usize), (2, 20), (5, 25), (10, 100), (16, 37), (7, 9)] {
+            let kp = k.div_ceil(8usize) * 8;
+            for rep in 0..200 {
+                let mut x = vec![0.0; d * kp];
+                for j in 0..d {
+                    for a in 0..k {
+                        // Every fifth set has repeated actions (ties).
+                        x[j * kp + a] = if rep % 5 == 0 {
+                            0.25 * ((a % 3) as f64)
+                        } else {
+                            s.normal()
+                        };
+                    }
+                }
+                let mut v = vec![0.0; d * d];
+                linalg::set_scaled_identity(&mut v, d, 1.0);
+                for _ in 0..rep % 30 {
+                    let u: Vec<f64> = (0..d).map(|_| s.normal()).collect();
+                    linalg::add_outer(&mut v, &u, d);
+                }
+                let mut a = vec![0.0; d * d];
+                let (mut m1, mut m2) = (vec![0.0; d * d], vec![0.0; d * d]);
+                linalg::spd_inverse_with_jitter(&v, d, &mut a, &mut m1, &mut m2).expect("spd");
+                if rep == 7 {
+                    a[0] = f64::NAN;
+                }
+                let theta: Vec<f64> = (0..d).map(|_| s.normal()).collect();
+                let beta = s.uniform() * 3.0;
+                // SAFETY: `available` checked AVX-512F above.
+                let (i1, q1) = unsafe { avx512::score_argmax(d, k, &x, &a, &theta, beta) };
+                let (i2, q2) = score_argmax_portable(d, k, &x, &a, &theta, beta);
+                assert_eq!((i1, q1.to_bits()), (i2, q2.to_bits()), "d {d} k {k} rep {rep}");
             }
         }
     }
