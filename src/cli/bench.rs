@@ -275,7 +275,7 @@ pub fn kernels() {
     use crate::backend::{AgentState, AgentStep, Workspace};
     use crate::env::{LinearEnv, LinearEnvKind, LinearEnvSpec};
     use crate::linalg;
-    use crate::rng::normal::fill_normals;
+    use crate::rng::normal::fill_normals_f32;
     use std::hint::black_box;
 
     let (d, k) = (10usize, 100usize);
@@ -305,9 +305,10 @@ pub fn kernels() {
         let ns = start.elapsed().as_secs_f64() * 1e9 / f64::from(iters);
         super::emit(&format!("kernel {name} ns_per_call={ns:.1}\n"));
     };
-    let mut buf = vec![0.0; (k - d) * (d - 1)];
+    // f32: what both linear environments draw since semantics 14.
+    let mut buf = vec![0.0f32; (k - d) * (d - 1)];
     time("normals_810", 100_000, &mut || {
-        fill_normals(&mut streams.lanes, black_box(&mut buf))
+        fill_normals_f32(&mut streams.lanes, black_box(&mut buf))
     });
     time("decision_set_sphere_d10_k100", 100_000, &mut || {
         env.draw(&mut streams, black_box(&mut ws.ds))

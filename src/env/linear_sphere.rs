@@ -81,11 +81,12 @@ pub(crate) fn draw(theta: &[f64], raw: bool, env_id: u64, s: &mut AgentStreams, 
     if nr > 0 {
         fill_normals_f32(&mut s.lanes, &mut ds.scratch32[..nr * last]);
         let scale = if raw { 1.0 } else { inv_sqrt2 };
-        let means = &mut ds.mean[fixed..k];
         #[cfg(target_arch = "x86_64")]
         let top = if super::sphere_avx512::available(d) {
             // SAFETY: `available` checked that this CPU has AVX-512F.
-            unsafe { super::sphere_avx512::random_rows(theta, &ds.scratch32, nr, &mut ds.x, kp, fixed, means, scale) }
+            unsafe {
+                super::sphere_avx512::random_rows(theta, &ds.scratch32, nr, &mut ds.x, kp, fixed, &mut ds.mean, scale)
+            }
         } else {
             random_rows(
                 theta,
@@ -94,7 +95,7 @@ pub(crate) fn draw(theta: &[f64], raw: bool, env_id: u64, s: &mut AgentStreams, 
                 &mut ds.x,
                 kp,
                 fixed,
-                means,
+                &mut ds.mean,
                 scale,
                 &mut ds.norms,
             )
@@ -107,7 +108,7 @@ pub(crate) fn draw(theta: &[f64], raw: bool, env_id: u64, s: &mut AgentStreams, 
             &mut ds.x,
             kp,
             fixed,
-            means,
+            &mut ds.mean,
             scale,
             &mut ds.norms,
         );
@@ -118,7 +119,8 @@ pub(crate) fn draw(theta: &[f64], raw: bool, env_id: u64, s: &mut AgentStreams, 
 
 /// The nr random actions of a round from their normals `g` (`[coordinate]
 /// [action]`, d - 1 rows of nr): x = (g / ||g||, 1) / sqrt(2) written to
-/// columns fixed.. of `x`, each mean (<z, theta*>, times `scale`) to `means`;
+/// columns fixed..fixed + nr of `x`, each mean (<z, theta*>, times `scale`)
+/// to the same columns of `mean`;
 /// returns the largest of those means. Column-wise passes over the actions
 /// (long, unit-stride loops that vectorize); `inv` is workspace (nr).
 #[multiversion::multiversion(targets(
@@ -134,7 +136,7 @@ pub(crate) fn random_rows(
     x: &mut [f64],
     kp: usize,
     fixed: usize,
-    means: &mut [f64],
+    mean: &mut [f64],
     scale: f64,
     inv: &mut [f64],
 ) -> f64 {
@@ -151,7 +153,7 @@ pub(crate) fn random_rows(
     for n2 in inv.iter_mut() {
         *n2 = inv_norm(*n2);
     }
-    let means = &mut means[..nr];
+    let means = &mut mean[fixed..fixed + nr];
     means.fill(theta[last]);
     for j in 0..last {
         let tj = theta[j];

@@ -108,8 +108,9 @@ pub struct DecisionSet {
     pub kp: usize,
     /// Actions, column-major, on a cache-line boundary.
     pub x: crate::linalg::AlignedVec,
-    /// True mean reward of each action (padding: -inf).
-    pub mean: Vec<f64>,
+    /// True mean reward of each action (padding: -inf), on a cache-line
+    /// boundary.
+    pub mean: crate::linalg::AlignedVec,
     /// Largest mean of the round.
     pub best: f64,
     /// Normal draws of the round, as the generator makes them (f32).
@@ -134,7 +135,7 @@ impl DecisionSet {
             k,
             kp,
             x: crate::linalg::AlignedVec::filled(d * kp, 0.0),
-            mean: vec![f64::NEG_INFINITY; kp],
+            mean: crate::linalg::AlignedVec::filled(kp, f64::NEG_INFINITY),
             best: f64::NEG_INFINITY,
             scratch32: vec![0.0; k * d],
             norms: vec![0.0; kp],

@@ -7,9 +7,9 @@
 //! (tested against each other).
 
 use std::arch::x86_64::{
-    __m512d, _mm256_div_ps, _mm256_set1_ps, _mm256_sqrt_ps, _mm512_add_pd, _mm512_cvtpd_ps, _mm512_cvtps_pd,
-    _mm512_mask_blend_pd, _mm512_mask_storeu_pd, _mm512_maskz_loadu_ps, _mm512_max_pd, _mm512_mul_pd,
-    _mm512_reduce_max_pd, _mm512_set1_pd, _mm512_setzero_pd, _mm512_sub_pd,
+    __m512d, _mm256_div_ps, _mm256_set1_ps, _mm256_sqrt_ps, _mm512_add_pd, _mm512_castps512_ps256, _mm512_cvtpd_ps,
+    _mm512_cvtps_pd, _mm512_mask_blend_pd, _mm512_mask_storeu_pd, _mm512_maskz_loadu_ps, _mm512_max_pd, _mm512_mul_pd,
+    _mm512_reduce_max_pd, _mm512_set1_pd, _mm512_setzero_pd, _mm512_storeu_pd, _mm512_sub_pd,
 };
 
 /// Largest d - 1 this pass keeps in registers.
@@ -25,6 +25,12 @@ pub fn available(d: usize) -> bool {
 /// [`super::linear_sphere::random_rows`], whose contract and bits this
 /// shares. Returns the largest (scaled) mean among them.
 ///
+/// The pass runs over the decision set's own 8-column blocks (aligned:
+/// [`crate::linalg::AlignedVec`]), so every store fills whole cache lines
+/// and the scorer's aligned loads that follow read them from the store
+/// buffer; the first random action sits at column `fixed`, so the first
+/// block's lanes before it (fixed actions) are masked off.
+///
 /// # Panics
 /// If a slice is shorter than the shape needs (checked once, here).
 #[target_feature(enable = "avx512f")]
@@ -36,48 +42,77 @@ pub fn random_rows(
     x: &mut [f64],
     kp: usize,
     fixed: usize,
-    means: &mut [f64],
+    mean: &mut [f64],
     scale: f64,
 ) -> f64 {
     let last = theta.len() - 1;
-    assert!(last <= MAX_COORDS && g.len() >= nr * last && means.len() >= nr);
-    assert!(x.len() >= last * kp + fixed + nr);
-    let inv_sqrt2 = _mm512_set1_pd(std::f64::consts::FRAC_1_SQRT_2);
+    let end = fixed + nr;
+    assert!(last <= MAX_COORDS && g.len() >= nr * last && mean.len() >= kp && end <= kp);
+    assert!(x.len() >= theta.len() * kp);
     let mut top = _mm512_set1_pd(f64::NEG_INFINITY);
-    let mut a0 = 0;
-    while a0 < nr {
-        let n = (nr - a0).min(8);
-        let mask: u8 = if n == 8 { 0xff } else { ((1u16 << n) - 1) as u8 };
-        // SAFETY: AVX-512F is enabled; every masked load and store touches
-        // only lanes a0..a0 + n < nr of a row, inside the lengths asserted
-        // above.
-        unsafe {
-            let mut v = [_mm512_setzero_pd(); MAX_COORDS];
-            let mut n2 = _mm512_setzero_pd();
-            for j in 0..last {
-                let lo = _mm512_maskz_loadu_ps(u16::from(mask), g.as_ptr().add(j * nr + a0));
-                v[j] = _mm512_cvtps_pd(std::arch::x86_64::_mm512_castps512_ps256(lo));
-                n2 = _mm512_add_pd(n2, _mm512_mul_pd(v[j], v[j]));
-            }
-            let iv = inv_norm(n2);
-            let mut m = _mm512_set1_pd(theta[last]);
-            for j in 0..last {
-                let z = _mm512_mul_pd(v[j], iv);
-                m = _mm512_add_pd(m, _mm512_mul_pd(_mm512_set1_pd(theta[j]), z));
-                _mm512_mask_storeu_pd(
-                    x.as_mut_ptr().add(j * kp + fixed + a0),
-                    mask,
-                    _mm512_mul_pd(z, inv_sqrt2),
-                );
-            }
-            _mm512_mask_storeu_pd(x.as_mut_ptr().add(last * kp + fixed + a0), mask, inv_sqrt2);
-            let m = _mm512_mul_pd(m, _mm512_set1_pd(scale));
-            _mm512_mask_storeu_pd(means.as_mut_ptr().add(a0), mask, m);
-            top = _mm512_max_pd(_mm512_mask_blend_pd(mask, _mm512_set1_pd(f64::NEG_INFINITY), m), top);
+    let inv_sqrt2 = _mm512_set1_pd(std::f64::consts::FRAC_1_SQRT_2);
+    let mut c = fixed / 8 * 8;
+    while c < end {
+        let (gp, mask) = block(c, fixed, end, g);
+        let mut v = [_mm512_setzero_pd(); MAX_COORDS];
+        let mut n2 = _mm512_setzero_pd();
+        for j in 0..last {
+            v[j] = load(gp, j * nr, mask);
+            n2 = _mm512_add_pd(n2, _mm512_mul_pd(v[j], v[j]));
         }
-        a0 += n;
+        let iv = inv_norm(n2);
+        let mut m = _mm512_set1_pd(theta[last]);
+        for j in 0..last {
+            let z = _mm512_mul_pd(v[j], iv);
+            m = _mm512_add_pd(m, _mm512_mul_pd(_mm512_set1_pd(theta[j]), z));
+            store(&mut x[j * kp + c..], _mm512_mul_pd(z, inv_sqrt2), mask);
+        }
+        store(&mut x[last * kp + c..], inv_sqrt2, mask);
+        let m = _mm512_mul_pd(m, _mm512_set1_pd(scale));
+        store(&mut mean[c..], m, mask);
+        top = _mm512_max_pd(_mm512_mask_blend_pd(mask, _mm512_set1_pd(f64::NEG_INFINITY), m), top);
+        c += 8;
     }
     _mm512_reduce_max_pd(top)
+}
+
+/// The block of columns c..c + 8: where its actions' normals start in `g`
+/// (column c - fixed, which may lie before g's start: only the masked
+/// lanes, inside g, are ever read) and the mask of its random actions
+/// (columns fixed..end).
+#[inline(always)]
+fn block(c: usize, fixed: usize, end: usize, g: &[f32]) -> (*const f32, u8) {
+    let from = fixed.saturating_sub(c);
+    let to = (end - c).min(8);
+    let mask = ((0xffu16 >> (8 - to)) & (0xffu16 << from)) as u8;
+    (g.as_ptr().wrapping_add(c).wrapping_sub(fixed), mask)
+}
+
+/// Coordinate `at` of a block's 8 actions (masked lanes), widened to f64.
+#[inline(always)]
+fn load(gp: *const f32, at: usize, mask: u8) -> __m512d {
+    // SAFETY: called from `random_rows` (AVX-512F enabled) with a block from
+    // `block` and at = j * nr, j < d - 1: the masked lanes are entries
+    // j * nr + a, a < nr, inside g (asserted there); the others are not read.
+    unsafe {
+        let lo = _mm512_maskz_loadu_ps(u16::from(mask), gp.wrapping_add(at));
+        _mm512_cvtps_pd(_mm512_castps512_ps256(lo))
+    }
+}
+
+/// Stores the masked lanes of `v` to `dst[..8]` (a plain store when all 8
+/// are set).
+#[inline(always)]
+fn store(dst: &mut [f64], v: __m512d, mask: u8) {
+    assert!(dst.len() >= 8);
+    // SAFETY: AVX-512F is enabled by the caller; dst holds 8 f64.
+    unsafe {
+        if mask == 0xff {
+            _mm512_storeu_pd(dst.as_mut_ptr(), v);
+        } else {
+            _mm512_mask_storeu_pd(dst.as_mut_ptr(), mask, v);
+        }
+    }
 }
 
 /// [`super::inv_norm`] on 8 lanes, operation for operation.
@@ -127,7 +162,7 @@ mod tests {
                     std::f64::consts::FRAC_1_SQRT_2
                 };
                 let (mut x1, mut x2) = (vec![0.25; d * kp], vec![0.25; d * kp]);
-                let (mut m1, mut m2) = (vec![0.0; nr], vec![0.0; nr]);
+                let (mut m1, mut m2) = (vec![-1.0; kp], vec![-1.0; kp]);
                 let mut inv = vec![0.0; nr];
                 // SAFETY: `available` checked AVX-512F above.
                 let b1 = unsafe { random_rows(&theta, &g, nr, &mut x1, kp, fixed, &mut m1, scale) };

@@ -33,6 +33,13 @@ impl Lanes {
         Self { s }
     }
 
+    /// The state, word-major (for the intrinsics generator, which steps
+    /// the lanes in vector registers).
+    #[inline(always)]
+    pub(crate) fn state_mut(&mut self) -> &mut [[u64; LANES]; 4] {
+        &mut self.s
+    }
+
     /// Advances all lanes and returns one output per lane.
     #[inline(always)]
     pub fn next_block(&mut self) -> [u64; LANES] {

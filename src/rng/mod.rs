@@ -19,6 +19,8 @@ pub mod binomial;
 pub mod keyed;
 pub mod lanes;
 pub mod normal;
+#[cfg(target_arch = "x86_64")]
+mod normal_avx512;
 pub mod small_binomial;
 
 use rand_core::{Rng, SeedableRng};

@@ -34,8 +34,8 @@ use super::lanes::{LANES, Lanes};
 /// Normals produced per block (two lane steps).
 pub const NORMALS_PER_BLOCK: usize = 4 * LANES;
 
-const LN2_HI: f32 = 0.693_359_4;
-const LN2_LO: f32 = -2.121_944_4e-4;
+pub(super) const LN2_HI: f32 = 0.693_359_4;
+pub(super) const LN2_LO: f32 = -2.121_944_4e-4;
 const SQRT_HALF: f32 = std::f32::consts::FRAC_1_SQRT_2;
 
 /// Natural logarithm for positive, normal f32 (Cephes `logf`).
@@ -170,13 +170,27 @@ fn fill<T: Widen>(lanes: &mut Lanes, out: &mut [T]) {
 
 /// Like [`fill_normals`] but keeps the generator's f32 values (half the
 /// memory traffic; the values are identical to `fill_normals`' before
-/// widening).
+/// widening). On a CPU with AVX-512F whole pairs of blocks come from the
+/// intrinsics generator ([`super::normal_avx512`], the same bits).
+pub fn fill_normals_f32(lanes: &mut Lanes, out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if super::normal_avx512::available() {
+        let (pairs, rest) = out.as_chunks_mut::<{ 2 * NORMALS_PER_BLOCK }>();
+        // SAFETY: `available` checked that this CPU has AVX-512F.
+        unsafe { super::normal_avx512::fill_pairs(lanes, pairs) };
+        return fill_normals_f32_portable(lanes, rest);
+    }
+    fill_normals_f32_portable(lanes, out);
+}
+
+/// [`fill_normals_f32`] from portable code, compiled for each instruction
+/// set the dispatcher knows.
 #[multiversion::multiversion(targets(
     "x86_64+avx512f+avx512vl+avx512dq+avx512bw+avx2+fma",
     "x86_64+avx2+fma",
     "aarch64+neon"
 ))]
-pub fn fill_normals_f32(lanes: &mut Lanes, out: &mut [f32]) {
+pub fn fill_normals_f32_portable(lanes: &mut Lanes, out: &mut [f32]) {
     fill(lanes, out);
 }
 
@@ -279,6 +293,25 @@ mod tests {
         fill_normals_f32(&mut b, &mut y);
         for (u, v) in x.iter().zip(&y) {
             assert_eq!(*u, f64::from(*v));
+        }
+    }
+
+    /// The dispatched generator (intrinsics on AVX-512F) writes the
+    /// portable generator's bits and leaves the lanes in the same state,
+    /// for lengths around whole pairs of blocks.
+    #[test]
+    fn dispatched_f32_equals_portable_bit_for_bit() {
+        for len in [0usize, 5, 32, 63, 64, 65, 128, 810, 1000] {
+            let mut a = Lanes::new(&[6, len as u64]);
+            let mut b = a.clone();
+            let (mut x, mut y) = (vec![0.0f32; len], vec![0.0f32; len]);
+            for _ in 0..3 {
+                fill_normals_f32(&mut a, &mut x);
+                fill_normals_f32_portable(&mut b, &mut y);
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&x), bits(&y), "len {len}");
+            }
+            assert_eq!(a.next_block(), b.next_block(), "len {len}");
         }
     }
 
