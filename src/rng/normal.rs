@@ -178,6 +178,17 @@ pub fn fill_normals_f32(lanes: &mut Lanes, out: &mut [f32]) {
         let (pairs, rest) = out.as_chunks_mut::<{ 2 * NORMALS_PER_BLOCK }>();
         // SAFETY: `available` checked that this CPU has AVX-512F.
         unsafe { super::normal_avx512::fill_pairs(lanes, pairs) };
+        if rest.len() > NORMALS_PER_BLOCK {
+            // A block and a partial one: the portable code takes four lane
+            // steps for them too, and writes the first rest.len() normals
+            // of one more pair.
+            let mut last = [[0.0f32; 2 * NORMALS_PER_BLOCK]];
+            // SAFETY: as above.
+            unsafe { super::normal_avx512::fill_pairs(lanes, &mut last) };
+            let n = rest.len();
+            rest.copy_from_slice(&last[0][..n]);
+            return;
+        }
         return fill_normals_f32_portable(lanes, rest);
     }
     fill_normals_f32_portable(lanes, out);
