@@ -81,37 +81,16 @@ pub(crate) fn draw(theta: &[f64], raw: bool, env_id: u64, s: &mut AgentStreams, 
     if nr > 0 {
         fill_normals_f32(&mut s.lanes, &mut ds.scratch32[..nr * last]);
         let scale = if raw { 1.0 } else { inv_sqrt2 };
-        #[cfg(target_arch = "x86_64")]
-        let top = if super::sphere_avx512::available(d) {
-            // SAFETY: `available` checked that this CPU has AVX-512F.
-            unsafe {
-                super::sphere_avx512::random_rows(theta, &ds.scratch32, nr, &mut ds.x, kp, fixed, &mut ds.mean, scale)
+        let top = 'rows: {
+            #[cfg(target_arch = "x86_64")]
+            if super::sphere_avx512::available(d) {
+                let (g, x, mean) = (&ds.scratch32, &mut ds.x, &mut ds.mean);
+                // SAFETY: `available` checked that this CPU has AVX-512F.
+                break 'rows unsafe { super::sphere_avx512::random_rows(theta, g, nr, x, kp, fixed, mean, scale) };
             }
-        } else {
-            random_rows(
-                theta,
-                &ds.scratch32,
-                nr,
-                &mut ds.x,
-                kp,
-                fixed,
-                &mut ds.mean,
-                scale,
-                &mut ds.norms,
-            )
+            let (g, x, mean) = (&ds.scratch32, &mut ds.x, &mut ds.mean);
+            random_rows(theta, g, nr, x, kp, fixed, mean, scale, &mut ds.norms)
         };
-        #[cfg(not(target_arch = "x86_64"))]
-        let top = random_rows(
-            theta,
-            &ds.scratch32,
-            nr,
-            &mut ds.x,
-            kp,
-            fixed,
-            &mut ds.mean,
-            scale,
-            &mut ds.norms,
-        );
         best = if top > best { top } else { best };
     }
     ds.best = best;

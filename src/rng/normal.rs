@@ -34,8 +34,8 @@ use super::lanes::{LANES, Lanes};
 /// Normals produced per block (two lane steps).
 pub const NORMALS_PER_BLOCK: usize = 4 * LANES;
 
-pub(super) const LN2_HI: f32 = 0.693_359_4;
-pub(super) const LN2_LO: f32 = -2.121_944_4e-4;
+const LN2_HI: f32 = 0.693_359_4;
+const LN2_LO: f32 = -2.121_944_4e-4;
 const SQRT_HALF: f32 = std::f32::consts::FRAC_1_SQRT_2;
 
 /// Natural logarithm for positive, normal f32 (Cephes `logf`).

@@ -15,7 +15,15 @@
 use std::arch::x86_64::*;
 
 use super::lanes::{LANES, Lanes};
-use super::normal::NORMALS_PER_BLOCK;
+
+// The portable generator's constants, restated (this file names nothing of
+// `super::normal`, which dispatches to it); the bit-for-bit test there
+// fails if one drifts.
+/// Normals per block: `super::normal::NORMALS_PER_BLOCK`.
+const NORMALS_PER_BLOCK: usize = 4 * LANES;
+/// ln 2 in two parts (Cephes `logf`), as `super::normal::ln_f32` uses them.
+const LN2_HI: f32 = 0.693_359_4;
+const LN2_LO: f32 = -2.121_944_4e-4;
 
 /// Whether this CPU runs [`fill_pairs`].
 #[inline]
@@ -146,10 +154,10 @@ fn ln(x: __m512) -> __m512 {
             y = _mm512_fmadd_ps(y, m, ps(c));
         }
         y = _mm512_mul_ps(_mm512_mul_ps(y, m), z);
-        y = _mm512_add_ps(y, _mm512_mul_ps(ps(super::normal::LN2_LO), fe));
+        y = _mm512_add_ps(y, _mm512_mul_ps(ps(LN2_LO), fe));
         y = _mm512_add_ps(y, _mm512_mul_ps(ps(-0.5), z));
         let r = _mm512_add_ps(m, y);
-        _mm512_add_ps(r, _mm512_mul_ps(ps(super::normal::LN2_HI), fe))
+        _mm512_add_ps(r, _mm512_mul_ps(ps(LN2_HI), fe))
     }
 }
 

@@ -33,6 +33,19 @@ pub fn available(d: usize) -> bool {
     d <= MAX_D && std::arch::is_x86_feature_detected!("avx512f")
 }
 
+/// What every block of one call is scored against.
+struct Set<'a> {
+    /// Real actions.
+    k: usize,
+    /// Padded actions (the row stride of x).
+    kp: usize,
+    x: &'a [f64],
+    /// A with its off-diagonal doubled.
+    a2: &'a [f64; MAX_D * MAX_D],
+    theta: &'a [f64],
+    beta: f64,
+}
+
 /// Lane-wise best score so far, its action and its x^T A x.
 struct Best {
     s: __m512d,
@@ -64,10 +77,18 @@ pub fn score_argmax(d: usize, k: usize, x: &[f64], a: &[f64], theta: &[f64], bet
         i: _mm512_set1_epi64(0),
         q: _mm512_setzero_pd(),
     };
+    let set = Set {
+        k,
+        kp,
+        x,
+        a2: &a2,
+        theta,
+        beta,
+    };
     macro_rules! blocks {
         ($($n:literal)*) => {
             match d {
-                $($n => blocks::<$n>(k, kp, x, &a2, theta, beta, &mut best),)*
+                $($n => blocks::<$n>(&set, &mut best),)*
                 _ => unreachable!("d <= MAX_D is asserted above"),
             }
         };
@@ -100,51 +121,43 @@ fn finish(s: &[f64; LANES], i: &[i64; LANES], q: &[f64; LANES]) -> (usize, f64) 
     if bi == usize::MAX { (0, 0.0) } else { (bi, bq) }
 }
 
-/// All blocks, four at a time then one at a time, for dimension D (the
-/// loops over coordinates then unroll fully: no branch inside a group).
+/// All blocks, eight at a time, then four, two and one, for dimension D
+/// (the loops over coordinates then unroll fully: no branch inside a
+/// group; eight blocks give eight independent chains per row of A).
 #[inline(always)]
-fn blocks<const D: usize>(
-    k: usize,
-    kp: usize,
-    x: &[f64],
-    a2: &[f64; MAX_D * MAX_D],
-    theta: &[f64],
-    beta: f64,
-    best: &mut Best,
-) {
-    let kb = kp / LANES;
+fn blocks<const D: usize>(set: &Set<'_>, best: &mut Best) {
+    let kb = set.kp / LANES;
     let mut blk = 0;
     while blk + 8 <= kb {
-        group::<D, 8>(k, kp, x, a2, theta, beta, blk, best);
+        group::<D, 8>(set, blk, best);
         blk += 8;
     }
     if blk + 4 <= kb {
-        group::<D, 4>(k, kp, x, a2, theta, beta, blk, best);
+        group::<D, 4>(set, blk, best);
         blk += 4;
     }
     if blk + 2 <= kb {
-        group::<D, 2>(k, kp, x, a2, theta, beta, blk, best);
+        group::<D, 2>(set, blk, best);
         blk += 2;
     }
     if blk < kb {
-        group::<D, 1>(k, kp, x, a2, theta, beta, blk, best);
+        group::<D, 1>(set, blk, best);
     }
 }
 
 /// Scores NB consecutive 8-action blocks from block `blk0`: NB independent
 /// chains share each broadcast entry of A.
 #[inline(always)]
-#[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
-fn group<const D: usize, const NB: usize>(
-    k: usize,
-    kp: usize,
-    x: &[f64],
-    a2: &[f64; MAX_D * MAX_D],
-    theta: &[f64],
-    beta: f64,
-    blk0: usize,
-    best: &mut Best,
-) {
+#[allow(clippy::needless_range_loop)]
+fn group<const D: usize, const NB: usize>(set: &Set<'_>, blk0: usize, best: &mut Best) {
+    let Set {
+        k,
+        kp,
+        x,
+        a2,
+        theta,
+        beta,
+    } = *set;
     // SAFETY: the caller checked x.len() >= d * kp, and blk0 + NB <= kp / 8,
     // so every load below reads 8 f64 inside x; a2 and theta are indexed
     // below d * d and d, checked by the caller too; AVX-512F is enabled by
