@@ -39,14 +39,29 @@ pub fn normal_entry(key: u64, e: u64) -> f64 {
 }
 
 /// Fills `out[i]` with `scale * normal_entry(key, i)` for every i, two
-/// entries per pair, vectorized. Equal bit for bit to the scalar
-/// definition (tested).
+/// entries per pair, vectorized: on a CPU with AVX-512F and DQ by the
+/// intrinsics code (`keyed_avx512`), else by
+/// [`fill_normals_at_portable`]. Both equal the scalar definition bit for
+/// bit (tested).
+pub fn fill_normals_at(key: u64, scale: f64, out: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    if super::keyed_avx512::available() {
+        // SAFETY: `available` checked that this CPU has AVX-512F and DQ.
+        unsafe { super::keyed_avx512::fill(key, scale, out) };
+        return;
+    }
+    fill_normals_at_portable(key, scale, out);
+}
+
+/// [`fill_normals_at`] by the compiler's vectorization of the portable
+/// code (the path of CPUs without AVX-512, and the reference the
+/// intrinsics code is tested against).
 #[multiversion::multiversion(targets(
     "x86_64+avx512f+avx512vl+avx512dq+avx512bw+avx2+fma",
     "x86_64+avx2+fma",
     "aarch64+neon"
 ))]
-pub fn fill_normals_at(key: u64, scale: f64, out: &mut [f64]) {
+pub fn fill_normals_at_portable(key: u64, scale: f64, out: &mut [f64]) {
     // Blocks of BLOCK pairs: the pairs of a block are computed lane-parallel
     // into two arrays, then interleaved.
     const BLOCK: usize = 8;
@@ -154,6 +169,23 @@ mod tests {
             signs[usize::from(c < 0.0) * 2 + usize::from(s < 0.0)] += 1;
         }
         assert!(signs.iter().all(|&n| n > 400), "{signs:?}");
+    }
+
+    /// The dispatched fill (the AVX-512 intrinsics where this CPU has them)
+    /// equals the portable fill bit for bit: every length 0..=300 (whole
+    /// 32-entry steps, a last 16-entry vector cut anywhere), keys whose
+    /// pairs reach all quadrants, scales of both signs.
+    #[test]
+    fn dispatched_fill_equals_portable_bit_for_bit() {
+        for len in 0..=300usize {
+            for (key, scale) in [(len as u64 * 7919 + 3, 1.0), (u64::MAX - len as u64, -0.37)] {
+                let (mut a, mut b) = (vec![9.0; len + 3], vec![9.0; len + 3]);
+                fill_normals_at(key, scale, &mut a[..len]);
+                fill_normals_at_portable(key, scale, &mut b[..len]);
+                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&a), bits(&b), "key {key} len {len}");
+            }
+        }
     }
 
     #[test]

@@ -17,6 +17,8 @@
 
 pub mod binomial;
 pub mod keyed;
+#[cfg(target_arch = "x86_64")]
+mod keyed_avx512;
 pub mod lanes;
 pub mod normal;
 #[cfg(target_arch = "x86_64")]
