@@ -33,10 +33,66 @@ pub(crate) fn draw(theta: &[f64], s: &mut AgentStreams, ds: &mut DecisionSet) {
     let g = &mut ds.scratch32[..k * d];
     fill_normals_f32(&mut s.lanes, g);
     let opt = s.uniforms.below(k as u64) as usize;
-    // v in the mean buffer, r in the norms buffer (2K lane uniforms).
+    // v's offsets, then r (2K lane uniforms).
     fill_uniforms(&mut s.lanes, &mut ds.aux[..2 * k]);
-    let (vu, ru) = ds.aux[..2 * k].split_at(k);
-    let v = &mut ds.mean[..k];
+    let (g, u) = (&ds.scratch32[..k * d], &ds.aux[..2 * k]);
+    let work = (&mut ds.aux2[..k], &mut ds.norms[..k]);
+    project_dispatch(theta, g, k, kp, opt, u, &mut ds.x, &mut ds.mean, work);
+    // The optimal action's mean is at least 0.7, every other at most 0.6:
+    // the best mean is v[opt] (a serial maximum over K was a chain of K
+    // dependent compares).
+    ds.best = ds.mean[opt];
+}
+
+/// [`project`] by the AVX-512 intrinsics where this CPU has them
+/// (`gap_avx512`, the same bits), else the portable passes.
+#[allow(clippy::too_many_arguments)]
+fn project_dispatch(
+    theta: &[f64],
+    g: &[f32],
+    k: usize,
+    kp: usize,
+    opt: usize,
+    u: &[f64],
+    x: &mut [f64],
+    mean: &mut [f64],
+    work: (&mut [f64], &mut [f64]),
+) {
+    #[cfg(target_arch = "x86_64")]
+    if super::gap_avx512::available(theta.len()) {
+        // SAFETY: `available` checked that this CPU has AVX-512F.
+        unsafe { super::gap_avx512::project(theta, g, k, kp, opt, u, x, mean) };
+        return;
+    }
+    project(theta, g, k, kp, opt, u, x, mean, work);
+}
+
+/// x and the means of a round's K actions from their normals `g`
+/// (`[coordinate][action]`, d rows of k), the optimal index `opt` and the
+/// 2K uniforms `u` (v's offsets, then r): v to `mean[..k]`, x to columns
+/// 0..k of `x` (row stride kp); `work` is workspace (two of k). Passes over
+/// all K actions of one coordinate (long, unit-stride loops that
+/// vectorize); `gap_avx512` computes the same bits in one pass.
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx512bw+avx2+fma",
+    "x86_64+avx2+fma",
+    "aarch64+neon"
+))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn project(
+    theta: &[f64],
+    g: &[f32],
+    k: usize,
+    kp: usize,
+    opt: usize,
+    u: &[f64],
+    x: &mut [f64],
+    mean: &mut [f64],
+    work: (&mut [f64], &mut [f64]),
+) {
+    let d = theta.len();
+    let (vu, ru) = u[..2 * k].split_at(k);
+    let v = &mut mean[..k];
     for (a, (vi, u)) in v.iter_mut().zip(vu).enumerate() {
         let base = if a == opt { 0.7 } else { 0.5 };
         *vi = base + 0.1 * u;
@@ -47,9 +103,8 @@ pub(crate) fn draw(theta: &[f64], s: &mut AgentStreams, ds: &mut DecisionSet) {
     // x_a = v theta + c (g_a - p_a theta) = (v - c p_a) theta + c g_a.
     // One pass reads g for p and ||g||^2, one writes x (semantics 14; the
     // four passes before it formed g - p theta).
-    let proj = &mut ds.aux2[..k];
+    let (proj, n2) = work;
     proj.fill(0.0);
-    let n2 = &mut ds.norms[..k];
     n2.fill(0.0);
     for (j, tj) in theta.iter().enumerate().take(d) {
         for ((p, q), gv) in proj.iter_mut().zip(n2.iter_mut()).zip(&g[j * k..(j + 1) * k]) {
@@ -75,9 +130,9 @@ pub(crate) fn draw(theta: &[f64], s: &mut AgentStreams, ds: &mut DecisionSet) {
         *p = vi - c * *p;
         *q = c;
     }
-    let (alpha, c) = (&ds.aux2[..k], &ds.norms[..k]);
+    let (alpha, c) = (&*proj, &*n2);
     for (j, tj) in theta.iter().enumerate().take(d) {
-        let col = &mut ds.x[j * kp..j * kp + k];
+        let col = &mut x[j * kp..j * kp + k];
         for (((x, gv), ci), al) in col
             .iter_mut()
             .zip(&g[j * k..(j + 1) * k])
@@ -87,8 +142,4 @@ pub(crate) fn draw(theta: &[f64], s: &mut AgentStreams, ds: &mut DecisionSet) {
             *x = al * tj + ci * f64::from(*gv);
         }
     }
-    // The optimal action's mean is at least 0.7, every other at most 0.6:
-    // the best mean is v[opt] (a serial maximum over K was a chain of K
-    // dependent compares).
-    ds.best = ds.mean[opt];
 }

@@ -9,6 +9,8 @@
 //! same decision sets and the same reward noise (common random numbers):
 //! decision sets consume a fixed number of draws per round whatever is played.
 
+#[cfg(target_arch = "x86_64")]
+mod gap_avx512;
 pub mod linear_gap;
 pub mod linear_sphere;
 pub mod mab;

@@ -115,10 +115,11 @@ fn store(dst: &mut [f64], v: __m512d, mask: u8) {
     }
 }
 
-/// [`super::inv_norm`] on 8 lanes, operation for operation.
+/// [`super::inv_norm`] on 8 lanes, operation for operation (also
+/// `linear_gap`'s, `super::gap_avx512`).
 #[inline(always)]
-fn inv_norm(n2: __m512d) -> __m512d {
-    // SAFETY: called only from `random_rows`, which enables AVX-512F.
+pub(super) fn inv_norm(n2: __m512d) -> __m512d {
+    // SAFETY: called only from functions that enable AVX-512F.
     unsafe {
         let s = _mm256_sqrt_ps(_mm512_cvtpd_ps(n2));
         let y0 = _mm512_cvtps_pd(_mm256_div_ps(_mm256_set1_ps(1.0), s));
