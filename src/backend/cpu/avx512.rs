@@ -8,22 +8,26 @@
 //! issue 43), about half the fused multiply-add rate the loop allows.
 //!
 //! The one rewrite of the arithmetic: the portable scorer forms
-//! t_i = sum_{j>i} A_ij x_j and then 2 t_i; here the off-diagonal entries are
-//! doubled once per call and t'_i = sum_{j>i} (2 A_ij) x_j. Doubling commutes
-//! with every rounding in the chain (a power of two scales a binary
-//! floating-point result exactly, short of overflow or a subnormal product,
-//! which entries of V^{-1} and unit actions do not reach), so t'_i = 2 t_i
-//! bit for bit and one multiply per coordinate and block is saved.
+//! t_i = sum_{j>i} A_ij x_j and then 2 t_i; here each off-diagonal entry is
+//! doubled in its broadcast register (once per group of blocks) and
+//! t'_i = sum_{j>i} (2 A_ij) x_j. Doubling commutes with every rounding in
+//! the chain (a power of two scales a binary floating-point result exactly,
+//! short of overflow or a subnormal product, which entries of V^{-1} and
+//! unit actions do not reach), so t'_i = 2 t_i bit for bit and one multiply
+//! per coordinate and block is saved. (A doubled copy of A built once per
+//! call, by a scalar loop over d^2 entries, cost about a seventh of a call
+//! at d = 10; doubling in the register costs one add per entry and group.)
 
 use std::arch::x86_64::{
-    __m512d, __m512i, _CMP_GT_OQ, _mm512_add_epi64, _mm512_cmp_pd_mask, _mm512_fmadd_pd, _mm512_loadu_pd,
-    _mm512_mask_blend_epi64, _mm512_mask_blend_pd, _mm512_max_pd, _mm512_set1_epi64, _mm512_set1_pd, _mm512_setr_epi64,
-    _mm512_setzero_pd, _mm512_sqrt_pd, _mm512_storeu_epi64, _mm512_storeu_pd,
+    __m512d, __m512i, _CMP_GT_OQ, _mm512_add_epi64, _mm512_add_pd, _mm512_cmp_pd_mask, _mm512_fmadd_pd,
+    _mm512_loadu_pd, _mm512_mask_blend_epi64, _mm512_mask_blend_pd, _mm512_max_pd, _mm512_set1_epi64, _mm512_set1_pd,
+    _mm512_setr_epi64, _mm512_setzero_pd, _mm512_sqrt_pd, _mm512_storeu_epi64, _mm512_storeu_pd,
 };
 
 use crate::rng::lanes::LANES;
 
-/// Largest dimension this scorer takes (its doubled matrix lives on the stack).
+/// Largest dimension this scorer takes (its loops over coordinates are
+/// instantiated for each d up to it).
 pub const MAX_D: usize = 16;
 
 /// Whether this CPU runs [`score_argmax`] (checked once per call; the
@@ -40,8 +44,8 @@ struct Set<'a> {
     /// Padded actions (the row stride of x).
     kp: usize,
     x: &'a [f64],
-    /// A with its off-diagonal doubled.
-    a2: &'a [f64; MAX_D * MAX_D],
+    /// V^{-1} (d x d, row-major).
+    a: &'a [f64],
     theta: &'a [f64],
     beta: f64,
 }
@@ -65,13 +69,6 @@ pub fn score_argmax(d: usize, k: usize, x: &[f64], a: &[f64], theta: &[f64], bet
     assert!(d <= MAX_D && a.len() >= d * d && theta.len() >= d);
     let kp = k.div_ceil(LANES) * LANES;
     assert!(x.len() >= d * kp);
-    let mut a2 = [0.0f64; MAX_D * MAX_D];
-    for i in 0..d {
-        for j in 0..d {
-            let v = a[i * d + j];
-            a2[i * d + j] = if j > i { 2.0 * v } else { v };
-        }
-    }
     let mut best = Best {
         s: _mm512_set1_pd(f64::NEG_INFINITY),
         i: _mm512_set1_epi64(0),
@@ -81,7 +78,7 @@ pub fn score_argmax(d: usize, k: usize, x: &[f64], a: &[f64], theta: &[f64], bet
         k,
         kp,
         x,
-        a2: &a2,
+        a,
         theta,
         beta,
     };
@@ -154,12 +151,12 @@ fn group<const D: usize, const NB: usize>(set: &Set<'_>, blk0: usize, best: &mut
         k,
         kp,
         x,
-        a2,
+        a,
         theta,
         beta,
     } = *set;
     // SAFETY: the caller checked x.len() >= d * kp, and blk0 + NB <= kp / 8,
-    // so every load below reads 8 f64 inside x; a2 and theta are indexed
+    // so every load below reads 8 f64 inside x; a and theta are indexed
     // below d * d and d, checked by the caller too; AVX-512F is enabled by
     // the caller's target feature.
     unsafe {
@@ -171,12 +168,13 @@ fn group<const D: usize, const NB: usize>(set: &Set<'_>, blk0: usize, best: &mut
         for i in 0..d {
             let mut t = [_mm512_setzero_pd(); NB];
             for j in i + 1..d {
-                let aij = _mm512_set1_pd(*a2.get_unchecked(i * d + j));
+                let aij = _mm512_set1_pd(*a.get_unchecked(i * d + j));
+                let aij = _mm512_add_pd(aij, aij);
                 for g in 0..NB {
                     t[g] = _mm512_fmadd_pd(aij, load(j, g), t[g]);
                 }
             }
-            let aii = _mm512_set1_pd(*a2.get_unchecked(i * d + i));
+            let aii = _mm512_set1_pd(*a.get_unchecked(i * d + i));
             let th = _mm512_set1_pd(*theta.get_unchecked(i));
             for g in 0..NB {
                 let xi = load(i, g);
