@@ -444,12 +444,14 @@ FB_DEV double fb_inv_norm(double n2) {
 }
 
 // Coordinate j of action c of an agent's linear_gap decision set
-// (env/linear_gap.rs): x = alpha theta_j + c g_j (the projection out of
-// theta as a rank-one update, alpha = v - c <g, theta>), from the round's
-// f32 normals `g` ([coordinate][action]), `alpha` and the scale `cs`, with
-// the CPU's operations, so the set is never stored.
-FB_DEV double fb_gap_x(int j, int c, int k, const double* th, const float* g, const double* alpha, const double* cs) {
-    return alpha[c] * th[j] + cs[c] * (double)g[j * k + c];
+// (env/linear_gap.rs, the Householder construction of semantics 15):
+// x_0 = `x0`[c], and x_j = fma(c, h_j, alpha theta_j) for j >= 1 from the
+// round's f32 normals `g` (h's coordinates 1..d: [coordinate - 1][action]),
+// `alpha` and the scale `cs`, with the CPU's operations, so the set is
+// never stored.
+FB_DEV double fb_gap_x(int j, int c, int k, const double* th, const float* g, const double* alpha, const double* cs,
+                       const double* x0) {
+    return j == 0 ? x0[c] : fma(cs[c], (double)g[(j - 1) * k + c], alpha[c] * th[j]);
 }
 
 // Doubles of dynamic shared memory one agent of fb_linear_rounds_coop uses
@@ -458,10 +460,10 @@ FB_DEV double fb_gap_x(int j, int c, int k, const double* th, const float* g, co
 // x_chosen, b (d each), 4 scalars, the lanes' x scratch (8 d); linear_gap
 // adds the scales (kp) and the
 // round's uniforms (2 kp); then the f32 normals (sphere (K - d)(d - 1),
-// gap K d), rounded up to whole doubles.
+// gap K (d - 1)), rounded up to whole doubles.
 FB_DEV long long fb_coop_agent_doubles(int gap, int d, int k, int kp) {
     int fixed = d < k ? d : k;
-    long long normals = gap ? (long long)k * d : (long long)(k - fixed) * (d - 1);
+    long long normals = gap ? (long long)k * (d - 1) : (long long)(k - fixed) * (d - 1);
     return (long long)d * d + 2LL * kp + (4LL + FB_COOP_LANES) * d + 4 + (gap ? 3LL * kp : 0) + (normals + 1) / 2;
 }
 
@@ -501,7 +503,7 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
     FB_DYN_SHARED(double, smem);
     double* A = smem + local * per;
     double* mean = A + dd;
-    double* inv = mean + kp;  // sphere: inverse norms; gap: alpha = v - c <g, theta>
+    double* inv = mean + kp;  // sphere: inverse norms; gap: alpha = v - c beta <h, theta>
     double* that = inv + kp;
     double* w = that + d;
     double* xs = w + d;
@@ -509,9 +511,9 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
     double* sc = bs_ + d;                 // [0] y, [1] mu, [2] optimal index, [3] random pick
     double* xc = sc + 4 + lane * d;       // this lane's x scratch (FB_COOP_LANES x d)
     double* cs = sc + 4 + FB_COOP_LANES * d;  // gap: scales (kp), then uniforms (2 kp)
-    double* un = cs + kp;
+    double* un = cs + kp;  // gap: v's offsets (then x_0, once v is formed) and r
     float* gn = (float*)(gap ? un + 2 * kp : cs);
-    int total = gap ? k * d : nr * last;  // normals per round
+    int total = gap ? k * last : nr * last;  // normals per round
     const double* th = theta_star + (gg / m) * d;
     fb_u64* st = lanes + gg * 32;
     fb_u64 s0 = 0, s1 = 0, s2 = 0, s3 = 0;
@@ -567,20 +569,25 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
         // Per action: the decision set's scalars and true means; theta_hat by row.
         double best = FB_NEG_INF;
         if (live && gap) {
+            // The reflection's constants (linear_gap::Householder).
             int opt = (int)sc[2];
+            double t0 = th[0];
+            bool negative = t0 < 0.0;
+            double hb = 1.0 / (1.0 + fabs(t0));
             for (int c = lane; c < k; c += FB_COOP_LANES) {
                 double v = (c == opt ? 0.7 : 0.5) + 0.1 * un[c];
-                double pj = 0.0, g2 = 0.0;
-                for (int j = 0; j < d; ++j) {
-                    double gv = (double)gn[j * k + c];
-                    pj += gv * th[j];
-                    g2 += gv * gv;
+                double sp = 0.0, h2 = 0.0;
+                for (int j = 1; j < d; ++j) {
+                    double hv = (double)gn[(j - 1) * k + c];
+                    sp = fma(th[j], hv, sp);
+                    h2 = fma(hv, hv, h2);
                 }
-                double o2 = g2 - pj * pj;
                 double s = 1.0 - v * v;
-                double cc = o2 > 1e-24 ? un[k + c] * (s * fb_inv_norm(s)) * fb_inv_norm(o2) : 0.0;
+                double cc = h2 > 1e-24 ? un[k + c] * (s * fb_inv_norm(s)) * fb_inv_norm(h2) : 0.0;
+                double ss = negative ? -sp : sp;
                 mean[c] = v;
-                inv[c] = v - cc * pj;
+                un[c] = fma(v, t0, -(cc * ss));  // x_0 (this lane's own entry, read above)
+                inv[c] = v - cc * (hb * sp);
                 cs[c] = cc;
                 best = fmax(best, v);
             }
@@ -628,7 +635,7 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
         if (live && !random_policy) {
             fb_lane_argmax(A, that, d, k, lane, beta,
                            [=](int j, int c) {
-                               return gap ? fb_gap_x(j, c, k, th, gn, inv, cs)
+                               return gap ? fb_gap_x(j, c, k, th, gn, inv, cs, un)
                                           : fb_sphere_x(j, c, d, fixed, nr, gn, inv);
                            },
                            xc, &bsc, &bi, &bq);
@@ -643,7 +650,7 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
         // The chosen action; the reward (lane 0).
         if (live) {
             for (int j = lane; j < d; j += FB_COOP_LANES)
-                xs[j] = gap ? fb_gap_x(j, bi, k, th, gn, inv, cs) : fb_sphere_x(j, bi, d, fixed, nr, gn, inv);
+                xs[j] = gap ? fb_gap_x(j, bi, k, th, gn, inv, cs, un) : fb_sphere_x(j, bi, d, fixed, nr, gn, inv);
             if (lane == 0) {
                 double mu = mean[bi];
                 sc[1] = mu;

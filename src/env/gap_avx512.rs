@@ -1,23 +1,25 @@
 //! `linear_gap`'s actions from their normals with AVX-512 intrinsics, in
-//! one pass: each block of 8 actions keeps its d coordinates in registers
-//! while their projection on theta*, their squared norm, the scale c and the
-//! offset alpha are formed, then writes x = alpha theta* + c g. The portable
-//! code ([`super::linear_gap::project`]) makes three passes over all K
-//! actions with the projection and norm accumulated through memory; both
-//! perform the same operations in the same order per action, so they write
-//! identical bits (tested against each other).
+//! one pass: each block of 8 actions keeps its d - 1 normals in registers
+//! while <theta*, h>, ||h||^2, the scale c and the offset alpha are formed,
+//! then writes x (the Householder construction of
+//! [`super::linear_gap`]'s module doc). The portable code
+//! ([`super::linear_gap::project`]) makes three passes over all K actions
+//! with the sums accumulated through memory; both perform the same
+//! operations in the same order per action (the same fused multiply-adds),
+//! so they write identical bits (tested against each other).
 //!
 //! Why by hand: the portable first pass loads and stores both running sums
 //! at every coordinate (two stores per coordinate and 8 actions, the store
 //! port's limit), and its last four actions of K = 100 ran in a scalar
 //! tail; together the three passes were about a third of
 //! `independent_gap_d10_k100_m100` (perf, issue 43). Here d is a
-//! compile-time constant (the loops over coordinates unroll, the
-//! coordinates stay in registers) and two blocks are in flight at once (the
-//! two reciprocal square roots are a long chain).
+//! compile-time constant (the loops over coordinates unroll, the normals
+//! stay in registers) and two blocks are in flight at once (the two
+//! reciprocal square roots are a long chain).
 
 use std::arch::x86_64::*;
 
+use super::Householder;
 use super::sphere_avx512::inv_norm;
 
 /// Largest d this pass keeps in registers.
@@ -38,6 +40,7 @@ struct Shape<'a> {
     opt: usize,
     vu: &'a [f64],
     ru: &'a [f64],
+    hh: Householder,
 }
 
 /// The contract and bits of [`super::linear_gap::project`]: from the
@@ -52,7 +55,7 @@ struct Shape<'a> {
 #[allow(clippy::too_many_arguments)]
 pub fn project(theta: &[f64], g: &[f32], k: usize, kp: usize, opt: usize, u: &[f64], x: &mut [f64], mean: &mut [f64]) {
     let d = theta.len();
-    assert!(d <= MAX_D && g.len() >= d * k && u.len() >= 2 * k && mean.len() >= k && kp >= k);
+    assert!((1..=MAX_D).contains(&d) && g.len() >= (d - 1) * k && u.len() >= 2 * k && mean.len() >= k && kp >= k);
     assert!(x.len() >= d * kp);
     let (vu, ru) = u[..2 * k].split_at(k);
     let sh = Shape {
@@ -63,6 +66,7 @@ pub fn project(theta: &[f64], g: &[f32], k: usize, kp: usize, opt: usize, u: &[f
         opt,
         vu,
         ru,
+        hh: Householder::of(theta),
     };
     macro_rules! dims {
         ($($n:literal)*) => {
@@ -101,6 +105,7 @@ fn group<const D: usize, const NB: usize>(sh: &Shape<'_>, c: usize, x: &mut [f64
         opt,
         vu,
         ru,
+        hh,
     } = *sh;
     // SAFETY: AVX-512F is enabled by `project`, which checked the slices'
     // lengths; every access is masked to actions below k of its row (g: d
@@ -118,20 +123,23 @@ fn group<const D: usize, const NB: usize>(sh: &Shape<'_>, c: usize, x: &mut [f64
                 0
             };
         }
-        let mut gv = [[_mm512_setzero_pd(); D]; NB];
-        let mut p = [_mm512_setzero_pd(); NB];
-        let mut q = [_mm512_setzero_pd(); NB];
-        for j in 0..D {
+        let mut hv = [[_mm512_setzero_pd(); D]; NB];
+        let mut sp = [_mm512_setzero_pd(); NB];
+        let mut n2 = [_mm512_setzero_pd(); NB];
+        for j in 1..D {
             let tj = pd(theta[j]);
             for b in 0..NB {
-                let lo = _mm512_maskz_loadu_ps(u16::from(mask[b]), g.as_ptr().add(j * k + c + 8 * b));
-                let v = _mm512_cvtps_pd(_mm512_castps512_ps256(lo));
-                gv[b][j] = v;
-                p[b] = _mm512_add_pd(p[b], _mm512_mul_pd(v, tj));
-                q[b] = _mm512_add_pd(q[b], _mm512_mul_pd(v, v));
+                let lo = _mm512_maskz_loadu_ps(u16::from(mask[b]), g.as_ptr().add((j - 1) * k + c + 8 * b));
+                let h = _mm512_cvtps_pd(_mm512_castps512_ps256(lo));
+                hv[b][j] = h;
+                sp[b] = _mm512_fmadd_pd(tj, h, sp[b]);
+                n2[b] = _mm512_fmadd_pd(h, h, n2[b]);
             }
         }
         let lane = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7);
+        let sign = _mm512_set1_epi64(i64::MIN);
+        // sigma s is s with its sign flipped when theta*_0 < 0.
+        let flip = if hh.negative { sign } else { _mm512_setzero_si512() };
         let mut alpha = [_mm512_setzero_pd(); NB];
         let mut cs = [_mm512_setzero_pd(); NB];
         for b in 0..NB {
@@ -146,17 +154,20 @@ fn group<const D: usize, const NB: usize>(sh: &Shape<'_>, c: usize, x: &mut [f64
             let base = _mm512_mask_blend_pd(is_opt, pd(0.5), pd(0.7));
             let v = _mm512_add_pd(base, _mm512_mul_pd(pd(0.1), u));
             _mm512_mask_storeu_pd(mean.as_mut_ptr().add(a0), m, v);
-            let o2 = _mm512_sub_pd(q[b], _mm512_mul_pd(p[b], p[b]));
-            let s = _mm512_sub_pd(pd(1.0), _mm512_mul_pd(v, v));
-            let cv = _mm512_mul_pd(_mm512_mul_pd(r, _mm512_mul_pd(s, inv_norm(s))), inv_norm(o2));
-            let keep = _mm512_cmp_pd_mask::<_CMP_GT_OQ>(o2, pd(1e-24));
+            let sv = _mm512_sub_pd(pd(1.0), _mm512_mul_pd(v, v));
+            let cv = _mm512_mul_pd(_mm512_mul_pd(r, _mm512_mul_pd(sv, inv_norm(sv))), inv_norm(n2[b]));
+            let keep = _mm512_cmp_pd_mask::<_CMP_GT_OQ>(n2[b], pd(1e-24));
             cs[b] = _mm512_maskz_mov_pd(keep, cv);
-            alpha[b] = _mm512_sub_pd(v, _mm512_mul_pd(cs[b], p[b]));
+            let ss = _mm512_castsi512_pd(_mm512_xor_si512(_mm512_castpd_si512(sp[b]), flip));
+            let neg = _mm512_castsi512_pd(_mm512_xor_si512(_mm512_castpd_si512(_mm512_mul_pd(cs[b], ss)), sign));
+            let x0 = _mm512_fmadd_pd(v, pd(hh.theta0), neg);
+            _mm512_mask_storeu_pd(x.as_mut_ptr().add(a0), m, x0);
+            alpha[b] = _mm512_sub_pd(v, _mm512_mul_pd(cs[b], _mm512_mul_pd(pd(hh.beta), sp[b])));
         }
-        for j in 0..D {
+        for j in 1..D {
             let tj = pd(theta[j]);
             for b in 0..NB {
-                let xv = _mm512_add_pd(_mm512_mul_pd(alpha[b], tj), _mm512_mul_pd(cs[b], gv[b][j]));
+                let xv = _mm512_fmadd_pd(cs[b], hv[b][j], _mm512_mul_pd(alpha[b], tj));
                 _mm512_mask_storeu_pd(x.as_mut_ptr().add(j * kp + c + 8 * b), mask[b], xv);
             }
         }
@@ -196,7 +207,7 @@ mod tests {
             let n = theta.iter().map(|t| f64::from(*t).powi(2)).sum::<f64>().sqrt();
             let theta: Vec<f64> = theta.iter().map(|t| f64::from(*t) / n).collect();
             for rep in 0..40 {
-                let mut g = vec![0.0f32; d * k];
+                let mut g = vec![0.0f32; (d - 1) * k];
                 fill_normals_f32(&mut lanes, &mut g);
                 let mut u = vec![0.0; 2 * k];
                 fill_uniforms(&mut lanes, &mut u);

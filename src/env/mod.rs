@@ -254,6 +254,42 @@ pub(crate) fn inv_norm(n2: f64) -> f64 {
     y0 * (1.5 - 0.5 * n2 * y0 * y0)
 }
 
+/// `linear_gap`'s reflection (its module doc): the per-draw constants
+/// theta*_0, sigma and beta, and the two per-action formulas every path (portable, AVX-512,
+/// the CUDA kernel's `fb_gap_x`) computes with the same operations.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Householder {
+    pub(crate) theta0: f64,
+    /// theta*_0 < 0 (sigma = -1).
+    pub(crate) negative: bool,
+    pub(crate) beta: f64,
+}
+
+impl Householder {
+    #[inline(always)]
+    pub(crate) fn of(theta: &[f64]) -> Self {
+        let theta0 = theta[0];
+        Self {
+            theta0,
+            negative: theta0 < 0.0,
+            beta: 1.0 / (1.0 + theta0.abs()),
+        }
+    }
+
+    /// x_0 = v theta*_0 - c sigma s.
+    #[inline(always)]
+    pub(crate) fn x0(self, v: f64, c: f64, s: f64) -> f64 {
+        let ss = if self.negative { -s } else { s };
+        v.mul_add(self.theta0, -(c * ss))
+    }
+
+    /// alpha = v - c (beta s), the coefficient of theta*_j in x_j (j >= 1).
+    #[inline(always)]
+    pub(crate) fn alpha(self, v: f64, c: f64, s: f64) -> f64 {
+        v - c * (self.beta * s)
+    }
+}
+
 /// A uniformly random unit vector of dimension `d` from a scalar stream.
 pub(crate) fn random_unit(d: usize, s: &mut Stream) -> Vec<f64> {
     loop {

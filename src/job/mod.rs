@@ -123,7 +123,17 @@ use thiserror::Error;
 /// "Where an agent-step goes": in 480 federations x 5000 rounds of five
 /// algorithms none did, every regret equal to 13's). Every other cell
 /// computes what 13 did.
-pub const SEMANTICS_VERSION: u32 = 14;
+/// 15 -- `linear_gap`'s orthogonal direction comes from d - 1 normals
+/// through a Householder reflection that maps e_0's orthogonal complement
+/// onto theta*'s (`env::linear_gap`'s module doc), not from the projection
+/// of d normals, and the sums over coordinates and x's coordinates are
+/// fused multiply-adds: the same distribution (u uniform on the sphere
+/// orthogonal to theta*, the same v and r), K fewer normals per round,
+/// other draws, so every `linear_gap` cell's numbers change within
+/// their sampling error (README "Where an agent-step goes": the paired
+/// regret comparison with 14). Every `linear_sphere` cell and every other
+/// family computes what 14 did.
+pub const SEMANTICS_VERSION: u32 = 15;
 
 /// One problem in a job file.
 #[derive(Clone, Debug, PartialEq)]

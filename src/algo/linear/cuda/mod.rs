@@ -630,7 +630,11 @@ fn int_arg(v: usize) -> Result<Arg, CudaError> {
 pub fn coop_step_shape(gap: bool, d: usize, k: usize, shared_limit: usize) -> Option<(usize, usize)> {
     let kp = k.div_ceil(8) * 8;
     let fixed = d.min(k);
-    let normals = if gap { k * d } else { (k - fixed) * d.saturating_sub(1) };
+    let normals = if gap {
+        k * d.saturating_sub(1)
+    } else {
+        (k - fixed) * d.saturating_sub(1)
+    };
     let doubles = d * d + 2 * kp + (4 + COOP_LANES) * d + 4 + if gap { 3 * kp } else { 0 } + normals.div_ceil(2);
     let bytes = doubles * 8;
     let agents = (shared_limit / bytes.max(1)).min(16) / 4 * 4;
