@@ -6,13 +6,13 @@
 
 use crate::algo::CellConfig;
 
-/// Seconds per regenerated noise entry of a tree node: `fedbandits
-/// calibrate --threads 2 --federations 64` on the 2-core VM (issue 40) gave
-/// feducb_private_every_d10 5.55e5 and feducb_every_d10 7.43e5
-/// agent-steps/s, 0.91 us more per agent-step and thread for two nodes of
-/// 110 entries (4.1e-9 s an entry, the release's own bookkeeping included;
-/// an earlier engine measured 1.0e-8).
-pub const NOISE_ENTRY_SECONDS: f64 = 4.0e-9;
+/// Seconds per regenerated noise entry of a tree node: `fedbandits bench
+/// --threads 2` on the 2-core VM (issue 43, three interleaved runs, the
+/// keyed normals in AVX-512) gave feducb_private_every_d10 1.07e6 and
+/// feducb_every_d10 1.57e6 agent-steps/s, 0.61 us more per agent-step and
+/// thread for two nodes of 110 entries (2.8e-9 s an entry, the release's
+/// own bookkeeping included; 4.1e-9 at issue 40, 1.0e-8 before).
+pub const NOISE_ENTRY_SECONDS: f64 = 2.8e-9;
 
 /// Estimated seconds on one thread for `agent_steps` of the cell, at
 /// `rate` agent-steps/s per thread for the family's reference workload
