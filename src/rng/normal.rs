@@ -312,7 +312,7 @@ mod tests {
     /// for lengths around whole pairs of blocks.
     #[test]
     fn dispatched_f32_equals_portable_bit_for_bit() {
-        for len in [0usize, 5, 32, 63, 64, 65, 128, 810, 1000] {
+        for len in [0usize, 5, 31, 32, 33, 63, 64, 65, 97, 128, 810, 900, 1000] {
             let mut a = Lanes::new(&[6, len as u64]);
             let mut b = a.clone();
             let (mut x, mut y) = (vec![0.0f32; len], vec![0.0f32; len]);
