@@ -19,8 +19,8 @@
 
 use std::arch::x86_64::*;
 
-use super::Householder;
 use super::sphere_avx512::inv_norm;
+use super::{GapRound, Householder};
 
 /// Largest d this pass keeps in registers.
 pub const MAX_D: usize = 16;
@@ -43,17 +43,22 @@ struct Shape<'a> {
     hh: Householder,
 }
 
-/// The contract and bits of [`super::linear_gap::project`]: from the
-/// normals `g` (`[coordinate][action]`, d rows of k), the optimal index
-/// `opt` and the 2k uniforms `u` (v's offsets, then r), writes each
-/// action's mean v to `mean[..k]` and its coordinates to columns 0..k of
-/// `x` (row stride kp).
+/// The contract and bits of [`super::linear_gap::project`]: each action's
+/// mean v to `mean[..k]` and its coordinates to columns 0..k of `x` (row
+/// stride kp).
 ///
 /// # Panics
 /// If a slice is shorter than the shape needs (checked once, here).
 #[target_feature(enable = "avx512f")]
-#[allow(clippy::too_many_arguments)]
-pub fn project(theta: &[f64], g: &[f32], k: usize, kp: usize, opt: usize, u: &[f64], x: &mut [f64], mean: &mut [f64]) {
+pub fn project(round: &GapRound<'_>, x: &mut [f64], mean: &mut [f64]) {
+    let GapRound {
+        theta,
+        g,
+        k,
+        kp,
+        opt,
+        u,
+    } = *round;
     let d = theta.len();
     assert!((1..=MAX_D).contains(&d) && g.len() >= (d - 1) * k && u.len() >= 2 * k && mean.len() >= k && kp >= k);
     assert!(x.len() >= d * kp);
@@ -215,9 +220,17 @@ mod tests {
                 let (mut x1, mut x2) = (vec![0.25; d * kp], vec![0.25; d * kp]);
                 let (mut m1, mut m2) = (vec![-1.0; kp], vec![-1.0; kp]);
                 let (mut w1, mut w2) = (vec![0.0; k], vec![0.0; k]);
+                let round = GapRound {
+                    theta: &theta,
+                    g: &g,
+                    k,
+                    kp,
+                    opt,
+                    u: &u,
+                };
                 // SAFETY: `available` checked AVX-512F above.
-                unsafe { project(&theta, &g, k, kp, opt, &u, &mut x1, &mut m1) };
-                crate::env::linear_gap::project(&theta, &g, k, kp, opt, &u, &mut x2, &mut m2, (&mut w1, &mut w2));
+                unsafe { project(&round, &mut x1, &mut m1) };
+                crate::env::linear_gap::project(&round, &mut x2, &mut m2, (&mut w1, &mut w2));
                 let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&x1), bits(&x2), "x, d {d} k {k} rep {rep}");
                 assert_eq!(bits(&m1), bits(&m2), "means, d {d} k {k} rep {rep}");

@@ -26,7 +26,7 @@
 //! pass runs over all K actions of one coordinate (column-major), so it
 //! vectorizes.
 
-use super::{AgentStreams, DecisionSet, Householder, inv_norm, random_unit};
+use super::{AgentStreams, DecisionSet, GapRound, Householder, inv_norm, random_unit};
 use crate::rng::Stream;
 use crate::rng::lanes::fill_uniforms;
 use crate::rng::normal::fill_normals_f32;
@@ -50,9 +50,16 @@ pub(crate) fn draw(theta: &[f64], s: &mut AgentStreams, ds: &mut DecisionSet) {
     let opt = s.uniforms.below(k as u64) as usize;
     // v's offsets, then r (2K lane uniforms).
     fill_uniforms(&mut s.lanes, &mut ds.aux[..2 * k]);
-    let (g, u) = (&ds.scratch32[..k * (d - 1)], &ds.aux[..2 * k]);
+    let round = GapRound {
+        theta,
+        g: &ds.scratch32[..k * (d - 1)],
+        k,
+        kp,
+        opt,
+        u: &ds.aux[..2 * k],
+    };
     let work = (&mut ds.aux2[..k], &mut ds.norms[..k]);
-    project_dispatch(theta, g, k, kp, opt, u, &mut ds.x, &mut ds.mean, work);
+    project_dispatch(&round, &mut ds.x, &mut ds.mean, work);
     // The optimal action's mean is at least 0.7, every other at most 0.6:
     // the best mean is v[opt] (a serial maximum over K was a chain of K
     // dependent compares).
@@ -61,53 +68,38 @@ pub(crate) fn draw(theta: &[f64], s: &mut AgentStreams, ds: &mut DecisionSet) {
 
 /// [`project`] by the AVX-512 intrinsics where this CPU has them
 /// (`gap_avx512`, the same bits), else the portable passes.
-#[allow(clippy::too_many_arguments)]
-fn project_dispatch(
-    theta: &[f64],
-    g: &[f32],
-    k: usize,
-    kp: usize,
-    opt: usize,
-    u: &[f64],
-    x: &mut [f64],
-    mean: &mut [f64],
-    work: (&mut [f64], &mut [f64]),
-) {
+fn project_dispatch(round: &GapRound<'_>, x: &mut [f64], mean: &mut [f64], work: (&mut [f64], &mut [f64])) {
     #[cfg(target_arch = "x86_64")]
-    if super::gap_avx512::available(theta.len()) {
+    if super::gap_avx512::available(round.theta.len()) {
         // SAFETY: `available` checked that this CPU has AVX-512F.
-        unsafe { super::gap_avx512::project(theta, g, k, kp, opt, u, x, mean) };
+        unsafe { super::gap_avx512::project(round, x, mean) };
         return;
     }
-    project(theta, g, k, kp, opt, u, x, mean, work);
+    project(round, x, mean, work);
 }
 
-/// x and the means of a round's K actions from their normals `g`
-/// (`[coordinate][action]`, d - 1 rows of k: h's coordinates 1..d), the
-/// optimal index `opt` and the 2K uniforms `u` (v's offsets, then r): v to
-/// `mean[..k]`, x to columns 0..k of `x` (row stride kp); `work` is
-/// workspace (two of k). Passes over all K actions of one coordinate
-/// (long, unit-stride loops that vectorize); `gap_avx512` computes the same
-/// bits in one pass. The sums over coordinates and x's coordinates use
-/// fused multiply-adds (`mul_add`: one rounding, and every path of the
-/// dispatch has the instruction).
+/// x and the means of a round's K actions: v to `mean[..k]`, x to columns
+/// 0..k of `x` (row stride kp); `work` is workspace (two of k). Passes over
+/// all K actions of one coordinate (long, unit-stride loops that
+/// vectorize); `gap_avx512` computes the same bits in one pass. The sums
+/// over coordinates and x's coordinates are fused multiply-adds
+/// (`mul_add`: one rounding; the instruction on every path the dispatch
+/// picks on x86-64 with FMA and on aarch64, a slow but equal software fma
+/// on an x86-64 CPU without it).
 #[multiversion::multiversion(targets(
     "x86_64+avx512f+avx512vl+avx512dq+avx512bw+avx2+fma",
     "x86_64+avx2+fma",
     "aarch64+neon"
 ))]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn project(
-    theta: &[f64],
-    g: &[f32],
-    k: usize,
-    kp: usize,
-    opt: usize,
-    u: &[f64],
-    x: &mut [f64],
-    mean: &mut [f64],
-    work: (&mut [f64], &mut [f64]),
-) {
+pub(crate) fn project(round: &GapRound<'_>, x: &mut [f64], mean: &mut [f64], work: (&mut [f64], &mut [f64])) {
+    let GapRound {
+        theta,
+        g,
+        k,
+        kp,
+        opt,
+        u,
+    } = *round;
     let d = theta.len();
     let (vu, ru) = u[..2 * k].split_at(k);
     let v = &mut mean[..k];
@@ -197,7 +189,15 @@ mod tests {
                 fill_uniforms(&mut lanes, &mut u);
                 let (mut x, mut mean) = (vec![0.0; d * k], vec![0.0; k]);
                 let (mut w1, mut w2) = (vec![0.0; k], vec![0.0; k]);
-                project(theta, &g, k, k, rep % k, &u, &mut x, &mut mean, (&mut w1, &mut w2));
+                let round = GapRound {
+                    theta,
+                    g: &g,
+                    k,
+                    kp: k,
+                    opt: rep % k,
+                    u: &u,
+                };
+                project(&round, &mut x, &mut mean, (&mut w1, &mut w2));
                 for a in 0..k {
                     let xa: Vec<f64> = (0..d).map(|j| x[j * k + a]).collect();
                     let dot: f64 = xa.iter().zip(theta).map(|(p, q)| p * q).sum();

@@ -254,6 +254,21 @@ pub(crate) fn inv_norm(n2: f64) -> f64 {
     y0 * (1.5 - 0.5 * n2 * y0 * y0)
 }
 
+/// What one round of `linear_gap`'s projection reads (`linear_gap` and
+/// `gap_avx512`): theta*, the normals `g`
+/// (`[coordinate][action]`, d - 1 rows of k: h's coordinates 1..d), K and
+/// its padded stride kp, the optimal index and the 2K uniforms `u` (v's
+/// offsets, then r).
+#[derive(Clone, Copy)]
+pub(crate) struct GapRound<'a> {
+    pub(crate) theta: &'a [f64],
+    pub(crate) g: &'a [f32],
+    pub(crate) k: usize,
+    pub(crate) kp: usize,
+    pub(crate) opt: usize,
+    pub(crate) u: &'a [f64],
+}
+
 /// `linear_gap`'s reflection (its module doc): the per-draw constants
 /// theta*_0, sigma and beta, and the two per-action formulas every path (portable, AVX-512,
 /// the CUDA kernel's `fb_gap_x`) computes with the same operations.
