@@ -48,7 +48,7 @@ REQUIRED = {
 }
 
 #: Engine semantics versions this loader understands.
-SUPPORTED_SEMANTICS = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14"}
+SUPPORTED_SEMANTICS = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15"}
 
 #: Columns an engine added since semantics 9, with their types and the
 #: column they follow: `scan` gives older files each as nulls, in the
