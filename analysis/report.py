@@ -82,6 +82,13 @@ def _pm(mean, lo, hi) -> str:
     return f"{_num(mean)} ± {_num((hi - lo) / 2, 2)}"
 
 
+def short_commit(commit: str) -> str:
+    """The engine commit, shortened, keeping the build's `+dirty` mark (a
+    build of sources that differ from the commit: src/build.rs)."""
+    dirty = commit.endswith("+dirty")
+    return commit.removesuffix("+dirty")[:12] + ("+dirty" if dirty else "")
+
+
 def header(s: Study) -> list[Block]:
     """The run: what was computed, by which engine, at what cost."""
     m, final = s.meta, s.final
@@ -95,7 +102,7 @@ def header(s: Study) -> list[Block]:
         ("job", f"`{s.job}` ({m.get('job_path', '?')}, identity {m.get('job_identity', '?')})"),
         (
             "engine",
-            f"fedbandits {m.get('version', '?')}, commit {m.get('git_commit', '?')[:12]}, semantics {m.get('semantics_version', '?')}",
+            f"fedbandits {m.get('version', '?')}, commit {short_commit(m.get('git_commit', '?'))}, semantics {m.get('semantics_version', '?')}",
         ),
         ("family", f"{s.family or '?'}" + (f" (baseline of the federated regret ratio: `{s.baseline}`)" if s.baseline else "")),
         (

@@ -323,3 +323,11 @@ def test_package_imports_under_its_own_name_from_anywhere(tmp_path: Path) -> Non
     assert r.returncode == 0 and r.stdout.strip() == "True", r.stderr + r.stdout
     r = subprocess.run([sys.executable, "-m", "fedbandits_analysis.figures", "--help"], cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode == 0 and "fedbandits_analysis.figures" in r.stdout, r.stderr
+
+
+def test_short_commit_keeps_the_dirty_mark():
+    from fedbandits_analysis.report import short_commit
+
+    assert short_commit("0217cad69116f00d" * 2) == "0217cad69116"
+    assert short_commit("0217cad69116f00d" * 2 + "+dirty") == "0217cad69116+dirty"
+    assert short_commit("?") == "?"
