@@ -588,14 +588,16 @@ fn plan_weights_cells_by_their_cost() {
     // many the task has.
     assert_eq!(secs(None, "2"), model);
     let (hi, lo) = (model[0].max(model[1]), model[0].min(model[1]));
-    // 1e7 agent-steps on linear_gap (1.1x linear_sphere's cost) at 6.5e5/s
-    // is 17 s for d = 10.
-    assert!((lo - 16.9).abs() <= 1.0, "{model:?}");
-    assert!(hi / lo > 20.0 && hi / lo < 45.0, "{model:?}");
-    // --rate 1e6 replaces the reference rate 6.5e5: 0.65x the time.
+    // 1e7 agent-steps on linear_gap (1.1x linear_sphere's cost) at 7e5/s
+    // is 16 s for d = 10.
+    assert!((lo - 15.7).abs() <= 1.0, "{model:?}");
+    // The d = 128 cell runs the portable step: about 47x the d = 10 one
+    // (1.2 / 1.1 x 7e5 / 5e5 x the (d, K) model's 30.7).
+    assert!(hi / lo > 35.0 && hi / lo < 60.0, "{model:?}");
+    // --rate 1e6 replaces the reference rate 7e5: 0.7x the time.
     let fast = secs(Some("1e6"), "1");
     assert!(
-        (fast[0] + fast[1] - 0.65 * (model[0] + model[1])).abs() <= 2.0,
+        (fast[0] + fast[1] - 0.7 * (model[0] + model[1])).abs() <= 2.0,
         "{fast:?} vs {model:?}"
     );
     // Once this machine is calibrated (for the plan's thread count), plan

@@ -2,11 +2,11 @@
 //!
 //! Its reference rate is agent-steps per second per thread at its canonical
 //! workload, rounded down as the first measurement was (6.4e5 measured,
-//! 5e5 used): since issue 43's AVX-512 scorer, normals and decision sets,
-//! `bench --backend cpu --threads 2` on the 2-core development VM gives
-//! linear_d10_k100_m100 1.66e6 to 1.71e6 agent-steps/s (8.4e5 per
-//! thread), so 6.5e5; `linear_gap`'s decision sets costing
-//! [`GAP_FACTOR`] more,
+//! 5e5 used): since issue 43's AVX-512 paths, `bench --backend cpu
+//! --threads 2` on the 2-core development VM gives linear_d10_k100_m100
+//! 1.80e6 to 1.85e6 agent-steps/s (9.2e5 per thread, three interleaved
+//! runs at 94f9454), so [`REFERENCE_RATE`] = 7e5; `linear_gap`'s decision
+//! sets costing [`GAP_FACTOR`] more,
 //! and a relative cost that grows with the action set K and the dimension
 //! d, fitted to single-thread runs of `feducb_centralized` on `linear_gap`
 //! (M = 10, T = 4000, the `log` regime) on the 2-core development VM:
@@ -42,7 +42,7 @@ pub fn cost(c: &LinearConfig) -> Cost {
     // reference is the old model's (reference 5e5, `linear_gap` 1.2x) times
     // the reference's own speed-up.
     let (portable, gap) = if c.env.d > INTRINSICS_MAX_D {
-        (6.5 / 5.0, GAP_FACTOR_PORTABLE)
+        (REFERENCE_RATE / 5.0e5, GAP_FACTOR_PORTABLE)
     } else {
         (1.0, GAP_FACTOR)
     };
@@ -51,11 +51,15 @@ pub fn cost(c: &LinearConfig) -> Cost {
         _ => 1.0,
     };
     Cost {
-        reference_rate: 6.5e5,
+        reference_rate: REFERENCE_RATE,
         relative: environment * portable * micros(c.env.d as f64, c.env.k as f64) / micros(10.0, 100.0),
         noise_entries_per_step: noise_entries_per_step(c),
     }
 }
+
+/// Agent-steps per second and thread of `linear_d10_k100_m100` that `plan`
+/// assumes (module doc).
+pub const REFERENCE_RATE: f64 = 7.0e5;
 
 /// The largest d whose agent-step takes the AVX-512 scorer and
 /// `linear_sphere` rows (`backend::cpu` and `env`; 16 for both). The
@@ -194,7 +198,7 @@ mod tests {
 
     /// Cells above INTRINSICS_MAX_D run the portable step, whose rate issue
     /// 43 did not change: their cost is the old model's (reference 5e5,
-    /// `linear_gap` 1.2x); cells at or below it are 6.5e5 / 5e5 cheaper
+    /// `linear_gap` 1.2x); cells at or below it are 7e5 / 5e5 cheaper
     /// relative to that model on `linear_sphere`.
     #[test]
     fn portable_dimensions_keep_their_measured_cost() {
