@@ -61,9 +61,10 @@ pub fn cost(c: &LinearConfig) -> Cost {
 /// assumes (module doc).
 pub const REFERENCE_RATE: f64 = 7.0e5;
 
-/// The largest d whose agent-step takes the AVX-512 scorer and
-/// `linear_sphere` rows (`backend::cpu` and `env`; 16 for both). The
-/// reference rate was measured at d = 10.
+/// The largest d whose agent-step takes the AVX-512 scorer, `linear_sphere`
+/// rows and `linear_gap` pass (`backend::cpu`'s `MAX_D`, `env`'s
+/// `MAX_COORDS` + 1 and `gap_avx512::MAX_D`: 16 for all three; a change to
+/// one changes this). The reference rate was measured at d = 10.
 pub const INTRINSICS_MAX_D: usize = 16;
 
 /// How much more an agent-step costs on `linear_gap` than on
