@@ -248,14 +248,14 @@ impl AgentStep for NeighbourFeed {
         vinv.extend_from_slice(agent.vinv);
         b.clear();
         b.extend_from_slice(agent.b);
-        let mut logdet = *agent.logdet;
+        let mut logdet = agent.logdet.as_deref().copied().unwrap_or(0.0);
         let _ = CpuBackend.ucb_step(
             env,
             streams,
             ws,
             AgentState {
                 vinv,
-                logdet: &mut logdet,
+                logdet: agent.logdet.is_some().then_some(&mut logdet),
                 b,
             },
             beta,

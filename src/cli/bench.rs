@@ -331,7 +331,7 @@ pub fn kernels() {
             &mut ws,
             AgentState {
                 vinv: &mut vinv,
-                logdet: &mut logdet,
+                logdet: Some(&mut logdet),
                 b: &mut b,
             },
             1.0,

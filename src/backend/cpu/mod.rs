@@ -186,7 +186,9 @@ impl AgentStep for CpuBackend {
         let raw = env.reward(streams, mean);
         let y = clip_reward(raw, reward_bound);
         let q = linalg::sherman_morrison(agent.vinv, &ws.x, &mut ws.w, d);
-        *agent.logdet += crate::math::ln_1p(q);
+        if let Some(logdet) = agent.logdet {
+            *logdet += crate::math::ln_1p(q);
+        }
         for (bi, xi) in agent.b.iter_mut().zip(&ws.x) {
             *bi += y * xi;
         }
@@ -344,7 +346,7 @@ mod tests {
                 &mut ws2,
                 AgentState {
                     vinv: &mut vinv2,
-                    logdet: &mut logdet2,
+                    logdet: Some(&mut logdet2),
                     b: &mut b2,
                 },
                 0.5,
@@ -356,7 +358,7 @@ mod tests {
                 &mut ws,
                 AgentState {
                     vinv: &mut vinv,
-                    logdet: &mut logdet,
+                    logdet: Some(&mut logdet),
                     b: &mut b,
                 },
                 0.5,

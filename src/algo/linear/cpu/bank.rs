@@ -22,6 +22,10 @@ pub struct AgentBank {
     pub vinv: Vec<f64>,
     /// log det V_i.
     pub logdet: Vec<f64>,
+    /// Whether a step keeps `logdet` up to date (set false by a batch that
+    /// reads it nowhere: no per-agent width, no determinant test; it then
+    /// holds its value at the last factorization).
+    pub track_logdet: bool,
     /// b_i.
     pub b: Vec<f64>,
     /// Exact local Gram sums.
@@ -61,6 +65,7 @@ impl AgentBank {
             m,
             vinv: vinv.repeat(m),
             logdet: vec![logdet; m],
+            track_logdet: true,
             b: vec![0.0; m * d],
             gram: vec![0.0; m * d * d],
             bias: vec![0.0; m * d],
@@ -86,7 +91,11 @@ impl AgentBank {
             &mut self.ws,
             AgentState {
                 vinv: &mut self.vinv[i * dd..(i + 1) * dd],
-                logdet: &mut self.logdet[i],
+                logdet: if self.track_logdet {
+                    Some(&mut self.logdet[i])
+                } else {
+                    None
+                },
                 b: &mut self.b[i * d..(i + 1) * d],
             },
             beta,

@@ -279,8 +279,10 @@ impl Fed {
             Width::LogDet { agents, .. } => agents[f * m..(f + 1) * m].to_vec(),
             Width::Schedule(_) => Vec::new(),
         };
+        let mut bank = AgentBank::new(&env, m, batch.lambda, batch.reward_bound);
+        bank.track_logdet = !widths.is_empty() || adaptive.is_some();
         Fed {
-            bank: AgentBank::new(&env, m, batch.lambda, batch.reward_bound),
+            bank,
             env,
             base,
             u_syn: vec![0.0; d],

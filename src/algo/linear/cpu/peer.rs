@@ -414,7 +414,7 @@ impl PeerFed {
                 &mut self.ws,
                 AgentState {
                     vinv: &mut self.vinv[sl * dd..(sl + 1) * dd],
-                    logdet: &mut self.logdet[sl],
+                    logdet: Some(&mut self.logdet[sl]),
                     b: &mut self.b[sl * d..(sl + 1) * d],
                 },
                 beta,
