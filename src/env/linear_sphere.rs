@@ -23,7 +23,7 @@
 //!
 //! Draws per round: (K - min(d, K)) (d - 1) normals (lanes).
 
-use super::{AgentStreams, DecisionSet, inv_norm, random_unit};
+use super::{AgentStreams, DecisionSet, SphereRows, inv_norm, random_unit};
 use crate::rng::Stream;
 use crate::rng::normal::fill_normals_f32;
 
@@ -81,44 +81,50 @@ pub(crate) fn draw(theta: &[f64], raw: bool, env_id: u64, s: &mut AgentStreams, 
     if nr > 0 {
         fill_normals_f32(&mut s.lanes, &mut ds.scratch32[..nr * last]);
         let scale = if raw { 1.0 } else { inv_sqrt2 };
-        let top = 'rows: {
-            #[cfg(target_arch = "x86_64")]
-            if super::sphere_avx512::available(d) {
-                let (g, x, mean) = (&ds.scratch32, &mut ds.x, &mut ds.mean);
-                // SAFETY: `available` checked that this CPU has AVX-512F.
-                break 'rows unsafe { super::sphere_avx512::random_rows(theta, g, nr, x, kp, fixed, mean, scale) };
-            }
-            let (g, x, mean) = (&ds.scratch32, &mut ds.x, &mut ds.mean);
-            random_rows(theta, g, nr, x, kp, fixed, mean, scale, &mut ds.norms)
+        let rows = SphereRows {
+            theta,
+            g: &ds.scratch32[..nr * last],
+            nr,
+            kp,
+            fixed,
+            scale,
         };
+        let top = rows_dispatch(&rows, &mut ds.x, &mut ds.mean, &mut ds.norms);
         best = if top > best { top } else { best };
     }
     ds.best = best;
 }
 
-/// The nr random actions of a round from their normals `g` (`[coordinate]
-/// [action]`, d - 1 rows of nr): x = (g / ||g||, 1) / sqrt(2) written to
-/// columns fixed..fixed + nr of `x`, each mean (<z, theta*>, times `scale`)
-/// to the same columns of `mean`;
-/// returns the largest of those means. Column-wise passes over the actions
-/// (long, unit-stride loops that vectorize); `inv` is workspace (nr).
+/// [`random_rows`] by the AVX-512 intrinsics where this CPU has them
+/// (`sphere_avx512`, the same bits), else the portable passes.
+fn rows_dispatch(rows: &SphereRows<'_>, x: &mut [f64], mean: &mut [f64], inv: &mut [f64]) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    if super::sphere_avx512::available(rows.theta.len()) {
+        // SAFETY: `available` checked that this CPU has AVX-512F.
+        return unsafe { super::sphere_avx512::random_rows(rows, x, mean) };
+    }
+    random_rows(rows, x, mean, inv)
+}
+
+/// The nr random actions of a round: x = (g / ||g||, 1) / sqrt(2) written
+/// to columns fixed..fixed + nr of `x`, each mean (<z, theta*>, times the
+/// scale) to the same columns of `mean`; returns the largest of those
+/// means. Column-wise passes over the actions (long, unit-stride loops
+/// that vectorize); `inv` is workspace (nr).
 #[multiversion::multiversion(targets(
     "x86_64+avx512f+avx512vl+avx512dq+avx512bw+avx2+fma",
     "x86_64+avx2+fma",
     "aarch64+neon"
 ))]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn random_rows(
-    theta: &[f64],
-    g: &[f32],
-    nr: usize,
-    x: &mut [f64],
-    kp: usize,
-    fixed: usize,
-    mean: &mut [f64],
-    scale: f64,
-    inv: &mut [f64],
-) -> f64 {
+pub(crate) fn random_rows(rows: &SphereRows<'_>, x: &mut [f64], mean: &mut [f64], inv: &mut [f64]) -> f64 {
+    let SphereRows {
+        theta,
+        g,
+        nr,
+        kp,
+        fixed,
+        scale,
+    } = *rows;
     let last = theta.len() - 1;
     let inv_sqrt2 = std::f64::consts::FRAC_1_SQRT_2;
     let inv = &mut inv[..nr];

@@ -254,6 +254,20 @@ pub(crate) fn inv_norm(n2: f64) -> f64 {
     y0 * (1.5 - 0.5 * n2 * y0 * y0)
 }
 
+/// What one round of `linear_sphere`'s random actions read (`linear_sphere`
+/// and `sphere_avx512`): theta*, the normals `g` (`[coordinate][action]`,
+/// d - 1 rows of nr), the number nr of random actions, the padded stride
+/// kp, the column `fixed` of the first random action, and the means' scale.
+#[derive(Clone, Copy)]
+pub(crate) struct SphereRows<'a> {
+    pub(crate) theta: &'a [f64],
+    pub(crate) g: &'a [f32],
+    pub(crate) nr: usize,
+    pub(crate) kp: usize,
+    pub(crate) fixed: usize,
+    pub(crate) scale: f64,
+}
+
 /// What one round of `linear_gap`'s projection reads (`linear_gap` and
 /// `gap_avx512`): theta*, the normals `g`
 /// (`[coordinate][action]`, d - 1 rows of k: h's coordinates 1..d), K and

@@ -6,6 +6,7 @@
 //! operations in the same order per action, so they write identical bits
 //! (tested against each other).
 
+use super::SphereRows;
 use std::arch::x86_64::{
     __m512d, _mm256_div_ps, _mm256_set1_ps, _mm256_sqrt_ps, _mm512_add_pd, _mm512_castps512_ps256, _mm512_cvtpd_ps,
     _mm512_cvtps_pd, _mm512_mask_blend_pd, _mm512_mask_storeu_pd, _mm512_maskz_loadu_ps, _mm512_max_pd, _mm512_mul_pd,
@@ -26,25 +27,23 @@ pub fn available(d: usize) -> bool {
 /// shares. Returns the largest (scaled) mean among them.
 ///
 /// The pass runs over the decision set's own 8-column blocks (aligned:
-/// [`crate::linalg::AlignedVec`]), so every store fills whole cache lines
-/// and the scorer's aligned loads that follow read them from the store
-/// buffer; the first random action sits at column `fixed`, so the first
-/// block's lanes before it (fixed actions) are masked off.
+/// [`crate::linalg::AlignedVec`]), so every whole block's store fills one
+/// cache line; the first random action sits at column `fixed`, so the
+/// first block's lanes before it (fixed actions) are masked off.
 ///
 /// # Panics
 /// If a slice is shorter than the shape needs (checked once, here).
 #[target_feature(enable = "avx512f")]
-#[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
-pub fn random_rows(
-    theta: &[f64],
-    g: &[f32],
-    nr: usize,
-    x: &mut [f64],
-    kp: usize,
-    fixed: usize,
-    mean: &mut [f64],
-    scale: f64,
-) -> f64 {
+#[allow(clippy::needless_range_loop)]
+pub fn random_rows(rows: &SphereRows<'_>, x: &mut [f64], mean: &mut [f64]) -> f64 {
+    let SphereRows {
+        theta,
+        g,
+        nr,
+        kp,
+        fixed,
+        scale,
+    } = *rows;
     let last = theta.len() - 1;
     let end = fixed + nr;
     assert!(last <= MAX_COORDS && g.len() >= nr * last && mean.len() >= kp && end <= kp);
@@ -165,11 +164,17 @@ mod tests {
                 let (mut x1, mut x2) = (vec![0.25; d * kp], vec![0.25; d * kp]);
                 let (mut m1, mut m2) = (vec![-1.0; kp], vec![-1.0; kp]);
                 let mut inv = vec![0.0; nr];
+                let rows = SphereRows {
+                    theta: &theta,
+                    g: &g,
+                    nr,
+                    kp,
+                    fixed,
+                    scale,
+                };
                 // SAFETY: `available` checked AVX-512F above.
-                let b1 = unsafe { random_rows(&theta, &g, nr, &mut x1, kp, fixed, &mut m1, scale) };
-                let b2 = crate::env::linear_sphere::random_rows(
-                    &theta, &g, nr, &mut x2, kp, fixed, &mut m2, scale, &mut inv,
-                );
+                let b1 = unsafe { random_rows(&rows, &mut x1, &mut m1) };
+                let b2 = crate::env::linear_sphere::random_rows(&rows, &mut x2, &mut m2, &mut inv);
                 let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&x1), bits(&x2), "x, d {d} nr {nr}");
                 assert_eq!(bits(&m1), bits(&m2), "means, d {d} nr {nr}");
