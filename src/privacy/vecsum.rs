@@ -49,6 +49,10 @@ pub struct VecSum {
     acc: Vec<u64>,
     stored: Vec<f64>,
     batches: u64,
+    /// Workspace of `add_point`: the point's shifted coordinates (not
+    /// state: sized on first use, never serialized).
+    #[serde(skip)]
+    shifted: Vec<f64>,
 }
 
 /// Bernoulli parameter of the Binomial noise.
@@ -103,6 +107,7 @@ impl VecSum {
             acc: vec![0; levels * coords],
             stored: vec![0.0; levels * coords],
             batches: 0,
+            shifted: Vec::new(),
         }
     }
 
@@ -157,33 +162,34 @@ impl VecSum {
     /// at level j compares [`uniform_at`]`(key, c * levels + j)`, so a GPU
     /// thread per coordinate draws the same bits.
     pub fn add_point(&mut self, x: &[f64], y: f64, key: u64) -> bool {
-        let d = self.d;
-        let mut c = 0;
+        let (d, l, coords) = (self.d, self.l, self.coords);
+        if self.shifted.len() != coords {
+            self.shifted.resize(coords, 0.0);
+        }
         let mut clipped = false;
+        let mut c = 0;
+        let mut put = |v: f64| {
+            // A NaN coordinate (never produced by finite x and y) adds 0 at
+            // every level, as it did before the rounding was vectorized:
+            // shifted 0 gives floor(w) = 0 and no Bernoulli success.
+            let s = v.clamp(-l, l) + l;
+            self.shifted[c] = if s.is_nan() { 0.0 } else { s };
+            clipped |= v.abs() > l;
+            c += 1;
+        };
         for i in 0..d {
             for j in i..d {
-                clipped |= self.add_value(c, x[i] * x[j], key);
-                c += 1;
+                put(x[i] * x[j]);
             }
         }
         for xi in &x[..d] {
-            clipped |= self.add_value(c, xi * y, key);
-            c += 1;
+            put(xi * y);
+        }
+        let levels = self.levels as u64;
+        for (j, (acc, &gj)) in self.acc.chunks_exact_mut(coords).zip(&self.g).enumerate() {
+            round_level(acc, &self.shifted, gj, l, key, (j as u64, levels));
         }
         clipped
-    }
-
-    #[inline]
-    fn add_value(&mut self, c: usize, v: f64, key: u64) -> bool {
-        let l = self.l;
-        let shifted = v.clamp(-l, l) + l;
-        for j in 0..self.levels {
-            let w = shifted * self.g[j] / l;
-            let fl = w.floor();
-            let bern = u64::from(uniform_at(key, (c * self.levels + j) as u64) < w - fl);
-            self.acc[j * self.coords + c] += fl as u64 + bern;
-        }
-        v.abs() > l
     }
 
     /// Closes the next batch: the node of level i = (lowest set bit of the
@@ -267,9 +273,93 @@ impl VecSum {
     }
 }
 
+/// One level's randomized rounding of a point's shifted coordinates `v`
+/// into the level's accumulators: with w = v g_j / L, coordinate c adds
+/// floor(w) + [u < w - floor(w)], u = [`uniform_at`]`(key, c levels + j)`
+/// (`at` = (j, levels)). One pass over the coordinates with no dependence
+/// between them, so it vectorizes where the CPU has 64-bit lane multiplies
+/// and conversions (AVX-512DQ: the key hash, floor, u64 <-> f64 in
+/// registers); every path performs the same exact operations, so the bits
+/// are the same on each (and the same as the scalar reference the tests
+/// keep).
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512dq+avx512bw+avx2+fma",
+    "x86_64+avx2+fma",
+    "aarch64+neon"
+))]
+fn round_level(acc: &mut [u64], v: &[f64], gj: f64, l: f64, key: u64, at: (u64, u64)) {
+    // floor(w) as an integer by the 2^52 trick (exact for 0 <= floor(w) <
+    // 2^52: adding 2^52 puts it in the significand's low bits), which
+    // vectorizes where `as u64`'s saturating conversion does not. Here
+    // 0 <= w <= 2 g_j < 2^34: v lies in [0, 2L] (`add_point`) and g_j =
+    // max(2 sqrt(n_j), d, 4) with n_j < 2^64.
+    const TWO52: f64 = 4_503_599_627_370_496.0;
+    let (j, levels) = at;
+    for (c, (a, &s)) in acc.iter_mut().zip(v).enumerate() {
+        let w = s * gj / l;
+        let fl = w.floor();
+        let u = uniform_at(key, c as u64 * levels + j);
+        let whole = (fl + TWO52).to_bits() - TWO52.to_bits();
+        *a += whole + u64::from(u < w - fl);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `add_point` as it was written before it was vectorized (issue 43),
+    /// value by value, level by level: the reference for the bits.
+    fn add_point_reference(vs: &mut VecSum, x: &[f64], y: f64, key: u64) -> bool {
+        let (d, l) = (vs.d, vs.l);
+        let values: Vec<f64> = (0..d)
+            .flat_map(|i| (i..d).map(move |j| (i, j)))
+            .map(|(i, j)| x[i] * x[j])
+            .chain(x[..d].iter().map(|xi| xi * y))
+            .collect();
+        let mut clipped = false;
+        for (c, v) in values.into_iter().enumerate() {
+            let shifted = v.clamp(-l, l) + l;
+            for j in 0..vs.levels {
+                let w = shifted * vs.g[j] / l;
+                let fl = w.floor();
+                let bern = u64::from(uniform_at(key, (c * vs.levels + j) as u64) < w - fl);
+                vs.acc[j * vs.coords + c] += fl as u64 + bern;
+            }
+            clipped |= v.abs() > l;
+        }
+        clipped
+    }
+
+    /// The vectorized rounding accumulates exactly what the value-by-value
+    /// reference does (every accumulator, every level) and reports the same
+    /// clipping, for d = 1..=12 and 17, bounds that clip some points, keys
+    /// and levels varied, and a NaN reward; a wrong index (c levels + j),
+    /// rounding or shift breaks the equality.
+    #[test]
+    fn vectorized_rounding_equals_the_reference_bit_for_bit() {
+        let mut s = Stream::new(&[43, 7]);
+        for d in (1..=12).chain([17]) {
+            for (levels, l) in [(1usize, 1.0), (5, 0.8), (11, 2.5)] {
+                let mut a = VecSum::new(d, levels, 3, 4, l, 1.0, 0.1, 1.0);
+                let mut b = a.clone();
+                let mut x = vec![0.0; d];
+                for p in 0..40u64 {
+                    for xi in &mut x {
+                        *xi = 2.0 * s.uniform() - 1.0;
+                    }
+                    // One point carries a NaN reward: its x y coordinates
+                    // add nothing, on both.
+                    let y = if p == 17 { f64::NAN } else { 3.0 * s.uniform() - 1.5 };
+                    let key = fold_more(d as u64, p);
+                    let (ca, cb) = (a.add_point(&x, y, key), add_point_reference(&mut b, &x, y, key));
+                    assert_eq!(ca, cb, "clipped, d {d} levels {levels} point {p}");
+                }
+                assert_eq!(a.acc, b.acc, "d {d} levels {levels}");
+                assert!(a.acc.iter().any(|&v| v > 0));
+            }
+        }
+    }
 
     #[test]
     fn coordinates_enumerate_the_upper_triangle() {
