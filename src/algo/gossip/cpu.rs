@@ -7,7 +7,7 @@ use super::batch::{
 };
 use crate::backend::BatchError;
 use crate::env::mab::MabEnv;
-use crate::privacy::partial_sum::PartialSum;
+use crate::privacy::partial_sum::{PartialSum, Releases};
 use crate::rng::{Stream, fold_more};
 use rayon::prelude::*;
 
@@ -42,6 +42,9 @@ pub struct Fed {
     ps: Vec<PartialSum>,
     /// Folded noise key of each agent (private).
     keys: Vec<u64>,
+    /// Workspace of the private releases.
+    #[serde(skip)]
+    releases: Releases,
     /// X_bar_{i,k} (private: the noisy sum over n).
     xbar: Vec<f64>,
     /// X_bar before this round's update.
@@ -96,6 +99,7 @@ impl CpuGossip {
                     sum: z.clone(),
                     ps: vec![PartialSum::default(); if keys.is_empty() { 0 } else { n * m }],
                     keys,
+                    releases: Releases::default(),
                     xbar: z.clone(),
                     xbar_old: z.clone(),
                     theta: z,
@@ -234,14 +238,7 @@ impl Fed {
                         self.clipped += 1;
                     }
                     for k in 0..m {
-                        let e = i * m + k;
-                        self.ps[e].push(t, (k == a).then_some(xc));
-                        let cnt = self.n[e];
-                        self.xbar[e] = if cnt == 0 {
-                            0.0
-                        } else {
-                            self.ps[e].release(t, fold_more(self.keys[i], k as u64), p.scale) / cnt as f64
-                        };
+                        self.ps[i * m + k].push(t, (k == a).then_some(xc));
                     }
                 }
                 None => {
@@ -252,6 +249,16 @@ impl Fed {
             }
         }
         self.group += total;
+        if let Some(p) = privacy {
+            // Every agent's and arm's release at once (their blocks' noises
+            // in full vector lanes), then X_bar = release / n.
+            let keys = &self.keys;
+            let key = |e: usize| fold_more(keys[e / m], (e % m) as u64);
+            self.releases.release_all(&self.ps, key, t, p.scale, &mut self.xbar);
+            for (x, &cnt) in self.xbar.iter_mut().zip(&self.n) {
+                *x = if cnt == 0 { 0.0 } else { *x / cnt as f64 };
+            }
+        }
     }
 
     /// Steps 3 and 4 (gossip policies): network-count estimates from the
