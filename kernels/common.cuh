@@ -274,11 +274,13 @@ FB_DEV double fb_uniform_at(fb_u64 key, fb_u64 index) {
     return ((double)(fb_splitmix64(&h) >> 11) + 0.5) * 1.1102230246251565e-16;
 }
 
-// privacy::partial_sum::laplace: Laplace(scale) from uniform_at(key, 0),
-// -scale sgn(v) ln(1 - 2|v|) with v = u - 1/2, the portable logarithm.
+// rng::laplace_of_uniform: Laplace(scale) from uniform_at(key, 0),
+// -scale sgn(v) ln(1 - 2|v|) with v = u - 1/2 and 1 - 2|v| at least 2^-53
+// (u = 1 exactly, probability 2^-53, would give an infinite noise), the
+// portable logarithm.
 FB_DEV double fb_laplace_at(fb_u64 key, double scale) {
     double v = fb_uniform_at(key, 0) - 0.5;
-    double mag = -scale * fb_ln(1.0 - 2.0 * fabs(v));
+    double mag = -scale * fb_ln(fmax(1.0 - 2.0 * fabs(v), 1.1102230246251565e-16));
     return v < 0.0 ? -mag : mag;
 }
 

@@ -132,7 +132,11 @@ use thiserror::Error;
 /// other draws, so every `linear_gap` cell's numbers change within
 /// their sampling error (README "Where an agent-step goes": the paired
 /// regret comparison with 14). Every `linear_sphere` cell and every other
-/// family computes what 14 did.
+/// family computes what 14 did. Amended without a new number (every
+/// finite draw unchanged): a keyed Laplace draw at the uniform u = 1
+/// exactly (probability 2^-53 a draw; `rng::uniform_at` rounds its top
+/// cell up to 1) was infinite and is now 53 ln 2 times its scale
+/// (`rng::laplace_of_uniform`), on both backends.
 pub const SEMANTICS_VERSION: u32 = 15;
 
 /// One problem in a job file.

@@ -308,7 +308,7 @@ mod tests {
     /// blocks (so one lane block, several, and the scalar path below
     /// `SCALAR_BLOCKS`), every pattern of non-empty levels drawn at random;
     /// and `laplace_at`'s logarithm agrees with `ln` at the extreme
-    /// uniforms.
+    /// uniforms, finite at u = 1.
     #[test]
     fn lane_release_equals_the_block_by_block_sum_bit_for_bit() {
         let mut s = Stream::new(&[43, 9]);
@@ -334,12 +334,16 @@ mod tests {
         // latter rounds to exactly 1, and ln(0) = -inf), and one below.
         let uniform = |k: u64| (k as f64 + 0.5) * (1.0 / (1u64 << 53) as f64);
         assert_eq!(uniform((1 << 53) - 1), 1.0);
-        for u in [uniform(0), uniform((1 << 53) - 1), uniform((1 << 53) - 3)] {
+        for u in [uniform(0), uniform((1 << 53) - 3), uniform(1 << 52), uniform(12345)] {
             let v: f64 = u - 0.5;
-            let exact = -crate::math::ln(1.0 - 2.0 * v.abs());
+            let exact = crate::math::ln(1.0 - 2.0 * v.abs()).abs();
             let got = crate::rng::laplace_of_uniform(u, 1.0).abs();
             assert_eq!(got.to_bits(), exact.to_bits(), "u {u}");
         }
+        // u = 1 is a finite noise, that of the cell's centre: 53 ln 2.
+        let top = crate::rng::laplace_of_uniform(1.0, 1.0);
+        assert_eq!(top.to_bits(), (-crate::math::ln(f64::powi(2.0, -53))).to_bits());
+        assert!((top - 53.0 * std::f64::consts::LN_2).abs() < 1e-12);
     }
 
     /// Many releases at once equal the releases one by one, bit for bit:

@@ -117,18 +117,22 @@ pub fn laplace_at(key: u64, scale: f64) -> f64 {
 }
 
 /// [`laplace_at`]'s arithmetic on its uniform u: -scale sgn(v) ln(1 -
-/// 2|v|), v = u - 1/2. For every u that [`uniform_at`] gives (a multiple
-/// of 2^-54) 1 - 2|v| is 0 or a positive normal double of at least 2^-53,
-/// so the logarithm is [`crate::math::ln_normal_positive`] or -inf at 0:
-/// `ln`'s bits, with no other special case, so lanes of it vectorize.
+/// 2|v|), v = u - 1/2, with 1 - 2|v| at least 2^-53. For every u that
+/// [`uniform_at`] gives (a multiple of 2^-54) 1 - 2|v| is a positive
+/// normal double of at least 2^-53, or 0 at u = 1 exactly (probability
+/// 2^-53, where the formula's value would be infinite): that one is
+/// raised to 2^-53, the value of u's cell had k + 1/2 not rounded (a
+/// noise of 53 ln 2 scale). Every other draw is unchanged, and the
+/// logarithm is [`crate::math::ln_normal_positive`] (`ln`'s bits, with no
+/// special case, so lanes of it vectorize). The kernels' `fb_laplace_at`
+/// is the same.
 #[inline(always)]
 pub fn laplace_of_uniform(u: f64, scale: f64) -> f64 {
+    const TWO_M53: f64 = 1.0 / (1u64 << 53) as f64;
     let v = u - 0.5;
     let x = 1.0 - 2.0 * v.abs();
-    // Computed for every x, then replaced at 0 (a select, not a branch).
-    let ln = crate::math::ln_normal_positive(x);
-    let ln = if x == 0.0 { f64::NEG_INFINITY } else { ln };
-    let mag = -scale * ln;
+    let x = if x < TWO_M53 { TWO_M53 } else { x };
+    let mag = -scale * crate::math::ln_normal_positive(x);
     if v < 0.0 { -mag } else { mag }
 }
 
