@@ -115,46 +115,40 @@ pub struct Releases {
 }
 
 impl Releases {
-    /// `out[e] = sums[e].release(t, key(e), scale)` for every e, bit for
-    /// bit; `key` is asked only for sums with a live block.
-    pub fn release_all(
-        &mut self,
-        sums: &[PartialSum],
-        key: impl Fn(usize) -> u64,
-        t: u64,
-        scale: f64,
-        out: &mut [f64],
-    ) {
-        for v in &mut self.blocks {
-            v.clear();
-        }
-        for (e, ps) in sums.iter().enumerate() {
-            let mut bits = t & ps.nonempty;
-            if bits == 0 {
-                continue;
-            }
-            let k = key(e);
-            while bits != 0 {
-                let j = bits.trailing_zeros();
-                self.blocks[0].push(k);
-                self.blocks[1].push((t >> j) << j);
-                self.blocks[2].push(u64::from(j));
-                bits &= bits - 1;
-            }
-        }
-        let n = self.blocks[0].len().next_multiple_of(LANES);
+    /// `out[e] = sums[e].release(t, keys[e], scale)` for every e, bit for
+    /// bit.
+    pub fn release_all(&mut self, sums: &[PartialSum], keys: &[u64], t: u64, scale: f64, out: &mut [f64]) {
+        let live = |ps: &PartialSum| (t & ps.nonempty).count_ones() as usize;
+        let total: usize = sums.iter().map(live).sum();
+        let n = total.next_multiple_of(LANES);
         for v in &mut self.blocks {
             v.resize(n, 0);
         }
         self.noise.resize(n, 0.0);
-        let [keys, ends, levels] = &self.blocks;
-        laplace_blocks([keys, ends, levels], scale, &mut self.noise);
-        let mut noise = self.noise.iter();
+        let [bk, be, bl] = &mut self.blocks;
+        let mut b = 0;
+        for (ps, &k) in sums.iter().zip(keys) {
+            let mut bits = t & ps.nonempty;
+            while bits != 0 {
+                let j = bits.trailing_zeros();
+                (bk[b], be[b], bl[b]) = (k, (t >> j) << j, u64::from(j));
+                b += 1;
+                bits &= bits - 1;
+            }
+        }
+        // Padding lanes: round 0, level 0, not added.
+        for v in [&mut *bk, &mut *be, &mut *bl] {
+            v[total..].fill(0);
+        }
+        laplace_blocks([bk, be, bl], scale, &mut self.noise);
+        let mut b = 0;
         for (ps, o) in sums.iter().zip(out.iter_mut()) {
+            let c = live(ps);
             let mut r = ps.sum;
-            for z in noise.by_ref().take((t & ps.nonempty).count_ones() as usize) {
+            for z in &self.noise[b..b + c] {
                 r += z;
             }
+            b += c;
             *o = r;
         }
     }
@@ -355,15 +349,15 @@ mod tests {
         let mut sums = vec![PartialSum::default(); 37];
         let mut rel = Releases::default();
         let mut out = vec![0.0; sums.len()];
-        let key = |e: usize| fold_more(77, e as u64);
+        let keys: Vec<u64> = (0..sums.len()).map(|e| fold_more(77, e as u64)).collect();
         for t in 1..=300u64 {
             for (e, ps) in sums.iter_mut().enumerate() {
                 let p = if e % 5 == 0 { 0.0 } else { 0.1 * (e % 7) as f64 };
                 ps.push(t, (s.uniform() < p).then(|| s.uniform()));
             }
-            rel.release_all(&sums, key, t, 0.9, &mut out);
+            rel.release_all(&sums, &keys, t, 0.9, &mut out);
             for (e, ps) in sums.iter().enumerate() {
-                assert_eq!(out[e].to_bits(), ps.release(t, key(e), 0.9).to_bits(), "t {t} sum {e}");
+                assert_eq!(out[e].to_bits(), ps.release(t, keys[e], 0.9).to_bits(), "t {t} sum {e}");
             }
         }
         assert!(

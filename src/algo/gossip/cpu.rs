@@ -45,6 +45,9 @@ pub struct Fed {
     /// Workspace of the private releases.
     #[serde(skip)]
     releases: Releases,
+    /// Each agent's and arm's noise key (private; derived from `keys`).
+    #[serde(skip)]
+    arm_keys: Vec<u64>,
     /// X_bar_{i,k} (private: the noisy sum over n).
     xbar: Vec<f64>,
     /// X_bar before this round's update.
@@ -100,6 +103,7 @@ impl CpuGossip {
                     ps: vec![PartialSum::default(); if keys.is_empty() { 0 } else { n * m }],
                     keys,
                     releases: Releases::default(),
+                    arm_keys: Vec::new(),
                     xbar: z.clone(),
                     xbar_old: z.clone(),
                     theta: z,
@@ -252,9 +256,15 @@ impl Fed {
         if let Some(p) = privacy {
             // Every agent's and arm's release at once (their blocks' noises
             // in full vector lanes), then X_bar = release / n.
-            let keys = &self.keys;
-            let key = |e: usize| fold_more(keys[e / m], (e % m) as u64);
-            self.releases.release_all(&self.ps, key, t, p.scale, &mut self.xbar);
+            if self.arm_keys.len() != self.ps.len() {
+                // Each agent's and arm's key, fold_more(agent key, arm):
+                // constant, derived once (and again after a resume).
+                self.arm_keys = (0..self.ps.len())
+                    .map(|e| fold_more(self.keys[e / m], (e % m) as u64))
+                    .collect();
+            }
+            self.releases
+                .release_all(&self.ps, &self.arm_keys, t, p.scale, &mut self.xbar);
             for (x, &cnt) in self.xbar.iter_mut().zip(&self.n) {
                 *x = if cnt == 0 { 0.0 } else { *x / cnt as f64 };
             }
