@@ -52,9 +52,36 @@ pub fn cost(c: &LinearConfig) -> Cost {
     };
     Cost {
         reference_rate: REFERENCE_RATE,
-        relative: environment * portable * micros(c.env.d as f64, c.env.k as f64) / micros(10.0, 100.0),
+        relative: environment * portable * micros(c.env.d as f64, c.env.k as f64) / micros(10.0, 100.0)
+            + vecsum_relative(c),
         noise_entries_per_step: noise_entries_per_step(c),
     }
+}
+
+/// Seconds per value the shuffle protocol (`sdp_vecsum`) randomizes: each
+/// agent-step's data point puts d(d+1)/2 + d coordinates into each of the
+/// tree's levels ([`crate::privacy::vecsum::VecSum::add_point`]).
+/// `bench --only sdp_vecsum --federations 8 --threads 1` on the 2-core
+/// development VM (issue 43, vectorized rounding; two runs each): 1.51 us
+/// an agent-step at 1,000 rounds, 1.67 us at 8,000, three levels more: 65
+/// coordinates x 3 levels for 0.16 us less the setup's share, about 0.67
+/// ns a value (the levels' closing Binomials included); and at 1,000
+/// rounds (10 levels) 0.44 us over `linear_d10_k100_m100`'s step, the same
+/// 0.67 ns a value.
+pub const VECSUM_VALUE_SECONDS: f64 = 0.67e-9;
+
+/// The shuffle protocol's rounding, relative to the reference step:
+/// values per agent-step (coordinates x levels, levels = floor(log2(T /
+/// B)) + 1) at [`VECSUM_VALUE_SECONDS`] each, at [`REFERENCE_RATE`]
+/// (relative, so `plan --rate` scales it with the machine). 0 for every
+/// other protocol and for non-private cells.
+fn vecsum_relative(c: &LinearConfig) -> f64 {
+    if c.privacy.is_none() || c.protocol != Protocol::SdpVecsum || c.algorithm != LinearAlgorithm::PrivateFedlinucb {
+        return 0.0;
+    }
+    let d = c.env.d as f64;
+    let levels = crate::privacy::tree_levels((c.horizon / c.batch_size.max(1)).max(1)) as f64;
+    (d * (d + 1.0) / 2.0 + d) * levels * VECSUM_VALUE_SECONDS * REFERENCE_RATE
 }
 
 /// Agent-steps per second and thread of `linear_d10_k100_m100` that `plan`
@@ -195,6 +222,33 @@ mod tests {
         let base = thread_seconds(cfg, 1_000_000, rate) - 1e6 * 220.0 * NOISE_ENTRY_SECONDS;
         let ratio = thread_seconds(cfg, 1_000_000, rate) / base;
         assert!((ratio - 1.48).abs() < 0.1, "model {ratio}");
+    }
+
+    /// `sdp_vecsum` cells pay for their rounding per level: at d = 10 and
+    /// 10 levels (T = 1000, B = 1) 650 values, 0.44 us over the step at the
+    /// reference rate, as measured (1.51 us against 1.07 us a step on one
+    /// thread); ldp cells and non-private ones pay nothing for it, and a
+    /// horizon 8x as long adds three levels.
+    #[test]
+    fn the_shuffle_protocol_is_charged_per_level() {
+        let relative = |extra: &str| {
+            let job = crate::job::Job::parse(
+                std::path::Path::new("cost.yaml"),
+                &format!(
+                    "algorithm: private_fedlinucb\nenvironment: linear_sphere\n\
+                     params: {{m: 4, d: 10, k: 100, epsilon: 1, delta: 0.1, batch_size: 1}}\n{extra}\n"
+                ),
+            )
+            .unwrap();
+            job.cells[0].config.cost().relative
+        };
+        let base = relative("horizon: 1000\ngrid: {protocol: [ldp]}");
+        assert!((base - 1.0).abs() < 1e-12, "{base}");
+        let short = relative("horizon: 1000\ngrid: {protocol: [sdp_vecsum]}");
+        let extra_us = (short - 1.0) / REFERENCE_RATE * 1e6;
+        assert!((extra_us - 0.4355).abs() < 1e-3, "{extra_us}");
+        let long = relative("horizon: 8000\ngrid: {protocol: [sdp_vecsum]}");
+        assert!(((long - 1.0) / (short - 1.0) - 13.0 / 10.0).abs() < 1e-12);
     }
 
     /// Cells above INTRINSICS_MAX_D run the portable step, whose rate issue
