@@ -57,7 +57,7 @@ impl PartialSum {
     /// (scale `scale`) of every live block that contains an observation,
     /// lowest level first. `key` is the agent's and arm's folded noise key.
     ///
-    /// Beyond [`SCALAR_BLOCKS`] live blocks their noises (independent) are
+    /// Beyond `SCALAR_BLOCKS` (2) live blocks their noises (independent) are
     /// drawn in vector lanes ([`laplace_blocks`]: per lane the operations
     /// of [`laplace`], so the same bits) and then added one by one in that
     /// order, as a block-by-block loop adds them. [`Releases`] does the
