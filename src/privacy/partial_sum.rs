@@ -121,26 +121,40 @@ impl Releases {
         let live = |ps: &PartialSum| (t & ps.nonempty).count_ones() as usize;
         let total: usize = sums.iter().map(live).sum();
         let n = total.next_multiple_of(LANES);
+        // One entry beyond `total`: the gather below may write there.
         for v in &mut self.blocks {
-            v.resize(n, 0);
+            v.resize(n.max(total + 1), 0);
         }
         self.noise.resize(n, 0.0);
+        // t's levels, lowest first: every sum's live blocks are among them.
+        let (mut levels, mut ends, mut count) = ([0u64; 64], [0u64; 64], 0);
+        let mut bits = t;
+        while bits != 0 {
+            let j = bits.trailing_zeros();
+            (levels[count], ends[count]) = (u64::from(j), (t >> j) << j);
+            count += 1;
+            bits &= bits - 1;
+        }
         let [bk, be, bl] = &mut self.blocks;
+        // Each of t's levels is written at b, and b advances where the
+        // sum's block holds an observation: no data-dependent branch. A
+        // write that does not advance is overwritten by the next one or
+        // lies at `total`, beyond the blocks.
         let mut b = 0;
         for (ps, &k) in sums.iter().zip(keys) {
-            let mut bits = t & ps.nonempty;
-            while bits != 0 {
-                let j = bits.trailing_zeros();
-                (bk[b], be[b], bl[b]) = (k, (t >> j) << j, u64::from(j));
-                b += 1;
-                bits &= bits - 1;
+            if t & ps.nonempty == 0 {
+                continue;
+            }
+            for (&j, &end) in levels[..count].iter().zip(&ends[..count]) {
+                (bk[b], be[b], bl[b]) = (k, end, j);
+                b += ((ps.nonempty >> j) & 1) as usize;
             }
         }
         // Padding lanes: round 0, level 0, not added.
         for v in [&mut *bk, &mut *be, &mut *bl] {
             v[total..].fill(0);
         }
-        laplace_blocks([bk, be, bl], scale, &mut self.noise);
+        laplace_blocks([&bk[..n], &be[..n], &bl[..n]], scale, &mut self.noise);
         let mut b = 0;
         for (ps, o) in sums.iter().zip(out.iter_mut()) {
             let c = live(ps);
