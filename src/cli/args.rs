@@ -89,7 +89,7 @@ pub enum Command {
         /// engine's time model (linear cells cost more with K and d: d = 128 is
         /// about 30x d = 10). Default: this machine's `fedbandits calibrate`
         /// for --threads, else rates measured on the 2-core development VM,
-        /// 7e5 (linear), 2.8e6 (gossip), 3.5e6 (combinatorial).
+        /// 7e5 (linear), 2.9e6 (gossip), 3.5e6 (combinatorial).
         #[arg(long, value_parser = positive_rate)]
         rate: Option<f64>,
         /// Print every shard's line (default: the first 10 and the last 5).

@@ -209,11 +209,23 @@ impl Fed {
         // log2 t = ln t / ln 2.
         let lt = crate::math::ln(t as f64);
         let log2_t = lt / std::f64::consts::LN_2;
-        if t > m as u64 && matches!(policy, GossipPolicy::Gossip | GossipPolicy::Local) {
+        // Private widths (a logarithm each) in one vectorized pass for every
+        // agent and arm; without privacy a width is a division and a root,
+        // no cheaper in lanes, so only those the argmax reads are computed.
+        let lanes = privacy.is_some() && t > m as u64 && matches!(policy, GossipPolicy::Gossip | GossipPolicy::Local);
+        if lanes {
             // Workspace, not state: sized again after a resume.
             self.widths.resize(self.n.len(), 0.0);
             widths(&self.n, (c, lt, log2_t), privacy, &mut self.widths);
         }
+        let (counts, lane_widths) = (&self.n, &self.widths);
+        let width = |e: usize| {
+            if lanes {
+                lane_widths[e]
+            } else {
+                width(counts[e], c, lt, log2_t, privacy)
+            }
+        };
         if policy == GossipPolicy::Oracle && t > m as u64 {
             for k in 0..m {
                 let (mut s, mut cnt) = (0.0, 0u64);
@@ -239,17 +251,10 @@ impl Fed {
                                 self.forced += 1;
                                 k
                             }
-                            None => argmax(
-                                self.theta[row.clone()]
-                                    .iter()
-                                    .zip(&self.widths[row])
-                                    .map(|(th, w)| th + w),
-                            ),
+                            None => argmax(self.theta[row.clone()].iter().zip(row).map(|(th, e)| th + width(e))),
                         }
                     }
-                    GossipPolicy::Local => {
-                        argmax(self.xbar[row.clone()].iter().zip(&self.widths[row]).map(|(x, w)| x + w))
-                    }
+                    GossipPolicy::Local => argmax(self.xbar[row.clone()].iter().zip(row).map(|(x, e)| x + width(e))),
                     GossipPolicy::Oracle => argmax(self.pooled.iter().copied()),
                 }
             };
