@@ -56,48 +56,20 @@ impl PartialSum {
     /// The release after round `t`: the exact sum plus the Laplace noise
     /// (scale `scale`) of every live block that contains an observation,
     /// lowest level first. `key` is the agent's and arm's folded noise key.
-    ///
-    /// Beyond `SCALAR_BLOCKS` (2) live blocks their noises (independent) are
-    /// drawn in vector lanes ([`laplace_blocks`]: per lane the operations
-    /// of [`laplace`], so the same bits) and then added one by one in that
-    /// order, as a block-by-block loop adds them. [`Releases`] does the
-    /// same for many partial sums at once.
+    /// Block by block; [`Releases`] computes the same bits for many partial
+    /// sums at once, their noises in vector lanes (the engine's path).
     #[inline]
     pub fn release(&self, t: u64, key: u64, scale: f64) -> f64 {
         let mut out = self.sum;
         let mut bits = t & self.nonempty;
-        let live = bits.count_ones() as usize;
-        if live <= SCALAR_BLOCKS {
-            while bits != 0 {
-                let j = bits.trailing_zeros();
-                out += laplace(block_key(key, (t >> j) << j, j), scale);
-                bits &= bits - 1;
-            }
-            return out;
-        }
-        // At most 64 live blocks; padding lanes (round 0, level 0) are
-        // drawn and not added.
-        let mut keys = [key; 64];
-        let (mut ends, mut levels) = ([0u64; 64], [0u64; 64]);
-        let mut noise = [0.0; 64];
-        for (end, level) in ends.iter_mut().zip(&mut levels).take(live) {
+        while bits != 0 {
             let j = bits.trailing_zeros();
-            (*end, *level) = ((t >> j) << j, u64::from(j));
+            out += laplace(block_key(key, (t >> j) << j, j), scale);
             bits &= bits - 1;
-        }
-        keys[live..].fill(0);
-        let n = live.next_multiple_of(LANES);
-        laplace_blocks([&keys[..n], &ends[..n], &levels[..n]], scale, &mut noise[..n]);
-        for z in &noise[..live] {
-            out += z;
         }
         out
     }
 }
-
-/// Up to this many live blocks [`PartialSum::release`] draws one by one
-/// (the lanes' fixed cost is larger; the same bits either way).
-const SCALAR_BLOCKS: usize = 2;
 
 /// Blocks whose noises [`laplace_blocks`] draws together (one 512-bit
 /// vector of f64); its slices are a multiple of this long.
@@ -311,16 +283,18 @@ mod tests {
         }
     }
 
-    /// The release in lanes adds, bit for bit, what a block-by-block loop
-    /// of [`laplace`] adds (lowest level first): rounds with 0 to 40 live
-    /// blocks (so one lane block, several, and the scalar path below
-    /// `SCALAR_BLOCKS`), every pattern of non-empty levels drawn at random;
-    /// and `laplace_at`'s logarithm agrees with `ln` at the extreme
-    /// uniforms, finite at u = 1.
+    /// The release in lanes ([`Releases`]) adds, bit for bit, what a
+    /// block-by-block loop of [`laplace`] adds (lowest level first):
+    /// single sums with 0 to 40 live blocks (so no lane block, one and
+    /// several), every pattern of non-empty levels drawn at random; and
+    /// `laplace_at`'s logarithm agrees with `ln` at the extreme uniforms,
+    /// finite at u = 1.
     #[test]
     fn lane_release_equals_the_block_by_block_sum_bit_for_bit() {
         let mut s = Stream::new(&[43, 9]);
         let key = 0x5EED;
+        let mut rel = Releases::default();
+        let mut out = [0.0];
         for _ in 0..3000 {
             let t = s.next_u64() >> (s.next_u64() % 64);
             let nonempty = s.next_u64() | s.next_u64();
@@ -332,11 +306,8 @@ mod tests {
                 want += laplace(block_key(key, (t >> j) << j, j), 1.3);
                 bits &= bits - 1;
             }
-            assert_eq!(
-                ps.release(t, key, 1.3).to_bits(),
-                want.to_bits(),
-                "t {t:#x} nonempty {nonempty:#x}"
-            );
+            rel.release_all(&[ps], &[key], t, 1.3, &mut out);
+            assert_eq!(out[0].to_bits(), want.to_bits(), "t {t:#x} nonempty {nonempty:#x}");
         }
         // uniform_at's smallest and largest values (k = 0 and 2^53 - 1: the
         // latter rounds to exactly 1, and ln(0) = -inf), and one below.

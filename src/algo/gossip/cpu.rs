@@ -167,26 +167,18 @@ fn width(cnt: u64, c: f64, lt: f64, log2_t: f64, privacy: Option<&GossipPrivacy>
     }
 }
 
-/// [`width`] of every agent and arm, `out[e]` for `counts[e]`, in one pass
-/// (the same operations per lane, so the same bits).
+/// The private [`width`] of every agent and arm, `out[e]` for
+/// `counts[e]`, in one pass (the same operations per lane, so the same
+/// bits).
 #[multiversion::multiversion(targets(
     "x86_64+avx512f+avx512vl+avx512dq+avx512bw+avx2+fma",
     "x86_64+avx2+fma",
     "aarch64+neon"
 ))]
-fn widths(counts: &[u64], at: (f64, f64, f64), privacy: Option<&GossipPrivacy>, out: &mut [f64]) {
+fn widths(counts: &[u64], at: (f64, f64, f64), p: &GossipPrivacy, out: &mut [f64]) {
     let (c, lt, log2_t) = at;
-    match privacy {
-        Some(p) => {
-            for (w, &cnt) in out.iter_mut().zip(counts) {
-                *w = width(cnt, c, lt, log2_t, Some(p));
-            }
-        }
-        None => {
-            for (w, &cnt) in out.iter_mut().zip(counts) {
-                *w = width(cnt, c, lt, log2_t, None);
-            }
-        }
+    for (w, &cnt) in out.iter_mut().zip(counts) {
+        *w = width(cnt, c, lt, log2_t, Some(p));
     }
 }
 
@@ -213,10 +205,10 @@ impl Fed {
         // agent and arm; without privacy a width is a division and a root,
         // no cheaper in lanes, so only those the argmax reads are computed.
         let lanes = privacy.is_some() && t > m as u64 && matches!(policy, GossipPolicy::Gossip | GossipPolicy::Local);
-        if lanes {
+        if let (true, Some(p)) = (lanes, privacy) {
             // Workspace, not state: sized again after a resume.
             self.widths.resize(self.n.len(), 0.0);
-            widths(&self.n, (c, lt, log2_t), privacy, &mut self.widths);
+            widths(&self.n, (c, lt, log2_t), p, &mut self.widths);
         }
         let (counts, lane_widths) = (&self.n, &self.widths);
         let width = |e: usize| {
@@ -392,9 +384,9 @@ impl GossipOps for CpuGossip {
 mod tests {
     use super::*;
 
-    /// The widths in lanes equal the textbook width with `ln` (its special
-    /// case at a count of 0 included), bit for bit, private and not, for
-    /// counts 0..2000 and rounds from 1 to 10^7.
+    /// The private widths in lanes equal the textbook width with `ln` (its
+    /// special case at a count of 0 included), bit for bit, for counts
+    /// 0..2000 and rounds from 1 to 10^7.
     #[test]
     fn lane_widths_equal_the_scalar_width_bit_for_bit() {
         let p = GossipPrivacy {
@@ -411,22 +403,12 @@ mod tests {
         for t in [1u64, 17, 4096, 10_000_000] {
             let lt = crate::math::ln(t as f64);
             let log2_t = lt / std::f64::consts::LN_2;
-            for privacy in [Some(&p), None] {
-                widths(&counts, (1.3, lt, log2_t), privacy, &mut out);
-                for (&cnt, w) in counts.iter().zip(&out) {
-                    let nn = cnt as f64;
-                    let base = (2.0 * 1.3 * lt / nn).sqrt();
-                    let want = match privacy {
-                        Some(p) => base + p.c_priv * p.log2_horizon * log2_t * crate::math::ln(nn) / (p.epsilon * nn),
-                        None => base,
-                    };
-                    assert_eq!(
-                        w.to_bits(),
-                        want.to_bits(),
-                        "t {t} count {cnt} private {}",
-                        privacy.is_some()
-                    );
-                }
+            widths(&counts, (1.3, lt, log2_t), &p, &mut out);
+            for (&cnt, w) in counts.iter().zip(&out) {
+                let nn = cnt as f64;
+                let base = (2.0 * 1.3 * lt / nn).sqrt();
+                let want = base + p.c_priv * p.log2_horizon * log2_t * crate::math::ln(nn) / (p.epsilon * nn);
+                assert_eq!(w.to_bits(), want.to_bits(), "t {t} count {cnt}");
             }
         }
     }
