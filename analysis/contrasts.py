@@ -2,25 +2,32 @@
 (`fedbandits_analysis.report`): which two axes interact within an
 algorithm variant, and what privacy costs.
 
-Definitions (the report quotes them beside its tables):
-- **interaction** of axes `a` and `b` within a variant: for each repetition
-  r, the two-way table of per-repetition means m_ab(r) (the other axes
-  pooled, each combination counted once) and its interaction contrasts
-  I_ab(r) = m_ab(r) - m_a.(r) - m_.b(r) + m_..(r) (zero for every pair
-  when the effect of `a` is the same at every level of `b`). The
-  **strength** is the range of the mean contrasts over the (a, b) pairs
-  in units of the variant's pooled within-cell sd; its 95% interval is
-  the paired (over repetitions) interval of the difference between the
-  two extreme pairs' contrasts, in the same units. The extreme pairs are
-  chosen from the same data, so the interval is optimistic for the
-  largest of many pairs: read a strength whose interval is near 0 as
-  none. Only pairs of axes that vary together within the variant (a full
-  cross of their values) are considered.
-- **cost of privacy** of a private cell: its final regret minus its
-  non-private counterpart's, paired by repetition (repetition r of both
-  shares its random numbers) with its percentile-bootstrap interval over
-  repetitions, and the ratio of their means with the paired delta-method
-  interval. The counterpart is a cell of the same
+Definitions (the report quotes them beside its tables; scales and
+intervals as stats.py defines them):
+- **interaction** of axes `a` and `b` within a variant: for each
+  repetition r, the two-way table of per-repetition levels L_ab(r) (mean
+  of the final values on the working scale, ln on the ratio scale, the
+  other axes pooled) and, for every 2 x 2 sub-table (a_i < a_j, b_k <
+  b_l), the contrast D(r) = [L(a_j, b_l) - L(a_i, b_l)] - [L(a_j, b_k) -
+  L(a_i, b_k)]: how much the effect of a_i -> a_j changes from b_k to b_l.
+  On the ratio scale exp(mean D) is a **ratio of ratios**: the benefit of
+  more agents x2.87 at epsilon 0.5 and x2.97 at epsilon 8 is 1.03, no
+  interaction, where the additive contrast of the same numbers is large.
+  The strongest sub-table of a pair (largest |mean D|) is reported with a
+  paired Student-t interval at the Bonferroni level 1 - 0.05 / N, N the
+  number of sub-tables searched over every pair and variant of the job,
+  so the chance that any reported interaction is noise is at most 5%. An
+  interaction is **detected** where that interval excludes no effect (1,
+  or 0 additive); only detected ones are listed as interactions. On the
+  additive scale the strength is mean D in units of the variant's pooled
+  within-cell sd. Only pairs of axes crossed within the variant (every
+  pair of values has a cell) are considered.
+- **cost of privacy** of a private cell: against its non-private
+  counterpart, paired by repetition (repetition r of both shares its
+  random numbers): on the ratio scale the geometric mean of the
+  per-repetition ratios private / non-private with its Student-t interval;
+  always also the difference of final regret with its percentile-bootstrap
+  interval over repetitions. The counterpart is a cell of the same
   environment whose algorithm is the private one's (with `private:
   false`) or the one the family registry names (`non_private`, e.g.
   Private-FedLinUCB -> FedLinUCB, Fed_UCB -> Gossip_UCB), and every
@@ -35,18 +42,27 @@ import math
 from dataclasses import dataclass
 from itertools import combinations
 
+import numpy as np
 import polars as pl
 
-from .effects import VARIANT, Z95, Axis, Study, _paired_ratio, bootstrap_interval
+from . import stats
+from .effects import VARIANT, Axis, Study, bootstrap_interval, per_repetition, ratio_of, variant_params_of
 
 #: At most this many interactions are drawn.
 MAX_DRAWN = 3
+#: The family-wise level of the interactions reported (Bonferroni).
+FAMILY_LEVEL = 0.95
 
 
 @dataclass
 class Interaction:
-    """One pair of axes within one variant: the two-way means, the
-    strength with its interval, and the extreme pairs."""
+    """One pair of axes within one variant: the two-way levels (`table`:
+    a, b, mean (geometric on the ratio scale), cells), the strongest 2 x 2
+    sub-table's contrast with its interval (`strength`, `lo`, `hi`: a
+    ratio of ratios, or a difference in within-cell sds), its values
+    ((a_i, a_j), (b_k, b_l)), the effect of a_i -> a_j at b_k and at b_l
+    (`effects`, on the reader's scale), the sub-tables of this pair
+    (`tables`) and whether it is detected at the family-wise level."""
 
     variant: str
     a: Axis
@@ -56,6 +72,14 @@ class Interaction:
     lo: float
     hi: float
     extremes: tuple
+    effects: tuple = (float("nan"), float("nan"))
+    tables: int = 0
+    detected: bool | None = None
+    reps: int = 0
+    #: The strongest sub-table's per-repetition contrasts (working scale)
+    #: and the unit the additive strength is in (the within-cell sd).
+    contrasts: np.ndarray | None = None
+    unit: float = 1.0
 
 
 def within_sd(final: pl.DataFrame, metric: str) -> float:
@@ -70,56 +94,105 @@ def axes_within(final: pl.DataFrame, axes: list[Axis]) -> list[Axis]:
     return [a for a in axes if a.name in final.columns and final[a.name].drop_nulls().n_unique() > 1]
 
 
-def interaction_of(part: pl.DataFrame, variant: str, a: Axis, b: Axis, metric: str) -> Interaction | None:
-    """The interaction of `a` and `b` in `part` (one variant's rows), or
-    None when the two do not cross (some pair of values has no cell)."""
-    part = part.filter(pl.col(a.name).is_not_null() & pl.col(b.name).is_not_null())
-    per = part.group_by([a.name, b.name, "repetition"]).agg(v=pl.col(metric).mean())
-    na, nb = per[a.name].n_unique(), per[b.name].n_unique()
-    if na < 2 or nb < 2 or per.select(a.name, b.name).unique().height < na * nb:
+def _cube(per: pl.DataFrame, a: Axis, b: Axis) -> tuple[np.ndarray, list, list] | None:
+    """The per-repetition levels as an array [repetition, a value, b value]
+    over the repetitions every (a, b) pair has; None when the two do not
+    cross."""
+    av = [v for v in a.values if v in set(per[a.name].to_list())]
+    bv = [v for v in b.values if v in set(per[b.name].to_list())]
+    if len(av) < 2 or len(bv) < 2 or per.select(a.name, b.name).unique().height < len(av) * len(bv):
         return None
-    ma = per.group_by([a.name, "repetition"]).agg(ma=pl.col("v").mean())
-    mb = per.group_by([b.name, "repetition"]).agg(mb=pl.col("v").mean())
-    m = per.group_by("repetition").agg(m=pl.col("v").mean())
-    con = per.join(ma, on=[a.name, "repetition"]).join(mb, on=[b.name, "repetition"]).join(m, on="repetition")
-    con = con.with_columns(i=pl.col("v") - pl.col("ma") - pl.col("mb") + pl.col("m"))
-    mean_i = con.group_by([a.name, b.name]).agg(i=pl.col("i").mean()).sort("i")
-    low, high = mean_i.row(0, named=True), mean_i.row(-1, named=True)
-    pick = lambda r, name: con.filter((pl.col(a.name) == r[a.name]) & (pl.col(b.name) == r[b.name])).select("repetition", pl.col("i").alias(name))  # noqa: E731
-    d = pick(high, "h").join(pick(low, "l"), on="repetition").select(pl.col("h") - pl.col("l")).to_series()
-    sd = within_sd(part, metric)
-    n = d.len()
-    if math.isnan(sd) or sd == 0 or n < 3:
-        strength, lo, hi = (high["i"] - low["i"]) / sd if sd and not math.isnan(sd) else float("nan"), float("nan"), float("nan")
+    reps = sorted(set(per["repetition"].to_list()))
+    cube = np.full((len(reps), len(av), len(bv)), np.nan)
+    ri = {r: i for i, r in enumerate(reps)}
+    for r in per.iter_rows(named=True):
+        cube[ri[r["repetition"]], av.index(r[a.name]), bv.index(r[b.name])] = r["v"]
+    cube = cube[~np.isnan(cube).any(axis=(1, 2))]
+    return cube, av, bv
+
+
+def interaction_of(part: pl.DataFrame, variant: str, a: Axis, b: Axis, metric: str, scale: str = "ratio") -> Interaction | None:
+    """The interaction of `a` and `b` in `part` (one variant's rows) at
+    the pointwise 95% level (`interactions` sets the family-wise one), or
+    None when the two do not cross."""
+    part = part.filter(pl.col(a.name).is_not_null() & pl.col(b.name).is_not_null())
+    per = per_repetition(part, [a.name, b.name], metric, scale)
+    found = _cube(per, a, b)
+    if found is None:
+        return None
+    cube, av, bv = found
+    subs = [(i, j, k, l) for i, j in combinations(range(len(av)), 2) for k, l in combinations(range(len(bv)), 2)]
+    d = np.stack([(cube[:, j, l] - cube[:, i, l]) - (cube[:, j, k] - cube[:, i, k]) for i, j, k, l in subs], axis=1)
+    best = int(np.argmax(np.abs(d.mean(axis=0))))
+    i, j, k, l = subs[best]
+    table = part.group_by([a.name, b.name]).agg(mean=_center(metric, scale), cells=pl.col("cell_id").n_unique())
+    step = lambda col: stats.back(float(np.mean(cube[:, j, col] - cube[:, i, col])), scale)  # noqa: E731
+    out = Interaction(variant, a, b, table, float("nan"), float("nan"), float("nan"), ((av[i], av[j]), (bv[k], bv[l])), (step(k), step(l)), len(subs), None, cube.shape[0])
+    out.contrasts = d[:, best]
+    out.unit = within_sd(part, metric) if scale == "additive" else 1.0
+    _set_level(out, stats.LEVEL, scale)
+    return out
+
+
+def _center(metric: str, scale: str) -> pl.Expr:
+    return pl.col(metric).log().mean().exp() if scale == "ratio" else pl.col(metric).mean()
+
+
+def _set_level(found: Interaction, level: float, scale: str) -> None:
+    """The strength's interval at `level` (and whether it is detected)."""
+    d, sd = found.contrasts, found.unit
+    m, lo, hi = stats.mean_interval(d, level)
+    if scale == "ratio":
+        found.strength, found.lo, found.hi = stats.back(m, scale), stats.back(lo, scale), stats.back(hi, scale)
+    elif sd and not math.isnan(sd):
+        found.strength, found.lo, found.hi = m / sd, lo / sd, hi / sd
     else:
-        half = Z95 * (d.std() or 0.0) / math.sqrt(n)
-        strength, lo, hi = d.mean() / sd, (d.mean() - half) / sd, (d.mean() + half) / sd
-    table = part.group_by([a.name, b.name]).agg(mean=pl.col(metric).mean(), cells=pl.col("cell_id").n_unique())
-    extremes = ((high[a.name], high[b.name]), (low[a.name], low[b.name]))
-    return Interaction(variant, a, b, table, strength, lo, hi, extremes)
+        found.strength, found.lo, found.hi = float("nan"), float("nan"), float("nan")
+    found.detected = None if math.isnan(lo) else bool(lo > 0 or hi < 0)
 
 
-def interactions(final: pl.DataFrame, axes: list[Axis], metric: str) -> list[Interaction]:
-    """Every crossed pair of axes within every variant, strongest first
-    (undefined strengths last)."""
+def interactions(final: pl.DataFrame, axes: list[Axis], metric: str, scale: str = "ratio") -> list[Interaction]:
+    """Every crossed pair of axes within every variant, detected ones
+    first, then by the size of the contrast (|ln| of a ratio of ratios, or
+    |strength|); intervals at the family-wise level over every sub-table
+    searched (module doc)."""
     out = []
     for (variant,), part in final.group_by([VARIANT], maintain_order=True):
         for a, b in combinations(axes_within(part, axes), 2):
-            found = interaction_of(part, variant, a, b, metric)
+            found = interaction_of(part, variant, a, b, metric, scale)
             if found is not None:
                 out.append(found)
-    return sorted(out, key=lambda x: (math.isnan(x.strength), -x.strength if not math.isnan(x.strength) else 0.0))
+    searched = sum(f.tables for f in out)
+    for f in out:
+        _set_level(f, 1.0 - (1.0 - FAMILY_LEVEL) / max(searched, 1), scale)
+
+    def size(f: Interaction) -> float:
+        if math.isnan(f.strength):
+            return -1.0
+        return abs(math.log(f.strength)) if scale == "ratio" and f.strength > 0 else abs(f.strength)
+
+    return sorted(out, key=lambda f: (not f.detected, -size(f), f.variant, f.a.name, f.b.name))
 
 
-def _is_private(study: Study) -> set[str]:
+def searched_tables(found: list[Interaction]) -> int:
+    """The 2 x 2 sub-tables the family-wise level divides by."""
+    return sum(f.tables for f in found)
+
+
+def is_private(study: Study) -> set[str]:
+    """The ids of the cells the accountant lists (the private cells)."""
     return {c["cell_id"] for c in study.privacy.get("cells", [])}
 
 
 def counterparts(study: Study) -> tuple[dict[str, str], list[str]]:
     """Each private cell's non-private counterpart (cell id -> cell id),
     and the private cells without one (their labels)."""
-    private = _is_private(study)
-    params = [p for p in study.params if p in study.final.columns]
+    private = is_private(study)
+    # The parameters that change how a cell is accounted (the registry's
+    # variant parameters: private, protocol, calibration, ...) have no
+    # meaning for a non-private cell: they are not matched.
+    accounting = set(variant_params_of(study.families))
+    params = [p for p in study.params if p in study.final.columns and p not in accounting]
     cells = study.final.unique("cell_id", keep="first")
     mapping = {a: n for f in study.families.values() for a, n in (f.get("non_private") or {}).items()}
     plain = [r for r in cells.iter_rows(named=True) if r["cell_id"] not in private]
@@ -144,7 +217,8 @@ def privacy_cost(study: Study) -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
     """The cost of privacy (module doc): per private cell with a
     counterpart, (cell_id, counterpart, diff, diff_lo, diff_hi, ratio, lo,
     hi, reps); the per-repetition costs as rows of `final` (the private
-    cell's columns, `cost` its regret minus the counterpart's) for the
+    cell's columns, `cost` its regret minus the counterpart's, `cost_ratio`
+    its regret over the counterpart's) for the
     effects of the other axes on it; and the private cells without a
     counterpart."""
     pairs, missing = counterparts(study)
@@ -154,9 +228,11 @@ def privacy_cost(study: Study) -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
     link = pl.DataFrame({"cell_id": list(pairs), "counterpart": list(pairs.values())})
     mine = study.final.join(link, on="cell_id")
     theirs = study.final.select(pl.col("cell_id").alias("counterpart"), "repetition", pl.col(metric).alias("_base"))
-    rows = mine.join(theirs, on=["counterpart", "repetition"]).with_columns(cost=pl.col(metric) - pl.col("_base"))
+    rows = mine.join(theirs, on=["counterpart", "repetition"]).with_columns(
+        cost=pl.col(metric) - pl.col("_base"), cost_ratio=pl.col(metric) / pl.col("_base")
+    )
     paired = rows.select("cell_id", "counterpart", n=pl.col(metric), d=pl.col("_base"))
-    ratio = _paired_ratio(paired, ["cell_id", "counterpart"]).select("cell_id", "counterpart", ratio="frr", lo="lo", hi="hi", reps="reps")
+    ratio = ratio_of(study, paired, ["cell_id", "counterpart"]).select("cell_id", "counterpart", ratio="frr", lo="lo", hi="hi", reps="reps")
     diff = rows.group_by("cell_id").agg(diff=pl.col("cost").mean(), v=pl.col("cost").sort_by("repetition"))
     bounds = [bootstrap_interval(v) for v in diff["v"].to_list()]
     diff = diff.drop("v").with_columns(

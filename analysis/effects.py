@@ -1,45 +1,47 @@
 """The statistics of a sensitivity report (`fedbandits_analysis.report`):
 one job's swept axes, its cells' final regret, the main effect of each
-axis per algorithm, the axes ranked by effect size, two-axis interactions,
-the cells worth drawing as curves, and the warnings.
+axis per algorithm variant, the axes ranked, the federated regret ratio,
+and the cells worth drawing as curves. `stats.py` defines the scales and
+intervals; `contrasts.py` the interactions and the cost of privacy;
+`report_warnings.py` the warnings.
 
 Definitions (the report quotes them beside its tables):
 - **final value**: a repetition's metric at t = horizon (per-agent regret,
   `agent_regret`, for every family).
-- **main effect** of axis `a` for algorithm `g` at value `v`: for each
-  repetition r, the mean over `g`'s cells with `a = v` (the other axes
-  pooled, each of their combinations counted once) of the final values of
-  repetition r; then the mean over repetitions with a 95% percentile
-  bootstrap interval over repetitions (2,000 resamples, fixed seed; none
-  below 3 repetitions): it respects the support (regret is non-negative)
-  where mean +- 1.96 sd / sqrt(R) does not. Pooling inside a repetition first keeps the
-  interval honest when repetitions share random numbers across cells
-  (linear_sphere's theta* is common to every cell of a repetition).
-- **effect size** of `a` for `g`: (largest - smallest main-effect mean) /
-  the pooled within-cell standard deviation of `g`'s cells (the square
-  root of their degrees-of-freedom-weighted mean variance): how many
-  repetition-to-repetition standard deviations of one cell the axis moves
-  final regret across its range. An axis's score is its largest effect size
-  over the algorithms it applies to, and axes are ranked by score. Chosen
-  over variance explained because it reads in the units a user plans
-  repetitions in and does not shrink when another axis is strong.
-- **flat** axis: for every algorithm it applies to, the 95% intervals of
-  every two neighbouring values overlap. Overlap of two 95% intervals is a
-  conservative test (with equal standard errors it means p > 0.006 for the
-  difference), so "flat" reads "no effect at this many repetitions", not
-  "no effect". The ranking also counts the neighbouring steps a paired
-  comparison resolves (`paired_steps`: the per-repetition difference,
-  valid because repetition r of every cell shares its random numbers),
-  which sees consistent effects smaller than the spread between
-  repetitions.
-- **federated regret ratio** (families whose registry names a baseline,
-  e.g. combinatorial's `non_federated`): an algorithm's main-effect mean
-  at `v` over the baseline's at `v` (over the baseline's overall mean when
-  the axis does not apply to the baseline, as epsilon to a non-private
-  one). Repetition r of every cell shares its problem instance, so the
-  ratio's interval is the delta method over repetition pairs, with the
-  covariance of numerator and denominator (paired; with independent
-  repetitions the covariance is near 0 and it is the unpaired interval).
+- **scale** (stats.py): `ratio` by default, where every final value is
+  positive: levels are geometric means, contrasts ratios; `additive` on
+  request (`--scale additive`) or where a final value is 0.
+- **per-repetition level** of variant `g` at value `v` of axis `a`: the
+  mean, on the working scale (ln on the ratio scale), of the final values
+  of repetition r over `g`'s cells with `a = v` (the other axes pooled,
+  each of their combinations counted once).
+- **main effect**: the level's mean over repetitions back-transformed (a
+  geometric mean on the ratio scale) with its 95% interval (Student t on
+  the working scale; on the additive scale a percentile bootstrap, 2,000
+  resamples with a fixed seed, which keeps a mean of skewed regrets inside
+  the support), and the median over repetitions beside it.
+- **paired contrast** of two values of an axis: the per-repetition levels'
+  difference on the working scale, taken within each repetition
+  (repetition r of every cell shares its random numbers: linear_sphere's
+  theta* is common to every cell of a repetition), with its Student-t
+  interval: a ratio (x4: four times the regret) on the ratio scale.
+- **flat** axis for a variant: every two of its values' paired contrast
+  has an interval that includes no effect (1, or 0 additive). This is the
+  headline verdict: consistent effects smaller than the spread between
+  repetitions (one hard theta* dominating the means) are seen.
+- **score** of an axis for a variant: on the ratio scale its fold range,
+  the largest over the smallest main-effect level (x4 moves regret
+  fourfold across the grid); on the additive scale the range of levels
+  in units of the variant's pooled within-cell sd. Axes are ranked
+  resolved first (not flat), then by score.
+- **federated regret ratio** (families whose registry names a baseline:
+  linear `independent`, combinatorial `non_federated`): an algorithm's
+  level at `v` over the baseline's at `v` (the baseline's overall level
+  when the axis does not apply to it, as epsilon to a non-private one),
+  paired by repetition: on the ratio scale the geometric mean of the
+  per-repetition ratios with its Student-t interval; on the additive scale
+  the ratio of means with the delta-method interval counting their
+  covariance.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import yaml
 
+from . import stats
 from .load import LINEAR_GROWTH_EXPONENT, checked_files, incomplete_runs, scan
 
 #: The accountant's and the job's privacy columns (README, "Privacy columns").
@@ -116,6 +119,9 @@ class Study:
     metric: str = "agent_regret"
     #: Every parameter column (swept or not).
     params: list = field(default_factory=list)
+    #: The scale the study is read on (stats.SCALES) and why.
+    scale: str = "ratio"
+    scale_why: str = "the default"
 
     def label(self, cell: dict) -> str:
         """A cell as `variant axis=value ...` (its swept values only)."""
@@ -247,30 +253,43 @@ def swept_axes(cells: pl.DataFrame, declared: list[str], params: list[str]) -> l
 
 
 def _cell_table(final: pl.DataFrame, metric: str, keys: list[str]) -> pl.DataFrame:
+    """One row per cell: repetitions `n`, `mean`, `sd`, `median` of the
+    final value, the health counters' means, the linear-growth count, and
+    (where the columns exist) `clipped_share`, the clipped observations
+    over the observations made (m agents x horizon rounds), and the mean
+    final `sync_rounds` and `messages`."""
     flags = [c for c in FLAG_COLUMNS if c in final.columns]
-    growth = {}
+    extra = {}
     if "regret_exponent" in final.columns:
-        growth = {
-            "linear_growth": (pl.col("regret_exponent") >= LINEAR_GROWTH_EXPONENT).sum(),
-            "max_exponent": pl.col("regret_exponent").max(),
-        }
+        extra["linear_growth"] = (pl.col("regret_exponent") >= LINEAR_GROWTH_EXPONENT).sum()
+        extra["max_exponent"] = pl.col("regret_exponent").max()
+    if "clipped_observations" in final.columns and "m" in final.columns:
+        observations = pl.col("m").cast(pl.Float64) * pl.col("horizon").cast(pl.Float64)
+        extra["clipped_share"] = (pl.col("clipped_observations").cast(pl.Float64) / observations).mean()
+    for c in ("sync_rounds", "messages"):
+        if c in final.columns:
+            extra[c] = pl.col(c).cast(pl.Float64).mean()
     return (
         final.group_by(keys)
         .agg(
             n=pl.len(),
             mean=pl.col(metric).mean(),
             sd=pl.col(metric).std(),
+            median=pl.col(metric).median(),
             **{f: pl.col(f).cast(pl.Float64).mean() for f in flags},
-            **growth,
+            **extra,
         )
         .sort("cell_index")
     )
 
 
-def load_studies(path: str | Path) -> list[Study]:
+def load_studies(path: str | Path, scale: str = "ratio") -> list[Study]:
     """Every job under `path` (a job's results directory, a root of several,
     or a file), read lazily: the final rows only, with incomplete runs read
-    as they are and their reason kept for the warnings."""
+    as they are and their reason kept for the warnings; each read on
+    `scale` (stats.SCALES) where its values allow."""
+    if scale not in stats.SCALES:
+        raise ValueError(f"scale must be one of {', '.join(stats.SCALES)}, not {scale!r}")
     files, _ = checked_files(path, allow_partial=True)
     problems = incomplete_runs(path)
     lf = scan(path, allow_partial=True)
@@ -281,13 +300,13 @@ def load_studies(path: str | Path) -> list[Study]:
         by_job.setdefault(_metadata(f).get("job_name", f.parent.name), []).append(f)
     studies = []
     for job, fs in sorted(by_job.items()):
-        studies.append(_study(lf.filter(pl.col("job") == job), job, fs, problems, schema, params))
+        studies.append(_study(lf.filter(pl.col("job") == job), job, fs, problems, schema, params, scale))
     return studies
 
 
-def _study(lf, job, files, problems, schema, params) -> Study:
+def _study(lf, job, files, problems, schema, params, scale) -> Study:
     meta = _metadata(files[0])
-    keep = [c for c in schema if c not in ("group_regret", "messages", "sync_rounds")]
+    keep = [c for c in schema if c != "group_regret"]
     final = lf.filter(pl.col("t") == pl.col("horizon")).select(keep).collect()
     rows = lf.select(pl.len()).collect().item()
     final = with_variants(final, fams_of(meta))
@@ -295,11 +314,8 @@ def _study(lf, job, files, problems, schema, params) -> Study:
     cell_keys = final.select(keys).unique()
     variant_params = variant_params_of(fams_of(meta))
     axes = swept_axes(cell_keys, [k for k in grid_keys(meta.get("job_yaml", "")) if k not in variant_params], [p for p in params if p not in variant_params])
-    cells = _cell_table(
-        final,
-        "agent_regret",
-        ["cell_id", "cell_index", "algorithm", VARIANT, "environment", *[a.name for a in axes if a.name != "environment"]],
-    )
+    cell_cols = [a.name for a in axes if a.name != "environment"]
+    cells = _cell_table(final, "agent_regret", ["cell_id", "cell_index", "algorithm", VARIANT, "environment", *cell_cols])
     fams = fams_of(meta)
     algos = set(cells["algorithm"].to_list())
     family = next((n for n, f in fams.items() if algos & set(f.get("algorithms", []))), None)
@@ -308,22 +324,26 @@ def _study(lf, job, files, problems, schema, params) -> Study:
         baseline = None
     reason = next((why for d, why in problems.items() if d in {f.parent for f in files} or d in files), None)
     privacy = json.loads(meta.get("privacy", "{}"))
-    return Study(job, meta, files, reason, rows, final, cells, axes, family, baseline, lf, privacy, fams, params=params)
+    why = "the default" if scale == "ratio" else "requested (--scale additive)"
+    if scale == "ratio" and not stats.positive(final["agent_regret"]):
+        bad = final.filter(~(pl.col("agent_regret") > 0)).height
+        scale, why = "additive", f"{bad} final value(s) are 0 or below, which the ratio scale cannot read"
+    return Study(job, meta, files, reason, rows, final, cells, axes, family, baseline, lf, privacy, fams, params=params, scale=scale, scale_why=why)
 
 
 #: Resamples of the bootstrap intervals of a mean over repetitions.
 BOOTSTRAP = 2000
-#: Fewer repetitions than this get no interval (said instead of drawn).
+#: Fewer repetitions than this get no bootstrap interval (said instead of drawn).
 MIN_INTERVAL_REPS = 3
 
 
 def bootstrap_interval(values) -> tuple[float | None, float | None]:
     """The 95% percentile-bootstrap interval of the mean of `values` (one
     per repetition; resampled with a fixed seed, so a report is
-    reproducible). Chosen over mean +- 1.96 se because it stays inside the
-    support: regret is non-negative and so is every bound here, where the
-    normal interval of two skewed repetitions reached -20,000. None below
-    MIN_INTERVAL_REPS repetitions."""
+    reproducible). Chosen over mean +- 1.96 se on the additive scale
+    because it stays inside the support: regret is non-negative and so is
+    every bound here, where the normal interval of two skewed repetitions
+    reached -20,000. None below MIN_INTERVAL_REPS repetitions."""
     x = np.asarray(values, dtype=float)
     if x.size < MIN_INTERVAL_REPS:
         return None, None
@@ -333,20 +353,42 @@ def bootstrap_interval(values) -> tuple[float | None, float | None]:
     return float(lo), float(hi)
 
 
-def pooled(final: pl.DataFrame, by: list[str], metric: str) -> pl.DataFrame:
-    """Per `by` group: the mean over repetitions of the per-repetition mean
-    over the group's cells, with sd, reps, se, the bootstrap interval lo,
-    hi (null below 3 repetitions) and the cells pooled."""
-    per_rep = final.group_by([*by, "repetition"]).agg(v=pl.col(metric).mean())
-    stats = per_rep.group_by(by).agg(mean=pl.col("v").mean(), sd=pl.col("v").std(), reps=pl.len(), _v=pl.col("v").sort_by("repetition"))
-    bounds = [bootstrap_interval(v) for v in stats["_v"].to_list()]
-    stats = stats.drop("_v").with_columns(
+def working(metric: str, scale: str) -> pl.Expr:
+    """`metric` on the working scale: ln on the ratio scale."""
+    return pl.col(metric).log() if scale == "ratio" else pl.col(metric)
+
+
+def per_repetition(final: pl.DataFrame, by: list[str], metric: str, scale: str) -> pl.DataFrame:
+    """Per (`by`, repetition): `v`, the mean of `metric` on the working
+    scale over the group's cells in that repetition."""
+    return final.group_by([*by, "repetition"]).agg(v=working(metric, scale).mean())
+
+
+def pooled(final: pl.DataFrame, by: list[str], metric: str, scale: str = "additive") -> pl.DataFrame:
+    """Per `by` group, over repetitions of the per-repetition levels: mean
+    (a geometric mean on the ratio scale), lo, hi (95%: Student t on the
+    log scale; bootstrap on the additive one, null below 3 repetitions),
+    median, sd and se (working scale), reps, and the cells pooled."""
+    per_rep = per_repetition(final, by, metric, scale)
+    stats_ = per_rep.group_by(by).agg(sd=pl.col("v").std(), reps=pl.len(), _v=pl.col("v").sort_by("repetition"))
+    rows = []
+    for v in stats_["_v"].to_list():
+        if scale == "ratio":
+            center, lo, hi, med = stats.level_of(v, scale)
+            lo, hi = (None, None) if math.isnan(lo) else (lo, hi)
+        else:
+            center, med = float(np.mean(v)), float(np.median(v))
+            lo, hi = bootstrap_interval(v)
+        rows.append((center, lo, hi, med))
+    stats_ = stats_.drop("_v").with_columns(
+        mean=pl.Series([r[0] for r in rows], dtype=pl.Float64),
+        lo=pl.Series([r[1] for r in rows], dtype=pl.Float64),
+        hi=pl.Series([r[2] for r in rows], dtype=pl.Float64),
+        median=pl.Series([r[3] for r in rows], dtype=pl.Float64),
         se=pl.col("sd") / pl.col("reps").sqrt(),
-        lo=pl.Series([b[0] for b in bounds], dtype=pl.Float64),
-        hi=pl.Series([b[1] for b in bounds], dtype=pl.Float64),
     )
     ncells = final.group_by(by).agg(cells=pl.col("cell_id").n_unique())
-    return stats.join(ncells, on=by, nulls_equal=True)
+    return stats_.join(ncells, on=by, nulls_equal=True)
 
 
 def _varies_within(study: Study, axis: Axis) -> set[str]:
@@ -358,9 +400,10 @@ def _varies_within(study: Study, axis: Axis) -> set[str]:
 
 def main_effect(study: Study, axis: Axis) -> pl.DataFrame:
     """The main effect of `axis` per variant it varies within: variant,
-    value, mean, sd, reps, se, lo, hi, cells; in the axis's value order."""
+    value, mean (a geometric mean on the ratio scale), lo, hi, median, sd,
+    reps, se, cells; in the axis's value order."""
     sub = study.final.filter(pl.col(axis.name).is_not_null() & pl.col(VARIANT).is_in(list(_varies_within(study, axis))))
-    eff = pooled(sub, [VARIANT, axis.name], study.metric)
+    eff = pooled(sub, [VARIANT, axis.name], study.metric, study.scale)
     order = pl.DataFrame({axis.name: axis.values, "_order": range(len(axis.values))}, schema_overrides={axis.name: sub.schema[axis.name]})
     return eff.join(order, on=axis.name).sort([VARIANT, "_order"]).drop("_order").rename({axis.name: "value"})
 
@@ -373,7 +416,7 @@ def reference_levels(study: Study, axis: Axis) -> pl.DataFrame:
     rest = study.final.filter(~pl.col(VARIANT).is_in(varies))
     fixed = rest.group_by(VARIANT).agg(fixed=pl.col(axis.name).drop_nulls().first())
     # Sorted: a group-by's order is not stable from run to run.
-    return pooled(rest, [VARIANT], study.metric).join(fixed, on=VARIANT).sort(VARIANT)
+    return pooled(rest, [VARIANT], study.metric, study.scale).join(fixed, on=VARIANT).sort(VARIANT)
 
 
 def within_sd(study: Study, algorithm: str, axis: Axis) -> float:
@@ -383,139 +426,192 @@ def within_sd(study: Study, algorithm: str, axis: Axis) -> float:
     return math.sqrt(((c["n"] - 1) * c["sd"] ** 2).sum() / dof) if dof else float("nan")
 
 
-def _overlap_everywhere(part: pl.DataFrame) -> bool | None:
-    """Whether the 95% intervals of every two neighbouring values overlap;
-    None when an interval is undefined (fewer than 3 repetitions)."""
-    lo, hi = part["lo"].to_list(), part["hi"].to_list()
-    if any(v is None or math.isnan(v) for v in lo + hi):
-        return None
-    return all(lo[i + 1] <= hi[i] and lo[i] <= hi[i + 1] for i in range(len(lo) - 1))
+def level_contrasts(part: pl.DataFrame, column: str, values: list, scale: str) -> dict[tuple, stats.Estimate]:
+    """Every two values a < b (in `values`' order) of `column` in `part`
+    (per-repetition levels `v`): the paired contrast b against a."""
+    by_value = {v: part.filter(pl.col(column) == v).select("repetition", "v") for v in values}
+    out = {}
+    for i, a in enumerate(values):
+        for b in values[i + 1 :]:
+            d = by_value[b].join(by_value[a], on="repetition", suffix="_a").select(pl.col("v") - pl.col("v_a")).to_series()
+            out[(a, b)] = stats.contrast(d.to_numpy(), scale)
+    return out
+
+
+def _levels(study: Study, axis: Axis) -> pl.DataFrame:
+    sub = study.final.filter(pl.col(axis.name).is_not_null())
+    return per_repetition(sub, [VARIANT, axis.name], study.metric, study.scale)
 
 
 def paired_steps(study: Study, axis: Axis) -> pl.DataFrame:
     """Neighbouring values of `axis` compared within repetitions: per
-    algorithm and step (value i to i + 1), the mean over repetitions of the
-    difference of the per-repetition pooled means, its 95% interval, and
-    whether the interval excludes 0. Cells share random numbers within a
-    repetition, so this resolves consistent differences that the
-    repetition-to-repetition spread hides from the unpaired intervals."""
-    sub = study.final.filter(pl.col(axis.name).is_not_null())
-    per_rep = sub.group_by([VARIANT, axis.name, "repetition"]).agg(v=pl.col(study.metric).mean())
+    variant and step (value i to i + 1), the paired contrast (a ratio on
+    the ratio scale) with its 95% interval and whether it resolves an
+    effect (the interval excludes 1, or 0 additive)."""
     rows = []
-    for (algo,), part in per_rep.group_by([VARIANT], maintain_order=True):
+    for (variant,), part in _levels(study, axis).group_by([VARIANT], maintain_order=True):
         used = [v for v in axis.values if v in set(part[axis.name].to_list())]
+        found = level_contrasts(part, axis.name, used, study.scale)
         for a, b in zip(used, used[1:]):
-            lo = part.filter(pl.col(axis.name) == a).select("repetition", va="v")
-            hi = part.filter(pl.col(axis.name) == b).select("repetition", vb="v")
-            d = hi.join(lo, on="repetition").select(pl.col("vb") - pl.col("va"))
-            n, mean, sd = d.height, d.to_series().mean(), d.to_series().std()
-            half = Z95 * sd / math.sqrt(n) if n > 1 and sd is not None else float("nan")
-            rows.append({VARIANT: algo, "from": fmt(a), "to": fmt(b), "diff": mean, "half": half, "resolved": bool(abs(mean) > half)})
-    schema = {VARIANT: pl.String, "from": pl.String, "to": pl.String, "diff": pl.Float64, "half": pl.Float64, "resolved": pl.Boolean}
-    return pl.DataFrame(rows, schema=schema)
+            e = found[(a, b)]
+            rows.append({VARIANT: variant, "from": fmt(a), "to": fmt(b), "contrast": e.value, "lo": e.lo, "hi": e.hi, "resolved": e.resolved})
+    schema = {VARIANT: pl.String, "from": pl.String, "to": pl.String, "contrast": pl.Float64, "lo": pl.Float64, "hi": pl.Float64, "resolved": pl.Boolean}
+    return pl.DataFrame(rows, schema=schema).sort([VARIANT], maintain_order=True)
+
+
+def _flat(found: dict) -> bool | None:
+    """Flat: no two values resolved apart; None when no contrast has an
+    interval (one repetition per cell)."""
+    verdicts = [e.resolved for e in found.values() if e.resolved is not None]
+    return None if not verdicts else not any(verdicts)
+
+
+RANKING_SCHEMA = {
+    "axis": pl.String,
+    VARIANT: pl.String,
+    "values": pl.Int64,
+    "score": pl.Float64,
+    "range": pl.Float64,
+    "extreme": pl.Float64,
+    "extreme_lo": pl.Float64,
+    "extreme_hi": pl.Float64,
+    "extreme_pair": pl.String,
+    "flat": pl.Boolean,
+    "paired": pl.String,
+}
 
 
 def ranking(study: Study, effects: dict[str, pl.DataFrame]) -> pl.DataFrame:
-    """One row per (axis, variant it varies within), highest score first:
-    axis, variant, values, score (effect size), range of means (regret
-    units), whether the axis is flat for that variant (None: undetermined,
-    an interval is undefined with one repetition), and how many
-    neighbouring steps the paired comparison resolves ("k of n")."""
+    """One row per (axis, variant it varies within): axis, variant, values,
+    score (module doc: fold range on the ratio scale, range in within-cell
+    sds on the additive one), range (of the levels, regret units), the
+    paired contrast of the highest level against the lowest (`extreme`,
+    with its interval and `extreme_pair`), flat (None: undetermined, no
+    interval with one repetition), and the neighbouring steps the paired
+    contrast resolves ("k of n"). Resolved axes first, then by score."""
     rows = []
-    nan = float("nan")
     for axis in study.axes:
-        steps = paired_steps(study, axis)
+        levels = _levels(study, axis)
         for (variant,), part in effects[axis.name].group_by([VARIANT], maintain_order=True):
             if part.height < 2:
                 continue
-            rng = part["mean"].max() - part["mean"].min()
-            sw = within_sd(study, variant, axis)
-            # No within-cell sd (one repetition per cell): no effect size.
-            size = nan if math.isnan(sw) else rng / sw if sw > 0 else 0.0 if rng == 0 else float("inf")
-            mine = steps.filter(pl.col(VARIANT) == variant)
+            mine = levels.filter(pl.col(VARIANT) == variant)
+            used = part["value"].to_list()
+            found = level_contrasts(mine, axis.name, used, study.scale)
+            centers = part["mean"].to_list()
+            low, high = used[int(np.argmin(centers))], used[int(np.argmax(centers))]
+            pair = (low, high) if used.index(low) < used.index(high) else (high, low)
+            ext = found[pair]
+            if pair[0] != low:  # the contrast high against low
+                ext = stats.Estimate(*_inverse(ext, study.scale), ext.n, ext.resolved)
+            rng = max(centers) - min(centers)
             rows.append(
                 {
                     "axis": axis.name,
                     VARIANT: variant,
                     "values": part.height,
-                    "score": size,
+                    "score": _score(study, variant, axis, centers, rng),
                     "range": rng,
-                    "flat": _overlap_everywhere(part),
-                    "paired": f"{mine['resolved'].sum()} of {mine.height}",
+                    "extreme": ext.value,
+                    "extreme_lo": ext.lo,
+                    "extreme_hi": ext.hi,
+                    "extreme_pair": f"{axis.name}={fmt(high)} / {axis.name}={fmt(low)}",
+                    "flat": _flat(found),
+                    "paired": f"{sum(bool(found[(a, b)].resolved) for a, b in zip(used, used[1:]))} of {len(used) - 1}",
                 }
             )
-    schema = {
-        "axis": pl.String,
-        VARIANT: pl.String,
-        "values": pl.Int64,
-        "score": pl.Float64,
-        "range": pl.Float64,
-        "flat": pl.Boolean,
-        "paired": pl.String,
-    }
-    df = pl.DataFrame(rows, schema=schema)
-    # No score (one repetition per cell) ranks last, by the range of means.
+    df = pl.DataFrame(rows, schema=RANKING_SCHEMA)
+    if not df.height:
+        return df
     df = df.with_columns(pl.col("score").fill_nan(None), pl.col("range").fill_nan(None))
-    return df.sort(["score", "range"], descending=True, nulls_last=True) if df.height else df
+    verdict = pl.when(pl.col("flat").is_null()).then(1).when(pl.col("flat")).then(2).otherwise(0)
+    return df.with_columns(_v=verdict).sort(["_v", "score", "range"], descending=[False, True, True], nulls_last=True).drop("_v")
+
+
+def _inverse(e: stats.Estimate, scale: str) -> tuple[float, float, float]:
+    """A contrast b against a as a against b."""
+    if scale == "ratio":
+        return 1.0 / e.value, 1.0 / e.hi, 1.0 / e.lo
+    return -e.value, -e.hi, -e.lo
+
+
+def _score(study: Study, variant: str, axis: Axis, centers: list, rng: float) -> float:
+    if study.scale == "ratio":
+        return max(centers) / min(centers)
+    sw = within_sd(study, variant, axis)
+    # No within-cell sd (one repetition per cell): no effect size.
+    return float("nan") if math.isnan(sw) else rng / sw if sw > 0 else 0.0 if rng == 0 else float("inf")
 
 
 def _paired_ratio(paired: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     """mean(n) / mean(d) per `by` group of per-repetition pairs (n, d),
-    with the delta-method interval that counts their covariance."""
-    stats = paired.group_by(by).agg(
+    with the delta-method interval that counts their covariance (the
+    additive scale's ratio)."""
+    stats_ = paired.group_by(by).agg(
         mn=pl.col("n").mean(), md=pl.col("d").mean(), vn=pl.col("n").var(), vd=pl.col("d").var(), c=pl.cov("n", "d"), reps=pl.len()
     )
     frr = pl.col("mn") / pl.col("md")
     var = (pl.col("vn") - 2 * frr * pl.col("c") + frr**2 * pl.col("vd")).clip(lower_bound=0.0)
-    out = stats.with_columns(frr=frr, frr_se=(var / pl.col("reps")).sqrt() / pl.col("md"))
+    out = stats_.with_columns(frr=frr, frr_se=(var / pl.col("reps")).sqrt() / pl.col("md"))
     return out.with_columns(lo=pl.col("frr") - Z95 * pl.col("frr_se"), hi=pl.col("frr") + Z95 * pl.col("frr_se"))
+
+
+def paired_log_ratio(paired: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """The geometric mean of the per-repetition ratios n / d per `by`
+    group with its Student-t interval (the ratio scale's ratio; never
+    negative): frr, frr_se (of ln), lo, hi, reps."""
+    groups = paired.with_columns(l=pl.col("n").log() - pl.col("d").log()).group_by(by).agg(_l=pl.col("l"), reps=pl.len())
+    ests = [stats.contrast(np.asarray(v, dtype=float), "ratio") for v in groups["_l"].to_list()]
+    se = [float(np.std(v, ddof=1) / math.sqrt(len(v))) if len(v) > 1 else float("nan") for v in groups["_l"].to_list()]
+    return groups.drop("_l").with_columns(
+        frr=pl.Series([e.value for e in ests], dtype=pl.Float64),
+        frr_se=pl.Series(se, dtype=pl.Float64),
+        lo=pl.Series([e.lo for e in ests], dtype=pl.Float64).fill_nan(None),
+        hi=pl.Series([e.hi for e in ests], dtype=pl.Float64).fill_nan(None),
+    )
+
+
+def ratio_of(study: Study, paired: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """The ratio n / d of per-repetition pairs on the study's scale."""
+    return paired_log_ratio(paired, by) if study.scale == "ratio" else _paired_ratio(paired, by)
 
 
 def frr_reference(study: Study, axis: Axis) -> pl.DataFrame:
     """The federated regret ratio of the non-baseline algorithms `axis`
     does not apply to, each pooled over its cells (against the baseline's
-    overall mean): the levels the ratio's lines are compared with."""
-    final, metric = study.final, study.metric
+    overall level): the levels the ratio's lines are compared with."""
+    final = study.final
     rest = final.filter((pl.col(VARIANT) != study.baseline) & pl.col(axis.name).is_null())
-    num = rest.group_by([VARIANT, "repetition"]).agg(n=pl.col(metric).mean())
-    den = final.filter(pl.col(VARIANT) == study.baseline).group_by("repetition").agg(d=pl.col(metric).mean())
-    out = _paired_ratio(num.join(den, on="repetition"), [VARIANT])
+    num = _rep_level(study, rest, [VARIANT], "n")
+    den = _rep_level(study, final.filter(pl.col(VARIANT) == study.baseline), [], "d")
+    out = ratio_of(study, num.join(den, on="repetition"), [VARIANT])
     cells = rest.group_by(VARIANT).agg(cells=pl.col("cell_id").n_unique())
     return out.join(cells, on=VARIANT).sort(VARIANT).select(VARIANT, "frr", "lo", "hi", "reps", "cells")
 
 
+def _rep_level(study: Study, rows: pl.DataFrame, by: list[str], name: str) -> pl.DataFrame:
+    """Per (`by`, repetition): the level of `rows` as a regret (the
+    geometric mean of its cells on the ratio scale, the mean on the
+    additive one), named `name`."""
+    lv = per_repetition(rows, by, study.metric, study.scale)
+    return lv.with_columns((pl.col("v").exp() if study.scale == "ratio" else pl.col("v")).alias(name)).drop("v")
+
+
 def frr_effect(study: Study, axis: Axis, effect: pl.DataFrame) -> pl.DataFrame | None:
-    """The federated regret ratio against `axis` per non-baseline algorithm
-    (module doc), or None when the family has no baseline in these results.
-    Columns: algorithm, value, frr, frr_se, lo, hi, reps, cells."""
+    """The federated regret ratio against `axis` per non-baseline variant
+    (module doc), or None when the family has no baseline in these
+    results. Columns: variant, value, frr, frr_se, lo, hi, reps, cells."""
     if study.baseline is None:
         return None
-    final, a, metric = study.final, axis.name, study.metric
+    final, a = study.final, axis.name
     applies = final.filter((pl.col(VARIANT) == study.baseline) & pl.col(a).is_not_null()).height > 0
-    num = (
-        final.filter((pl.col(VARIANT) != study.baseline) & pl.col(a).is_not_null())
-        .group_by([VARIANT, a, "repetition"])
-        .agg(n=pl.col(metric).mean())
-    )
-    keys = [a, "repetition"] if applies else ["repetition"]
-    den = final.filter(pl.col(VARIANT) == study.baseline).group_by(keys).agg(d=pl.col(metric).mean())
-    out = _paired_ratio(num.join(den, on=keys), [VARIANT, a]).rename({a: "value"})
+    num = _rep_level(study, final.filter((pl.col(VARIANT) != study.baseline) & pl.col(a).is_not_null()), [VARIANT, a], "n")
+    keys = [a] if applies else []
+    den = _rep_level(study, final.filter(pl.col(VARIANT) == study.baseline), keys, "d")
+    out = ratio_of(study, num.join(den, on=[*keys, "repetition"]), [VARIANT, a]).rename({a: "value"})
     cells = effect.select(VARIANT, "value", "cells")
     ordered = cells.join(out, on=[VARIANT, "value"], how="inner", maintain_order="left")
     return ordered.select(VARIANT, "value", "frr", "frr_se", "lo", "hi", "reps", "cells")
-
-
-def interaction(study: Study, a: Axis, b: Axis) -> dict[str, pl.DataFrame]:
-    """Per algorithm both axes apply to (with two values or more each): the
-    mean final value per (a, b) pair, the other axes pooled; columns a, b,
-    mean, cells."""
-    out = {}
-    sub = study.final.filter(pl.col(a.name).is_not_null() & pl.col(b.name).is_not_null())
-    for (algo,), part in sub.group_by([VARIANT], maintain_order=True):
-        if part[a.name].n_unique() < 2 or part[b.name].n_unique() < 2:
-            continue
-        out[algo] = part.group_by([a.name, b.name]).agg(mean=pl.col(study.metric).mean(), cells=pl.col("cell_id").n_unique())
-    return dict(sorted(out.items()))
 
 
 def curve_cells(study: Study) -> dict[str, list[tuple[str, str]]]:
@@ -544,96 +640,3 @@ def curve_cells(study: Study) -> dict[str, list[tuple[str, str]]]:
     return dict(sorted(out.items()))
 
 
-def warnings(study: Study, ranked: pl.DataFrame) -> list[str]:
-    """What a reader must know before trusting the figures: an incomplete
-    run, cells whose environment is misspecified for their algorithm, cells
-    with a repetition whose regret grows linearly, cells with few
-    repetitions, non-zero health counters, flat axes."""
-    out = []
-    if study.incomplete:
-        out.append(f"Incomplete results (read as they are): {study.incomplete}")
-    out += model_warnings(study) + growth_warnings(study)
-    few = study.cells.filter(pl.col("n") < MIN_REPETITIONS)
-    if few.height:
-        examples = "; ".join(f"{study.label(r)} ({r['n']})" for r in few.head(3).iter_rows(named=True))
-        out.append(
-            f"{few.height} of {study.cells.height} cells have fewer than {MIN_REPETITIONS} repetitions "
-            f"(min {few['n'].min()}): their intervals are rough. E.g. {examples}"
-        )
-    for col in FLAG_COLUMNS:
-        if col not in study.cells.columns:
-            continue
-        hit = study.cells.filter(pl.col(col) > 0)
-        if hit.height:
-            examples = "; ".join(f"{study.label(r)}: {r[col]:.4g}" for r in hit.sort(col, descending=True).head(3).iter_rows(named=True))
-            out.append(
-                f"`{col}` is non-zero in {hit.height} of {study.cells.height} cells (mean per repetition at t = T; largest: {examples})"
-            )
-    reps = study.cells["n"].min() if study.cells.height else 0
-    for row in ranked.filter(pl.col("flat")).iter_rows(named=True):
-        note = (
-            f"Axis `{row['axis']}` shows no effect for {row[VARIANT]} at this many repetitions ({reps} per cell at least): "
-            f"the 95% intervals of every two neighbouring values overlap"
-        )
-        if not row["paired"].startswith("0 "):
-            note += (
-                f". Paired by repetition, {row['paired']} neighbouring steps differ (cells share random numbers within a "
-                f"repetition): a consistent effect smaller than the spread between repetitions"
-            )
-        out.append(note)
-    return out
-
-
-#: Cells named in full in a warning (the rest counted).
-MAX_WARNED_CELLS = 20
-
-
-def _cell_list(study: Study, rows: list[dict], note) -> str:
-    shown = "; ".join(f"{study.label(r)} ({note(r)})" for r in rows[:MAX_WARNED_CELLS])
-    more = len(rows) - MAX_WARNED_CELLS
-    return shown + (f"; and {more} more" if more > 0 else "")
-
-
-def growth_warnings(study: Study) -> list[str]:
-    """Cells with a repetition whose `regret_exponent` (the slope of log
-    regret against log t over the last decade of the horizon) is at least
-    0.9: learning has stalled there, and the cell's mean regret grows with
-    the horizon."""
-    if "linear_growth" not in study.cells.columns:
-        return []
-    hit = study.cells.filter(pl.col("linear_growth") > 0)
-    if not hit.height:
-        return []
-    rows = list(hit.sort("cell_index").iter_rows(named=True))
-    cells = _cell_list(study, rows, lambda r: f"{r['linear_growth']} of {r['n']} repetitions, largest exponent {r['max_exponent']:.2f}")
-    text = (
-        f"Regret grows linearly over the last decade of the horizon (`regret_exponent` >= {LINEAR_GROWTH_EXPONENT}) "
-        f"in {hit.height} of {study.cells.height} cells: {cells}. A repetition there has stopped learning; its cell's "
-        f"mean and sd say more about that repetition than about the algorithm"
-    )
-    return [text]
-
-
-def model_warnings(study: Study) -> list[str]:
-    """Cells whose environment the engine found misspecified for their
-    algorithm's model (`fedbandits.model`, written since semantics 10):
-    the key, why and the fix."""
-    model = json.loads(study.meta.get("model", "{}") or "{}")
-    cells = model.get("cells", [])
-    if not cells:
-        return []
-    rows = {r["cell_id"]: r for r in study.cells.iter_rows(named=True)}
-    by_why: dict[tuple, list[str]] = {}
-    for c in cells:
-        label = study.label(rows[c["cell_id"]]) if c["cell_id"] in rows else c["label"]
-        by_why.setdefault((c["key"], c["why"], c["fix"]), []).append(label)
-    out = []
-    for (key, why, fix), labels in by_why.items():
-        shown = "; ".join(labels[:MAX_WARNED_CELLS]) + (
-            f"; and {len(labels) - MAX_WARNED_CELLS} more" if len(labels) > MAX_WARNED_CELLS else ""
-        )
-        out.append(
-            f"Misspecified environment in {len(labels)} cell(s) (`{key}`): {why}. Regret can grow linearly at long "
-            f"horizons. Fix: {fix}. Cells: {shown}"
-        )
-    return out

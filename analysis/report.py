@@ -43,9 +43,13 @@ from pathlib import Path
 
 import polars as pl
 
+from . import report_comms as comms
 from . import report_contrasts as contrast
 from . import report_plots as plots
+from . import report_warnings
+from . import stats
 from .effects import (
+    VARIANT,
     MIN_REPETITIONS,
     PRIVACY_COLUMNS,
     Study,
@@ -57,9 +61,9 @@ from .effects import (
     main_effect,
     ranking,
     reference_levels,
-    warnings,
 )
 from .load import ResultsError
+from .phases import linear_phases
 
 #: A document is a list of blocks: ("h1" | "h2" | "h3" | "p", text),
 #: ("ul", [items]), ("table", header, rows), ("img", file name, alt text).
@@ -119,6 +123,7 @@ def header(s: Study) -> list[Block]:
         ("backend", backends),
         ("swept axes", axes),
         ("final value", f"`{s.metric}` at t = horizon: cumulative regret per agent"),
+        ("scale", f"{s.scale} ({s.scale_why}). {stats.scale_note(s.scale)}"),
     ]
     return [("h2", "Run"), ("table", ["", ""], rows)]
 
@@ -143,12 +148,20 @@ def privacy(s: Study) -> list[Block]:
     out: list[Block] = [("h2", "Privacy"), *contrast.privacy_table(s, cols)]
     nulls = []
     for c in cols:
-        missing = private.filter(pl.col(c).is_null())["cell_id"].to_list()
+        # A column is the row's where its variant fills it in some cell or
+        # a note of the cell names it (another family's, or another
+        # mechanism's, is not listed as a null of this one).
+        fills = set(private.filter(pl.col(c).is_not_null())[VARIANT].to_list())
+        missing = [
+            r["cell_id"]
+            for r in private.filter(pl.col(c).is_null()).iter_rows(named=True)
+            if r[VARIANT] in fills or any(c in n for n in listed[r["cell_id"]].get("notes", []))
+        ]
         if not missing:
             continue
         notes = sorted({n for cid in missing for n in listed[cid].get("notes", [])})
         named = [n for n in notes if c in n]
-        why = " / ".join(named) if named else "no note in the file names this column"
+        why = " / ".join(_similar(named)) if named else "no note in the file names this column"
         nulls.append(f"`{c}` null in {len(missing)} of {private.height} private cells: {why}")
     if nulls:
         out += [("p", "Null figures and why:"), ("ul", nulls)]
@@ -158,59 +171,73 @@ def privacy(s: Study) -> list[Block]:
     return out
 
 
+def _similar(notes: list[str]) -> list[str]:
+    """Notes that differ only in their numbers once each: the first, with
+    how many more read alike."""
+    groups: dict[str, list[str]] = {}
+    for n in notes:
+        groups.setdefault(re.sub(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?", "#", n), []).append(n)
+    return [g[0] + (f" (and {len(g) - 1} more alike but for their numbers)" if len(g) > 1 else "") for g in groups.values()]
+
+
 def _flat(flat: bool | None) -> str:
     return "undetermined (needs 2+ repetitions per cell)" if flat is None else "flat" if flat else "resolved"
 
 
-def ranking_blocks(ranked: pl.DataFrame) -> list[Block]:
-    rows = [
-        [
-            str(i + 1),
-            f"`{r['axis']}`",
-            r["variant"],
-            str(r["values"]),
-            _num(r["score"], 3) if r["score"] is not None else "n/a (one repetition per cell)",
-            _num(r["range"]),
-            _flat(r["flat"]),
-            r["paired"],
-        ]
-        for i, r in enumerate(ranked.iter_rows(named=True))
-    ]
+def ranking_blocks(s: Study, ranked: pl.DataFrame) -> list[Block]:
+    """The axes ranked per variant (effects.py's module doc)."""
+    ratio = s.scale == "ratio"
+    rows = []
+    for i, r in enumerate(ranked.iter_rows(named=True)):
+        ext = stats.Estimate(r["extreme"], _nan(r["extreme_lo"]), _nan(r["extreme_hi"]), 0, None)
+        score = stats.fmt_ratio(r["score"]) if ratio else (_num(r["score"], 3) if r["score"] is not None else "n/a (one repetition per cell)")
+        rows.append(
+            [
+                str(i + 1),
+                f"`{r['axis']}`",
+                r["variant"],
+                str(r["values"]),
+                score,
+                f"{stats.fmt_estimate(ext, s.scale)} ({r['extreme_pair']})",
+                _flat(r["flat"]),
+                r["paired"],
+            ]
+        )
+    score = "fold range (largest / smallest level)" if ratio else "effect size (range in within-cell sds)"
     return [
-        ("h2", "Axes ranked by effect size, per variant"),
+        ("h2", "Axes ranked, per variant"),
         (
             "p",
-            "A variant is an algorithm with the parameters that change what it is (e.g. `private`): axes are analysed "
-            "within each variant they vary in, never pooled across variants. Effect size: the range of the variant's "
-            "main-effect means over the axis, in units of its pooled within-cell standard deviation (how many "
-            "repetition-to-repetition sds of one cell the axis moves final regret). Flat: the 95% intervals of "
-            "neighbouring values overlap (no effect resolved at this many repetitions). Paired: the neighbouring "
-            "steps whose difference, taken within each repetition (cells share random numbers within a repetition), has a 95% interval excluding 0.",
+            "A variant is an algorithm with the parameters that change what it is or how it is accounted (the family "
+            "registry's `variant_params`, e.g. `private`, `protocol`, `calibration`): axes are analysed within each "
+            "variant they vary in, never pooled across variants. "
+            + (
+                "Score: the fold range of the variant's main-effect levels (geometric means) over the axis. "
+                if ratio
+                else "Score: the range of the variant's main-effect means over the axis in units of its pooled within-cell sd. "
+            )
+            + "Highest vs lowest: the paired contrast of those two levels, taken within each repetition (cells share "
+            "random numbers within a repetition), with its 95% interval. Verdict: flat where no two values' paired "
+            "contrast resolves an effect, resolved otherwise; resolved axes rank first. Steps: the neighbouring values "
+            "the paired contrast resolves. " + stats.scale_note(s.scale),
         ),
-        (
-            "table",
-            [
-                "rank",
-                "axis",
-                "variant",
-                "values",
-                "effect size",
-                "range of means (regret per agent)",
-                "at this many repetitions",
-                "paired steps resolved",
-            ],
-            rows,
-        ),
+        ("table", ["rank", "axis", "variant", "values", score, "highest vs lowest level (paired)", "verdict", "steps resolved"], rows),
     ]
 
 
-def _effect_table(eff: pl.DataFrame, refs: pl.DataFrame, y: str = "mean") -> tuple[Block, str]:
-    """The main effect as a table (values down, algorithms across) and a
-    note of how many cells each point pools."""
+def _nan(v) -> float:
+    return float("nan") if v is None else v
+
+
+def _effect_table(eff: pl.DataFrame, refs: pl.DataFrame, y: str = "mean", scale: str = "additive") -> tuple[Block, str]:
+    """The main effect as a table (values down, variants across; each
+    cell its level, 95% interval and median) and a note of how many cells
+    each point pools."""
     algos = eff["variant"].unique(maintain_order=True).to_list()
     values = eff["value"].unique(maintain_order=True).to_list()
     cells = sorted(set(eff["cells"].to_list()))
     uniform = len(cells) == 1
+    medians = "median" in eff.columns
     rows = []
     for v in values:
         row = [fmt(v)]
@@ -220,16 +247,21 @@ def _effect_table(eff: pl.DataFrame, refs: pl.DataFrame, y: str = "mean") -> tup
                 row.append("")
                 continue
             r = hit.row(0, named=True)
-            row.append(_pm(r[y], r["lo"], r["hi"]) + ("" if uniform else f" ({r['cells']} cells)"))
+            text = _interval(r[y], r["lo"], r["hi"])
+            if medians:
+                text += f"; median {_num(r['median'])}"
+            row.append(text + ("" if uniform else f" ({r['cells']} cells)"))
         rows.append(row)
     note = f"Each point pools {cells[0]} cell(s)" if uniform else "Cells pooled per point in parentheses"
     reps = sorted(set(eff["reps"].to_list()))
-    note += f", {reps[0] if len(reps) == 1 else f'{reps[0]} to {reps[-1]}'} repetitions; ± is the half-width of the 95% interval."
+    center = stats.center_name(scale) if y == "mean" else "ratio"
+    note += f", {reps[0] if len(reps) == 1 else f'{reps[0]} to {reps[-1]}'} repetitions; each entry: {center} [95% interval]"
+    note += "; median over repetitions." if medians else "."
     if refs.height:
         note += (
             " Cells the axis does not apply to (the dashed levels): "
             + "; ".join(
-                f"{r['variant']} ({r['cells']} cell{'s' if r['cells'] > 1 else ''}) {_pm(r['mean'], r['lo'], r['hi'])}"
+                f"{r['variant']} ({r['cells']} cell{'s' if r['cells'] > 1 else ''}) {_interval(r[y], r['lo'], r['hi'])}"
                 for r in refs.iter_rows(named=True)
             )
             + "."
@@ -237,83 +269,105 @@ def _effect_table(eff: pl.DataFrame, refs: pl.DataFrame, y: str = "mean") -> tup
     return ("table", ["value", *algos], rows), note
 
 
+def _interval(center, lo, hi) -> str:
+    if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
+        return f"{_num(center)} (no interval: too few repetitions)"
+    return f"{_num(center)} [{_num(lo, 3)}, {_num(hi, 3)}]"
+
+
 def main_effects(s: Study, out: Path, effects: dict[str, pl.DataFrame], mode: str = "target") -> list[Block]:
     blocks: list[Block] = [("h2", "Main effects")]
     if not s.axes:
         return blocks + [("p", "The job sweeps no parameter (one cell per algorithm): no main effect to draw.")]
     palette = plots.colors(s)
+    center = stats.center_name(s.scale)
     blocks.append(
         (
             "p",
-            "Final per-agent regret against each axis: mean over repetitions with a 95% interval, the other axes pooled (each of their combinations counted once).",
+            f"Final per-agent regret against each axis: the {center} over repetitions with its 95% interval and the median, "
+            "the other axes pooled within each repetition (each of their combinations counted once). "
+            + stats.scale_note(s.scale)
+            + (" Drawn on a log axis." if s.scale == "ratio" else ""),
         )
     )
     for axis in s.axes:
         eff, refs = effects[axis.name], reference_levels(s, axis)
         name = f"{s.job}_effect_{axis.name}.png"
         drawn, spread = eff, []
-        title = f"{s.job}: final regret per agent vs {axis.name}"
+        title = f"{s.job}: final regret per agent ({center}) vs {axis.name}"
         if axis.name == "epsilon" and mode == "accounted" and "acct_epsilon" in s.final.columns:
             drawn, spread = contrast.accounted_x(s, eff)
-            title = f"{s.job}: final regret per agent vs accounted epsilon (points labelled with their target)"
-        plots.effect_plot(axis, drawn, refs, out / name, title, palette)
-        table, note = _effect_table(eff, refs)
+            title = f"{s.job}: final regret per agent ({center}) vs accounted epsilon (points labelled with their target)"
+        plots.effect_plot(axis, drawn, refs, out / name, title, palette, label=plots.ylabel_of(s.scale), log_y=s.scale == "ratio")
+        table, note = _effect_table(eff, refs, scale=s.scale)
         if spread:
             note += " Points whose cells provide different accounted figures: " + "; ".join(spread) + "."
         blocks += [("h3", f"`{axis.name}`"), ("img", name, f"final regret vs {axis.name}"), table, ("p", note)]
-        frr = frr_effect(s, axis, eff)
-        if frr is not None and frr.height:
-            fname = f"{s.job}_frr_{axis.name}.png"
-            frr_lines = frr.select("variant", "value", "frr", "lo", "hi", "cells", "reps")
-            frr_refs = frr_reference(s, axis).rename({"frr": "mean"})
-            ylabel = f"FRR (final regret / {s.baseline}'s)"
-            plots.effect_plot(
-                axis,
-                frr_lines,
-                frr_refs.rename({"mean": "frr"}),
-                out / fname,
-                f"{s.job}: federated regret ratio vs {axis.name}",
-                palette,
-                y="frr",
-                ylabel=ylabel,
-            )
-            ftable, fnote = _effect_table(frr_lines, frr_refs, y="frr")
-            blocks += [
-                ("img", fname, f"FRR vs {axis.name}"),
-                ftable,
-                (
-                    "p",
-                    f"Federated regret ratio: final regret over `{s.baseline}`'s at the same value (its overall mean where the axis does not apply to it), below 1 where federation helps; intervals paired by repetition (effects.py). {fnote}",
-                ),
-            ]
+        blocks += _frr_blocks(s, out, axis, eff, palette)
     return blocks
 
 
-def curve_blocks(s: Study, out: Path) -> list[Block]:
+def _frr_blocks(s: Study, out: Path, axis, eff: pl.DataFrame, palette: dict) -> list[Block]:
+    """The federated regret ratio against `axis` (effects.py), where the
+    family's baseline is in the study."""
+    frr = frr_effect(s, axis, eff)
+    if frr is None or not frr.height:
+        return []
+    fname = f"{s.job}_frr_{axis.name}.png"
+    frr_lines = frr.select("variant", "value", "frr", "lo", "hi", "cells", "reps")
+    frr_refs = frr_reference(s, axis)
+    how = "geometric mean of the per-repetition ratios" if s.scale == "ratio" else "ratio of means"
+    plots.effect_plot(
+        axis,
+        frr_lines,
+        frr_refs,
+        out / fname,
+        f"{s.job}: final regret over {s.baseline}'s ({how}) vs {axis.name}",
+        palette,
+        y="frr",
+        label=f"final regret / {s.baseline}'s ({how}; 1: as good as not federating)",
+        log_y=s.scale == "ratio",
+    )
+    ftable, fnote = _effect_table(frr_lines, frr_refs, y="frr", scale=s.scale)
+    return [
+        ("img", fname, f"ratio to {s.baseline} vs {axis.name}"),
+        ftable,
+        (
+            "p",
+            f"Federated regret ratio: final regret over `{s.baseline}`'s (not federating) at the same value (its overall "
+            f"level where the axis does not apply to it), below 1 where federation helps; the {how}, paired by "
+            f"repetition (effects.py). {fnote}",
+        ),
+    ]
+
+
+def curve_blocks(s: Study, out: Path, phases: dict | None = None) -> list[Block]:
     blocks: list[Block] = [
         ("h2", "Regret curves"),
         (
             "p",
             "Per variant: its best and worst cells (lowest and highest mean final regret) and the cells at the grid's corners (dashed); "
             "mean and 95% percentile-bootstrap band over repetitions (none below 3 repetitions); log-log with each cell's growth exponent "
-            "when the checkpoints span two decades or more.",
+            "when the checkpoints span two decades or more, and the end of its linear stretch where it is long (phases.py). "
+            "The variants side by side: every variant (each value of a variant parameter such as `protocol` is its own) at "
+            "the first, middle and last value of the axis most variants share.",
         ),
     ]
     chosen = curve_cells(s)
     single = [cells[0] for cells in chosen.values() if len(cells) == 1]
     if len(single) > 1:
         name = f"{s.job}_curves_single.png"
-        plots.curves(s, None, single, out / name)
+        plots.curves(s, None, single, out / name, phases=phases)
         blocks.append(("img", name, "regret curves of the variants with one cell"))
     for algo, cells in chosen.items():
         if len(cells) == 1 and len(single) > 1:
             continue
         name = f"{s.job}_curves_{re.sub(r'[^A-Za-z0-9_.-]', '_', algo)}.png"
-        plots.curves(s, algo, cells, out / name)
+        plots.curves(s, algo, cells, out / name, phases=phases)
         blocks.append(("img", name, f"{algo} regret curves"))
     for k, (title, cells) in enumerate(matched_groups(s)):
         name = f"{s.job}_matched_{k + 1}.png"
-        plots.curves(s, None, cells, out / name, title=f"{s.job}: variants at {title}")
+        plots.curves(s, None, cells, out / name, title=f"{s.job}: variants at {title}", phases=phases)
         blocks.append(("img", name, f"variants at {title}"))
     return blocks
 
@@ -363,7 +417,9 @@ def job_report(s: Study, out: Path, privacy_axis: str | None = None) -> list[Blo
     mode, why = contrast.privacy_axis_mode(s, privacy_axis)
     effects = {a.name: main_effect(s, a) for a in s.axes}
     ranked = ranking(s, effects)
-    warned = warnings(s, ranked)
+    phases = linear_phases(s.lf, s.metric)
+    extra = comms.long_phase_warnings(s, phases) + comms.clipping_warnings(s)
+    warned = report_warnings.warnings(s, ranked, extra)
     description = _description(s.meta.get("job_yaml", ""))
     blocks: list[Block] = [("h1", f"Sensitivity report: {s.job}")]
     if description:
@@ -376,11 +432,12 @@ def job_report(s: Study, out: Path, privacy_axis: str | None = None) -> list[Blo
         else ("p", f"None (every cell has {MIN_REPETITIONS}+ repetitions, no health counter fired, no flat axis, the run is complete)."),
     ]
     if s.axes:
-        blocks += ranking_blocks(ranked)
+        blocks += ranking_blocks(s, ranked)
     if "epsilon" in {a.name for a in s.axes}:
         blocks.append(("p", f"Privacy axis of the epsilon plots: {mode} epsilon ({why})."))
     blocks += main_effects(s, out, effects, mode) + contrast.interaction_blocks(s, out)
-    blocks += contrast.cost_blocks(s, out, mode) + curve_blocks(s, out)
+    blocks += contrast.cost_blocks(s, out, mode) + comms.comms_blocks(s, out, phases)
+    blocks += curve_blocks(s, out, {r["cell_id"]: r for r in phases.iter_rows(named=True)})
     return blocks
 
 
@@ -440,7 +497,8 @@ def to_html(blocks: list[Block], out: Path, title: str) -> str:
             body.append(f'<p><img alt="{html.escape(b[2])}" src="data:image/png;base64,{data}"></p>')
     style = (
         "body{font-family:sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222}"
-        "table{border-collapse:collapse;margin:0.5em 0;font-size:0.9em}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}"
+        "table{border-collapse:collapse;margin:0.5em 0;font-size:0.9em;display:block;max-width:100%;overflow-x:auto}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;overflow-wrap:anywhere}"
         "img{max-width:100%}code{background:#f3f3f3;padding:0 2px}"
     )
     return (
@@ -460,14 +518,17 @@ def _write_text(path: Path, text: str) -> None:
         raise
 
 
-def report(path: str | Path, out: str | Path, html_page: bool = False, progress=None, privacy_axis: str | None = None) -> Path:
+def report(
+    path: str | Path, out: str | Path, html_page: bool = False, progress=None, privacy_axis: str | None = None, scale: str = "ratio"
+) -> Path:
     """Writes the sensitivity report of every job under `path` into `out`
-    (report.md, the PNGs, and with `html_page` report.html); returns the
-    path of report.md. Raises ResultsError when `path` cannot be read."""
+    (report.md, the PNGs, and with `html_page` report.html), read on
+    `scale` (stats.SCALES: ratio by default, additive on request); returns
+    the path of report.md. Raises ResultsError when `path` cannot be read."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     blocks: list[Block] = []
-    studies = load_studies(path)
+    studies = load_studies(path, scale)
     if len(studies) > 1:
         blocks.append(("p", f"{len(studies)} jobs, one section each: " + ", ".join(f"`{s.job}`" for s in studies) + "."))
     for s in studies:
@@ -492,10 +553,23 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="epsilon on the effect plots: the accounted figure (acct_epsilon; default when every private cell has one) or the target",
     )
+    p.add_argument(
+        "--scale",
+        choices=list(stats.SCALES),
+        default="ratio",
+        help="ratio (default): geometric means and paired ratios of final regret; additive: arithmetic means and paired differences",
+    )
     a = p.parse_args(argv)
     start = time.perf_counter()
     try:
-        md = report(a.results, a.out, a.html, progress=lambda m: print(f"report: {m}", file=sys.stderr, flush=True), privacy_axis=a.privacy_axis)
+        md = report(
+            a.results,
+            a.out,
+            a.html,
+            progress=lambda m: print(f"report: {m}", file=sys.stderr, flush=True),
+            privacy_axis=a.privacy_axis,
+            scale=a.scale,
+        )
     except ResultsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

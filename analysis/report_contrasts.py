@@ -12,7 +12,8 @@ from pathlib import Path
 import polars as pl
 
 from . import report_plots as plots
-from .contrasts import MAX_DRAWN, axes_within, interactions, privacy_cost
+from . import stats
+from .contrasts import FAMILY_LEVEL, MAX_DRAWN, axes_within, interactions, privacy_cost, searched_tables
 from .effects import VARIANT, Study, fmt, pooled
 
 Block = tuple
@@ -24,6 +25,13 @@ def _num(v, digits: int = 4) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "n/a"
     return f"{v:.{digits}g}" if isinstance(v, float) else str(v)
+
+
+def _ratio(value, lo, hi, scale: str) -> str:
+    """A ratio with its interval: `x36.9 [16.1, 84.7]` on the ratio scale."""
+    if scale != "ratio":
+        return _pm(value, lo, hi)
+    return stats.fmt_ratio(value) + _pm(value, lo, hi)[len(_num(value)) :]
 
 
 def _pm(mean, lo, hi) -> str:
@@ -66,61 +74,101 @@ def accounted_x(s: Study, eff: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
 
 
 def privacy_table(s: Study, columns: list[str]) -> list[Block]:
-    """Each distinct (variant, privacy figures) once, with how many cells
-    share it: a table no cap can cut short of a differing row."""
+    """Each distinct (variant, axes the figures depend on, privacy figures)
+    once, with how many cells share it: a table no cap can cut short of a
+    differing row. An axis is a column where its value changes a figure
+    with the variant and the other axes shown fixed (found in the data:
+    sdp_vecsum's figures depend on m, ldp's do not)."""
     listed = {c["cell_id"] for c in s.privacy.get("cells", [])}
     private = s.final.filter(pl.col("cell_id").is_in(list(listed))).unique("cell_id", keep="first")
     if private.height == 0:
         return []
     shown = [c for c in columns if private[c].null_count() < private.height]
-    groups = private.group_by([VARIANT, *shown], maintain_order=True).agg(cells=pl.len(), first=pl.col("cell_index").min()).sort("first")
-    rows = [[r[VARIANT], *[_num(r[c]) if not isinstance(r[c], bool) else str(r[c]).lower() for c in shown], str(r["cells"])] for r in groups.iter_rows(named=True)]
+    axes = [a.name for a in s.axes if a.name in private.columns and private[a.name].drop_nulls().n_unique() > 1]
+    keep = figure_axes(private, axes, shown)
+    loose = [a for a in axes if a not in keep]
+    groups = private.group_by([VARIANT, *keep, *shown], maintain_order=True).agg(cells=pl.len(), first=pl.col("cell_index").min()).sort("first")
+    cols = [*keep, *shown]
+    rows = [[r[VARIANT], *[_num(r[c]) if not isinstance(r[c], bool) else str(r[c]).lower() for c in cols], str(r["cells"])] for r in groups.iter_rows(named=True)]
+    same = f" The figures are the same at every value of {', '.join(f'`{a}`' for a in loose)} (within each row)." if loose else ""
     return [
         (
             "p",
-            f"{private.height} private cells, {groups.height} distinct (variant, figures): each row once, with the "
-            "number of cells sharing it (the figures do not depend on the axes that leave privacy alone, e.g. m or B).",
+            f"{private.height} private cells, {groups.height} distinct (variant, axes the figures depend on, figures): each "
+            f"row once, with the number of cells sharing it.{same}",
         ),
-        ("table", ["variant", *[f"`{c}`" for c in shown], "cells"], rows),
+        ("table", ["variant", *[f"`{c}`" for c in cols], "cells"], rows),
     ]
 
 
+def figure_axes(private: pl.DataFrame, axes: list[str], figures: list[str]) -> list[str]:
+    """The axes (of `axes`, in order) that the `figures` columns depend on
+    within each variant: each axis is dropped, last first, where the
+    variant and the axes kept still determine every figure."""
+    if not figures:
+        return []
+
+    def determined(cols: list[str]) -> bool:
+        n = private.group_by([VARIANT, *cols]).agg(n=pl.struct(figures).n_unique())
+        return n["n"].max() == 1
+
+    keep = list(axes)
+    for a in reversed(axes):
+        trial = [k for k in keep if k != a]
+        if determined(trial):
+            keep = trial
+    return keep
+
+
 def interaction_blocks(s: Study, out: Path) -> list[Block]:
-    """The interactions within each variant: the strongest listed with
-    their intervals, the first few drawn."""
+    """The interactions within each variant (contrasts.py): those detected
+    at the family-wise level listed with their intervals and drawn (the
+    first few), and how many pairs and sub-tables were searched."""
     blocks: list[Block] = [("h2", "Interactions within each variant")]
-    found = interactions(s.final, s.axes, s.metric)
+    found = interactions(s.final, s.axes, s.metric, s.scale)
     if not found:
         return blocks + [("p", "No two axes vary together (a full cross of their values) within any variant: no interaction to compute.")]
+    searched = searched_tables(found)
+    level = 1.0 - (1.0 - FAMILY_LEVEL) / max(searched, 1)
+    unit = "ratio of ratios (x1: none)" if s.scale == "ratio" else "difference of differences in within-cell sds (0: none)"
     blocks.append(
         (
             "p",
-            "Strength: the range of the mean interaction contrasts I_ab = m_ab - m_a. - m_.b + m_.. (computed within each "
-            "repetition, the other axes pooled) in units of the variant's pooled within-cell sd; 0 when the effect of one "
-            "axis is the same at every level of the other. The interval is paired over repetitions for the two extreme "
-            "(a, b) pairs; chosen from the same data, it is optimistic for the strongest of many.",
+            f"Searched: {len(found)} pair(s) of axes crossed within a variant, {searched} 2 x 2 sub-table(s) in all. "
+            f"For each pair, the sub-table whose contrast D = [L(a_j, b_l) - L(a_i, b_l)] - [L(a_j, b_k) - L(a_i, b_k)] "
+            f"(per repetition, the other axes pooled) is largest, as a {unit}, with a paired Student-t interval at the "
+            f"Bonferroni level {100 * level:.4g}% (family-wise 95% over every sub-table searched). An interaction is "
+            f"listed only where that interval excludes no effect. {stats.scale_note(s.scale)}",
         )
     )
-    rows = []
-    for i in found[:MAX_LISTED]:
-        (ha, hb), (la, lb) = i.extremes
-        rows.append(
-            [
-                i.variant,
-                f"`{i.a.name}` x `{i.b.name}`",
-                _pm(i.strength, i.lo, i.hi),
-                f"{i.a.name}={fmt(ha)}, {i.b.name}={fmt(hb)} vs {i.a.name}={fmt(la)}, {i.b.name}={fmt(lb)}",
-            ]
-        )
-    blocks.append(("table", ["variant", "axes", "strength [95% interval]", "extreme contrasts"], rows))
-    if len(found) > MAX_LISTED:
-        blocks.append(("p", f"{len(found) - MAX_LISTED} weaker pairs not listed."))
-    for k, i in enumerate([f for f in found if not math.isnan(f.strength)][:MAX_DRAWN]):
+    detected = [i for i in found if i.detected]
+    if not detected:
+        top = found[0]
+        blocks.append(("p", f"None detected: every pair's strongest contrast has an interval including no effect (largest: {_line(top, s.scale)})."))
+        return blocks
+    rows = [[i.variant, f"`{i.a.name}` x `{i.b.name}`", _ratio(i.strength, i.lo, i.hi, s.scale), _effects(i, s.scale)] for i in detected[:MAX_LISTED]]
+    head = ["variant", "axes", f"strength [{100 * level:.4g}% interval]", "the step of the first axis at each end of the second"]
+    blocks.append(("table", head, rows))
+    rest = len(found) - len(detected)
+    if len(detected) > MAX_LISTED or rest:
+        blocks.append(("p", f"{max(len(detected) - MAX_LISTED, 0)} more detected not listed; {rest} pair(s) with no interaction detected."))
+    for k, i in enumerate(detected[:MAX_DRAWN]):
         name = f"{s.job}_interaction_{k + 1}.png"
-        title = f"{s.job}: {i.variant}, {i.a.name} x {i.b.name} (strength {_num(i.strength, 3)})"
-        plots.interaction_plot(i, out / name, title)
+        title = f"{s.job}: {i.variant}, {i.a.name} x {i.b.name} ({'ratio of ratios' if s.scale == 'ratio' else 'strength'} {_num(i.strength, 3)})"
+        plots.interaction_plot(i, out / name, title, plots.ylabel_of(s.scale))
         blocks.append(("img", name, f"{i.variant}: {i.a.name} x {i.b.name}"))
     return blocks
+
+
+def _effects(i, scale: str) -> str:
+    """`m=2 -> 20: x2.87 at epsilon=0.5, x2.97 at epsilon=8`."""
+    (a0, a1), (b0, b1) = i.extremes
+    show = stats.fmt_ratio if scale == "ratio" else (lambda v: f"{v:+.4g}")
+    return f"{i.a.name}={fmt(a0)} -> {fmt(a1)}: {show(i.effects[0])} at {i.b.name}={fmt(b0)}, {show(i.effects[1])} at {i.b.name}={fmt(b1)}"
+
+
+def _line(i, scale: str) -> str:
+    return f"{i.variant}, `{i.a.name}` x `{i.b.name}`: {_ratio(i.strength, i.lo, i.hi, scale)}; {_effects(i, scale)}"
 
 
 def _cost_table(s: Study, table: pl.DataFrame) -> Block:
@@ -136,12 +184,13 @@ def _cost_table(s: Study, table: pl.DataFrame) -> Block:
                 _num(f.get("target_epsilon")),
                 _num(f.get("acct_epsilon")),
                 s.label(cells[r["counterpart"]]),
+                _ratio(r["ratio"], r["lo"], r["hi"], s.scale),
                 _pm(r["diff"], r["diff_lo"], r["diff_hi"]),
-                _pm(r["ratio"], r["lo"], r["hi"]),
                 str(r["reps"]),
             ]
         )
-    head = ["private cell", "target eps", "acct eps", "non-private counterpart", "cost (difference)", "ratio", "repetitions"]
+    ratio = "ratio (geometric mean of paired ratios) [95% t]" if s.scale == "ratio" else "ratio of means [95% delta method]"
+    head = ["private cell", "target eps", "acct eps", "non-private counterpart", ratio, "difference [95% bootstrap]", "repetitions"]
     return ("table", head, rows)
 
 
@@ -157,8 +206,11 @@ def cost_blocks(s: Study, out: Path, mode: str) -> list[Block]:
         (
             "p",
             "Each private cell paired by repetition with its non-private counterpart (same environment and parameters "
-            "but privacy; contrasts.py): the difference of final regret per agent (95% percentile-bootstrap interval "
-            "over the paired repetitions) and the ratio of the means (paired delta-method interval).",
+            "but privacy; contrasts.py): the ratio of final regret per agent ("
+            + ("the geometric mean of the per-repetition ratios, Student-t interval on the log scale"
+               if s.scale == "ratio" else "the ratio of the means, paired delta-method interval")
+            + ") and the difference (95% percentile-bootstrap interval over the paired repetitions). "
+            + stats.scale_note(s.scale),
         )
     )
     if missing:
@@ -167,7 +219,7 @@ def cost_blocks(s: Study, out: Path, mode: str) -> list[Block]:
         return blocks
     blocks.append(_cost_table(s, table))
     if "epsilon" in rows.columns and rows["epsilon"].drop_nulls().n_unique() > 1:
-        lines = pooled(rows, [VARIANT, "epsilon"], "cost").rename({"epsilon": "value"}).sort([VARIANT, "value"])
+        lines = pooled(rows, [VARIANT, "epsilon"], *_cost_column(s)).rename({"epsilon": "value"}).sort([VARIANT, "value"])
         x, xlabel = "value", "target epsilon"
         if mode == "accounted":
             acc = rows.group_by([VARIANT, "epsilon"]).agg(x=pl.col("acct_epsilon").median()).rename({"epsilon": "value"})
@@ -176,35 +228,39 @@ def cost_blocks(s: Study, out: Path, mode: str) -> list[Block]:
         finite = [v for v in lines[x].to_list() if v is not None and math.isfinite(v) and v > 0]
         log_x = bool(finite) and max(finite) / min(finite) > 20
         name = f"{s.job}_privacy_cost.png"
-        plots.cost_plot(lines, x, out / name, f"{s.job}: the cost of privacy", xlabel, log_x, plots.colors(s))
+        plots.cost_plot(lines, x, out / name, f"{s.job}: the cost of privacy", xlabel, log_x, plots.colors(s), s.scale)
         blocks.append(("img", name, "cost of privacy vs epsilon"))
     blocks += _cost_dependence(s, rows)
     return blocks
 
 
+def _cost_column(s: Study) -> tuple[str, str]:
+    """The per-repetition cost read on the study's scale: the paired ratio
+    (its geometric mean) or the paired difference (its mean)."""
+    return ("cost_ratio", "ratio") if s.scale == "ratio" else ("cost", "additive")
+
+
 def _cost_dependence(s: Study, rows: pl.DataFrame) -> list[Block]:
     """How the cost moves with each other axis (per variant, pooled within
-    repetitions), and the strongest interaction of two axes on it."""
+    repetitions), and any interaction of two axes on it detected at the
+    family-wise level."""
     others = [a for a in s.axes if a.name != "epsilon"]
+    column, scale = _cost_column(s)
     out: list[Block] = []
     table = []
     for (variant,), part in rows.group_by([VARIANT], maintain_order=True):
         for a in axes_within(part, others):
-            eff = pooled(part.filter(pl.col(a.name).is_not_null()), [a.name], "cost")
+            eff = pooled(part.filter(pl.col(a.name).is_not_null()), [a.name], column, scale)
             eff = eff.sort(a.name)
-            text = "; ".join(f"{fmt(r[a.name])}: {_pm(r['mean'], r['lo'], r['hi'])}" for r in eff.iter_rows(named=True))
+            text = "; ".join(f"{fmt(r[a.name])}: {_ratio(r['mean'], r['lo'], r['hi'], scale)}" for r in eff.iter_rows(named=True))
             table.append([variant, f"`{a.name}`", text])
+    what = "geometric mean over repetitions of the paired ratio" if scale == "ratio" else "mean over repetitions of the paired difference"
     if table:
-        out += [("p", "The cost of privacy against each other axis (mean over repetitions of the paired difference, other axes pooled):"), ("table", ["variant", "axis", "cost at each value [95% bootstrap interval]"], sorted(table))]
-    found = interactions(rows, s.axes, "cost")
-    if found and not math.isnan(found[0].strength):
-        i = found[0]
-        (ha, hb), (la, lb) = i.extremes
-        out.append(
-            (
-                "p",
-                f"Strongest interaction on the cost: {i.variant}, `{i.a.name}` x `{i.b.name}`, strength {_pm(i.strength, i.lo, i.hi)} "
-                f"(extremes {i.a.name}={fmt(ha)}, {i.b.name}={fmt(hb)} vs {i.a.name}={fmt(la)}, {i.b.name}={fmt(lb)}).",
-            )
-        )
+        out += [("p", f"The cost of privacy against each other axis ({what}, other axes pooled):"), ("table", ["variant", "axis", "cost at each value [95% interval]"], sorted(table))]
+    found = interactions(rows, s.axes, column, scale)
+    detected = [i for i in found if i.detected]
+    if detected:
+        out.append(("p", f"Interaction on the cost (family-wise 95% over {searched_tables(found)} sub-tables): {_line(detected[0], scale)}."))
+    elif found:
+        out.append(("p", f"No interaction of two axes on the cost detected ({searched_tables(found)} sub-tables searched)."))
     return out

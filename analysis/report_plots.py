@@ -7,6 +7,7 @@ drawn in the style of `figures.py` (900 x 500 px, legend outside)."""
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -16,11 +17,35 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
-from .effects import Axis, Study, bootstrap_interval, fmt  # noqa: E402
+from . import stats  # noqa: E402
+from .effects import VARIANT, Axis, Study, bootstrap_interval, fmt  # noqa: E402
 from .figures import DPI, HEIGHT_PX, WIDTH_PX, _figure, _legend  # noqa: E402
 from .figures import _save as save  # noqa: E402
 
 YLABEL = "final cumulative regret per agent"
+#: Characters per line of a title (wrapped, never clipped) and of an axis label.
+TITLE_WIDTH = 62
+LABEL_WIDTH = 42
+
+
+def ylabel_of(scale: str) -> str:
+    """The effect plots' y label on `scale` (stats.py)."""
+    return f"final regret per agent, {stats.center_name(scale)} (95% interval)"
+
+
+def figure(title: str):
+    """A report figure: `figures.py`'s, its title wrapped onto as many
+    lines as it needs (a long job name or label is never clipped)."""
+    fig, ax = _figure("")
+    lines = textwrap.wrap(title, TITLE_WIDTH) or [""]
+    ax.set_title("\n".join(lines), fontsize=10)
+    fig.subplots_adjust(top=0.9 - 0.045 * (len(lines) - 1), left=0.12)
+    return fig, ax
+
+
+def ylabel(ax, text: str) -> None:
+    """An axis label wrapped to fit the figure's height."""
+    ax.set_ylabel(textwrap.fill(text, LABEL_WIDTH), fontsize=9)
 
 
 def _positions(axis: Axis, values: list) -> list[float]:
@@ -59,13 +84,15 @@ def effect_plot(
     title: str,
     palette: dict[str, str],
     y: str = "mean",
-    ylabel: str = YLABEL,
+    label: str = YLABEL,
+    log_y: bool = False,
 ) -> Path:
     """One line per algorithm of `y` (with lo/hi as 95% error bars) against
     the axis value; infinite values (dotted) and the cells the axis does not
     apply to (`refs`, dashed) as horizontal levels with their band, each in
-    its algorithm's colour (`palette`)."""
-    fig, ax = _figure(title)
+    its algorithm's colour (`palette`); `log_y`: a log y axis (the ratio
+    scale's geometric means and ratios)."""
+    fig, ax = figure(title)
     algos = lines["variant"].unique(maintain_order=True).to_list()
     spread = 0.06 if not axis.numeric else 0.0
     for i, algo in enumerate(algos):
@@ -103,41 +130,13 @@ def effect_plot(
     else:
         (_numeric_ticks if axis.numeric else _categorical_ticks)(ax, axis)
         ax.set_xlabel(axis.name)
-    _log_if_wide(ax, [*lines[y].to_list(), *(refs[y].to_list() if refs.height else [])])
-    ax.set_ylabel(ylabel)
+    values = [*lines[y].to_list(), *(refs[y].to_list() if refs.height else [])]
+    if log_y and all(v is None or (math.isfinite(v) and v > 0) for v in values):
+        ax.set_yscale("log")
+    else:
+        _log_if_wide(ax, values)
+    ylabel(ax, label)
     _legend(ax)
-    return save(fig, out)
-
-
-def heatmaps(a: Axis, b: Axis, tables: dict[str, pl.DataFrame], out: Path, title: str) -> Path:
-    """Mean final regret per (a, b) pair, one panel per algorithm, each
-    with its own colour scale and the values written in the cells."""
-    n = len(tables)
-    cols = min(n, 3)
-    rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(WIDTH_PX / DPI, max(HEIGHT_PX / DPI, 3.6 * rows)), dpi=DPI, squeeze=False)
-    fig.suptitle(title, fontsize=11)
-    for ax in axes.flat[n:]:
-        ax.axis("off")
-    for ax, (algo, t) in zip(axes.flat, tables.items()):
-        av = [v for v in a.values if v in set(t[a.name].to_list())]
-        bv = [v for v in b.values if v in set(t[b.name].to_list())]
-        grid = np.full((len(bv), len(av)), np.nan)
-        for r in t.iter_rows(named=True):
-            grid[bv.index(r[b.name]), av.index(r[a.name])] = r["mean"]
-        im = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis")
-        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-        ax.set_xticks(range(len(av)), [fmt(v) for v in av], fontsize=8, rotation=45 if len(av) > 6 else 0)
-        ax.set_yticks(range(len(bv)), [fmt(v) for v in bv], fontsize=8)
-        ax.set_xlabel(a.name, fontsize=9)
-        ax.set_ylabel(b.name, fontsize=9)
-        ax.set_title(algo, fontsize=10)
-        if grid.size <= 64:
-            mid = np.nanmean(grid)
-            for (i, j), v in np.ndenumerate(grid):
-                if not np.isnan(v):
-                    ax.text(j, i, f"{v:.4g}", ha="center", va="center", fontsize=7, color="white" if v < mid else "black")
-    fig.tight_layout()
     return save(fig, out)
 
 
@@ -153,10 +152,14 @@ def _bootstrap_band(lf: pl.LazyFrame, metric: str) -> pl.DataFrame:
     ).sort(["cell_id", "t"])
 
 
-def curves(study: Study, algo: str | None, chosen: list[tuple[str, str]], out: Path, title: str | None = None) -> Path:
+def curves(
+    study: Study, algo: str | None, chosen: list[tuple[str, str]], out: Path, title: str | None = None, phases: dict | None = None
+) -> Path:
     """Per-agent regret against t (mean and 95% band over repetitions) of
     the chosen cells of one algorithm (None: cells of several, each its
-    algorithm's only one), read lazily (those cells only)."""
+    algorithm's only one), read lazily (those cells only); each label
+    with the cell's last-decade exponent and, from `phases` (cell id ->
+    phases.linear_phases row), its long linear stretch."""
     ids = [c for c, _ in chosen]
     lf = study.lf.filter(pl.col("cell_id").is_in(ids)).select("cell_id", "repetition", "t", study.metric)
     s = _bootstrap_band(lf, study.metric)
@@ -167,7 +170,7 @@ def curves(study: Study, algo: str | None, chosen: list[tuple[str, str]], out: P
         exps = {r["cell_id"]: r["regret_exponent"] for r in e.iter_rows(named=True)}
     if title is None:
         title = f"{study.job}: {algo}, regret of selected cells" if algo else f"{study.job}: algorithms with one cell"
-    fig, ax = _figure(title)
+    fig, ax = figure(title)
     spans = s.filter(pl.col("t") > 0)["t"]
     loglog = spans.len() > 0 and spans.max() / spans.min() >= 100 and (s["mean"].min() or 0) > 0
     for i, (cell, role) in enumerate(chosen):
@@ -177,6 +180,9 @@ def curves(study: Study, algo: str | None, chosen: list[tuple[str, str]], out: P
         label = f"{role}: {name}" if algo and role else name
         if loglog and exps.get(cell) is not None:
             label += f" (exponent {exps[cell]:.2f})"
+        stretch = (phases or {}).get(cell)
+        if stretch and stretch["long"]:
+            label += f" (linear to t = {stretch['t_to']:,.0f})"
         (line,) = ax.plot(t, part["mean"].to_numpy(), color=f"C{i % 10}", lw=1.5, ls="-" if role != "corner" else "--", label=label)
         if part["n"].min() >= 3:
             ax.fill_between(t, part["lo"].to_numpy(), part["hi"].to_numpy(), color=line.get_color(), alpha=0.15, lw=0)
@@ -197,8 +203,9 @@ def _log_if_wide(ax, values) -> None:
 
 
 def interaction_plot(inter, out: Path, title: str, metric_label: str = YLABEL) -> Path:
-    """An interaction as two panels: the two-way means as a heatmap with
-    their values, and a line of the first axis per level of the second."""
+    """An interaction as two panels: the two-way levels (`inter.table`'s
+    mean: geometric on the ratio scale) as a heatmap with their values,
+    and a line of the first axis per level of the second."""
     a, b, t = inter.a, inter.b, inter.table
     av = [v for v in a.values if v in set(t[a.name].to_list())]
     bv = [v for v in b.values if v in set(t[b.name].to_list())]
@@ -206,7 +213,7 @@ def interaction_plot(inter, out: Path, title: str, metric_label: str = YLABEL) -
     for r in t.iter_rows(named=True):
         grid[bv.index(r[b.name]), av.index(r[a.name])] = r["mean"]
     fig, (hm, ln) = plt.subplots(1, 2, figsize=(WIDTH_PX / DPI, HEIGHT_PX / DPI), dpi=DPI)
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle("\n".join(textwrap.wrap(title, 2 * TITLE_WIDTH)), fontsize=10)
     im = hm.imshow(grid, origin="lower", aspect="auto", cmap="viridis")
     fig.colorbar(im, ax=hm, fraction=0.046, pad=0.04)
     hm.set_xticks(range(len(av)), [fmt(v) for v in av], fontsize=8)
@@ -229,17 +236,21 @@ def interaction_plot(inter, out: Path, title: str, metric_label: str = YLABEL) -
         ln.set_xticks(range(len(av)), [fmt(v) for v in av])
     _log_if_wide(ln, grid.flatten().tolist())
     ln.set_xlabel(a.name, fontsize=9)
-    ln.set_ylabel(metric_label, fontsize=9)
+    ln.set_ylabel(textwrap.fill(metric_label, LABEL_WIDTH), fontsize=9)
     ln.legend(fontsize=7, frameon=False)
     fig.tight_layout()
     return save(fig, out)
 
 
-def cost_plot(lines: pl.DataFrame, x: str, out: Path, title: str, xlabel: str, log_x: bool, palette: dict[str, str] | None = None) -> Path:
-    """The cost of privacy (private minus non-private final regret) against
-    the privacy axis, one line per variant with its bootstrap band; each
-    point labelled with its target epsilon where x is the accounted one."""
-    fig, ax = _figure(title)
+def cost_plot(
+    lines: pl.DataFrame, x: str, out: Path, title: str, xlabel: str, log_x: bool, palette: dict[str, str] | None = None, scale: str = "additive"
+) -> Path:
+    """The cost of privacy against the privacy axis, one line per variant
+    with its 95% interval: on the ratio scale the paired ratio private /
+    non-private (log axis, 1 = no cost), on the additive one the paired
+    difference (0 = no cost); each point labelled with its target epsilon
+    where x is the accounted one."""
+    fig, ax = figure(title)
     for i, ((variant,), part) in enumerate(lines.group_by(["variant"], maintain_order=True)):
         part = part.sort(x)
         xs, m = part[x].to_numpy(), part["mean"].to_numpy()
@@ -250,10 +261,36 @@ def cost_plot(lines: pl.DataFrame, x: str, out: Path, title: str, xlabel: str, l
         if x != "value":
             for xv, yv, t in zip(xs, m, part["value"].to_list()):
                 ax.annotate(f"target {fmt(t)}", (xv, yv), fontsize=6, xytext=(3, 3), textcoords="offset points")
-    ax.axhline(0.0, color="grey", lw=0.8)
+    ax.axhline(1.0 if scale == "ratio" else 0.0, color="grey", lw=0.8)
     if log_x:
         ax.set_xscale("log")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("cost of privacy: final regret per agent,\nprivate minus non-private (paired)")
+    if scale == "ratio":
+        ax.set_yscale("log")
+    ax.set_xlabel(textwrap.fill(xlabel, 2 * LABEL_WIDTH))
+    what = "final regret, private over non-private (paired ratio, geometric mean)" if scale == "ratio" else "final regret per agent, private minus non-private (paired)"
+    ylabel(ax, f"cost of privacy: {what}")
+    _legend(ax)
+    return save(fig, out)
+
+
+def communication_plot(study: Study, cells: pl.DataFrame, out: Path) -> Path:
+    """Final regret (`level`: geometric mean on the ratio scale) against
+    mean final messages, one point per cell in its variant's colour; the
+    cells that send nothing as dashed levels. Log-log."""
+    palette = colors(study)
+    fig, ax = figure(f"{study.job}: final regret against communication, per cell")
+    silent = cells.filter(pl.col("messages").fill_null(0) <= 0)
+    talk = cells.filter(pl.col("messages") > 0)
+    for (variant,), part in talk.group_by([VARIANT], maintain_order=True):
+        ax.scatter(part["messages"].to_numpy(), part["level"].to_numpy(), color=palette[variant], label=variant, s=22)
+    for (variant,), part in silent.group_by([VARIANT], maintain_order=True):
+        for k, v in enumerate(part["level"].to_list()):
+            ax.axhline(v, ls="--", lw=1.0, color=palette[variant], label=f"{variant} (no messages)" if k == 0 else None)
+    if talk.height:
+        ax.set_xscale("log")
+    if all(v > 0 for v in cells["level"].to_list()):
+        ax.set_yscale("log")
+    ax.set_xlabel("messages sent by the end of the run (mean over repetitions)")
+    ylabel(ax, f"final regret per agent, {stats.center_name(study.scale)}")
     _legend(ax)
     return save(fig, out)

@@ -276,6 +276,13 @@ def test_readme_snippets_work_after_merge_and_audit(tmp_path: Path) -> None:
         env: dict = {}
         exec(code.replace("results/quickstart", str(tmp_path / "quickstart")), env)
         assert env["df"] is not None
+        # grouped by every swept column: one group per cell, nothing pooled
+        assert env["keys"] == ["algorithm", "epsilon"]
+        final = env["final"].collect() if hasattr(env["final"], "collect") else env["final"]
+        if hasattr(final, "n_unique"):  # polars
+            assert final.select(env["keys"]).unique().height == final["cell_id"].n_unique() == 3
+        else:
+            assert len(final.groupby(env["keys"], dropna=False)) == final["cell_id"].nunique() == 3
         if "pd.read_parquet" in code:
             # Nullable parameter columns keep their types in pandas.
             dtypes = env["df"].dtypes

@@ -13,7 +13,8 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 from fedbandits_analysis import load
-from fedbandits_analysis.effects import load_studies, main_effect, ranking, warnings
+from fedbandits_analysis.effects import load_studies, main_effect, ranking
+from fedbandits_analysis.report_warnings import warnings
 from test_report import run_job
 
 # T/10 = 300 is bracketed by checkpoints less than a factor 2 apart; the

@@ -17,7 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from fedbandits_analysis import report as rep
-from fedbandits_analysis.effects import load_studies, main_effect, ranking, warnings
+from fedbandits_analysis.effects import load_studies, main_effect, ranking, reference_levels
+from fedbandits_analysis.report_warnings import warnings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -87,7 +88,9 @@ def test_planted_axis_ranks_first_and_the_flat_axis_is_warned(planted: Path, tmp
     assert [a.name for a in s.axes] == ["confidence_scale", "epsilon"]
     ranked = ranking(s, {a.name: main_effect(s, a) for a in s.axes})
     assert ranked["axis"].to_list() == ["epsilon", "confidence_scale"]
-    assert ranked["score"][0] > 3 * ranked["score"][1]
+    # fold ranges (ratio scale): epsilon over two decades moves regret more
+    # than 2x, confidence_scale over +-2% by less than 10%
+    assert ranked["score"][0] > 2.0 and ranked["score"][1] < 1.1
     assert ranked["flat"].to_list() == [False, True]
     assert ranked["paired"].to_list() == ["2 of 2", "0 of 2"]  # within-repetition differences
     flat = [w for w in warnings(s, ranked) if "shows no effect" in w]
@@ -98,23 +101,41 @@ def test_planted_axis_ranks_first_and_the_flat_axis_is_warned(planted: Path, tmp
     assert md.index("| 1 | `epsilon` |") < md.index("| 2 | `confidence_scale` |")
 
 
-def test_main_effect_is_the_per_repetition_pooled_mean_with_its_interval(planted: Path) -> None:
+def test_main_effect_is_the_per_repetition_pooled_level_with_its_interval(planted: Path) -> None:
+    from scipy import stats as sst
+
     final = pl.read_parquet(planted / "*.parquet").filter(pl.col("t") == pl.col("horizon"))
+    epsilon = lambda s: next(a for a in s.axes if a.name == "epsilon")  # noqa: E731
+    # Ratio scale (the default): per repetition the mean of ln regret over
+    # the three confidence_scale cells; the geometric mean over repetitions
+    # with the Student-t interval on the log scale.
     (s,) = load_studies(planted)
-    eff = main_effect(s, next(a for a in s.axes if a.name == "epsilon"))
+    eff = main_effect(s, epsilon(s))
     assert eff["value"].to_list() == pytest.approx([0.1, 1.0, 10.0])
+    t11 = sst.t.ppf(0.975, 11)
     for row in eff.iter_rows(named=True):
         sub = final.filter((pl.col("epsilon") - row["value"]).abs() < 1e-12)
-        # per repetition: the mean over the three confidence_scale cells
-        x = sub.group_by("repetition").agg(pl.col("agent_regret").mean()).sort("repetition")["agent_regret"].to_numpy()
+        x = sub.group_by("repetition").agg(pl.col("agent_regret").log().mean()).sort("repetition")["agent_regret"].to_numpy()
         assert len(x) == 12 and row["cells"] == 3 and row["reps"] == 12
+        half = t11 * x.std(ddof=1) / math.sqrt(len(x))
+        assert row["mean"] == pytest.approx(math.exp(x.mean()), rel=1e-12)
+        assert (row["lo"], row["hi"]) == pytest.approx((math.exp(x.mean() - half), math.exp(x.mean() + half)), rel=1e-12)
+        assert row["median"] == pytest.approx(math.exp(float(np.median(x))), rel=1e-12)
+    ranked = ranking(s, {a.name: main_effect(s, a) for a in s.axes})
+    assert ranked["score"][0] == pytest.approx(eff["mean"].max() / eff["mean"].min(), rel=1e-12)
+    # Additive scale (--scale additive): arithmetic means, a percentile
+    # bootstrap interval, and the effect size in within-cell sds.
+    (s,) = load_studies(planted, scale="additive")
+    assert s.scale == "additive"
+    eff = main_effect(s, epsilon(s))
+    for row in eff.iter_rows(named=True):
+        sub = final.filter((pl.col("epsilon") - row["value"]).abs() < 1e-12)
+        x = sub.group_by("repetition").agg(pl.col("agent_regret").mean()).sort("repetition")["agent_regret"].to_numpy()
         assert row["mean"] == pytest.approx(x.mean(), rel=1e-12)
-        # a percentile bootstrap: inside the support, around the mean, and
-        # close to the normal interval at 12 repetitions
+        # inside the support, around the mean, close to the normal interval
         half = 1.959963984540054 * x.std(ddof=1) / math.sqrt(len(x))
         assert x.min() <= row["lo"] < row["mean"] < row["hi"] <= x.max()
         assert (row["hi"] - row["lo"]) / 2 == pytest.approx(half, rel=0.25)
-    # the effect size: range of means over the pooled within-cell sd
     cells = final.group_by("cell_id").agg(v=pl.col("agent_regret").var())
     sw = math.sqrt(cells["v"].mean())
     ranked = ranking(s, {a.name: main_effect(s, a) for a in s.axes})
@@ -149,20 +170,28 @@ def test_every_family_and_the_federated_regret_ratio(tmp_path: Path) -> None:
         assert rep.report(tmp_path, tmp_path / f"again{again}").read_text() == md
     assert "# Sensitivity report: goss" in md and "# Sensitivity report: comb" in md
     assert "have fewer than 10 repetitions" in md  # 4 per cell
-    assert "`clipped_observations` is non-zero" in md  # gossip clip = true
+    assert "Observations are clipped in" in md  # gossip clip = true, as a share
     assert (tmp_path / "out" / "comb_frr_epsilon.png").exists()
-    assert (tmp_path / "out" / "goss_interaction_1.png").exists()
-    # The ratio by hand: p_fcb's mean final regret at each epsilon over
-    # non_federated's (the baseline has no epsilon: its overall mean).
+    # gossip's `clip` changes how Fed_UCB is accounted: a variant, not an axis
+    assert "fed_ucb_gossip (clip=true)" in md and "fed_ucb_gossip (clip=false)" in md
+    # The ratio by hand: the geometric mean over repetitions of p_fcb's
+    # final regret at each epsilon over non_federated's in the same
+    # repetition (the baseline has no epsilon: its one cell).
     final = pl.read_parquet(comb / "*.parquet").filter(pl.col("t") == pl.col("horizon"))
-    base = final.filter(pl.col("algorithm") == "non_federated")["agent_regret"].mean()
+    base = final.filter(pl.col("algorithm") == "non_federated").sort("repetition")["agent_regret"].to_numpy()
     for eps in (1.0, 8.0):
-        num = final.filter((pl.col("algorithm") == "p_fcb") & (pl.col("epsilon") == eps))["agent_regret"].mean()
-        assert f"| {eps:g} | {num / base:.4g} ± " in md
-    # gossip: epsilon = inf is its own level, not a corner of the range
+        num = final.filter((pl.col("algorithm") == "p_fcb") & (pl.col("epsilon") == eps)).sort("repetition")["agent_regret"].to_numpy()
+        assert f"| {eps:g} | {math.exp(np.log(num / base).mean()):.4g} [" in md
+    # gossip: epsilon = inf (no noise, so no clipping setting) is a level of
+    # its own, not a corner of the range: the clip variants vary over 1 and
+    # 4, the cells at inf are a reference level.
     (g,) = [s for s in load_studies(goss)]
-    eff = main_effect(g, next(a for a in g.axes if a.name == "epsilon"))
-    assert np.isinf(eff["value"].to_list()).sum() == 1
+    axis = next(a for a in g.axes if a.name == "epsilon")
+    eff = main_effect(g, axis)
+    assert sorted(set(eff["variant"].to_list())) == ["fed_ucb_gossip (clip=false)", "fed_ucb_gossip (clip=true)"]
+    assert not np.isinf(eff["value"].to_list()).any()
+    refs = reference_levels(g, axis)
+    assert [math.isinf(v) for v in refs.filter(pl.col("variant").str.starts_with("fed_ucb_gossip"))["fixed"].to_list()] == [True]
 
 
 def test_sharded_incomplete_and_merged_directories(tmp_path: Path) -> None:
@@ -205,8 +234,10 @@ def test_one_repetition_per_cell_claims_nothing(tmp_path: Path) -> None:
     d = run_job(tmp_path, PLANTED.replace("repetitions: 12", "repetitions: 1"))
     (s,) = load_studies(d)
     ranked = ranking(s, {a.name: main_effect(s, a) for a in s.axes})
-    assert ranked["score"].null_count() == 2 and ranked["flat"].null_count() == 2
-    assert ranked["axis"][0] == "epsilon"  # by the range of its means
+    # a fold range, but no interval and so no verdict
+    assert ranked["score"].null_count() == 0 and ranked["flat"].null_count() == 2
+    assert ranked["extreme_lo"].is_nan().all() or ranked["extreme_lo"].null_count() == 2
+    assert ranked["axis"][0] == "epsilon"  # by its fold range
     ws = warnings(s, ranked)
     assert not [w for w in ws if "shows no effect" in w] and any("fewer than 10 repetitions (min 1)" in w for w in ws)
     md = rep.report(d, tmp_path / "out").read_text()
@@ -274,7 +305,12 @@ def test_the_study_is_reported_per_variant_with_its_interactions_and_the_cost_of
     assert sorted(sync) == ["feducb_centralized (non-private)", "feducb_centralized (private)"]
     md = rep.report(res, tmp_path / "out").read_text()
     assert "No algorithm has both" not in md and "## Interactions within each variant" in md
-    assert "| private_fedlinucb | `epsilon` x `batch_size` |" in md
+    # Both crossed pairs are searched; on the ratio scale neither interacts
+    # (epsilon 1 -> 16 is x0.45 at B = 5 and x0.42 at B = 125: a product,
+    # which the additive contrast had reported as an interaction).
+    inter = md[md.index("## Interactions within each variant") : md.index("## The cost of privacy")]
+    assert "Searched: 2 pair(s) of axes" in inter and "None detected" in inter
+    assert "| private_fedlinucb | `epsilon` x `batch_size` |" not in inter
     # every private cell paired: 4 Private-FedLinUCB with FedLinUCB, 4 FedUCB with its non-private self
     cost = md[md.index("## The cost of privacy") :]
     assert cost.count("| private_fedlinucb epsilon=") == 4 and cost.count("| feducb_centralized (private) epsilon=") == 4

@@ -7,55 +7,24 @@ knows the answer it checks."""
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 
 import numpy as np
 import polars as pl
 
+import planted
+from planted import REPS
+
 from fedbandits_analysis.contrasts import interactions, privacy_cost
-from fedbandits_analysis.effects import Axis, Study, _cell_table, main_effect, ranking, warnings, with_variants
-
-REPS = 20
-FAMILIES = {
-    "linear": {
-        "algorithms": ["private_fedlinucb", "fedlinucb", "feducb_centralized"],
-        "variant_params": ["private"],
-        "non_private": {"private_fedlinucb": "fedlinucb"},
-    }
-}
+from fedbandits_analysis.effects import Axis, main_effect, ranking
+from fedbandits_analysis.report_warnings import warnings
 
 
-def study(rows: list[dict], axes: list[Axis], params: list[str], private: set[str]) -> Study:
-    """A Study over planted final rows: `rows` hold algorithm, the
-    parameters and `cell` (a key); each gets repetitions 0..REPS-1 with
-    agent_regret = its `value(r)`."""
-    out = []
-    for i, r in enumerate(rows):
-        cid = hashlib.sha1(repr(sorted(r["cell"].items())).encode()).hexdigest()[:16]
-        for rep in range(REPS):
-            out.append(
-                {
-                    "cell_id": cid,
-                    "cell_index": i,
-                    "algorithm": r["algorithm"],
-                    "environment": "linear_sphere",
-                    **{p: r["cell"].get(p) for p in params},
-                    "repetition": rep,
-                    "agent_regret": r["value"](rep),
-                    "target_epsilon": r["cell"].get("epsilon"),
-                    "acct_epsilon": r["cell"].get("epsilon"),
-                }
-            )
-    frame = pl.DataFrame(out, infer_schema_length=None)
-    if "private" not in frame.columns:  # the engine writes every parameter column
-        frame = frame.with_columns(private=pl.lit(None, pl.Boolean))
-    final = with_variants(frame, FAMILIES)
-    keys = ["cell_id", "cell_index", "algorithm", "variant", "environment", *[a.name for a in axes]]
-    cells = _cell_table(final, "agent_regret", keys)
-    ids = final.filter(pl.col("algorithm").is_in(list(private)) & pl.col("private").fill_null(True))["cell_id"].unique().to_list()
-    privacy = {"cells": [{"cell_id": c} for c in ids]}
-    return Study("planted", {}, [], None, final.height, final, cells, axes, "linear", None, final.lazy(), privacy, FAMILIES, params=params)
+
+def study(rows, axes, params, private):
+    """A planted study read on the additive scale, the scale these effects
+    are planted on (planted.py)."""
+    return planted.study(rows, axes, params, private, scale="additive")
 
 
 def test_a_sync_effect_only_in_the_non_private_variant_is_ranked_there_and_flat_in_the_private_one() -> None:
@@ -106,12 +75,14 @@ def test_a_planted_interaction_is_found_first_and_a_missing_cross_is_never_drawn
         rows.append({"algorithm": "fedlinucb", "cell": {"batch_size": b, "m": 5}, "value": lambda rep, o=own: 50.0 + shared[rep] + o[rep]})
     axes = [Axis("epsilon", [1.0, 4.0, 16.0], True, False), Axis("batch_size", [5, 125], True, True), Axis("m", [5, 10], True, False)]
     s = study(rows, axes, ["epsilon", "batch_size", "m"], {"private_fedlinucb"})
-    found = interactions(s.final, s.axes, s.metric)
+    found = interactions(s.final, s.axes, s.metric, s.scale)
     first = found[0]
     assert (first.variant, first.a.name, first.b.name) == ("private_fedlinucb", "epsilon", "batch_size")
-    assert first.lo > 5  # strongly resolved, in within-cell sds
+    # strongly resolved at the family-wise level, in within-cell sds (the
+    # sign is the orientation of the strongest 2 x 2 sub-table)
+    assert first.detected and first.lo * first.hi > 0 and min(abs(first.lo), abs(first.hi)) > 5
     others = [f for f in found[1:] if f.variant == "private_fedlinucb"]
-    assert all(f.strength < first.strength / 5 for f in others)
+    assert all(abs(f.strength) < abs(first.strength) / 5 and not f.detected for f in others)
     # fedlinucb varies batch_size only: no pair for it at all.
     assert not [f for f in found if f.variant == "fedlinucb"]
 

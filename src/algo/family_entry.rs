@@ -49,9 +49,12 @@ pub struct Family {
     /// Short jobs covering its algorithms and environments, for the parity
     /// check of a batched backend with the CPU: (name, job YAML).
     pub parity: &'static [(&'static str, &'static str)],
-    /// Parameters that change what an algorithm is rather than how it is
-    /// tuned (e.g. `private`): the analysis compares algorithm variants,
-    /// an algorithm with each of their values, and never pools over them.
+    /// Parameters that change what an algorithm is or how its privacy is
+    /// accounted rather than how it is tuned (e.g. `private`, `protocol`,
+    /// `calibration`): the analysis compares algorithm variants, an
+    /// algorithm with each of their values, never pools over them, and
+    /// does not match them when it pairs a private cell with its
+    /// non-private counterpart.
     pub variant_params: &'static [&'static str],
     /// (private algorithm, the non-private algorithm it privatizes) where
     /// privacy is a separate algorithm rather than `private: false`: the

@@ -249,7 +249,7 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
         "acct_epsilon_basic",
         "acct_delta_basic",
     ],
-    variant_params: &[],
+    variant_params: &["calibration", "neighbours", "budget"],
     non_private: &[("p_fcb", "fcb")],
     kernels: cuda::KERNELS,
 };

@@ -296,7 +296,7 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     algorithms: ALGORITHMS,
     environments: ENVIRONMENTS,
     resolve: params::resolve,
-    baseline: None,
+    baseline: Some("independent"),
     growth_regret: "group_regret",
     paper_claims: &[
         (
@@ -324,7 +324,14 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
         "acct_epsilon_basic",
         "acct_delta_basic",
     ],
-    variant_params: &["private"],
+    variant_params: &[
+        "private",
+        "protocol",
+        "calibration",
+        "schedule",
+        "neighbours",
+        "clip_rewards",
+    ],
     non_private: &[("private_fedlinucb", "fedlinucb")],
     kernels: cuda::KERNELS,
 };

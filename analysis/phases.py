@@ -1,0 +1,90 @@
+"""Where a regret curve grows linearly (`fedbandits_analysis.report`'s stall
+check over the whole curve).
+
+`regret_exponent` reads only the last decade of the horizon: a private
+FedUCB whose first sync comes at t = 2.5e5 of 10^7 grows linearly for
+five decades and then learns, and its last-decade exponent is small. This
+module finds, per cell, the **longest linear stretch**: the longest run of
+checkpoints whose local slope of ln regret against ln t is at least 0.9
+(`LINEAR_GROWTH_EXPONENT`), with the rounds it spans.
+
+- The cell's curve is the geometric mean over its repetitions at each
+  checkpoint (the mean of ln regret), from the first checkpoint where
+  every repetition's regret is positive.
+- The local slope at checkpoint t_i is the secant to the first checkpoint
+  at or beyond t_i x 10^(1/4) (a quarter decade): integer checkpoints at
+  small t and one noisy round do not cut a stretch.
+- A stretch from t_a to t_b spans log10(t_b / t_a) decades. It is
+  **long** where it spans 2 decades or more and ends at or beyond
+  sqrt(T): regret grew linearly over at least half the horizon's decades
+  (an ordinary warm-up, linear for the first tens of rounds, is not).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+
+from .load import LINEAR_GROWTH_EXPONENT
+
+#: The local slope is taken over at least this factor in t.
+WINDOW = 10**0.25
+#: A long stretch spans at least this many decades ...
+LONG_DECADES = 2.0
+
+
+def linear_stretch(ts, lnr) -> tuple[float, float] | None:
+    """The longest stretch (t_from, t_to) of a curve (checkpoints `ts`
+    ascending, `lnr` its ln regret) where the local slope (module doc) is
+    at least LINEAR_GROWTH_EXPONENT; None where there is none."""
+    t = np.asarray(ts, dtype=float)
+    g = np.asarray(lnr, dtype=float)
+    lt = np.log(t)
+    n = t.size
+    best, start = None, None
+    for i in range(n):
+        j = int(np.searchsorted(t, t[i] * WINDOW - 1e-9))
+        if j >= n:
+            j = n - 1
+        ok = j > i and (g[j] - g[i]) / (lt[j] - lt[i]) >= LINEAR_GROWTH_EXPONENT
+        if ok:
+            if start is None:
+                start = i
+            span = (t[start], t[j])
+            if best is None or math.log(span[1] / span[0]) > math.log(best[1] / best[0]):
+                best = span
+        else:
+            start = None
+    return (float(best[0]), float(best[1])) if best else None
+
+
+def linear_phases(lf: pl.LazyFrame, metric: str = "agent_regret") -> pl.DataFrame:
+    """Per cell: its longest linear stretch (`t_from`, `t_to`, `decades`;
+    null where there is none) and whether it is long (module doc)."""
+    curves = (
+        lf.group_by(["cell_id", "t"])
+        .agg(lnr=pl.col(metric).log().mean(), low=pl.col(metric).min(), horizon=pl.col("horizon").first())
+        .filter(pl.col("low") > 0)
+        .sort(["cell_id", "t"])
+        .group_by("cell_id", maintain_order=True)
+        .agg(pl.col("t"), pl.col("lnr"), pl.col("horizon").first())
+        .collect()
+    )
+    rows = []
+    for r in curves.iter_rows(named=True):
+        found = linear_stretch(r["t"], r["lnr"]) if len(r["t"]) > 1 else None
+        t0, t1 = found if found else (None, None)
+        decades = math.log10(t1 / t0) if found else None
+        long = bool(found) and decades >= LONG_DECADES and t1 >= math.sqrt(r["horizon"])
+        rows.append({"cell_id": r["cell_id"], "t_from": t0, "t_to": t1, "decades": decades, "long": long})
+    schema = {"cell_id": pl.String, "t_from": pl.Float64, "t_to": pl.Float64, "decades": pl.Float64, "long": pl.Boolean}
+    return pl.DataFrame(rows, schema=schema)
+
+
+def describe(row: dict) -> str:
+    """A stretch as `linear t = 1-7,318 (3.9 decades)`, or `none`."""
+    if row.get("t_from") is None:
+        return "none"
+    return f"linear t = {row['t_from']:,.0f}-{row['t_to']:,.0f} ({row['decades']:.1f} decades)"
