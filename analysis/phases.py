@@ -4,7 +4,8 @@ check over the whole curve).
 `regret_exponent` reads only the last decade of the horizon: a private
 FedUCB whose first sync comes at t = 2.5e5 of 10^7 grows linearly for
 five decades and then learns, and its last-decade exponent is small. This
-module finds, per cell, the **longest linear stretch**: the longest run of
+module finds, per cell, as the engine's run summary does
+(`algo::curve::linear_stretch`), the **longest linear stretch**: the longest run of
 checkpoints whose local slope of ln regret against ln t is at least 0.9
 (`LINEAR_GROWTH_EXPONENT`), with the rounds it spans.
 
@@ -29,8 +30,9 @@ import polars as pl
 
 from .load import LINEAR_GROWTH_EXPONENT
 
-#: The local slope is taken over at least this factor in t.
-WINDOW = 10**0.25
+#: The local slope is taken over at least this factor in t (10^(1/4), the
+#: engine's `algo::curve::STRETCH_WINDOW`).
+WINDOW = 1.778279410038923
 #: A long stretch spans at least this many decades ...
 LONG_DECADES = 2.0
 
@@ -53,7 +55,7 @@ def linear_stretch(ts, lnr) -> tuple[float, float] | None:
             if start is None:
                 start = i
             span = (t[start], t[j])
-            if best is None or math.log(span[1] / span[0]) > math.log(best[1] / best[0]):
+            if best is None or lt[j] - lt[start] > math.log(best[1]) - math.log(best[0]):
                 best = span
         else:
             start = None

@@ -30,18 +30,20 @@ FAMILIES = {
 }
 
 
-def cell_id(cell: dict) -> str:
-    return hashlib.sha1(repr(sorted(cell.items())).encode()).hexdigest()[:16]
+def cell_id(algorithm: str, cell: dict) -> str:
+    """A cell's id: a hash of its algorithm and parameters."""
+    return hashlib.sha1(repr((algorithm, sorted(cell.items()))).encode()).hexdigest()[:16]
 
 
 def study(rows: list[dict], axes: list[Axis], params: list[str], private: set[str], reps: int = REPS, **kw) -> Study:
     """A Study over planted rows: each of `rows` holds `algorithm`, `cell`
-    (its parameters) and `value` (repetition -> final agent_regret); the
+    (its parameters), `value` (repetition -> final agent_regret) and
+    optionally `clipped` (the share of observations clipped); the
     repetitions are 0..reps-1. Keyword arguments go to Study (e.g.
     scale="additive" for a study planted on the additive scale)."""
     out = []
     for i, r in enumerate(rows):
-        cid = cell_id(r["cell"])
+        cid = cell_id(r["algorithm"], r["cell"])
         talks = r["algorithm"] != "independent"
         m = r["cell"].get("m") or 4
         for rep in range(reps):
@@ -63,6 +65,7 @@ def study(rows: list[dict], axes: list[Axis], params: list[str], private: set[st
                         "messages": (t // 25) * m if talks else 0,
                         "target_epsilon": r["cell"].get("epsilon"),
                         "acct_epsilon": r["cell"].get("epsilon"),
+                        "clipped_observations": round(r.get("clipped", 0.0) * m * t),
                         "backend": "cpu",
                         "wall_seconds": 0.0,
                     }

@@ -149,3 +149,78 @@ def test_a_study_with_two_protocols_shows_both_in_every_figure(tmp_path: Path, m
     assert all(any(p.replace("=", "_") in n and "_curves_" in n for n in drawn) for p in protocols)
     privacy = md[md.index("## Privacy") : md.index("## Warnings")]
     assert all(f"| private_fedlinucb ({p}) |" in privacy for p in protocols)
+
+
+LATE = """\
+name: late
+seed: 7
+repetitions: 3
+horizon: 100000
+checkpoints: {log_points: 40}
+algorithm: [feducb_centralized, fedlinucb]
+environment: linear_sphere
+params: {d: 4, k: 10, delta: 0.1, m: 10}
+grid:
+  epsilon: [0.5, 8]
+"""
+
+
+def test_the_linear_stretch_is_the_engines_and_a_late_learner_is_warned(tmp_path: Path) -> None:
+    """Private FedUCB's first sync comes late: its regret grows linearly for
+    three decades and more, which the report's stall check (phases.py) and
+    the engine's run summary (algo::curve::linear_stretch) both find, at the
+    same checkpoints; FedLinUCB, syncing every 25 rounds, has no long one."""
+    from fedbandits_analysis.effects import load_studies
+    from fedbandits_analysis.phases import linear_phases
+
+    job = tmp_path / "late.yaml"
+    job.write_text(LATE)
+    exe = Path(os.environ.get("FEDBANDITS_BIN", ROOT / "target" / "release" / "fedbandits"))
+    out = subprocess.run([str(exe), "run", str(job), "--out", str(tmp_path)], check=True, capture_output=True, text=True).stdout
+    printed = {int(m[1]): (float(m[2]), float(m[3])) for m in re.finditer(r"^ +(\d+) .*\[linear t = (\d+)-(\d+)\]", out, re.M)}
+    (s,) = load_studies(tmp_path / "late")
+    phases = linear_phases(s.lf, s.metric).join(s.cells.select("cell_id", "cell_index", "algorithm"), on="cell_id")
+    long = {r["cell_index"]: (r["t_from"], r["t_to"]) for r in phases.filter(pl.col("long")).iter_rows(named=True)}
+    assert long == printed and set(long) == {0, 1}  # the two private FedUCB cells
+    assert all(b / a >= 1000 for a, b in long.values())
+    md = rep.report(tmp_path / "late", tmp_path / "out").read_text()
+    assert "Regret grows linearly over half the horizon's decades or more in 2 of 3 cells" in md
+    comms = md[md.index("## Communication and baselines") :]
+    # FedLinUCB syncs every 25 rounds: its first sync by the checkpoint after t = 25
+    fed = comms[comms.index("### fedlinucb") :]
+    assert re.search(r"\| - \| 4,000 \| 80,000 \| <= 2\d \|", fed), fed[:400]
+
+
+def test_break_even_epsilon_first_sync_and_clipping_gap() -> None:
+    """Planted: a private variant's regret is independent's x (2 / epsilon)
+    (ratio 1 at epsilon = 2 exactly, ln-linear in ln epsilon), so the
+    break-even epsilon is 2; one that loses at every epsilon is 'beyond the
+    grid'; a private cell clipping 25% of its observations against its
+    counterpart's 0% is warned."""
+    from fedbandits_analysis import report_comms as comms
+
+    rng, inst = _instances(534)
+    rows = [{"algorithm": "independent", "cell": {"m": 4}, "value": lambda r: 500.0 * inst[r]}]
+    rows.append({"algorithm": "fedlinucb", "cell": {"m": 4}, "value": lambda r: 300.0 * inst[r], "clipped": 0.0})
+    for eps in [0.5, 1.0, 4.0, 8.0]:
+        for proto, scale in (("ldp", 1.0), ("sdp_vecsum", 100.0)):
+            own = np.exp(rng.normal(0.0, 0.02, REPS))
+            rows.append(
+                {
+                    "algorithm": "private_fedlinucb",
+                    "cell": {"m": 4, "epsilon": eps, "protocol": proto},
+                    "value": lambda r, e=eps, c=scale, o=own: 500.0 * inst[r] * (2.0 / e) * c * o[r],
+                    "clipped": 0.25,
+                }
+            )
+    axes = [Axis("epsilon", [0.5, 1.0, 4.0, 8.0], True, False)]
+    s = planted.study(rows, axes, ["m", "epsilon", "protocol"], {"private_fedlinucb"}, reps=REPS)
+    ratios = comms.pair_ratios(s, comms.baseline_pairs(s))
+    found = {r[0]: r[3] for r in comms.break_even(s, ratios)}
+    ldp = found["private_fedlinucb (protocol=ldp)"]
+    assert float(ldp.split(" ")[0]) == pytest.approx(2.0, rel=0.02), ldp
+    assert found["private_fedlinucb (protocol=sdp_vecsum)"].startswith("beyond the grid (> 8)")
+    first = comms.first_syncs(s)
+    assert set(first.filter(pl.col("cell_id").is_in(s.cells.filter(pl.col("algorithm") == "fedlinucb")["cell_id"].to_list()))["first_sync"].to_list()) == {30.0}
+    warned = comms.clipping_warnings(s)
+    assert len(warned) == 1 and warned[0].startswith("8 private cell(s) clip a larger share") and "25% (counterpart 0%)" in warned[0]

@@ -215,6 +215,50 @@ pub fn growth_exponent(curve: &[(u64, f64)], horizon: u64) -> Option<f64> {
     Some((end.ln() - ln_r0) / std::f64::consts::LN_10)
 }
 
+/// The factor in t over which [`linear_stretch`] takes a local slope: a
+/// quarter decade, so that integer checkpoints at small t and one noisy
+/// round do not cut a stretch.
+pub const STRETCH_WINDOW: f64 = 1.778_279_410_038_923; // 10^(1/4)
+
+/// The longest stretch (t_from, t_to) of a regret curve over which its
+/// local slope of ln R against ln t is at least
+/// [`LINEAR_GROWTH_EXPONENT`]: the stall check over the whole curve that
+/// the last-decade exponent cannot make (a private FedUCB grows linearly
+/// until its first sync, then learns). `curve`: sorted (t, ln R) pairs of
+/// positive regret (the run summary passes the geometric mean over
+/// repetitions). The local slope at checkpoint t_i is the secant to the
+/// first checkpoint at or beyond t_i x [`STRETCH_WINDOW`]; a stretch runs
+/// over consecutive checkpoints whose local slope qualifies, from the
+/// first one's t to its last secant's end. None where no slope qualifies.
+/// The analysis package's `phases.linear_stretch` is the same function.
+pub fn linear_stretch(curve: &[(u64, f64)]) -> Option<(u64, u64)> {
+    let n = curve.len();
+    let span = |a: u64, b: u64| (b as f64).ln() - (a as f64).ln();
+    let mut best: Option<(u64, u64)> = None;
+    let mut start: Option<usize> = None;
+    for i in 0..n {
+        let target = curve[i].0 as f64 * STRETCH_WINDOW - 1e-9;
+        let j = curve.partition_point(|(t, _)| (*t as f64) < target).min(n - 1);
+        let qualifies = j > i && (curve[j].1 - curve[i].1) / span(curve[i].0, curve[j].0) >= LINEAR_GROWTH_EXPONENT;
+        if !qualifies {
+            start = None;
+            continue;
+        }
+        let from = curve[*start.get_or_insert(i)].0;
+        if best.is_none_or(|(a, b)| span(from, curve[j].0) > span(a, b)) {
+            best = Some((from, curve[j].0));
+        }
+    }
+    best
+}
+
+/// Whether a linear stretch is long: two decades or more, ending at or
+/// beyond sqrt(horizon) (linear over at least half the horizon's decades;
+/// an ordinary warm-up, linear for the first tens of rounds, is not).
+pub fn long_stretch((from, to): (u64, u64), horizon: u64) -> bool {
+    (to as f64 / from as f64).log10() >= 2.0 && (to as f64) >= (horizon as f64).sqrt()
+}
+
 /// One repetition's result.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RepResult {
@@ -263,7 +307,7 @@ impl RepResult {
 
 #[cfg(test)]
 mod tests {
-    use super::growth_exponent;
+    use super::{growth_exponent, linear_stretch, long_stretch};
     use crate::job::CheckpointSpec;
 
     /// The curve `f` sampled at `spec`'s checkpoints for horizon `t`.
@@ -354,5 +398,37 @@ mod tests {
         assert_eq!(growth_exponent(&sampled(&every, t, |_| 0.0), t), None);
         assert_eq!(growth_exponent(&sampled(&every, t, |s| s - 2000.0), t), None);
         assert_eq!(growth_exponent(&sampled(&every, t, |s| 5000.0 - s), t), None);
+    }
+
+    #[test]
+    fn linear_stretch_of_synthetic_curves() {
+        let spec = CheckpointSpec::LogPoints(60);
+        let t = 1_000_000u64;
+        // Linear until 10^4, then sqrt: the stretch starts at t = 1 and
+        // ends within a quarter decade of the knee (the last secant whose
+        // slope stays >= 0.9).
+        let knee = 1e4;
+        let f = |s: f64| if s <= knee { s } else { knee * (s / knee).sqrt() };
+        let curve: Vec<(u64, f64)> = sampled(&spec, t, f).into_iter().map(|(s, r)| (s, r.ln())).collect();
+        let (a, b) = linear_stretch(&curve).expect("a linear start");
+        assert_eq!(a, 1);
+        assert!(
+            (knee / super::STRETCH_WINDOW..=knee * super::STRETCH_WINDOW).contains(&(b as f64)),
+            "{b}"
+        );
+        assert!(long_stretch((a, b), t));
+        // sqrt t from the start: no slope reaches 0.9.
+        let sqrt: Vec<(u64, f64)> = sampled(&spec, t, f64::sqrt)
+            .into_iter()
+            .map(|(s, r)| (s, r.ln()))
+            .collect();
+        assert_eq!(linear_stretch(&sqrt), None);
+        // Linear over the first decade only: a stretch, not a long one.
+        let warm = |s: f64| if s <= 10.0 { s } else { 10.0 * (s / 10.0).powf(0.3) };
+        let curve: Vec<(u64, f64)> = sampled(&spec, t, warm).into_iter().map(|(s, r)| (s, r.ln())).collect();
+        let found = linear_stretch(&curve).expect("a linear start");
+        assert!(found.1 <= 20 && !long_stretch(found, t), "{found:?}");
+        assert_eq!(linear_stretch(&[]), None);
+        assert_eq!(linear_stretch(&[(5, 1.0)]), None);
     }
 }

@@ -2,7 +2,8 @@
 //! cell the final per-agent regret (mean, sd, median, largest over
 //! repetitions), sync rounds and the accountant's epsilon, each cell
 //! flagged when some repetition's regret grows linearly over the last
-//! decade of the horizon (`regret_exponent` >= 0.9), and a footnote for
+//! decade of the horizon (`regret_exponent` >= 0.9) or its curve grows
+//! linearly over a long stretch (`[linear t = a-b]`), and a footnote for
 //! every private cell whose figure is null, with the reason.
 
 use super::emit;
@@ -69,6 +70,9 @@ pub fn table(summaries: &[CellSummary]) -> String {
                 s.linear_growth, s.repetitions
             );
         }
+        if let Some(((from, to), true)) = s.linear_stretch {
+            note += &format!(" [linear t = {from}-{to}]");
+        }
         let eps = match (s.epsilon, &s.epsilon_null) {
             (Some(e), _) => format!("{e:.3}"),
             (None, Some(_)) => "null*".to_string(),
@@ -90,6 +94,13 @@ pub fn table(summaries: &[CellSummary]) -> String {
         out += &format!(
             "grow linearly: regret_exponent >= {LINEAR_GROWTH_EXPONENT} (the slope of log regret against log t \
              between T/10 and T; 1 is a policy that has stopped learning, a learner's is below 1)\n"
+        );
+    }
+    if summaries.iter().any(|s| matches!(s.linear_stretch, Some((_, true)))) {
+        out += &format!(
+            "linear t = a-b: the longest stretch over which the curve (geometric mean over repetitions) grows \
+             linearly, its local slope of log regret against log t >= {LINEAR_GROWTH_EXPONENT} over each quarter \
+             decade; shown where it spans 2+ decades and ends at or beyond sqrt(T): the cell learned late\n"
         );
     }
     if summaries

@@ -1,8 +1,9 @@
 //! What `fedbandits run` says of each cell when it is done: the final
 //! per-agent regret over repetitions (mean, sd, median, largest), how many
 //! repetitions grow linearly over the last decade of the horizon
-//! (`regret_exponent`), sync rounds, the accountant's epsilon and the
-//! federated regret ratio.
+//! (`regret_exponent`), the longest stretch over which the curve grows
+//! linearly, sync rounds, the accountant's epsilon and the federated
+//! regret ratio.
 
 use crate::job::{Cell, Job};
 use arrow_array::RecordBatch;
@@ -32,6 +33,11 @@ pub struct CellSummary {
     pub linear_growth: usize,
     /// The largest `regret_exponent` over repetitions (None: none has one).
     pub max_exponent: Option<f64>,
+    /// The longest stretch (t_from, t_to) over which the geometric mean of
+    /// the repetitions' per-agent regret grows linearly
+    /// ([`crate::algo::curve::linear_stretch`]), and whether it is long
+    /// ([`crate::algo::curve::long_stretch`]).
+    pub linear_stretch: Option<((u64, u64), bool)>,
     /// Mean final sync rounds.
     pub sync_rounds_mean: f64,
     /// The accountant's epsilon (private cells): zCDP at the target delta
@@ -79,6 +85,8 @@ pub(super) fn summarize(job: &Job, cell: &Cell, batches: &[RecordBatch], skipped
     let mut finals = Vec::new();
     let mut syncs = Vec::new();
     let mut exponents = Vec::new();
+    // Per checkpoint: the sum of ln regret, the repetitions, the smallest.
+    let mut logs: std::collections::BTreeMap<u64, (f64, usize, f64)> = std::collections::BTreeMap::new();
     for b in batches {
         let (Some(t), Some(reg), Some(sr), Some(ex)) = (
             b.column_by_name("t").and_then(|c| c.as_primitive_opt::<UInt64Type>()),
@@ -92,6 +100,8 @@ pub(super) fn summarize(job: &Job, cell: &Cell, batches: &[RecordBatch], skipped
             continue;
         };
         for i in 0..t.len() {
+            let at = logs.entry(t.value(i)).or_insert((0.0, 0, f64::INFINITY));
+            *at = (at.0 + reg.value(i).ln(), at.1 + 1, at.2.min(reg.value(i)));
             if t.value(i) == horizon {
                 finals.push(reg.value(i));
                 syncs.push(sr.value(i) as f64);
@@ -121,12 +131,29 @@ pub(super) fn summarize(job: &Job, cell: &Cell, batches: &[RecordBatch], skipped
             .filter(|&&e| e >= crate::algo::curve::LINEAR_GROWTH_EXPONENT)
             .count(),
         max_exponent: exponents.iter().copied().reduce(f64::max),
+        linear_stretch: geometric_stretch(&logs, horizon),
         sync_rounds_mean: syncs.iter().sum::<f64>() / n,
         epsilon: cell.config.accounting().and_then(|a| a.epsilon),
         epsilon_null: cell.config.accounting().and_then(|a| a.epsilon_null),
         frr: None,
         skipped,
     }
+}
+
+/// The longest linear stretch of the geometric-mean curve (the
+/// checkpoints where every repetition's regret is positive) and whether it
+/// is long; the analysis package's `phases.linear_phases` reads the same.
+fn geometric_stretch(
+    logs: &std::collections::BTreeMap<u64, (f64, usize, f64)>,
+    horizon: u64,
+) -> Option<((u64, u64), bool)> {
+    let curve: Vec<(u64, f64)> = logs
+        .iter()
+        .filter(|(_, (_, _, low))| *low > 0.0)
+        .map(|(&t, &(sum, n, _))| (t, sum / n as f64))
+        .collect();
+    let found = crate::algo::curve::linear_stretch(&curve)?;
+    Some((found, crate::algo::curve::long_stretch(found, horizon)))
 }
 
 /// The median of `v` (the mean of the middle two for an even count; NaN
