@@ -347,7 +347,12 @@ def curve_blocks(s: Study, out: Path, phases: dict | None = None) -> list[Block]
         (
             "p",
             "Per variant: its best and worst cells (lowest and highest mean final regret) and the cells at the grid's corners (dashed); "
-            "mean and 95% percentile-bootstrap band over repetitions (none below 3 repetitions); log-log with each cell's growth exponent "
+            + (
+                "the geometric mean over repetitions with its 95% Student-t band on the log scale (none below 3 repetitions); "
+                if s.scale == "ratio"
+                else "mean and 95% percentile-bootstrap band over repetitions (none below 3 repetitions); "
+            )
+            + "log-log with each cell's growth exponent "
             "when the checkpoints span two decades or more, and the end of its linear stretch where it is long (phases.py). "
             "The variants side by side: every variant (each value of a variant parameter such as `protocol` is its own) at "
             "the first, middle and last value of the axis most variants share.",

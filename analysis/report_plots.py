@@ -140,29 +140,42 @@ def effect_plot(
     return save(fig, out)
 
 
-def _bootstrap_band(lf: pl.LazyFrame, metric: str) -> pl.DataFrame:
-    """Mean over repetitions per (cell, t) with a 95% percentile-bootstrap
-    band (inside the support: never below the smallest repetition, so
-    positive on a log axis; none below 3 repetitions); columns cell_id, t,
-    n, mean, lo, hi."""
-    per = lf.group_by(["cell_id", "t"]).agg(n=pl.len(), mean=pl.col(metric).mean(), v=pl.col(metric).sort_by("repetition")).collect()
-    bounds = [bootstrap_interval(v) for v in per["v"].to_list()]
-    return per.drop("v").with_columns(
-        lo=pl.Series([b[0] for b in bounds], dtype=pl.Float64), hi=pl.Series([b[1] for b in bounds], dtype=pl.Float64)
-    ).sort(["cell_id", "t"])
+def _band(lf: pl.LazyFrame, metric: str, scale: str = "additive") -> pl.DataFrame:
+    """Per (cell, t) over repetitions, on `scale` (stats.py): the
+    geometric mean with its Student-t band on the log scale (the
+    checkpoints where every repetition's regret is positive), or the mean
+    with a 95% percentile-bootstrap band (inside the support: never below
+    the smallest repetition; none below 3 repetitions); columns cell_id,
+    t, n, mean, lo, hi."""
+    per = lf.group_by(["cell_id", "t"]).agg(n=pl.len(), low=pl.col(metric).min(), v=pl.col(metric).sort_by("repetition")).collect()
+    if scale == "ratio":
+        per = per.filter(pl.col("low") > 0)
+        levels = [stats.level_of(np.log(np.asarray(v, dtype=float)), "ratio")[:3] for v in per["v"].to_list()]
+    else:
+        levels = [(float(np.mean(v)), *bootstrap_interval(v)) for v in per["v"].to_list()]
+    return (
+        per.drop("v", "low")
+        .with_columns(
+            mean=pl.Series([x[0] for x in levels], dtype=pl.Float64),
+            lo=pl.Series([x[1] for x in levels], dtype=pl.Float64).fill_nan(None),
+            hi=pl.Series([x[2] for x in levels], dtype=pl.Float64).fill_nan(None),
+        )
+        .sort(["cell_id", "t"])
+    )
 
 
 def curves(
     study: Study, algo: str | None, chosen: list[tuple[str, str]], out: Path, title: str | None = None, phases: dict | None = None
 ) -> Path:
-    """Per-agent regret against t (mean and 95% band over repetitions) of
+    """Per-agent regret against t (the level and its 95% band over
+    repetitions on the study's scale, `_band`) of
     the chosen cells of one algorithm (None: cells of several, each its
     algorithm's only one), read lazily (those cells only); each label
     with the cell's last-decade exponent and, from `phases` (cell id ->
     phases.linear_phases row), its long linear stretch."""
     ids = [c for c, _ in chosen]
     lf = study.lf.filter(pl.col("cell_id").is_in(ids)).select("cell_id", "repetition", "t", study.metric)
-    s = _bootstrap_band(lf, study.metric)
+    s = _band(lf, study.metric, study.scale)
     labels = {r["cell_id"]: study.label(r) for r in study.cells.filter(pl.col("cell_id").is_in(ids)).iter_rows(named=True)}
     exps = {}
     if "regret_exponent" in study.final.columns:
@@ -190,7 +203,8 @@ def curves(
     if loglog:
         ax.set_yscale("log")
     ax.set_xlabel("round t")
-    ax.set_ylabel("cumulative regret per agent" + (" (log-log)" if loglog else ""))
+    what = "geometric mean, 95% t band" if study.scale == "ratio" else "mean, 95% bootstrap band"
+    ylabel(ax, f"cumulative regret per agent ({what}" + (", log-log)" if loglog else ")"))
     _legend(ax)
     return save(fig, out)
 
