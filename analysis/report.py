@@ -503,7 +503,7 @@ def to_html(blocks: list[Block], out: Path, title: str) -> str:
     style = (
         "body{font-family:sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222}"
         "table{border-collapse:collapse;margin:0.5em 0;font-size:0.9em;display:block;max-width:100%;overflow-x:auto}"
-        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;overflow-wrap:anywhere}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;overflow-wrap:break-word}th{overflow-wrap:anywhere}"
         "img{max-width:100%}code{background:#f3f3f3;padding:0 2px}"
     )
     return (
