@@ -21,6 +21,15 @@ pub(super) fn list_text() -> String {
         }
         out += &format!("  parameters (output columns): {}\n", f.parameters().join(", "));
         out += &format!("  output columns of this family only: {}\n", f.columns.join(", "));
+        if !f.variant_params.is_empty() {
+            out += &format!(
+                "  variant parameters (each value a variant of its own in the report, never pooled): {}\n",
+                f.variant_params.join(", ")
+            );
+        }
+        if let Some(b) = f.baseline {
+            out += &format!("  baseline (not federating; the report's and the summary's FRR divide by it): {b}\n");
+        }
         if !f.paper_claims.is_empty() {
             out += "  paper_claimed_epsilon (what the paper's own argument claims for the noise used; a claim, not a \
                     bound):\n";
