@@ -60,7 +60,15 @@ pub fn table(summaries: &[CellSummary]) -> String {
         "#", "agent regret", "sd", "median", "max", "syncs", "acct eps"
     );
     for s in summaries {
-        let mut note = if s.skipped { " (skipped: complete)" } else { "" }.to_string();
+        let mut note = if s.skipped {
+            " (reused: computed by an earlier run)"
+        } else {
+            ""
+        }
+        .to_string();
+        if let Some(cost) = s.exploration_cost {
+            note += &format!(" [after exploration; +{cost:.2} exploring]");
+        }
         if let Some(frr) = s.frr {
             note += &format!(" [FRR {frr:.3}]");
         }
@@ -90,6 +98,10 @@ pub fn table(summaries: &[CellSummary]) -> String {
         );
     }
     out += "agent regret: final regret per agent, mean over repetitions (sd, median, max: over repetitions)\n";
+    if summaries.iter().any(|s| s.exploration_cost.is_some()) {
+        out += "after exploration: the combinatorial family's regret counts the rounds after its exploration phase, \
+                which costs every algorithm alike (+ its per-agent cost); FRR and the linear stretch read it too\n";
+    }
     if summaries.iter().any(|s| s.linear_growth > 0) {
         out += &format!(
             "grow linearly: regret_exponent >= {LINEAR_GROWTH_EXPONENT} (the slope of log regret against log t \

@@ -33,7 +33,8 @@ const CHECK_EVERY: u64 = 256;
 /// 9: decentralized FedUCB keeps its messages in rings (no queue).
 /// 10: combinatorial federations carry the good-unit draws' workspace (their
 /// cached CDF tables are not stored: rebuilt on resume).
-const SNAPSHOT_VERSION: u32 = 10;
+/// 11: P-FCB's policy says whether its messages carry noise.
+const SNAPSHOT_VERSION: u32 = 11;
 
 /// Periodic snapshots of a running repetition.
 pub struct Snapshots<'a> {

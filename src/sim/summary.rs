@@ -1,5 +1,6 @@
 //! What `fedbandits run` says of each cell when it is done: the final
-//! per-agent regret over repetitions (mean, sd, median, largest), how many
+//! per-agent regret over repetitions (mean, sd, median, largest; the
+//! combinatorial family's after exploration, its exploration cost apart), how many
 //! repetitions grow linearly over the last decade of the horizon
 //! (`regret_exponent`), the longest stretch over which the curve grows
 //! linearly, sync rounds, the accountant's epsilon and the federated
@@ -17,7 +18,11 @@ pub struct CellSummary {
     pub index: usize,
     /// Description.
     pub label: String,
-    /// Mean over repetitions of the final per-agent regret.
+    /// The output column of the regret summarized (per agent): its
+    /// family's `growth_regret` (`group_regret`, or the combinatorial
+    /// family's `regret_after_exploration`).
+    pub regret: &'static str,
+    /// Mean over repetitions of the final per-agent regret (of `regret`).
     pub agent_regret_mean: f64,
     /// Its standard deviation over repetitions.
     pub agent_regret_sd: f64,
@@ -25,6 +30,9 @@ pub struct CellSummary {
     pub agent_regret_median: f64,
     /// Its largest value over repetitions.
     pub agent_regret_max: f64,
+    /// Where the family reads the regret after exploration: the mean final
+    /// per-agent regret of the exploration rounds (total less `regret`).
+    pub exploration_cost: Option<f64>,
     /// Repetitions summarized.
     pub repetitions: usize,
     /// Repetitions whose `regret_exponent` is at least
@@ -79,17 +87,25 @@ pub(super) fn federated_regret_ratios(job: &Job, summaries: &mut [CellSummary]) 
 }
 
 /// One cell's summary from its repetitions' rows (`skipped`: all were
-/// already complete).
+/// already complete). The regret it reads is its family's
+/// ([`crate::algo::family_entry::Family::growth_regret`]) per agent: the
+/// cumulative regret, or for the combinatorial family the regret after
+/// exploration (whose exploration phase costs every algorithm alike and
+/// dominates the total), with the exploration cost beside it.
 pub(super) fn summarize(job: &Job, cell: &Cell, batches: &[RecordBatch], skipped: bool) -> CellSummary {
     let horizon = job.horizon;
+    let column = crate::algo::family::family_of(&cell.algorithm).map_or("group_regret", |f| f.growth_regret);
+    let agents = cell.config.agents().max(1) as f64;
     let mut finals = Vec::new();
+    let mut totals = Vec::new();
     let mut syncs = Vec::new();
     let mut exponents = Vec::new();
     // Per checkpoint: the sum of ln regret, the repetitions, the smallest.
     let mut logs: std::collections::BTreeMap<u64, (f64, usize, f64)> = std::collections::BTreeMap::new();
     for b in batches {
-        let (Some(t), Some(reg), Some(sr), Some(ex)) = (
+        let (Some(t), Some(reg), Some(total), Some(sr), Some(ex)) = (
             b.column_by_name("t").and_then(|c| c.as_primitive_opt::<UInt64Type>()),
+            b.column_by_name(column).and_then(|c| c.as_primitive_opt::<Float64Type>()),
             b.column_by_name("agent_regret")
                 .and_then(|c| c.as_primitive_opt::<Float64Type>()),
             b.column_by_name("sync_rounds")
@@ -100,10 +116,12 @@ pub(super) fn summarize(job: &Job, cell: &Cell, batches: &[RecordBatch], skipped
             continue;
         };
         for i in 0..t.len() {
+            let r = reg.value(i) / agents;
             let at = logs.entry(t.value(i)).or_insert((0.0, 0, f64::INFINITY));
-            *at = (at.0 + reg.value(i).ln(), at.1 + 1, at.2.min(reg.value(i)));
+            *at = (at.0 + r.ln(), at.1 + 1, at.2.min(r));
             if t.value(i) == horizon {
-                finals.push(reg.value(i));
+                finals.push(r);
+                totals.push(total.value(i));
                 syncs.push(sr.value(i) as f64);
                 if arrow_array::Array::is_valid(ex, i) {
                     exponents.push(ex.value(i));
@@ -121,10 +139,12 @@ pub(super) fn summarize(job: &Job, cell: &Cell, batches: &[RecordBatch], skipped
     CellSummary {
         index: cell.index,
         label: job.short_label(cell),
+        regret: column,
         agent_regret_mean: mean,
         agent_regret_sd: var.sqrt(),
         agent_regret_median: median(&mut finals.clone()),
         agent_regret_max: finals.iter().copied().fold(f64::NAN, f64::max),
+        exploration_cost: (column != "group_regret").then(|| totals.iter().sum::<f64>() / n - mean),
         repetitions: finals.len(),
         linear_growth: exponents
             .iter()

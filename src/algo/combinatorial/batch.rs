@@ -45,6 +45,9 @@ pub struct PFcb {
     pub spent: Vec<f64>,
     /// delta of each communication round.
     pub delta: f64,
+    /// Whether the messages carry noise (false: P-FCB with `epsilon: .inf`,
+    /// whose `eps` are infinite and whose privacy columns stay null).
+    pub private: bool,
     /// Acceptance window scale.
     pub omega1: f64,
     /// Weight of accepted messages.

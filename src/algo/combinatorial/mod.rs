@@ -176,11 +176,15 @@ pub fn curve_point(p: &CombPoint, b: &CombBatch) -> crate::algo::curve::CurvePoi
     );
     c.set("regret_after_exploration", Metric::F64(p.obs.regret_after_exploration));
     c.set("constraint_violations", Metric::U64(p.obs.violations));
-    if matches!(b.policy, CombPolicy::PFcb(_)) {
+    if let CombPolicy::PFcb(policy) = &b.policy {
         c.set("messages_accepted", Metric::U64(p.obs.accepted));
         c.set("messages_rejected", Metric::U64(p.obs.rejected));
-        c.set("acct_epsilon_basic", Metric::F64(p.obs.epsilon_spent));
-        c.set("acct_delta_basic", Metric::F64(p.obs.delta_spent));
+        // P-FCB without noise (epsilon: .inf) spends no privacy budget it
+        // could state: its privacy columns stay null.
+        if policy.private {
+            c.set("acct_epsilon_basic", Metric::F64(p.obs.epsilon_spent));
+            c.set("acct_delta_basic", Metric::F64(p.obs.delta_spent));
+        }
     }
     c
 }
@@ -216,7 +220,8 @@ pub const WORKLOADS: &[(&str, u32, &str)] = &[(
 pub const PARITY: &[(&str, &str)] = &[(
     "combinatorial",
     "seed: 8\nrepetitions: 2\nhorizon: 300\ncheckpoints: {every: 100}\nalgorithm: [non_federated, fcb, p_fcb]\n\
-         environment: procurement\nparams: {m: 3, producers: 6, epsilon: 1, delta: 0.01, t_low: 50, t_high: 250}\n",
+         environment: procurement\nparams: {m: 3, producers: 6, delta: 0.01, t_low: 50, t_high: 250}\n\
+         grid: {epsilon: [1, .inf]}\n",
 )];
 
 /// The combinatorial procurement family (Solanki et al.) in the registry
@@ -274,11 +279,12 @@ impl crate::algo::FamilyConfig for CombConfig {
     }
 
     fn accounting(&self) -> Option<crate::privacy::accountant::Accounting> {
-        (self.algorithm == CombAlgorithm::PFcb).then(|| p_fcb::accounting(&self.private, self.horizon))
+        (self.algorithm == CombAlgorithm::PFcb && self.private.is_private())
+            .then(|| p_fcb::accounting(&self.private, self.horizon))
     }
 
     fn target(&self) -> (Option<f64>, Option<f64>) {
-        if self.algorithm == CombAlgorithm::PFcb {
+        if self.algorithm == CombAlgorithm::PFcb && self.private.is_private() {
             (Some(self.private.epsilon), Some(self.private.delta))
         } else {
             (None, None)

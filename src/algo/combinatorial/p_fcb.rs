@@ -98,6 +98,14 @@ pub struct PFcbConfig {
 }
 
 impl PFcbConfig {
+    /// Whether the messages carry noise: epsilon finite. `epsilon: .inf`
+    /// is P-FCB without noise (the same schedule, acceptance window and
+    /// weights, exact messages), not private: no accounting, no privacy
+    /// columns.
+    pub fn is_private(&self) -> bool {
+        self.epsilon.is_finite()
+    }
+
     /// The paper's settings with its calibration (`calibration: paper`):
     /// the epsilon_z schedule of the module docs.
     pub fn paper() -> Self {
@@ -151,6 +159,10 @@ pub fn schedule(p: &PFcbConfig, horizon: u64) -> Vec<u64> {
 /// lies in [0.99, 1] x epsilon.
 pub fn epsilons(p: &PFcbConfig, horizon: u64) -> Vec<f64> {
     let rounds = schedule(p, horizon).len();
+    if !p.is_private() {
+        // Noise k sqrt(2 ln(1.25/delta)) / inf = 0: exact messages.
+        return vec![f64::INFINITY; rounds];
+    }
     if p.exact {
         let mu = crate::privacy::accountant::gdp_mu(p.epsilon, p.delta);
         return vec![mu * (1.25 / p.delta).ln().sqrt(); rounds];
@@ -176,6 +188,9 @@ pub fn epsilons(p: &PFcbConfig, horizon: u64) -> Vec<f64> {
 /// whatever epsilon_z is (the classical theorem the paper uses holds only
 /// for epsilon_z < 1, and only for sensitivity k).
 pub fn round_epsilons(p: &PFcbConfig, horizon: u64) -> Vec<f64> {
+    if !p.is_private() {
+        return vec![f64::INFINITY; schedule(p, horizon).len()];
+    }
     epsilons(p, horizon)
         .iter()
         .map(|&e| {
@@ -252,6 +267,7 @@ pub fn policy(p: &PFcbConfig, horizon: u64, agents: usize, algo_keys: &[Vec<u64>
         eps: epsilons(p, horizon),
         spent: round_epsilons(p, horizon),
         delta: p.delta,
+        private: p.is_private(),
         omega1: p.omega1,
         omega2: p.omega2,
         prose_window: p.prose_window,

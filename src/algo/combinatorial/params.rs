@@ -12,8 +12,9 @@ use std::collections::BTreeMap;
 /// Resolves a combinatorial-family cell: agents `m` (default 10),
 /// `producers` (30), `instance_kind`, `quality_threshold` (alpha, 0.4),
 /// `rho`, `max_capacity`, `instances` (5), `zeta`, `oracle`; for `p_fcb`
-/// `epsilon` and `delta` (required), `t_low`, `t_high`, `omega1`, `omega2`,
-/// `tau_start`, `budget`, `window`.
+/// `epsilon` (required; `.inf`: no noise) and `delta` (required where
+/// epsilon is finite), `t_low`, `t_high`, `omega1`, `omega2`, `tau_start`,
+/// `calibration`, `budget`, `window`.
 pub fn resolve(algo: &str, _env: &str, raw: &BTreeMap<String, Value>, horizon: u64) -> Result<Resolved, ResolveErrors> {
     let mut p = Params::new(raw);
     let algorithm = match algo {
@@ -90,26 +91,35 @@ fn oracle(p: &mut Params<'_>, env: &ProcurementSpec) -> Oracle {
     oracle
 }
 
-/// P-FCB's privacy and schedule: epsilon and delta (required, epsilon
-/// finite), t_low <= t_high, omega1, omega2, tau_start, budget, window.
+/// P-FCB's privacy and schedule: epsilon (required: a number > 0, or
+/// `.inf` for P-FCB without noise, the same schedule and acceptance window
+/// with exact messages, the counterpart its cost of privacy is measured
+/// against), delta (required where epsilon is finite), t_low <= t_high,
+/// omega1, omega2, tau_start, calibration, budget, window.
 fn p_fcb(p: &mut Params<'_>) -> PFcbConfig {
     let mut private = PFcbConfig::default();
     match (
         p.get("epsilon").and_then(Value::as_f64),
         p.get("delta").and_then(Value::as_f64),
     ) {
-        (Some(e), Some(d)) if e.is_finite() => {
+        (Some(e), _) if e.is_infinite() => {
+            // No noise: nothing to calibrate or account (calibration,
+            // budget and delta do not apply and are left null).
+            private.epsilon = e;
+            p.set("epsilon", Value::Float(e));
+        }
+        (Some(e), Some(d)) => {
             private.epsilon = e;
             private.delta = d;
             p.set("epsilon", Value::Float(e));
             p.set("delta", Value::Float(d));
         }
         (e, d) => {
-            if !e.is_some_and(f64::is_finite) {
-                p.err("epsilon", "missing; p_fcb needs a finite epsilon (number > 0)");
+            if e.is_none() {
+                p.err("epsilon", "missing; p_fcb needs epsilon (number > 0, or .inf for no noise)");
             }
             if d.is_none() {
-                p.err("delta", "missing; p_fcb needs delta (number in (0, 1))");
+                p.err("delta", "missing; p_fcb needs delta (number in (0, 1)) where epsilon is finite");
             }
         }
     }
@@ -125,6 +135,17 @@ fn p_fcb(p: &mut Params<'_>) -> PFcbConfig {
     private.omega2 = p.f("omega2", 10.0);
     let tau = p.s("tau_start", "one");
     private.tau_start = if tau == "t_low" { TauStart::TLow } else { TauStart::One };
+    let window = p.s("window", "procedure");
+    private.prose_window = window == "prose";
+    p.set("t_low", Value::Int(private.t_low as i64));
+    p.set("t_high", Value::Int(private.t_high as i64));
+    p.set("omega1", Value::Float(private.omega1));
+    p.set("omega2", Value::Float(private.omega2));
+    p.set("tau_start", Value::Str(tau));
+    p.set("window", Value::Str(window));
+    if !private.is_private() {
+        return private;
+    }
     p.substitute_only("p_fcb (its figures change one round's procurement)");
     let cal = p.choice("calibration", "exact", &["exact", "paper"], "p_fcb");
     private.exact = cal == "exact";
@@ -142,16 +163,8 @@ fn p_fcb(p: &mut Params<'_>) -> PFcbConfig {
     } else {
         Budget::Paper
     };
-    let window = p.s("window", "procedure");
-    private.prose_window = window == "prose";
-    p.set("t_low", Value::Int(private.t_low as i64));
-    p.set("t_high", Value::Int(private.t_high as i64));
-    p.set("omega1", Value::Float(private.omega1));
-    p.set("omega2", Value::Float(private.omega2));
-    p.set("tau_start", Value::Str(tau));
     if !private.exact {
         p.set("budget", Value::Str(budget));
     }
-    p.set("window", Value::Str(window));
     private
 }
