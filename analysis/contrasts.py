@@ -28,12 +28,16 @@ intervals as stats.py defines them):
   per-repetition ratios private / non-private with its Student-t interval;
   always also the difference of final regret with its percentile-bootstrap
   interval over repetitions. The counterpart is a cell of the same
-  environment whose algorithm is the private one's (with `private:
-  false`) or the one the family registry names (`non_private`, e.g.
-  Private-FedLinUCB -> FedLinUCB, Fed_UCB -> Gossip_UCB), and every
-  parameter both set (other than `private`) has the same value; among
+  environment whose algorithm is the private one's without noise
+  (`private: false`, or epsilon = inf: P-FCB, Fed_UCB) where the study
+  has one, else the one the family registry names (`non_private`, e.g.
+  Private-FedLinUCB -> FedLinUCB, P-FCB -> FCB), and every parameter both
+  set has the same value, the privacy and accounting ones (`private`,
+  `epsilon`, `delta`, the registry's `variant_params`) aside; among
   several such cells (a parameter only the non-private one uses was
-  swept, e.g. FedUCB's `lambda`), the first in grid order.
+  swept, e.g. FedUCB's `lambda`), the first in grid order. Pairing P-FCB
+  with FCB charges P-FCB's schedule and acceptance window to privacy: the
+  report says which it compared.
 """
 
 from __future__ import annotations
@@ -184,30 +188,41 @@ def is_private(study: Study) -> set[str]:
     return {c["cell_id"] for c in study.privacy.get("cells", [])}
 
 
+#: Parameters only a private cell sets or that only say how much privacy:
+#: never matched between a private cell and its counterpart.
+PRIVACY_PARAMS = {"private", "epsilon", "delta"}
+
+
 def counterparts(study: Study) -> tuple[dict[str, str], list[str]]:
     """Each private cell's non-private counterpart (cell id -> cell id),
-    and the private cells without one (their labels)."""
+    and the private cells without one (their labels). The counterpart is
+    the same algorithm without noise where the study has it (`private:
+    false`, or an infinite epsilon: P-FCB, Fed_UCB), else the algorithm
+    the family registry names (`non_private`: Private-FedLinUCB ->
+    FedLinUCB, P-FCB -> FCB, Fed_UCB -> Gossip_UCB); every other parameter
+    both set equal, the accounting ones (`variant_params`) aside."""
     private = is_private(study)
     # The parameters that change how a cell is accounted (the registry's
     # variant parameters: private, protocol, calibration, ...) have no
     # meaning for a non-private cell: they are not matched.
-    accounting = set(variant_params_of(study.families))
-    params = [p for p in study.params if p in study.final.columns and p not in accounting]
+    skip = set(variant_params_of(study.families)) | PRIVACY_PARAMS
+    params = [p for p in study.params if p in study.final.columns and p not in skip]
     cells = study.final.unique("cell_id", keep="first")
     mapping = {a: n for f in study.families.values() for a, n in (f.get("non_private") or {}).items()}
     plain = [r for r in cells.iter_rows(named=True) if r["cell_id"] not in private]
     found, missing = {}, []
     for p in cells.filter(pl.col("cell_id").is_in(list(private))).sort("cell_index").iter_rows(named=True):
-        algo = mapping.get(p["algorithm"], p["algorithm"])
-        match = [
-            c
-            for c in plain
-            if c["algorithm"] == algo
-            and c["environment"] == p["environment"]
-            and all(c[k] is None or p[k] is None or k == "private" or c[k] == p[k] for k in params)
-        ]
-        if match:
-            found[p["cell_id"]] = min(match, key=lambda c: c["cell_index"])["cell_id"]
+        for algo in dict.fromkeys([p["algorithm"], mapping.get(p["algorithm"], p["algorithm"])]):
+            match = [
+                c
+                for c in plain
+                if c["algorithm"] == algo
+                and c["environment"] == p["environment"]
+                and all(c[k] is None or p[k] is None or c[k] == p[k] for k in params)
+            ]
+            if match:
+                found[p["cell_id"]] = min(match, key=lambda c: c["cell_index"])["cell_id"]
+                break
         else:
             missing.append(study.label(p))
     return found, missing

@@ -6,8 +6,11 @@ intervals; `contrasts.py` the interactions and the cost of privacy;
 `report_warnings.py` the warnings.
 
 Definitions (the report quotes them beside its tables):
-- **final value**: a repetition's metric at t = horizon (per-agent regret,
-  `agent_regret`, for every family).
+- **final value**: a repetition's regret per agent at t = horizon, the
+  family registry's `growth_regret` over m (`regret_of`): `agent_regret`;
+  for the combinatorial family `regret_after_exploration` / m, its
+  exploration phase (the same for every algorithm, about 98% of the total)
+  reported apart.
 - **scale** (stats.py): `ratio` by default, where every final value is
   positive: levels are geometric means, contrasts ratios; `additive` on
   request (`--scale additive`) or where a final value is 0.
@@ -40,8 +43,8 @@ Definitions (the report quotes them beside its tables):
   when the axis does not apply to it, as epsilon to a non-private one),
   paired by repetition: on the ratio scale the geometric mean of the
   per-repetition ratios with its Student-t interval; on the additive scale
-  the ratio of means with the delta-method interval counting their
-  covariance.
+  the ratio of means with the delta-method standard error counting their
+  covariance, its interval taken on the log scale (never negative).
 """
 
 from __future__ import annotations
@@ -122,6 +125,17 @@ class Study:
     #: The scale the study is read on (stats.SCALES) and why.
     scale: str = "ratio"
     scale_why: str = "the default"
+
+    def regret_word(self) -> str:
+        """What the final value is, in words: `regret per agent`, or after
+        the exploration phase where the family reads that (module doc)."""
+        algos = set(self.final["algorithm"].to_list()) if "algorithm" in self.final.columns else set()
+        kinds = {f.get("growth_regret", "group_regret") for f in self.families.values() if algos & set(f.get("algorithms", []))}
+        if self.metric != REGRET or kinds <= {"group_regret"}:
+            return "regret per agent"
+        if kinds == {"regret_after_exploration"}:
+            return "regret per agent after exploration"
+        return "regret per agent (combinatorial: after exploration)"
 
     def label(self, cell: dict) -> str:
         """A cell as `variant axis=value ...` (its swept values only)."""
@@ -304,9 +318,45 @@ def load_studies(path: str | Path, scale: str = "ratio") -> list[Study]:
     return studies
 
 
+#: The column every section reads: each row's family's regret per agent
+#: (`regret_of`).
+REGRET = "regret_per_agent"
+
+
+def regret_of(fams: dict, schema: list[str]) -> pl.Expr:
+    """Each row's family's regret per agent: the family registry's
+    `growth_regret` over m (`group_regret` / m is `agent_regret`; the
+    combinatorial family's `regret_after_exploration` / m counts the rounds
+    after its exploration phase, which costs every algorithm alike and is
+    about 98% of its total regret)."""
+    expr = pl.col("agent_regret")
+    for f in fams.values():
+        column = f.get("growth_regret", "group_regret")
+        if column != "group_regret" and column in schema and f.get("algorithms"):
+            per_agent = pl.col(column) / pl.col("m").cast(pl.Float64)
+            expr = pl.when(pl.col("algorithm").is_in(f["algorithms"])).then(per_agent).otherwise(expr)
+    return expr.alias(REGRET)
+
+
+def regret_names(fams: dict, algorithms: set) -> list[str]:
+    """What the report's final value is for these algorithms' families,
+    as `column` descriptions."""
+    out = []
+    for name, f in sorted(fams.items()):
+        if not algorithms & set(f.get("algorithms", [])):
+            continue
+        column = f.get("growth_regret", "group_regret")
+        if column == "group_regret":
+            out.append(f"{name}: `agent_regret` (cumulative regret per agent)")
+        else:
+            out.append(f"{name}: `{column}` / m (regret per agent after the exploration phase; the exploration cost apart)")
+    return out
+
+
 def _study(lf, job, files, problems, schema, params, scale) -> Study:
     meta = _metadata(files[0])
-    keep = [c for c in schema if c != "group_regret"]
+    lf = lf.with_columns(regret_of(fams_of(meta), schema))
+    keep = [c for c in schema if c != "group_regret"] + [REGRET]
     final = lf.filter(pl.col("t") == pl.col("horizon")).select(keep).collect()
     rows = lf.select(pl.len()).collect().item()
     final = with_variants(final, fams_of(meta))
@@ -315,7 +365,7 @@ def _study(lf, job, files, problems, schema, params, scale) -> Study:
     variant_params = variant_params_of(fams_of(meta))
     axes = swept_axes(cell_keys, [k for k in grid_keys(meta.get("job_yaml", "")) if k not in variant_params], [p for p in params if p not in variant_params])
     cell_cols = [a.name for a in axes if a.name != "environment"]
-    cells = _cell_table(final, "agent_regret", ["cell_id", "cell_index", "algorithm", VARIANT, "environment", *cell_cols])
+    cells = _cell_table(final, REGRET, ["cell_id", "cell_index", "algorithm", VARIANT, "environment", *cell_cols])
     fams = fams_of(meta)
     algos = set(cells["algorithm"].to_list())
     family = next((n for n, f in fams.items() if algos & set(f.get("algorithms", []))), None)
@@ -325,10 +375,12 @@ def _study(lf, job, files, problems, schema, params, scale) -> Study:
     reason = next((why for d, why in problems.items() if d in {f.parent for f in files} or d in files), None)
     privacy = json.loads(meta.get("privacy", "{}"))
     why = "the default" if scale == "ratio" else "requested (--scale additive)"
-    if scale == "ratio" and not stats.positive(final["agent_regret"]):
-        bad = final.filter(~(pl.col("agent_regret") > 0)).height
+    if scale == "ratio" and not stats.positive(final[REGRET]):
+        bad = final.filter(~(pl.col(REGRET) > 0)).height
         scale, why = "additive", f"{bad} final value(s) are 0 or below, which the ratio scale cannot read"
-    return Study(job, meta, files, reason, rows, final, cells, axes, family, baseline, lf, privacy, fams, params=params, scale=scale, scale_why=why)
+    return Study(
+        job, meta, files, reason, rows, final, cells, axes, family, baseline, lf, privacy, fams, metric=REGRET, params=params, scale=scale, scale_why=why
+    )
 
 
 #: Resamples of the bootstrap intervals of a mean over repetitions.
@@ -553,7 +605,10 @@ def _paired_ratio(paired: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     frr = pl.col("mn") / pl.col("md")
     var = (pl.col("vn") - 2 * frr * pl.col("c") + frr**2 * pl.col("vd")).clip(lower_bound=0.0)
     out = stats_.with_columns(frr=frr, frr_se=(var / pl.col("reps")).sqrt() / pl.col("md"))
-    return out.with_columns(lo=pl.col("frr") - Z95 * pl.col("frr_se"), hi=pl.col("frr") + Z95 * pl.col("frr_se"))
+    # The interval on the log scale (se of ln r = se of r / r): a ratio of
+    # positive regrets never gets a negative bound.
+    half = Z95 * pl.col("frr_se") / pl.col("frr")
+    return out.with_columns(lo=pl.col("frr") * (-half).exp(), hi=pl.col("frr") * half.exp())
 
 
 def paired_log_ratio(paired: pl.DataFrame, by: list[str]) -> pl.DataFrame:

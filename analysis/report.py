@@ -61,6 +61,7 @@ from .effects import (
     main_effect,
     ranking,
     reference_levels,
+    regret_names,
 )
 from .load import ResultsError
 from .phases import linear_phases
@@ -122,7 +123,7 @@ def header(s: Study) -> list[Block]:
         ("wall time", f"{final['wall_seconds'].sum():.1f} s (sum of the repetitions' wall times; they run in parallel)"),
         ("backend", backends),
         ("swept axes", axes),
-        ("final value", f"`{s.metric}` at t = horizon: cumulative regret per agent"),
+        ("final value", f"{s.regret_word()} at t = horizon: " + "; ".join(regret_names(s.families, set(final["algorithm"].to_list())))),
         ("scale", f"{s.scale} ({s.scale_why}). {stats.scale_note(s.scale)}"),
     ]
     return [("h2", "Run"), ("table", ["", ""], rows)]
@@ -284,7 +285,7 @@ def main_effects(s: Study, out: Path, effects: dict[str, pl.DataFrame], mode: st
     blocks.append(
         (
             "p",
-            f"Final per-agent regret against each axis: the {center} over repetitions with its 95% interval and the median, "
+            f"Final {s.regret_word()} against each axis: the {center} over repetitions with its 95% interval and the median, "
             "the other axes pooled within each repetition (each of their combinations counted once). "
             + stats.scale_note(s.scale)
             + (" Drawn on a log axis." if s.scale == "ratio" else ""),
@@ -294,11 +295,11 @@ def main_effects(s: Study, out: Path, effects: dict[str, pl.DataFrame], mode: st
         eff, refs = effects[axis.name], reference_levels(s, axis)
         name = f"{s.job}_effect_{axis.name}.png"
         drawn, spread = eff, []
-        title = f"{s.job}: final regret per agent ({center}) vs {axis.name}"
+        title = f"{s.job}: final {s.regret_word()} ({center}) vs {axis.name}"
         if axis.name == "epsilon" and mode == "accounted" and "acct_epsilon" in s.final.columns:
             drawn, spread = contrast.accounted_x(s, eff)
-            title = f"{s.job}: final regret per agent ({center}) vs accounted epsilon (points labelled with their target)"
-        plots.effect_plot(axis, drawn, refs, out / name, title, palette, label=plots.ylabel_of(s.scale), log_y=s.scale == "ratio")
+            title = f"{s.job}: final {s.regret_word()} ({center}) vs accounted epsilon (points labelled with their target)"
+        plots.effect_plot(axis, drawn, refs, out / name, title, palette, label=plots.ylabel_of(s.scale, s.regret_word()), log_y=s.scale == "ratio")
         table, note = _effect_table(eff, refs, scale=s.scale)
         if spread:
             note += " Points whose cells provide different accounted figures: " + "; ".join(spread) + "."

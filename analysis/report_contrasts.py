@@ -155,7 +155,7 @@ def interaction_blocks(s: Study, out: Path) -> list[Block]:
     for k, i in enumerate(detected[:MAX_DRAWN]):
         name = f"{s.job}_interaction_{k + 1}.png"
         title = f"{s.job}: {i.variant}, {i.a.name} x {i.b.name} ({'ratio of ratios' if s.scale == 'ratio' else 'strength'} {_num(i.strength, 3)})"
-        plots.interaction_plot(i, out / name, title, plots.ylabel_of(s.scale))
+        plots.interaction_plot(i, out / name, title, plots.ylabel_of(s.scale, s.regret_word()))
         blocks.append(("img", name, f"{i.variant}: {i.a.name} x {i.b.name}"))
     return blocks
 
@@ -218,6 +218,7 @@ def cost_blocks(s: Study, out: Path, mode: str) -> list[Block]:
     if table.height == 0:
         return blocks
     blocks.append(_cost_table(s, table))
+    blocks += _other_algorithm_note(s, table)
     if "epsilon" in rows.columns and rows["epsilon"].drop_nulls().n_unique() > 1:
         lines = pooled(rows, [VARIANT, "epsilon"], *_cost_column(s)).rename({"epsilon": "value"}).sort([VARIANT, "value"])
         x, xlabel = "value", "target epsilon"
@@ -232,6 +233,25 @@ def cost_blocks(s: Study, out: Path, mode: str) -> list[Block]:
         blocks.append(("img", name, "cost of privacy vs epsilon"))
     blocks += _cost_dependence(s, rows)
     return blocks
+
+
+def _other_algorithm_note(s: Study, table: pl.DataFrame) -> list[Block]:
+    """A note where a private cell is compared with another algorithm:
+    the cost then includes whatever else the two algorithms differ in."""
+    algo = {r["cell_id"]: r["algorithm"] for r in s.cells.iter_rows(named=True)}
+    pairs = sorted({(algo[r["cell_id"]], algo[r["counterpart"]]) for r in table.iter_rows(named=True) if algo[r["cell_id"]] != algo[r["counterpart"]]})
+    if not pairs:
+        return []
+    named = ", ".join(f"{a} with {b}" for a, b in pairs)
+    return [
+        (
+            "p",
+            f"Compared with another algorithm: {named}. The cost then includes whatever else the two differ in (P-FCB's "
+            "schedule and acceptance window against FCB's sharing every round), not only the noise; where the private "
+            "algorithm runs without noise (`epsilon: .inf` for P-FCB and Fed_UCB, `private: false` for FedUCB), add "
+            "that cell to the grid and it is the counterpart.",
+        )
+    ]
 
 
 def _cost_column(s: Study) -> tuple[str, str]:

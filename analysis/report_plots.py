@@ -28,9 +28,10 @@ TITLE_WIDTH = 62
 LABEL_WIDTH = 42
 
 
-def ylabel_of(scale: str) -> str:
-    """The effect plots' y label on `scale` (stats.py)."""
-    return f"final regret per agent, {stats.center_name(scale)} (95% interval)"
+def ylabel_of(scale: str, word: str = "regret per agent") -> str:
+    """The effect plots' y label on `scale` (stats.py) of the final value
+    `word` (Study.regret_word)."""
+    return f"final {word}, {stats.center_name(scale)} (95% interval)"
 
 
 def figure(title: str):
@@ -204,7 +205,7 @@ def curves(
         ax.set_yscale("log")
     ax.set_xlabel("round t")
     what = "geometric mean, 95% t band" if study.scale == "ratio" else "mean, 95% bootstrap band"
-    ylabel(ax, f"cumulative regret per agent ({what}" + (", log-log)" if loglog else ")"))
+    ylabel(ax, f"cumulative {study.regret_word()} ({what}" + (", log-log)" if loglog else ")"))
     _legend(ax)
     return save(fig, out)
 
@@ -305,6 +306,6 @@ def communication_plot(study: Study, cells: pl.DataFrame, out: Path) -> Path:
     if all(v > 0 for v in cells["level"].to_list()):
         ax.set_yscale("log")
     ax.set_xlabel("messages sent by the end of the run (mean over repetitions)")
-    ylabel(ax, f"final regret per agent, {stats.center_name(study.scale)}")
+    ylabel(ax, f"final {study.regret_word()}, {stats.center_name(study.scale)}")
     _legend(ax)
     return save(fig, out)
