@@ -412,7 +412,7 @@ pub const PARAMS: &[ParamDef] = &[
             max_inclusive: true,
         },
         default: "required when private",
-        doc: "privacy epsilon (fed_ucb_gossip: .inf for no privacy, i.e. gossip_ucb)",
+        doc: "privacy epsilon (fed_ucb_gossip: .inf for no privacy, i.e. gossip_ucb; p_fcb: .inf for P-FCB without noise, its schedule and acceptance window kept)",
         used_by: PRIVATE,
     },
     ParamDef {
