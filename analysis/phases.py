@@ -90,3 +90,40 @@ def describe(row: dict) -> str:
     if row.get("t_from") is None:
         return "none"
     return f"linear t = {row['t_from']:,.0f}-{row['t_to']:,.0f} ({row['decades']:.1f} decades)"
+
+
+#: A stalled cell whose per-round regret over the last decade is at least
+#: this share of its early per-round regret never started learning.
+NEVER_STARTED = 0.5
+
+
+def per_round_levels(lf: pl.LazyFrame, cells: list[str], metric: str = "agent_regret") -> pl.DataFrame:
+    """Per cell (of `cells`), from its mean curve over repetitions: `early`,
+    the per-round regret R(t0) / t0 at the first checkpoint t0 >= min(100,
+    T / 100), and `late`, the per-round regret over the last decade,
+    (R(T) - R(t1)) / (T - t1) with t1 the last checkpoint <= T / 10; and
+    `verdict`: "never started" where late >= NEVER_STARTED x early (still
+    exploring, as a confidence width too wide for the horizon keeps it),
+    else "stalled after learning" (settled on a wrong action)."""
+    curves = (
+        lf.filter(pl.col("cell_id").is_in(cells))
+        .group_by(["cell_id", "t"])
+        .agg(r=pl.col(metric).mean(), horizon=pl.col("horizon").first())
+        .sort(["cell_id", "t"])
+        .group_by("cell_id", maintain_order=True)
+        .agg(pl.col("t"), pl.col("r"), pl.col("horizon").first())
+        .collect()
+    )
+    rows = []
+    for c in curves.iter_rows(named=True):
+        ts, rs, horizon = c["t"], c["r"], c["horizon"]
+        start = min(100.0, horizon / 100.0)
+        i0 = next((i for i, t in enumerate(ts) if t >= start and t > 0), None)
+        i1 = max((i for i, t in enumerate(ts) if t <= horizon / 10), default=None)
+        early = rs[i0] / ts[i0] if i0 is not None else None
+        late = (rs[-1] - rs[i1]) / (ts[-1] - ts[i1]) if i1 is not None and ts[-1] > ts[i1] else None
+        verdict = None
+        if early and late is not None and early > 0:
+            verdict = "never started" if late >= NEVER_STARTED * early else "stalled after learning"
+        rows.append({"cell_id": c["cell_id"], "early": early, "late": late, "verdict": verdict})
+    return pl.DataFrame(rows, schema={"cell_id": pl.String, "early": pl.Float64, "late": pl.Float64, "verdict": pl.String})

@@ -13,8 +13,9 @@ import json
 import polars as pl
 
 from . import stats
-from .effects import FLAG_COLUMNS, MIN_REPETITIONS, VARIANT, Study
+from .effects import FLAG_COLUMNS, MIN_REPETITIONS, VARIANT, Study, fmt
 from .load import LINEAR_GROWTH_EXPONENT
+from .phases import per_round_levels
 
 #: Cells named in full in a warning (the rest counted).
 MAX_WARNED_CELLS = 20
@@ -83,30 +84,65 @@ def flat_warnings(study: Study, ranked: pl.DataFrame) -> list[str]:
     return out
 
 
-def _cell_list(study: Study, rows: list[dict], note) -> str:
-    shown = "; ".join(f"{study.label(r)} ({note(r)})" for r in rows[:MAX_WARNED_CELLS])
-    more = len(rows) - MAX_WARNED_CELLS
-    return shown + (f"; and {more} more" if more > 0 else "")
+def _reps(hit: int, n: int) -> str:
+    """`all 4 repetitions`, `one of 4 repetitions`, `2 of 4 repetitions`."""
+    if hit == n:
+        return f"all {n} repetitions" if n > 1 else "its one repetition"
+    return f"one of {n} repetitions" if hit == 1 else f"{hit} of {n} repetitions"
+
+
+def widths_of(study: Study, row: dict) -> str:
+    """The cell's parameters that widen its algorithm's confidence (the
+    family registry's `widths`) with their values: `c_priv=4, epsilon=0.5`."""
+    names = next((w.get(row["algorithm"], []) for w in (f.get("widths", {}) for f in study.families.values()) if row["algorithm"] in w), [])
+    cell = study.final.filter(pl.col("cell_id") == row["cell_id"]).head(1)
+    shown = [f"{n}={fmt(cell[n][0])}" for n in names if n in cell.columns and cell.height and cell[n][0] is not None]
+    return ", ".join(shown)
 
 
 def growth_warnings(study: Study) -> list[str]:
     """Cells with a repetition whose `regret_exponent` (the slope of log
     regret against log t over the last decade of the horizon) is at least
-    0.9: learning has stalled there, and the cell's mean regret grows with
-    the horizon."""
+    0.9, each told apart (phases.per_round_levels): **never started**
+    (per-round regret over the last decade still half its early level or
+    more: a confidence width too wide for the horizon, whose parameters the
+    warning names with the cell's values) or **stalled after learning**
+    (settled on a wrong action); with how many repetitions are flagged (all:
+    the cell's level describes the algorithm there; some: those
+    repetitions)."""
     if "linear_growth" not in study.cells.columns:
         return []
     hit = study.cells.filter(pl.col("linear_growth") > 0)
     if not hit.height:
         return []
-    rows = list(hit.sort("cell_index").iter_rows(named=True))
-    cells = _cell_list(study, rows, lambda r: f"{r['linear_growth']} of {r['n']} repetitions, largest exponent {r['max_exponent']:.2f}")
-    text = (
-        f"Regret grows linearly over the last decade of the horizon (`regret_exponent` >= {LINEAR_GROWTH_EXPONENT}) "
-        f"in {hit.height} of {study.cells.height} cells: {cells}. A repetition there has stopped learning; its cell's "
-        f"mean and sd say more about that repetition than about the algorithm"
-    )
-    return [text]
+    levels = {r["cell_id"]: r for r in per_round_levels(study.lf, hit["cell_id"].to_list(), study.metric).iter_rows(named=True)}
+    by_verdict: dict[str, list[str]] = {}
+    for r in hit.sort("cell_index").iter_rows(named=True):
+        lv = levels.get(r["cell_id"], {})
+        verdict = lv.get("verdict") or "growing linearly"
+        rates = f"; per-round regret {lv['early']:.3g} early, {lv['late']:.3g} over the last decade" if lv.get("late") is not None else ""
+        widths = widths_of(study, r) if verdict == "never started" else ""
+        by_verdict.setdefault(verdict, []).append(
+            f"{study.label(r)} ({_reps(r['linear_growth'], r['n'])}, largest exponent {r['max_exponent']:.2f}{rates}"
+            + (f"; its width grows with {widths}" if widths else "")
+            + ")"
+        )
+    out = []
+    why = {
+        "never started": "still explores at the horizon: its confidence width is too wide for this many rounds "
+        "(widen the horizon or narrow the width: the parameters named)",
+        "stalled after learning": "learned, then settled on a wrong action: its regret now grows linearly",
+        "growing linearly": "grows linearly (too few checkpoints to tell whether it ever learned)",
+    }
+    for verdict, cells in by_verdict.items():
+        shown = "; ".join(cells[:MAX_WARNED_CELLS]) + (f"; and {len(cells) - MAX_WARNED_CELLS} more" if len(cells) > MAX_WARNED_CELLS else "")
+        out.append(
+            f"Regret grows linearly over the last decade (`regret_exponent` >= {LINEAR_GROWTH_EXPONENT}), "
+            f"{verdict} in {len(cells)} of {study.cells.height} cells: the cell {why[verdict]}. Where all repetitions "
+            f"are flagged, the cell's level describes the algorithm at these settings; where some are, those "
+            f"repetitions dominate its mean. {shown}"
+        )
+    return out
 
 
 def model_warnings(study: Study) -> list[str]:

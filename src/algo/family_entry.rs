@@ -60,6 +60,10 @@ pub struct Family {
     /// privacy is a separate algorithm rather than `private: false`: the
     /// counterpart whose regret the cost of privacy is measured against.
     pub non_private: &'static [(&'static str, &'static str)],
+    /// (algorithm, the parameters that widen its confidence width): what
+    /// to turn where a cell never starts learning within the horizon
+    /// (the report's stall verdict names them with the cell's values).
+    pub widths: &'static [(&'static str, &'static [&'static str])],
     /// Its CUDA kernel sources (none: the family runs on the CPU only).
     pub kernels: &'static [crate::backend::cuda::nvrtc::KernelSource],
 }
@@ -78,5 +82,47 @@ impl Family {
             .filter(|p| p.used_by.iter().any(|u| members.contains(u)))
             .map(|p| p.name)
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::algo::family::FAMILIES;
+    use crate::algo::params::PARAMS;
+
+    /// The registry's names are the engine's: every variant parameter is a
+    /// parameter of its family, every `widths` entry names one of the
+    /// family's algorithms and parameters that algorithm uses, and every
+    /// `non_private` pair names two of its algorithms.
+    #[test]
+    fn registry_names_what_the_family_has() {
+        for f in FAMILIES {
+            let algos: Vec<&str> = f.algorithms.iter().map(|a| a.0).collect();
+            let params = f.parameters();
+            for v in f.variant_params {
+                assert!(
+                    params.contains(v),
+                    "{}: variant parameter {v} is not one of its parameters",
+                    f.name
+                );
+            }
+            for (algo, widths) in f.widths {
+                assert!(algos.contains(algo), "{}: widths names {algo}", f.name);
+                for w in *widths {
+                    let def = PARAMS
+                        .iter()
+                        .find(|p| p.name == *w)
+                        .unwrap_or_else(|| panic!("{w} is no parameter"));
+                    let uses = def.used_by.contains(algo) || f.environments.iter().any(|e| def.used_by.contains(&e.0));
+                    assert!(uses, "{}: {algo} does not use {w}", f.name);
+                }
+            }
+            for (p, n) in f.non_private {
+                assert!(algos.contains(p) && algos.contains(n), "{}: {p} -> {n}", f.name);
+            }
+            if let Some(b) = f.baseline {
+                assert!(algos.contains(&b), "{}: baseline {b}", f.name);
+            }
+        }
     }
 }

@@ -64,7 +64,7 @@ pub fn privacy_json(job: &Job) -> String {
 /// engine that wrote the data: `{"linear": {"algorithms": [...],
 /// "environments": [...], "columns": [...], "baseline": null,
 /// "growth_regret": "group_regret", "variant_params": ["private"],
-/// "non_private": {}}, ...}`.
+/// "non_private": {}, "widths": {"fedlinucb": [...], ...}}, ...}`.
 pub fn families_json() -> String {
     let fams: serde_json::Map<String, serde_json::Value> = crate::algo::family::FAMILIES
         .iter()
@@ -78,6 +78,7 @@ pub fn families_json() -> String {
                 "growth_regret": f.growth_regret,
                 "variant_params": f.variant_params,
                 "non_private": f.non_private.iter().map(|(p, n)| (p.to_string(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
+                "widths": f.widths.iter().map(|(a, w)| (a.to_string(), serde_json::json!(w))).collect::<serde_json::Map<_, _>>(),
             });
             (f.name.to_owned(), entry)
         })

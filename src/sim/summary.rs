@@ -105,7 +105,8 @@ pub(super) fn summarize(job: &Job, cell: &Cell, batches: &[RecordBatch], skipped
     for b in batches {
         let (Some(t), Some(reg), Some(total), Some(sr), Some(ex)) = (
             b.column_by_name("t").and_then(|c| c.as_primitive_opt::<UInt64Type>()),
-            b.column_by_name(column).and_then(|c| c.as_primitive_opt::<Float64Type>()),
+            b.column_by_name(column)
+                .and_then(|c| c.as_primitive_opt::<Float64Type>()),
             b.column_by_name("agent_regret")
                 .and_then(|c| c.as_primitive_opt::<Float64Type>()),
             b.column_by_name("sync_rounds")

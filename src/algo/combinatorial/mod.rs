@@ -256,6 +256,7 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     ],
     variant_params: &["calibration", "neighbours", "budget"],
     non_private: &[("p_fcb", "fcb")],
+    widths: &[("p_fcb", &["epsilon", "omega1"])],
     kernels: cuda::KERNELS,
 };
 

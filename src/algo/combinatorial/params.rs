@@ -116,10 +116,16 @@ fn p_fcb(p: &mut Params<'_>) -> PFcbConfig {
         }
         (e, d) => {
             if e.is_none() {
-                p.err("epsilon", "missing; p_fcb needs epsilon (number > 0, or .inf for no noise)");
+                p.err(
+                    "epsilon",
+                    "missing; p_fcb needs epsilon (number > 0, or .inf for no noise)",
+                );
             }
             if d.is_none() {
-                p.err("delta", "missing; p_fcb needs delta (number in (0, 1)) where epsilon is finite");
+                p.err(
+                    "delta",
+                    "missing; p_fcb needs delta (number in (0, 1)) where epsilon is finite",
+                );
             }
         }
     }

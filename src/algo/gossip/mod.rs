@@ -277,6 +277,12 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     ],
     variant_params: &["budget_split", "clip", "neighbours"],
     non_private: &[("fed_ucb_gossip", "gossip_ucb")],
+    widths: &[
+        ("gossip_ucb", &["confidence_scale"]),
+        ("fed_ucb_gossip", &["c_priv", "epsilon", "confidence_scale"]),
+        ("local_ucb", &["confidence_scale"]),
+        ("oracle_ucb", &["confidence_scale"]),
+    ],
     kernels: cuda::KERNELS,
 };
 

@@ -333,6 +333,50 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
         "clip_rewards",
     ],
     non_private: &[("private_fedlinucb", "fedlinucb")],
+    widths: &[
+        (
+            "linucb",
+            &["confidence_scale", "alpha", "lambda", "s_bound", "subgaussian"],
+        ),
+        (
+            "independent",
+            &["confidence_scale", "alpha", "lambda", "s_bound", "subgaussian"],
+        ),
+        ("fedlinucb", &["confidence_scale", "alpha", "s_bound", "subgaussian"]),
+        (
+            "private_fedlinucb",
+            &[
+                "epsilon",
+                "delta",
+                "confidence_scale",
+                "alpha",
+                "s_bound",
+                "subgaussian",
+            ],
+        ),
+        (
+            "feducb_centralized",
+            &[
+                "epsilon",
+                "delta",
+                "confidence_scale",
+                "alpha",
+                "lambda",
+                "schedule_share",
+            ],
+        ),
+        (
+            "feducb_decentralized",
+            &[
+                "epsilon",
+                "delta",
+                "confidence_scale",
+                "alpha",
+                "lambda",
+                "schedule_share",
+            ],
+        ),
+    ],
     kernels: cuda::KERNELS,
 };
 
