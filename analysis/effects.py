@@ -552,6 +552,8 @@ def ranking(study: Study, effects: dict[str, pl.DataFrame]) -> pl.DataFrame:
             found = level_contrasts(mine, axis.name, used, study.scale)
             centers = part["mean"].to_list()
             low, high = used[int(np.argmin(centers))], used[int(np.argmax(centers))]
+            if low == high:  # every level equal (the axis leaves the variant alone)
+                low, high = used[0], used[-1]
             pair = (low, high) if used.index(low) < used.index(high) else (high, low)
             ext = found[pair]
             if pair[0] != low:  # the contrast high against low

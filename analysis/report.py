@@ -65,6 +65,7 @@ from .effects import (
 )
 from .load import ResultsError
 from .phases import linear_phases
+from .report_metrics import metrics_blocks
 
 #: A document is a list of blocks: ("h1" | "h2" | "h3" | "p", text),
 #: ("ul", [items]), ("table", header, rows), ("img", file name, alt text).
@@ -442,7 +443,7 @@ def job_report(s: Study, out: Path, privacy_axis: str | None = None) -> list[Blo
     if "epsilon" in {a.name for a in s.axes}:
         blocks.append(("p", f"Privacy axis of the epsilon plots: {mode} epsilon ({why})."))
     blocks += main_effects(s, out, effects, mode) + contrast.interaction_blocks(s, out)
-    blocks += contrast.cost_blocks(s, out, mode) + comms.comms_blocks(s, out, phases)
+    blocks += contrast.cost_blocks(s, out, mode) + comms.comms_blocks(s, out, phases) + metrics_blocks(s, out)
     blocks += curve_blocks(s, out, {r["cell_id"]: r for r in phases.iter_rows(named=True)})
     return blocks
 

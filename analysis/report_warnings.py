@@ -56,7 +56,7 @@ def counter_warnings(study: Study) -> list[str]:
             examples = "; ".join(f"{study.label(r)}: {_share(r['clipped_share'])}" for r in top.iter_rows(named=True))
             out.append(
                 f"Observations are clipped in {hit.height} of {study.cells.height} cells (share of the m x T "
-                f"observations; largest: {examples}): clipped rewards bias the estimates, see the clipping table"
+                f"observations; largest: {examples}): clipped rewards bias the estimates (Family metrics)"
             )
             continue
         examples = "; ".join(f"{study.label(r)}: {r[col]:.4g}" for r in hit.sort(col, descending=True).head(3).iter_rows(named=True))
@@ -104,7 +104,7 @@ def growth_warnings(study: Study) -> list[str]:
     """Cells with a repetition whose `regret_exponent` (the slope of log
     regret against log t over the last decade of the horizon) is at least
     0.9, each told apart (phases.per_round_levels): **never started**
-    (per-round regret over the last decade still half its early level or
+    (per-round regret over the last decade still 0.8 of its early level or
     more: a confidence width too wide for the horizon, whose parameters the
     warning names with the cell's values) or **stalled after learning**
     (settled on a wrong action); with how many repetitions are flagged (all:

@@ -60,6 +60,10 @@ pub struct Family {
     /// privacy is a separate algorithm rather than `private: false`: the
     /// counterpart whose regret the cost of privacy is measured against.
     pub non_private: &'static [(&'static str, &'static str)],
+    /// (column, definition) of each of its metrics: what it measures, its
+    /// unit, and when it is null; `list`, README and the report's family
+    /// metrics section read them from here.
+    pub metrics: &'static [(&'static str, &'static str)],
     /// (algorithm, the parameters that widen its confidence width): what
     /// to turn where a cell never starts learning within the horizon
     /// (the report's stall verdict names them with the cell's values).
@@ -119,6 +123,13 @@ mod tests {
             }
             for (p, n) in f.non_private {
                 assert!(algos.contains(p) && algos.contains(n), "{}: {p} -> {n}", f.name);
+            }
+            for (m, _) in f.metrics {
+                assert!(
+                    f.columns.contains(m),
+                    "{}: metric {m} is not one of its columns",
+                    f.name
+                );
             }
             if let Some(b) = f.baseline {
                 assert!(algos.contains(&b), "{}: baseline {b}", f.name);

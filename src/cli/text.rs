@@ -21,6 +21,12 @@ pub(super) fn list_text() -> String {
         }
         out += &format!("  parameters (output columns): {}\n", f.parameters().join(", "));
         out += &format!("  output columns of this family only: {}\n", f.columns.join(", "));
+        if !f.metrics.is_empty() {
+            out += "  metrics:\n";
+            for (m, d) in f.metrics {
+                out += &format!("    {m:<24} {d}\n");
+            }
+        }
         if !f.variant_params.is_empty() {
             out += &format!(
                 "  variant parameters (each value a variant of its own in the report, never pooled): {}\n",

@@ -256,6 +256,29 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     ],
     variant_params: &["calibration", "neighbours", "budget"],
     non_private: &[("p_fcb", "fcb")],
+    metrics: &[
+        (
+            "regret_after_exploration",
+            "cumulative group regret of the rounds after the exploration phase (which every algorithm pays alike); \
+             the regret the analysis reads (per agent: / m); can be 0 or below, the greedy benchmark being beatable",
+        ),
+        (
+            "constraint_violations",
+            "agent-rounds whose procurement violated the quality constraint under the true qualities (charged the \
+             round's penalty as regret); cumulative count per repetition; the report shows it as a share of the m x T \
+             agent-rounds",
+        ),
+        (
+            "messages_accepted",
+            "P-FCB messages (sender, receiver, producer) a receiver accepted into its estimate; cumulative; the report \
+             shows the accepted share of accepted + rejected; null for the other algorithms",
+        ),
+        (
+            "messages_rejected",
+            "P-FCB messages a receiver rejected (w~ <= 0, or y~/w~ outside its acceptance window); cumulative; null \
+             for the other algorithms",
+        ),
+    ],
     widths: &[("p_fcb", &["epsilon", "omega1"])],
     kernels: cuda::KERNELS,
 };

@@ -277,6 +277,29 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     ],
     variant_params: &["budget_split", "clip", "neighbours"],
     non_private: &[("fed_ucb_gossip", "gossip_ucb")],
+    metrics: &[
+        (
+            "consensus_error",
+            "max over agents and arms of |estimate_{i,k} - mu_k|, the estimate an agent plays on (gossip: theta, \
+             local: its own mean, oracle: the pooled mean) against the agents' average mean mu_k: the estimation \
+             error, which includes the bias clipping adds, not only the agents' disagreement; at the checkpoint",
+        ),
+        (
+            "forced_pulls",
+            "pulls Gossip_UCB and Fed_UCB forced on a lagging arm (its count more than m behind the network's); \
+             cumulative count per repetition, all agents; the report shows it as a share of the m x T pulls",
+        ),
+        (
+            "clipped_observations",
+            "observations Fed_UCB's privatizer clipped to [clip_lo, clip_hi]; cumulative count per repetition, all \
+             agents; the report shows it as a share of the m x T observations",
+        ),
+        (
+            "gossip_lambda2",
+            "lambda_2 of the repetition's expected gossip matrix (the graph's mixing: closer to 1, slower); the \
+             same at every checkpoint",
+        ),
+    ],
     widths: &[
         ("gossip_ucb", &["confidence_scale"]),
         ("fed_ucb_gossip", &["c_priv", "epsilon", "confidence_scale"]),

@@ -333,6 +333,24 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
         "clip_rewards",
     ],
     non_private: &[("private_fedlinucb", "fedlinucb")],
+    metrics: &[
+        (
+            "cholesky_failures",
+            "Cholesky factorizations of a Gram matrix that failed (noise made it indefinite) and fell back to added \
+             jitter; cumulative count per repetition, all agents; 0 for a healthy run",
+        ),
+        (
+            "beta_clamps",
+            "rounds an agent's FedUCB confidence radius had a negative argument (log det V below its offset) and was \
+             clamped to 0; cumulative count per repetition, all agents; null for the other algorithms",
+        ),
+        (
+            "clipped_observations",
+            "rewards the private algorithms clipped to [-1, 1] (the bound their sensitivities assume; for sdp_vecsum \
+             also points whose x x^T or x y coordinates the protocol clipped); cumulative count per repetition, all \
+             agents; the report shows it as a share of the m x T observations; 0 without clipping",
+        ),
+    ],
     widths: &[
         (
             "linucb",
