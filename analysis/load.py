@@ -48,16 +48,19 @@ REQUIRED = {
 }
 
 #: Engine semantics versions this loader understands.
-SUPPORTED_SEMANTICS = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15"}
+SUPPORTED_SEMANTICS = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16"}
 
 #: Columns an engine added since semantics 9, with their types and the
 #: column they follow: `scan` gives older files each as nulls, in the
 #: engine's order (`regret_exponents` computes the exponent from any
-#: file's curves). regret_exponent: 10; acct_mu, acct_epsilon_sums: 11.
+#: file's curves). regret_exponent: 10; acct_mu, acct_epsilon_sums: 11;
+#: estimate_error: 16 (the gossip family's consensus_error measured it
+#: before).
 ADDED_COLUMNS = {
     "regret_exponent": (pl.Float64, "agent_regret_max"),
     "acct_mu": (pl.Float64, "acct_epsilon"),
     "acct_epsilon_sums": (pl.Float64, "acct_epsilon_pure"),
+    "estimate_error": (pl.Float64, "consensus_error"),
 }
 
 #: `regret_exponent` at or above this: regret growing linearly over the

@@ -56,7 +56,12 @@ pub const METRICS: &[(&str, MetricKind, &str)] = &[
     (
         "consensus_error",
         MetricKind::F64,
-        "gossip: max over agents and arms of |estimate - mu_k|",
+        "gossip: max over arms and agents of |estimate - the agents' mean estimate| (disagreement)",
+    ),
+    (
+        "estimate_error",
+        MetricKind::F64,
+        "gossip: max over agents and arms of |estimate - mu_k| (estimation error)",
     ),
     ("forced_pulls", MetricKind::U64, "gossip: forced pulls so far"),
     (

@@ -137,7 +137,12 @@ use thiserror::Error;
 /// exactly (probability 2^-53 a draw; `rng::uniform_at` rounds its top
 /// cell up to 1) was infinite and is now 53 ln 2 times its scale
 /// (`rng::laplace_of_uniform`), on both backends.
-pub const SEMANTICS_VERSION: u32 = 15;
+/// 16 -- the gossip family's `consensus_error` measures what its name says,
+/// the agents' disagreement (max over arms and agents of |estimate - the
+/// agents' mean estimate|; 0 for the oracle); what it measured before,
+/// |estimate - mu_k|, is the new column `estimate_error`. Every regret and
+/// every other column of every family is what 15 computed.
+pub const SEMANTICS_VERSION: u32 = 16;
 
 /// One problem in a job file.
 #[derive(Clone, Debug, PartialEq)]

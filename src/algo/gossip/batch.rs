@@ -80,10 +80,15 @@ pub struct GossipObservation {
     pub group_regret: f64,
     /// Max over agents of cumulative regret.
     pub agent_regret_max: f64,
-    /// Max over agents and arms of |estimate_{i,k} - mu_k|, the estimate
-    /// being what the agent plays on (theta for gossip, its own mean for
-    /// local, the pooled mean for the oracle).
+    /// Max over arms and agents of |estimate_{i,k} - the agents' mean
+    /// estimate of arm k|: how far the agents disagree (0 for the oracle,
+    /// which plays on the pooled mean), the estimate being what the agent
+    /// plays on (theta for gossip, its own mean for local).
     pub consensus_error: f64,
+    /// Max over agents and arms of |estimate_{i,k} - mu_k|: the estimation
+    /// error against the agents' average mean (it includes the bias the
+    /// privatizer's clipping adds).
+    pub estimate_error: f64,
     /// Forced pulls so far (all agents).
     pub forced_pulls: u64,
     /// Observations the privatizer's clipping changed.
@@ -114,22 +119,27 @@ pub fn observation(policy: GossipPolicy, env: &MabEnv, s: &FederationState<'_>) 
         GossipPolicy::Gossip => s.theta,
         _ => s.xbar,
     };
-    let mut consensus = 0.0f64;
+    let (mut consensus, mut error) = (0.0f64, 0.0f64);
     for k in 0..m {
         let pooled = (0..n).map(|i| s.xbar[i * m + k]).sum::<f64>() / n as f64;
-        for i in 0..n {
-            let e = if policy == GossipPolicy::Oracle {
+        let played = |i: usize| {
+            if policy == GossipPolicy::Oracle {
                 pooled
             } else {
                 est[i * m + k]
-            };
-            consensus = consensus.max((e - env.means[k]).abs());
+            }
+        };
+        let mean = (0..n).map(played).sum::<f64>() / n as f64;
+        for i in 0..n {
+            consensus = consensus.max((played(i) - mean).abs());
+            error = error.max((played(i) - env.means[k]).abs());
         }
     }
     GossipObservation {
         group_regret: s.group,
         agent_regret_max: s.regret.iter().copied().fold(f64::NEG_INFINITY, f64::max),
         consensus_error: consensus,
+        estimate_error: error,
         forced_pulls: s.forced,
         clipped: s.clipped,
     }

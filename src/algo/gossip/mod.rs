@@ -194,6 +194,7 @@ pub fn curve_point(p: &GossipPoint, b: &GossipBatch, lambda2: f64) -> crate::alg
         messages,
     );
     c.set("consensus_error", Metric::F64(p.obs.consensus_error));
+    c.set("estimate_error", Metric::F64(p.obs.estimate_error));
     c.set("forced_pulls", Metric::U64(p.obs.forced_pulls));
     c.set("clipped_observations", Metric::U64(p.obs.clipped));
     c.set("gossip_lambda2", Metric::F64(lambda2));
@@ -270,6 +271,7 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     parity: PARITY,
     columns: &[
         "consensus_error",
+        "estimate_error",
         "forced_pulls",
         "clipped_observations",
         "gossip_lambda2",
@@ -280,9 +282,15 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     metrics: &[
         (
             "consensus_error",
-            "max over agents and arms of |estimate_{i,k} - mu_k|, the estimate an agent plays on (gossip: theta, \
-             local: its own mean, oracle: the pooled mean) against the agents' average mean mu_k: the estimation \
-             error, which includes the bias clipping adds, not only the agents' disagreement; at the checkpoint",
+            "how far the agents disagree: max over arms and agents of |estimate_{i,k} - the agents' mean estimate \
+             of arm k|, the estimate an agent plays on (gossip: theta, local: its own mean; 0 for the oracle, which \
+             plays on the pooled mean); at the checkpoint (since semantics 16; before, estimate_error)",
+        ),
+        (
+            "estimate_error",
+            "how far the agents' estimates are from the target: max over agents and arms of |estimate_{i,k} - \
+             mu_k|, mu_k the agents' average mean; includes the bias the privatizer's clipping adds; at the \
+             checkpoint; null in files before semantics 16",
         ),
         (
             "forced_pulls",
