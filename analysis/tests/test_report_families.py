@@ -88,3 +88,23 @@ def test_p_fcb_is_paired_with_itself_without_noise_and_read_after_exploration(tm
     md = rep.report(tmp_path / "proc", tmp_path / "out").read_text()
     assert "| p_fcb epsilon=1 m=2 | 1 |" in md and "| p_fcb epsilon=inf m=2 |" in md
     assert "Compared with another algorithm" not in md
+
+
+def test_readme_defines_every_family_metric_as_the_registry_does(tmp_path: Path) -> None:
+    """README's "Family metrics" list is the registry's definitions, word
+    for word (what `fedbandits list` prints and the report shows)."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    job = tmp_path / "proc.yaml"
+    job.write_text(PROCUREMENT.replace("repetitions: 3", "repetitions: 1").replace("horizon: 3000", "horizon: 300"))
+    _engine("run", str(job), "--out", str(tmp_path), "--quiet")
+    meta = pq.read_metadata(next((tmp_path / "proc").glob("part-*.parquet"))).metadata
+    fams = json.loads(meta[b"fedbandits.families"])
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("**Family metrics.**") : readme.index("**Calibration: at a given epsilon")]
+    defined = [(name, col, d) for name, f in fams.items() for col, d in f["metrics"].items()]
+    assert len(defined) >= 12
+    for name, col, d in defined:
+        assert f"- `{col}` ({name}): {d}" in section, col
