@@ -103,11 +103,12 @@ def widths_of(study: Study, row: dict) -> str:
 def growth_warnings(study: Study) -> list[str]:
     """Cells with a repetition whose `regret_exponent` (the slope of log
     regret against log t over the last decade of the horizon) is at least
-    0.9, each told apart (phases.per_round_levels): **never started**
-    (per-round regret over the last decade still 0.8 of its early level or
-    more: a confidence width too wide for the horizon, whose parameters the
-    warning names with the cell's values) or **stalled after learning**
-    (settled on a wrong action); with how many repetitions are flagged (all:
+    0.9, each told apart (phases.verdict): **never started** (per-round
+    regret over the last decade still at its first level: a confidence
+    width too wide for the horizon, whose parameters the warning names with
+    the cell's values), **stalled after learning** (settled below it, on a
+    wrong action) or **still learning** (falling as the horizon ends); with
+    how many repetitions are flagged (all:
     the cell's level describes the algorithm there; some: those
     repetitions)."""
     if "linear_growth" not in study.cells.columns:
@@ -120,7 +121,13 @@ def growth_warnings(study: Study) -> list[str]:
     for r in hit.sort("cell_index").iter_rows(named=True):
         lv = levels.get(r["cell_id"], {})
         verdict = lv.get("verdict") or "growing linearly"
-        rates = f"; per-round regret {lv['early']:.3g} early, {lv['late']:.3g} over the last decade" if lv.get("late") is not None else ""
+        rates = (
+            f"; per-round regret {lv['early']:.3g} at first, "
+            + (f"{lv['prev']:.3g} over the decade before the last, " if lv.get("prev") is not None else "")
+            + f"{lv['late']:.3g} over the last"
+            if lv.get("late") is not None and lv.get("early") is not None
+            else ""
+        )
         widths = widths_of(study, r) if verdict == "never started" else ""
         by_verdict.setdefault(verdict, []).append(
             f"{study.label(r)} ({_reps(r['linear_growth'], r['n'])}, largest exponent {r['max_exponent']:.2f}{rates}"
@@ -131,7 +138,10 @@ def growth_warnings(study: Study) -> list[str]:
     why = {
         "never started": "still explores at the horizon: its confidence width is too wide for this many rounds "
         "(widen the horizon or narrow the width: the parameters named)",
-        "stalled after learning": "learned, then settled on a wrong action: its regret now grows linearly",
+        "stalled after learning": "learned, then settled on a wrong action: its per-round regret is the same over the "
+        "last two decades and its regret grows linearly",
+        "still learning": "is still learning as the horizon ends (its per-round regret falls over the last two decades): "
+        "a longer horizon would show where it settles",
         "growing linearly": "grows linearly (too few checkpoints to tell whether it ever learned)",
     }
     for verdict, cells in by_verdict.items():
