@@ -62,18 +62,26 @@ def linear_stretch(ts, lnr) -> tuple[float, float] | None:
     return (float(best[0]), float(best[1])) if best else None
 
 
+def _curves(points: pl.LazyFrame, lf: pl.LazyFrame, value: str) -> pl.DataFrame:
+    """One row per cell: its checkpoints `t` ascending, the per-checkpoint
+    `value` of `points` (cell_id, t, n, value) where every repetition of
+    the cell is counted (n equal to the cell's repetitions at its t), and
+    its horizon."""
+    reps = lf.group_by(["cell_id", "t"]).agg(all=pl.len(), horizon=pl.col("horizon").first())
+    return (
+        points.join(reps, on=["cell_id", "t"])
+        .filter(pl.col("n") == pl.col("all"))
+        .sort(["cell_id", "t"])
+        .group_by("cell_id", maintain_order=True)
+        .agg(pl.col("t"), pl.col(value), pl.col("horizon").first())
+        .collect()
+    )
+
+
 def linear_phases(lf: pl.LazyFrame, metric: str = "agent_regret") -> pl.DataFrame:
     """Per cell: its longest linear stretch (`t_from`, `t_to`, `decades`;
     null where there is none) and whether it is long (module doc)."""
-    curves = (
-        lf.group_by(["cell_id", "t"])
-        .agg(lnr=pl.col(metric).log().mean(), low=pl.col(metric).min(), horizon=pl.col("horizon").first())
-        .filter(pl.col("low") > 0)
-        .sort(["cell_id", "t"])
-        .group_by("cell_id", maintain_order=True)
-        .agg(pl.col("t"), pl.col("lnr"), pl.col("horizon").first())
-        .collect()
-    )
+    curves = _curves(lf.filter(pl.col(metric) > 0).group_by(["cell_id", "t"]).agg(n=pl.len(), lnr=pl.col(metric).log().mean()), lf, "lnr")
     rows = []
     for r in curves.iter_rows(named=True):
         found = linear_stretch(r["t"], r["lnr"]) if len(r["t"]) > 1 else None
@@ -140,15 +148,8 @@ def per_round_levels(lf: pl.LazyFrame, cells: list[str], metric: str = "agent_re
     min(100, T / 100) (a level the warm-up's noise does not swing); `prev`
     and `late`, the per-round regret over the decade before the last and
     over the last decade; and `verdict` (`verdict`)."""
-    curves = (
-        lf.filter(pl.col("cell_id").is_in(cells))
-        .group_by(["cell_id", "t"])
-        .agg(r=pl.col(metric).mean(), horizon=pl.col("horizon").first())
-        .sort(["cell_id", "t"])
-        .group_by("cell_id", maintain_order=True)
-        .agg(pl.col("t"), pl.col("r"), pl.col("horizon").first())
-        .collect()
-    )
+    mine = lf.filter(pl.col("cell_id").is_in(cells))
+    curves = _curves(mine.group_by(["cell_id", "t"]).agg(n=pl.len(), r=pl.col(metric).mean()), mine, "r")
     rows = []
     for c in curves.iter_rows(named=True):
         ts, rs, horizon = c["t"], c["r"], c["horizon"]

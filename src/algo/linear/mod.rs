@@ -288,6 +288,17 @@ pub fn curve_point(p: crate::algo::linear::batch::BatchPoint, m: usize) -> crate
     c
 }
 
+/// What widens FedUCB's confidence (both forms): its privacy and its
+/// confidence parameters.
+const FEDUCB_WIDTHS: &[&str] = &[
+    "epsilon",
+    "delta",
+    "confidence_scale",
+    "alpha",
+    "lambda",
+    "schedule_share",
+];
+
 /// The linear contextual family (Zhou & Chowdhury; Dubey & Pentland) in the registry
 /// ([`crate::algo::family::FAMILIES`]).
 pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry::Family {
@@ -372,28 +383,8 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
                 "subgaussian",
             ],
         ),
-        (
-            "feducb_centralized",
-            &[
-                "epsilon",
-                "delta",
-                "confidence_scale",
-                "alpha",
-                "lambda",
-                "schedule_share",
-            ],
-        ),
-        (
-            "feducb_decentralized",
-            &[
-                "epsilon",
-                "delta",
-                "confidence_scale",
-                "alpha",
-                "lambda",
-                "schedule_share",
-            ],
-        ),
+        ("feducb_centralized", FEDUCB_WIDTHS),
+        ("feducb_decentralized", FEDUCB_WIDTHS),
     ],
     kernels: cuda::KERNELS,
 };
