@@ -228,6 +228,18 @@ def counterparts(study: Study) -> tuple[dict[str, str], list[str]]:
     return found, missing
 
 
+def pair_ratios(study: Study, pairs: dict[str, str]) -> pl.DataFrame:
+    """Per cell of `pairs`: its final regret over its partner's, paired by
+    repetition on the study's scale (cell_id, frr, lo, hi, reps)."""
+    if not pairs:
+        return pl.DataFrame(schema={"cell_id": pl.String, "frr": pl.Float64, "lo": pl.Float64, "hi": pl.Float64, "reps": pl.UInt32})
+    link = pl.DataFrame({"cell_id": list(pairs), "partner": list(pairs.values())})
+    mine = study.final.join(link, on="cell_id").select("cell_id", "partner", "repetition", n=pl.col(study.metric))
+    theirs = study.final.select(pl.col("cell_id").alias("partner"), "repetition", d=pl.col(study.metric))
+    paired = mine.join(theirs, on=["partner", "repetition"])
+    return ratio_of(study, paired, ["cell_id"]).select("cell_id", "frr", "lo", "hi", "reps")
+
+
 def privacy_cost(study: Study) -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
     """The cost of privacy (module doc): per private cell with a
     counterpart, (cell_id, counterpart, diff, diff_lo, diff_hi, ratio, lo,
@@ -246,8 +258,7 @@ def privacy_cost(study: Study) -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
     rows = mine.join(theirs, on=["counterpart", "repetition"]).with_columns(
         cost=pl.col(metric) - pl.col("_base"), cost_ratio=pl.col(metric) / pl.col("_base")
     )
-    paired = rows.select("cell_id", "counterpart", n=pl.col(metric), d=pl.col("_base"))
-    ratio = ratio_of(study, paired, ["cell_id", "counterpart"]).select("cell_id", "counterpart", ratio="frr", lo="lo", hi="hi", reps="reps")
+    ratio = pair_ratios(study, pairs).join(link, on="cell_id").select("cell_id", "counterpart", ratio="frr", lo="lo", hi="hi", reps="reps")
     diff = rows.group_by("cell_id").agg(diff=pl.col("cost").mean(), v=pl.col("cost").sort_by("repetition"))
     bounds = [bootstrap_interval(v) for v in diff["v"].to_list()]
     diff = diff.drop("v").with_columns(

@@ -191,7 +191,7 @@ def ranking_blocks(s: Study, ranked: pl.DataFrame) -> list[Block]:
     ratio = s.scale == "ratio"
     rows = []
     for i, r in enumerate(ranked.iter_rows(named=True)):
-        ext = stats.Estimate(r["extreme"], _nan(r["extreme_lo"]), _nan(r["extreme_hi"]), 0, None)
+        ext = stats.Estimate.of(r["extreme"], r["extreme_lo"], r["extreme_hi"])
         score = stats.fmt_ratio(r["score"]) if ratio else (_num(r["score"], 3) if r["score"] is not None else "n/a (one repetition per cell)")
         rows.append(
             [
@@ -225,10 +225,6 @@ def ranking_blocks(s: Study, ranked: pl.DataFrame) -> list[Block]:
         ),
         ("table", ["rank", "axis", "variant", "values", score, "highest vs lowest level (paired)", "verdict", "steps resolved"], rows),
     ]
-
-
-def _nan(v) -> float:
-    return float("nan") if v is None else v
 
 
 def _effect_table(eff: pl.DataFrame, refs: pl.DataFrame, y: str = "mean", scale: str = "additive") -> tuple[Block, str]:

@@ -31,8 +31,8 @@ import polars as pl
 
 from . import report_plots as plots
 from . import stats
-from .contrasts import counterparts, is_private
-from .effects import VARIANT, Study, fmt, ratio_of
+from .contrasts import counterparts, is_private, pair_ratios
+from .effects import VARIANT, Study, fmt
 from .phases import describe
 
 Block = tuple
@@ -78,23 +78,12 @@ def baseline_pairs(study: Study) -> dict[str, str]:
     return out
 
 
-def pair_ratios(study: Study, pairs: dict[str, str]) -> pl.DataFrame:
-    """Per cell of `pairs`: its final regret over its partner's, paired by
-    repetition on the study's scale (cell_id, frr, lo, hi, reps)."""
-    if not pairs:
-        return pl.DataFrame(schema={"cell_id": pl.String, "frr": pl.Float64, "lo": pl.Float64, "hi": pl.Float64, "reps": pl.UInt32})
-    link = pl.DataFrame({"cell_id": list(pairs), "partner": list(pairs.values())})
-    mine = study.final.join(link, on="cell_id").select("cell_id", "partner", "repetition", n=pl.col(study.metric))
-    theirs = study.final.select(pl.col("cell_id").alias("partner"), "repetition", d=pl.col(study.metric))
-    paired = mine.join(theirs, on=["partner", "repetition"])
-    return ratio_of(study, paired, ["cell_id"]).select("cell_id", "frr", "lo", "hi", "reps")
-
-
-def _est(row: dict | None, scale: str) -> str:
+def _est(row: dict | None) -> str:
+    """A paired ratio with its interval (`x4.4 [2.51, 7.72]`; a ratio on
+    either scale)."""
     if row is None:
         return ""
-    e = stats.Estimate(row["frr"], row["lo"] if row["lo"] is not None else float("nan"), row["hi"] if row["hi"] is not None else float("nan"), row["reps"], None)
-    return stats.fmt_estimate(e, "ratio") if scale == "ratio" else stats.fmt_estimate(e, "ratio").replace("x", "", 1)
+    return stats.fmt_estimate(stats.Estimate.of(row["frr"], row["lo"], row["hi"], row["reps"]), "ratio")
 
 
 def _crossing(eps: list[float], y: list[float]) -> tuple[str, float]:
@@ -180,9 +169,9 @@ def _table(study: Study, cells: pl.DataFrame, first: dict, phases: dict, base: d
         label = study.label(r).removeprefix(r[VARIANT]).strip() or "-"
         row = [label, _count(r.get("sync_rounds")), _count(r.get("messages")), sync, describe(phases.get(r["cell_id"], {})), f"{r['level']:.4g}"]
         if base:
-            row.append(_est(base.get(r["cell_id"]), study.scale))
+            row.append(_est(base.get(r["cell_id"])))
         if cost:
-            row.append(_est(cost.get(r["cell_id"]), study.scale))
+            row.append(_est(cost.get(r["cell_id"])))
         if clip:
             row.append("" if r["clipped_share"] is None else f"{100 * r['clipped_share']:.3g}%")
         rows.append(row)

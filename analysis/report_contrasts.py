@@ -31,7 +31,7 @@ def _ratio(value, lo, hi, scale: str) -> str:
     """A ratio with its interval: `x36.9 [16.1, 84.7]` on the ratio scale."""
     if scale != "ratio":
         return _pm(value, lo, hi)
-    return stats.fmt_ratio(value) + _pm(value, lo, hi)[len(_num(value)) :]
+    return stats.fmt_estimate(stats.Estimate.of(value, lo, hi), "ratio")
 
 
 def _pm(mean, lo, hi) -> str:

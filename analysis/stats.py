@@ -60,6 +60,12 @@ class Estimate:
     n: int
     resolved: bool | None
 
+    @classmethod
+    def of(cls, value: float, lo: float | None, hi: float | None, n: int = 0) -> Estimate:
+        """An estimate from a table's columns (a null bound: no interval)."""
+        nan = float("nan")
+        return cls(value, nan if lo is None else lo, nan if hi is None else hi, n, None)
+
     @property
     def has_interval(self) -> bool:
         return not (math.isnan(self.lo) or math.isnan(self.hi))
