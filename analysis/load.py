@@ -48,7 +48,7 @@ REQUIRED = {
 }
 
 #: Engine semantics versions this loader understands.
-SUPPORTED_SEMANTICS = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16"}
+SUPPORTED_SEMANTICS = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16", "17"}
 
 #: Columns an engine added since semantics 9, with their types and the
 #: column they follow: `scan` gives older files each as nulls, in the
@@ -61,6 +61,9 @@ ADDED_COLUMNS = {
     "acct_mu": (pl.Float64, "acct_epsilon"),
     "acct_epsilon_sums": (pl.Float64, "acct_epsilon_pure"),
     "estimate_error": (pl.Float64, "consensus_error"),
+    "acct_sensitivity": (pl.Float64, "acct_noise_multiplier"),
+    "paper_epsilon_spent": (pl.Float64, "messages_rejected"),
+    "paper_delta_spent": (pl.Float64, "paper_epsilon_spent"),
 }
 
 #: `regret_exponent` at or above this: regret growing linearly over the

@@ -287,9 +287,9 @@ FB_DEV double fb_laplace_at(fb_u64 key, double scale) {
 // Svt::request: the noisy test while the agent has requests left and the
 // sensitivity is finite (a request counted), else the fallback (the round a
 // power of two).
-FB_DEV int fb_svt_request(fb_u64 round, double stat, double thr, double sens, double rho, fb_u64 key, double qscale,
-                          int cap, int* used) {
-    if (*used >= cap || !(sens <= 1.7976931348623157e308)) return round != 0 && (round & (round - 1)) == 0;
+FB_DEV int fb_svt_request(fb_u64 round, fb_u64 own, double stat, double thr, double sens, double rho, fb_u64 key,
+                          double qscale, int cap, int* used) {
+    if (*used >= cap || !(sens <= 1.7976931348623157e308)) return own != 0 && (own & (own - 1)) == 0;
     double nu = fb_laplace_at(fb_fold_more(key, round), qscale);
     int fire = stat / sens + nu >= thr / sens + rho;
     if (fire) *used += 1;

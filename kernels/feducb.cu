@@ -36,7 +36,7 @@ extern "C" __global__ void fb_det_test(int n, int m, int d, int shifted, double 
     }
     double thr = threshold / (double)(dt[f] + 1);
     if (svt)
-        fire[g] = fb_svt_request(round, stat, thr, ssens[f], srho[g], skeys[g], qscale, cap, sused + g);
+        fire[g] = fb_svt_request(round, round, stat, thr, ssens[f], srho[g], skeys[g], qscale, cap, sused + g);
     else
         fire[g] = stat > thr ? 1 : 0;
 }

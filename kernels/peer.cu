@@ -203,7 +203,9 @@ extern "C" __global__ void fb_peer_test(int n, int m, int d, int G, int g, fb_u6
     }
     for (int gg = 0; gg < G; ++gg) bmask[(long long)gg * n + a] = 0;
     double thr = threshold / (double)(dt[s] + 1);
-    int fire = svt ? fb_svt_request(t, stat, thr, ssens[s], srho[s], skeys[s], qscale, cap, sused + s)
+    // The fallback follows the slot's own rounds, ceil(t / G) (Svt::request).
+    fb_u64 own = (t + (fb_u64)G - 1) / (fb_u64)G;
+    int fire = svt ? fb_svt_request(t, own, stat, thr, ssens[s], srho[s], skeys[s], qscale, cap, sused + s)
                    : (every_round || stat > thr);
     if (!fire) return;
     nreq[a] += 1;

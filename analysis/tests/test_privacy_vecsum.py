@@ -126,7 +126,8 @@ def test_the_vecsum_figure_covers_the_extreme_shifts(
     row = run(tmp_path, text).row(0, named=True)
     figure, delta = row["acct_epsilon"], 1e-3
     assert figure is not None and row["acct_mu"] is None and row["acct_epsilon_zcdp"] is None
-    d, sens = 2, math.sqrt(6.0)
+    # The substitute relation's tight sensitivity at L = 1 (a 60 degree pair).
+    d, sens = 2, math.sqrt(4.5)
     log_t = math.log(d * d / delta)
     spread_plan, single_plan = [], []
     for n, g in levels(d, m, batch, horizon):

@@ -167,7 +167,9 @@ grid:
 
 def test_the_linear_stretch_is_the_engines_and_a_late_learner_is_warned(tmp_path: Path) -> None:
     """Private FedUCB's first sync comes late: its regret grows linearly for
-    three decades and more, which the report's stall check (phases.py) and
+    two decades and more (over three until semantics 16, whose loose
+    accounting gave FedUCB about twice the noise it needed), which the
+    report's stall check (phases.py) and
     the engine's run summary (algo::curve::linear_stretch) both find, at the
     same checkpoints; FedLinUCB, syncing every 25 rounds, has no long one."""
     from fedbandits_analysis.effects import load_studies
@@ -182,7 +184,7 @@ def test_the_linear_stretch_is_the_engines_and_a_late_learner_is_warned(tmp_path
     phases = linear_phases(s.lf, s.metric).join(s.cells.select("cell_id", "cell_index", "algorithm"), on="cell_id")
     long = {r["cell_index"]: (r["t_from"], r["t_to"]) for r in phases.filter(pl.col("long")).iter_rows(named=True)}
     assert long == printed and set(long) == {0, 1}  # the two private FedUCB cells
-    assert all(b / a >= 1000 for a, b in long.values())
+    assert all(b / a >= 100 for a, b in long.values())
     md = rep.report(tmp_path / "late", tmp_path / "out").read_text()
     assert "Regret grows linearly over half the horizon's decades or more in 2 of 3 cells" in md
     comms = md[md.index("## Communication and baselines") :]

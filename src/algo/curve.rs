@@ -95,9 +95,19 @@ pub const METRICS: &[(&str, MetricKind, &str)] = &[
         "combinatorial (P-FCB): messages rejected so far",
     ),
     (
+        "paper_epsilon_spent",
+        MetricKind::F64,
+        "combinatorial (P-FCB): the paper's per-agent privacy spent so far (the sum of each message's exact epsilon)",
+    ),
+    (
+        "paper_delta_spent",
+        MetricKind::F64,
+        "combinatorial (P-FCB): the delta beside paper_epsilon_spent (messages x delta)",
+    ),
+    (
         "acct_epsilon_basic",
         MetricKind::F64,
-        "basic composition: P-FCB's epsilon spent so far; the linear family's non-Gaussian mechanisms over the horizon",
+        "basic composition over the horizon of the releases one observation enters, where the accountant states it",
     ),
     (
         "acct_delta_basic",

@@ -82,6 +82,8 @@ pub fn table(summaries: &[CellSummary]) -> String {
             note += &format!(" [linear t = {from}-{to}]");
         }
         let eps = match (s.epsilon, &s.epsilon_null) {
+            // A figure near 0 is not perfect privacy: its delta beside it.
+            (Some(e), _) if e < 0.01 => crate::privacy::accountant::fmt_figure(Some(e), s.delta.unwrap_or(0.0)),
             (Some(e), _) => format!("{e:.3}"),
             (None, Some(_)) => "null*".to_string(),
             (None, None) => "-".to_string(),

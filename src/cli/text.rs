@@ -103,7 +103,7 @@ pub fn validate_text(job: &Job, threads: usize) -> String {
 /// lines; then each neighbouring relation and each reason for a null
 /// figure once, with the cells it concerns.
 fn privacy_table(job: &Job) -> String {
-    let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.4}"));
+    let fmt = |v: Option<f64>| v.map_or("-".to_string(), crate::privacy::accountant::fmt_epsilon);
     let mut relations: Vec<(String, Vec<usize>)> = Vec::new();
     let mut nulls: Vec<(String, Vec<usize>)> = Vec::new();
     let note = |list: &mut Vec<(String, Vec<usize>)>, text: &str, cell: usize| match list
@@ -124,7 +124,7 @@ fn privacy_table(job: &Job) -> String {
         // A run without a figure shows its sums' figure where it has one.
         let eps = match (a.epsilon_null.is_some(), a.epsilon_sums) {
             (false, _) => fmt(a.epsilon),
-            (true, Some(s)) => format!("null* ({s:.4})"),
+            (true, Some(s)) => format!("null* ({})", crate::privacy::accountant::fmt_epsilon(s)),
             (true, None) => "null*".to_string(),
         };
         rows.push(format!(

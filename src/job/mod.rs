@@ -142,7 +142,33 @@ use thiserror::Error;
 /// agents' mean estimate|; 0 for the oracle); what it measured before,
 /// |estimate - mu_k|, is the new column `estimate_error`. Every regret and
 /// every other column of every family is what 15 computed.
-pub const SEMANTICS_VERSION: u32 = 16;
+/// 17 -- tight privacy figures (issue 55). FedUCB (both forms) is charged
+/// 1 + floor(log2 N) tree nodes per observation, N the most leaves its
+/// schedule can produce (`algo::linear::feducb::max_leaves`: under the
+/// private schedule M cap + floor(log2 T) + 1, per slot M (cap +
+/// floor(log2 ceil(T / gamma)) + 1); else T), not 1 + ceil(log2 T); its
+/// add/remove sensitivity is sqrt(L^4 + 2 L^2) (the leaf has no y^2
+/// corner), not L^2 + 1; substitute at L < 1 is sqrt(8) L.
+/// Private-FedLinUCB's and sdp_vecsum's substitute sensitivity is 2 L^4 +
+/// 2 L^2 + 1/2 squared (a 60 degree pair), not 2 L^4 + 4 L^2. The private
+/// schedule composes with the sums by privacy loss distributions
+/// (`privacy::accountant::composed_epsilon`), not by summing, and its
+/// sparse vector test draws nu ~ Lap(2 cap / e) under add/remove (monotone
+/// queries), Lap(4 cap / e) under substitute as before. Decentralized
+/// FedUCB's fallback syncs at powers of two of each slot's own rounds
+/// (ceil(t / gamma)), not of the global round. So under `calibration:
+/// exact` every private FedUCB cell, and every substitute Private-FedLinUCB
+/// or sdp_vecsum cell, runs with less noise (other regret, syncs and
+/// figures); FedUCB's schedule noise changes under add/remove; under the
+/// papers' calibrations the noise is unchanged and `acct_epsilon` (or
+/// `acct_epsilon_sums`) is the tighter figure. The schema gained
+/// `acct_sensitivity` (each release's L2 sensitivity) and the
+/// combinatorial metrics `paper_epsilon_spent`, `paper_delta_spent` (P-FCB's
+/// per-agent sum over messages, written as `acct_epsilon_basic` until 16,
+/// which is now null for P-FCB); FedUCB's `acct_epsilon_sums` is the
+/// sums' figure under the private schedule too. Every non-private cell, and
+/// every other family's, computes what 16 did.
+pub const SEMANTICS_VERSION: u32 = 17;
 
 /// One problem in a job file.
 #[derive(Clone, Debug, PartialEq)]

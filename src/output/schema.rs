@@ -66,6 +66,7 @@ pub fn schema() -> SchemaRef {
         Field::new("acct_mu", DataType::Float64, true),
         Field::new("acct_releases_per_observation", DataType::UInt64, true),
         Field::new("acct_noise_multiplier", DataType::Float64, true),
+        Field::new("acct_sensitivity", DataType::Float64, true),
         Field::new("paper_claimed_epsilon", DataType::Float64, true),
         Field::new("acct_rho_zcdp", DataType::Float64, true),
         Field::new("acct_epsilon_zcdp", DataType::Float64, true),
@@ -194,6 +195,7 @@ fn privacy_columns(cell: &Cell, acct: Option<&Accounting>, n: usize, cols: &mut 
         n
     ])));
     cols.push(figure(&|a| a.noise_multiplier));
+    cols.push(figure(&|a| a.sensitivity));
     cols.push(figure(&|a| a.paper_claimed));
     cols.push(figure(&|a| a.rho));
     cols.push(figure(&|a| a.epsilon_zcdp));

@@ -96,21 +96,50 @@ impl Neighbours {
 }
 
 /// Squared L2 sensitivity of Private-FedLinUCB's node statistic (upper
-/// triangle of x x^T, and x y) for ||x|| <= L, |y| <= 1.
+/// triangle of x x^T, and x y) for ||x|| <= L, |y| <= 1. The node adds
+/// (Z + Z^T)/2 (off-diagonal variance sigma^2 / 2, diagonal sigma^2) to the
+/// Gram sum and N(0, sigma^2) to the bias sum, so over the released
+/// parameters the privacy loss is that of a Gaussian mechanism of noise
+/// sigma on a statistic whose squared distance is ||G - G'||_F^2 +
+/// ||b - b'||^2:
+/// - add/remove: ||x||^4 + ||x||^2 y^2 <= L^4 + L^2;
+/// - substitute, (x, y) by (x', y'): with ||x|| = a, ||x'|| = b and cosine
+///   c, ||x x^T - x' x'^T||_F^2 = a^4 + b^4 - 2 a^2 b^2 c^2 and ||x y - x'
+///   y'||^2 <= a^2 + b^2 + 2 a b |c| (y = -y' = +-1, the vertices of the
+///   convex square of rewards). At a = b = L the sum 2 L^4 (1 - c^2) + 2 L^2
+///   (1 + c) peaks at c = 1 / (2 L^2) (a 60 degree pair at L = 1) with
+///   2 L^4 + 2 L^2 + 1/2 where 2 L^2 >= 1, else at c = 1 with 4 L^2;
+///   shorter vectors give less (`tight_sensitivities_match_a_worst_case_search`
+///   searches a, b, c and y, y').
 pub fn zhou_sensitivity_sq(l: f64, n: Neighbours) -> f64 {
     let (l2, l4) = (l * l, l * l * l * l);
     match n {
         Neighbours::AddRemove => l4 + l2,
-        Neighbours::Substitute => 2.0 * l4 + 4.0 * l2,
+        Neighbours::Substitute if 2.0 * l2 >= 1.0 => 2.0 * l4 + 2.0 * l2 + 0.5,
+        Neighbours::Substitute => 4.0 * l2,
     }
 }
 
-/// L2 sensitivity of FedUCB's node statistic [x; y][x; y]^T.
+/// L2 sensitivity of FedUCB's node statistic: the Gram and bias blocks of
+/// [x; y][x; y]^T, symmetric (d+1) x (d+1) with the y^2 corner not released
+/// (the leaf holds U and u only, `cpu::peer`'s and the tree's layout), under
+/// the node noise (N_hat + N_hat^T)/sqrt(2) (off-diagonal variance
+/// sigma_N^2, diagonal 2 sigma_N^2): over the upper triangle the privacy
+/// loss is that of noise sqrt(2) sigma_N on a statistic of squared
+/// distance ||Delta||_F^2 (the full symmetric difference, the bias counted
+/// twice):
+/// - add/remove: ||x||^4 + 2 ||x||^2 y^2 <= L^4 + 2 L^2 (sqrt 3 at L = 1;
+///   counting the y^2 corner gave L^2 + 1);
+/// - substitute: a^4 + b^4 - 2 a^2 b^2 c^2 + 2 (a^2 + b^2 + 2 a b |c|) (as in
+///   [`zhou_sensitivity_sq`]); at a = b = L it peaks at c = 1 / L^2 with 2
+///   (L^2 + 1)^2 where L >= 1 (x' = x, y' = -y at L = 1: 8), else at c = 1
+///   with 8 L^2.
 pub fn dubey_sensitivity(l: f64, n: Neighbours) -> f64 {
-    let q = l * l + 1.0;
+    let l2 = l * l;
     match n {
-        Neighbours::AddRemove => q,
-        Neighbours::Substitute => std::f64::consts::SQRT_2 * q,
+        Neighbours::AddRemove => (l2 * l2 + 2.0 * l2).sqrt(),
+        Neighbours::Substitute if l2 >= 1.0 => std::f64::consts::SQRT_2 * (l2 + 1.0),
+        Neighbours::Substitute => (8.0 * l2).sqrt(),
     }
 }
 
@@ -166,15 +195,37 @@ pub fn ln_normal_cdf(x: f64) -> f64 {
 }
 
 /// The privacy curve of mu-GDP: the smallest delta for which it is
-/// (epsilon, delta)-DP, Phi(-epsilon/mu + mu/2) - e^epsilon Phi(-epsilon/mu
-/// - mu/2) (Dong, Roth & Su 2022, Cor. 2.13).
+/// (epsilon, delta)-DP, Phi(-epsilon/mu + mu/2) - e^epsilon
+/// Phi(-epsilon/mu - mu/2) (Dong, Roth & Su 2022, Cor. 2.13); the hockey-stick divergence
+/// of the pair N(0, 1), N(mu, 1) at e^epsilon for every real epsilon
+/// (negative ones too, as [`composed_delta`] needs; mu = 0: the identical
+/// pair, (1 - e^epsilon)_+).
 pub fn gdp_delta(mu: f64, epsilon: f64) -> f64 {
     if mu <= 0.0 {
-        return 0.0;
+        return (-epsilon.exp_m1()).max(0.0);
     }
     let a = normal_cdf(-epsilon / mu + mu / 2.0);
     let b = (epsilon + ln_normal_cdf(-epsilon / mu - mu / 2.0)).exp();
     (a - b).max(0.0)
+}
+
+/// The privacy curve of mu-GDP composed with a pure `pure`-DP release
+/// (FedUCB's private schedule): pure epsilon-DP is dominated by randomized
+/// response with e^epsilon odds (Kairouz, Oh & Viswanath 2015; in f-DP
+/// terms its trade-off curve is above f_{epsilon, 0}), and composition
+/// preserves dominance (Dong, Roth & Su 2022, Thm 3.2, adaptive), so the
+/// pair's curve is that of G_mu x RR_e: with p = e^e / (1 + e^e) the
+/// response's privacy loss is +e with probability p and -e otherwise, and
+/// delta(E) = p delta_mu(E - e) + (1 - p) delta_mu(E + e): the tightest
+/// bound that knows only the release's epsilon (an epsilon-DP release can
+/// have exactly randomized response's curve). `pure` = 0 gives
+/// [`gdp_delta`].
+pub fn composed_delta(mu: f64, pure: f64, epsilon: f64) -> f64 {
+    if pure <= 0.0 {
+        return gdp_delta(mu, epsilon);
+    }
+    let p = 1.0 / (1.0 + (-pure).exp());
+    (p * gdp_delta(mu, epsilon - pure) + (1.0 - p) * gdp_delta(mu, epsilon + pure)).min(1.0)
 }
 
 /// The smallest epsilon >= 0 at which mu-GDP is (epsilon, delta)-DP (an
@@ -182,11 +233,19 @@ pub fn gdp_delta(mu: f64, epsilon: f64) -> f64 {
 /// mu = sqrt(sum over the composed Gaussian releases of (Delta_i /
 /// sigma_i)^2).
 pub fn gdp_epsilon(mu: f64, delta: f64) -> f64 {
-    if mu <= 0.0 || gdp_delta(mu, 0.0) <= delta {
+    composed_epsilon(mu, 0.0, delta)
+}
+
+/// The smallest epsilon >= 0 at which mu-GDP composed with a pure
+/// `pure`-DP release is (epsilon, delta)-DP ([`composed_delta`]; an upper
+/// bound, bisected to 1e-10 relative, the upper end returned). Never above
+/// basic composition's gdp_epsilon(mu, delta) + pure.
+pub fn composed_epsilon(mu: f64, pure: f64, delta: f64) -> f64 {
+    if (mu <= 0.0 && pure <= 0.0) || composed_delta(mu, pure, 0.0) <= delta {
         return 0.0;
     }
     let mut hi = 1.0f64;
-    while gdp_delta(mu, hi) > delta {
+    while composed_delta(mu, pure, hi) > delta {
         hi *= 2.0;
         if hi > 1e6 {
             return f64::INFINITY;
@@ -195,7 +254,7 @@ pub fn gdp_epsilon(mu: f64, delta: f64) -> f64 {
     let mut lo = 0.0;
     while hi - lo > 1e-10 * hi.max(1e-6) {
         let mid = 0.5 * (lo + hi);
-        if gdp_delta(mu, mid) > delta {
+        if composed_delta(mu, pure, mid) > delta {
             lo = mid;
         } else {
             hi = mid;
@@ -215,9 +274,19 @@ pub fn gdp_epsilon(mu: f64, delta: f64) -> f64 {
 /// sigma_i = sqrt(k) Delta_i / mu (k releases per observation) gives
 /// exactly this mu.
 pub fn gdp_mu(epsilon: f64, delta: f64) -> f64 {
+    composed_mu(epsilon, delta, 0.0)
+}
+
+/// [`gdp_mu`] beside a pure `pure`-DP release: the largest mu whose
+/// composition with it ([`composed_epsilon`]) is at most epsilon (1 -
+/// 1e-9); 0 where the pure release alone reaches the target.
+pub fn composed_mu(epsilon: f64, delta: f64, pure: f64) -> f64 {
     let eps = epsilon * (1.0 - 1e-9);
+    if composed_delta(0.0, pure, eps) > delta {
+        return 0.0;
+    }
     let (mut lo, mut hi) = (0.0f64, 1.0f64);
-    while gdp_delta(hi, eps) <= delta {
+    while composed_delta(hi, pure, eps) <= delta {
         lo = hi;
         hi *= 2.0;
         if hi > 1e6 {
@@ -226,7 +295,7 @@ pub fn gdp_mu(epsilon: f64, delta: f64) -> f64 {
     }
     while hi - lo > 1e-13 * hi {
         let mid = 0.5 * (lo + hi);
-        if gdp_delta(mid, eps) <= delta {
+        if composed_delta(mid, pure, eps) <= delta {
             lo = mid;
         } else {
             hi = mid;
@@ -252,6 +321,13 @@ pub struct Accounting {
     /// Noise standard deviation over L2 sensitivity, per release (None:
     /// no finite sensitivity).
     pub noise_multiplier: Option<f64>,
+    /// The L2 sensitivity of each release to one observation under the
+    /// relation, the one the noise multiplier divides by
+    /// (`acct_sensitivity`): with the noise multiplier, the release count
+    /// and the relation, every Gaussian figure can be recomputed from the
+    /// row. Where rewards are unbounded it is the sensitivity at |y| <= 1,
+    /// which no figure can use.
+    pub sensitivity: Option<f64>,
     /// The tightest upper bound on epsilon the accountant can justify (at
     /// the target delta; pure DP for the Laplace mechanisms) for everything
     /// the agent releases; the `acct_epsilon` column. None: no bound
@@ -480,6 +556,7 @@ pub fn account(m: &Mechanism) -> Accounting {
     let mut a = Accounting {
         releases_per_observation: levels,
         noise_multiplier: Some(sigma / sens),
+        sensitivity: Some(sens),
         epsilon,
         epsilon_null: None,
         mu,
@@ -494,13 +571,18 @@ pub fn account(m: &Mechanism) -> Accounting {
         warnings,
     };
     if let Some((e, what)) = &m.pure {
-        a.epsilon = a.epsilon.map(|g| g + e);
-        a.epsilon_sums = None;
+        let gaussian = a.epsilon;
+        a.epsilon = mu.map(|mu| composed_epsilon(mu, *e, delta));
         a.rho = a.rho.map(|r| r + e * e / 2.0);
         a.epsilon_zcdp = a.rho.map(|r| zcdp_epsilon(r, delta));
+        a.epsilon_sums = gaussian;
         a.mu = None;
         a.warnings.push(format!(
-            "acct_epsilon composes the Gaussian releases with {what} ({e:.4}-DP); acct_mu is null (not Gaussian-DP)"
+            "acct_epsilon composes the Gaussian releases (mu-GDP; acct_epsilon_sums alone: {}) with {what} \
+             ({e:.4}-DP) by their privacy loss distributions (summing the two gives {}); acct_mu is null (not \
+             Gaussian-DP)",
+            fmt_figure(gaussian, delta),
+            fmt_figure(gaussian.map(|g| g + e), delta)
         ));
     }
     if let Some(what) = &m.uncovered {
@@ -523,6 +605,27 @@ pub fn account(m: &Mechanism) -> Accounting {
         a.epsilon_null = Some(why);
     }
     a
+}
+
+/// A figure as text with its delta beside it, so that a near-zero epsilon
+/// does not read as perfect privacy ("0.0004 at delta 0.1"); "null" for
+/// none.
+pub fn fmt_figure(epsilon: Option<f64>, delta: f64) -> String {
+    match epsilon {
+        Some(e) if delta > 0.0 => format!("{} at delta {delta}", fmt_epsilon(e)),
+        Some(e) => format!("{} (pure)", fmt_epsilon(e)),
+        None => "null".into(),
+    }
+}
+
+/// An epsilon with the digits that matter: four decimals from 0.01, three
+/// significant digits below (0 exactly as "0").
+pub fn fmt_epsilon(e: f64) -> String {
+    if e == 0.0 || !e.is_finite() || e >= 0.01 {
+        format!("{e:.4}")
+    } else {
+        format!("{e:.3e}")
+    }
 }
 
 impl Accounting {
@@ -671,21 +774,47 @@ mod tests {
         );
     }
 
-    /// A pure epsilon-DP release (FedUCB's private schedule) adds its
-    /// epsilon to the Gaussian part's figure and epsilon^2 / 2 to rho; the
-    /// run has no mu.
+    /// A pure epsilon-DP release (FedUCB's private schedule) composes with
+    /// the Gaussian part by privacy loss distributions: below the sum of
+    /// the two figures (basic composition), above each alone; rho gains
+    /// epsilon^2 / 2; the run has no mu, and the sums' figure stays as
+    /// `epsilon_sums`. Without the Gaussian part the curve is randomized
+    /// response's, whose epsilon at delta = 0 is the pure epsilon itself.
     #[test]
-    fn a_pure_release_composes_by_basic_composition() {
+    fn a_pure_release_composes_by_privacy_loss_distributions() {
         let m = gaussian(9, 3.0, 2f64.sqrt());
         let g = account(&m);
         let p = account(&Mechanism {
             pure: Some((0.25, "the schedule".into())),
             ..m
         });
-        assert_eq!(p.epsilon, g.epsilon.map(|e| e + 0.25));
+        let (ge, pe) = (g.epsilon.unwrap(), p.epsilon.unwrap());
+        assert!(pe < ge + 0.25 && pe > ge, "{pe} vs {ge} + 0.25");
         assert_eq!(p.rho, g.rho.map(|r| r + 0.03125));
         assert_eq!(p.epsilon_zcdp, p.rho.map(|r| zcdp_epsilon(r, 0.1)));
-        assert_eq!((p.mu, p.epsilon_null.as_ref(), p.epsilon_sums), (None, None, None));
+        assert_eq!((p.mu, p.epsilon_null.as_ref(), p.epsilon_sums), (None, None, g.epsilon));
+        // Randomized response alone: delta(E) = p (1 - e^(E - e))_+ +
+        // (1 - p) (1 - e^(E + e))_+, zero from E = e on.
+        for e in [0.1, 1.0, 3.0] {
+            assert!(composed_delta(0.0, e, e) == 0.0);
+            let at = composed_epsilon(0.0, e, 1e-12);
+            assert!(at <= e && at > e * (1.0 - 1e-6), "{e}: {at}");
+            let half = e / 2.0;
+            let q = 1.0 / (1.0 + (-e).exp());
+            assert!((composed_delta(0.0, e, half) - q * (1.0 - (half - e).exp())).abs() < 1e-15);
+        }
+        // Calibration beside the pure part meets the target from below.
+        for (eps, delta, pure) in [(1.0, 0.1, 0.1), (4.0, 1e-5, 0.4), (0.3, 1e-3, 0.03)] {
+            let mu = composed_mu(eps, delta, pure);
+            let e = composed_epsilon(mu, pure, delta);
+            assert!(e <= eps && e >= 0.99 * eps, "{eps} {delta} {pure}: {e}");
+            assert!(
+                mu > gdp_mu(eps - pure, delta),
+                "PLD composition must leave the sums more than basic"
+            );
+        }
+        // The pure part alone above the target: no Gaussian budget left.
+        assert_eq!(composed_mu(0.5, 1e-6, 0.6), 0.0);
     }
 
     /// The Gaussian privacy curve: closed-form values, monotone, and the
@@ -715,17 +844,76 @@ mod tests {
         assert_eq!(gdp_epsilon(0.0, 0.1), 0.0);
     }
 
-    /// Substitution triples Private-FedLinUCB's squared sensitivity at L = 1
-    /// (2 -> 6) and doubles FedUCB's squared one (Delta 2 -> 2 sqrt 2).
+    /// The tight sensitivities at L = 1: Private-FedLinUCB 2 (add/remove)
+    /// and 4.5 (substitute, a 60 degree pair) squared; FedUCB sqrt 3 and
+    /// sqrt 8; and at L = 2 and L = 0.5 the closed forms.
     #[test]
     fn substitution_sensitivities() {
         assert_eq!(zhou_sensitivity_sq(1.0, Neighbours::AddRemove), 2.0);
-        assert_eq!(zhou_sensitivity_sq(1.0, Neighbours::Substitute), 6.0);
-        // L = 2: L^4 + L^2 = 20; 2 L^4 + 4 L^2 = 48.
+        assert_eq!(zhou_sensitivity_sq(1.0, Neighbours::Substitute), 4.5);
+        // L = 2: L^4 + L^2 = 20; 2 L^4 + 2 L^2 + 1/2 = 40.5.
         assert_eq!(zhou_sensitivity_sq(2.0, Neighbours::AddRemove), 20.0);
-        assert_eq!(zhou_sensitivity_sq(2.0, Neighbours::Substitute), 48.0);
-        assert_eq!(dubey_sensitivity(1.0, Neighbours::AddRemove), 2.0);
-        assert!((dubey_sensitivity(1.0, Neighbours::Substitute) - 2.0 * 2f64.sqrt()).abs() < 1e-15);
+        assert_eq!(zhou_sensitivity_sq(2.0, Neighbours::Substitute), 40.5);
+        assert_eq!(zhou_sensitivity_sq(0.5, Neighbours::Substitute), 1.0);
+        assert!((dubey_sensitivity(1.0, Neighbours::AddRemove) - 3f64.sqrt()).abs() < 1e-15);
+        assert!((dubey_sensitivity(1.0, Neighbours::Substitute) - 8f64.sqrt()).abs() < 1e-15);
+        assert!((dubey_sensitivity(2.0, Neighbours::Substitute) - 50f64.sqrt()).abs() < 1e-14);
+        assert!((dubey_sensitivity(0.5, Neighbours::Substitute) - 2f64.sqrt()).abs() < 1e-15);
+    }
+
+    /// Each sensitivity against a search over pairs of observations: norms
+    /// a, b in [0, L] and the cosine c between x and x' on grids, rewards
+    /// at the vertices of [-1, 1]^2 (the squared distance is convex in (y,
+    /// y')). The formula is never exceeded and is reached within 1e-3
+    /// (relative): a wrong (too small or too loose) formula fails.
+    #[test]
+    fn tight_sensitivities_match_a_worst_case_search() {
+        for l in [0.3, 0.6, 1.0, 1.5, 3.0] {
+            let (mut zhou_add, mut zhou_sub, mut dubey_add, mut dubey_sub) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+            for ia in 0..=60 {
+                let a = l * f64::from(ia) / 60.0;
+                for y in [-1.0f64, 1.0] {
+                    zhou_add = zhou_add.max(a.powi(4) + a * a * y * y);
+                    dubey_add = dubey_add.max(a.powi(4) + 2.0 * a * a * y * y);
+                }
+                for ib in 0..=60 {
+                    let b = l * f64::from(ib) / 60.0;
+                    for ic in 0..=400 {
+                        let c = -1.0 + f64::from(ic) / 200.0;
+                        let gram = a.powi(4) + b.powi(4) - 2.0 * a * a * b * b * c * c;
+                        for (y, y2) in [(1.0f64, 1.0f64), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0)] {
+                            // ||x y - x' y'||^2 with <x, x'> = a b c.
+                            let bias = a * a * y * y + b * b * y2 * y2 - 2.0 * y * y2 * a * b * c;
+                            zhou_sub = zhou_sub.max(gram + bias);
+                            dubey_sub = dubey_sub.max(gram + 2.0 * bias);
+                        }
+                    }
+                }
+            }
+            for (what, found, formula) in [
+                ("zhou add", zhou_add, zhou_sensitivity_sq(l, Neighbours::AddRemove)),
+                ("zhou sub", zhou_sub, zhou_sensitivity_sq(l, Neighbours::Substitute)),
+                (
+                    "dubey add",
+                    dubey_add,
+                    dubey_sensitivity(l, Neighbours::AddRemove).powi(2),
+                ),
+                (
+                    "dubey sub",
+                    dubey_sub,
+                    dubey_sensitivity(l, Neighbours::Substitute).powi(2),
+                ),
+            ] {
+                assert!(
+                    found <= formula * (1.0 + 1e-12),
+                    "{what} at L = {l}: search {found} > {formula}"
+                );
+                assert!(
+                    found >= formula * (1.0 - 1e-3),
+                    "{what} at L = {l}: search {found} << {formula}"
+                );
+            }
+        }
     }
 
     /// The slides' Theorem 1 inverted: it returns the epsilon a theorem

@@ -54,6 +54,8 @@ pub struct CellSummary {
     /// Why a private cell's `acct_epsilon` is null (None: not private, or
     /// it has one).
     pub epsilon_null: Option<String>,
+    /// The target delta `epsilon` holds at (printed beside a figure near 0).
+    pub delta: Option<f64>,
     /// Federated Regret Ratio (Solanki et al.): this cell's final regret over
     /// that of its family's baseline cell with the same parameters, when the
     /// job has one.
@@ -156,6 +158,7 @@ pub(super) fn summarize(job: &Job, cell: &Cell, batches: &[RecordBatch], skipped
         sync_rounds_mean: syncs.iter().sum::<f64>() / n,
         epsilon: cell.config.accounting().and_then(|a| a.epsilon),
         epsilon_null: cell.config.accounting().and_then(|a| a.epsilon_null),
+        delta: cell.config.target().1,
         frr: None,
         skipped,
     }

@@ -515,7 +515,10 @@ for r in rows:
         assert r["private"] is True and r["sync"] == "log" and r["schedule_private"] is True
         assert r["schedule"] == "private" and r["calibration"] == "exact"
         assert abs(r["acct_epsilon"] - r["epsilon"]) <= 0.01 * r["epsilon"] and r["acct_epsilon"] <= r["epsilon"]
-        assert r["acct_mu"] is None and r["acct_epsilon_sums"] is None
+        # acct_epsilon_sums: the sums' figure alone, below the composed one
+        assert r["acct_mu"] is None and 0 < r["acct_epsilon_sums"] < r["acct_epsilon"]
+        # 1 + floor(log2 N), N = M cap + floor(log2 T) + 1 = 3 * 9 + 9 = 36
+        assert r["acct_releases_per_observation"] == 6 and r["acct_sensitivity"] == 3 ** 0.5
 key = lambda r: (r["cell_id"], r["repetition"], r["t"])
 rows.sort(key=key)
 for a, b in zip(rows, rows[1:]):
@@ -723,7 +726,7 @@ fn audit_fails_an_under_noised_mechanism_and_names_the_column() {
     assert!(
         err.contains("audit failed")
             && err.contains(
-                "epsilon=10 neighbours=add_remove: FAIL: acct_epsilon_sums = 0.4178 is below the audit's lower bound"
+                "epsilon=10 neighbours=add_remove: FAIL: acct_epsilon_sums = 0.3019 is below the audit's lower bound"
             ),
         "{err}"
     );

@@ -182,8 +182,8 @@ pub fn curve_point(p: &CombPoint, b: &CombBatch) -> crate::algo::curve::CurvePoi
         // P-FCB without noise (epsilon: .inf) spends no privacy budget it
         // could state: its privacy columns stay null.
         if policy.private {
-            c.set("acct_epsilon_basic", Metric::F64(p.obs.epsilon_spent));
-            c.set("acct_delta_basic", Metric::F64(p.obs.delta_spent));
+            c.set("paper_epsilon_spent", Metric::F64(p.obs.epsilon_spent));
+            c.set("paper_delta_spent", Metric::F64(p.obs.delta_spent));
         }
     }
     c
@@ -251,8 +251,8 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
         "constraint_violations",
         "messages_accepted",
         "messages_rejected",
-        "acct_epsilon_basic",
-        "acct_delta_basic",
+        "paper_epsilon_spent",
+        "paper_delta_spent",
     ],
     variant_params: &["calibration", "neighbours", "budget"],
     non_private: &[("p_fcb", "fcb")],
@@ -277,6 +277,16 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
             "messages_rejected",
             "P-FCB messages a receiver rejected (w~ <= 0, or y~/w~ outside its acceptance window); cumulative; null \
              for the other algorithms",
+        ),
+        (
+            "paper_epsilon_spent",
+            "P-FCB's per-agent \"privacy spent\" as the paper keeps it: the sum, over the messages sent so far, of \
+             each message's exact epsilon at delta; a bookkeeping figure, not a bound (under the paper's relation one \
+             round enters one message: acct_epsilon); null without noise and for the other algorithms",
+        ),
+        (
+            "paper_delta_spent",
+            "the delta beside paper_epsilon_spent (messages sent so far x delta)",
         ),
     ],
     widths: &[("p_fcb", &["epsilon", "omega1"])],

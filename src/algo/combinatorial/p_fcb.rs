@@ -39,11 +39,15 @@
 //!   rounds) with the true sensitivity, i.e. the sum of sqrt(2) epsilon_z
 //!   over the horizon's rounds (1.690 at those settings); null where some
 //!   sqrt(2) epsilon_z >= 1, outside the classical theorem's range; a claim;
-//! * `acct_epsilon_basic`, `acct_delta_basic`: the per-agent "privacy
-//!   spent" of the paper, by basic composition over the messages sent so
-//!   far, each at the epsilon it provides ([`round_epsilons`]: exact per
+//! * `paper_epsilon_spent`, `paper_delta_spent` (family metrics): the
+//!   per-agent "privacy spent" of the paper, the sum over the messages sent
+//!   so far of the epsilon each provides ([`round_epsilons`]: exact per
 //!   message, where the paper's epsilon_z would understate it once
-//!   sqrt(2) epsilon_z >= 1; 4.27 rather than 3.44 at T = 200, epsilon = 10).
+//!   sqrt(2) epsilon_z >= 1; 4.27 rather than 3.44 at T = 200, epsilon =
+//!   10). Bookkeeping, not a bound under the one-round relation (one
+//!   message covers a round); until semantics 17 it was written as
+//!   `acct_epsilon_basic`, which is now null for P-FCB (one release: nothing
+//!   to compose).
 //!
 //! The definition treats the procurement history as the data; later rounds'
 //! quantities chosen from what the sensitive round taught the agent are not
@@ -211,11 +215,21 @@ pub fn mechanism(p: &PFcbConfig, horizon: u64) -> Mechanism {
         p.epsilon / (2.0 * ln_t) + p.epsilon / 4.0
     });
     let worst = eps.iter().copied().fold(first, f64::max);
-    let mut warnings = vec![
-        "P-FCB calibrates w~ and y~ each for sensitivity k, but the pair has sensitivity sqrt(2) k: each round \
-         is (sqrt(2) epsilon_z, delta)-DP by the classical theorem, not (epsilon_z, delta)"
+    // The exact calibration solves the noise for the pair's sensitivity.
+    let mut warnings = Vec::new();
+    if !p.exact {
+        warnings.push(
+            "P-FCB calibrates w~ and y~ each for sensitivity k, but the pair has sensitivity sqrt(2) k: each round \
+             is (sqrt(2) epsilon_z, delta)-DP by the classical theorem, not (epsilon_z, delta)"
+                .to_string(),
+        );
+    }
+    warnings.push(
+        "acct_epsilon_basic is null: one round's procurement enters one message, so there is nothing to compose \
+         (acct_epsilon is that message's exact figure); the paper's per-agent sum over messages is \
+         paper_epsilon_spent"
             .to_string(),
-    ];
+    );
     let spent: f64 = eps.iter().sum();
     if !p.exact && spent > p.epsilon * (1.0 + 1e-12) {
         warnings.push(format!(
@@ -232,7 +246,6 @@ pub fn mechanism(p: &PFcbConfig, horizon: u64) -> Mechanism {
             std::f64::consts::SQRT_2 * worst
         ))
     };
-    let spent = round_epsilons(p, horizon);
     Mechanism {
         releases_per_observation: u64::from(!eps.is_empty()),
         noise: NoiseModel::Gaussian {
@@ -241,7 +254,7 @@ pub fn mechanism(p: &PFcbConfig, horizon: u64) -> Mechanism {
         },
         target: (p.epsilon, p.delta),
         paper,
-        basic: Some((spent.iter().sum(), spent.len() as f64 * p.delta)),
+        basic: None,
         neighbours: crate::privacy::accountant::Neighbours::Substitute,
         relation: format!(
             "one round's procurement of one (agent, producer) pair changed (the paper's Definition 1), {}",
@@ -333,7 +346,10 @@ mod tests {
         let one = accounting(&PFcbConfig { epsilon: 10.0, ..p }, 200);
         assert!((epsilons(&PFcbConfig { epsilon: 10.0, ..p }, 200)[0] - 3.443_696).abs() < 1e-6);
         assert!((one.epsilon.unwrap() - 4.269_766).abs() < 1e-5, "{one:?}");
-        assert!((one.basic.unwrap().0 - 4.269_766).abs() < 1e-5, "{one:?}");
+        // One message covers the round: no basic composition (the
+        // paper's per-agent sum is the family metric paper_epsilon_spent).
+        assert_eq!(one.basic, None);
+        assert!(one.warnings.iter().any(|w| w.starts_with("acct_epsilon_basic is null")));
         // No communication round: nothing released.
         let none = accounting(&p, 150);
         assert_eq!((none.releases_per_observation, none.rho), (0, Some(0.0)));

@@ -110,6 +110,9 @@ pub fn accounting(p: &PrivacyConfig, horizon: u64) -> Option<Accounting> {
     Some(Accounting {
         releases_per_observation: u64::from(blocks_per_observation(horizon)),
         noise_multiplier: Some(std::f64::consts::SQRT_2 / block_epsilon(p, horizon)),
+        // Substitution within the clipping range moves a block sum by at
+        // most the range's width (the Laplace scale's numerator).
+        sensitivity: Some(p.clip.1 - p.clip.0),
         epsilon: provided,
         epsilon_null: (!p.clipping).then(|| {
             "observations are not clipped (clipping: false), so one observation can move a partial sum by any \

@@ -113,7 +113,10 @@ pub struct AdaptiveSync {
 /// observation enters one slot's sums, so the slots compose in parallel):
 /// - each agent draws its threshold noise rho ~ Lap(2 / eps) once, in units
 ///   of the query's sensitivity, and each round's query noise nu ~
-///   Lap(4 c / eps) (c: `cap`);
+///   Lap(4 c / eps) (c: `cap`), or Lap(2 c / eps) where the queries are
+///   monotone (Lyu, Su & Li's monotone case): under add/remove, adding an
+///   observation to U_i raises every query of its epoch (U_i grows by a
+///   positive semidefinite term), removing one lowers every one;
 /// - the query is the test's statistic q = log det(S + U_i + c I) - log det
 ///   S over its sensitivity Delta_e, which only the public S sets: one
 ///   observation of the epoch is one rank-1 term of U_i (earlier ones are
@@ -124,8 +127,9 @@ pub struct AdaptiveSync {
 /// - the agent requests a sync when q / Delta_e + nu >= (D / Delta t) /
 ///   Delta_e + rho; after `cap` requests (the algorithm's abort), or while
 ///   Delta_e is not finite (S + c I not factorized exactly), it requests
-///   syncs on a data-independent schedule instead: at rounds that are powers
-///   of two.
+///   syncs on a data-independent schedule instead: at its own rounds that
+///   are powers of two (on a graph a slot's own rounds are ceil(t / gamma):
+///   before semantics 17 the global round, which some slots never play).
 ///
 /// The schedule is then eps-DP per agent (post-processing of the agents'
 /// instances and of released sums). Laplace draws are keyed
@@ -137,7 +141,8 @@ pub struct Svt {
     pub keys: Vec<u64>,
     /// Laplace scale of rho: 2 / eps_schedule.
     pub threshold_scale: f64,
-    /// Laplace scale of nu: 4 cap / eps_schedule.
+    /// Laplace scale of nu: 4 cap / eps_schedule (2 cap / eps_schedule for
+    /// monotone queries).
     pub query_scale: f64,
     /// Requests after which an agent follows the fallback schedule.
     pub cap: u32,
@@ -174,10 +179,13 @@ impl Svt {
     /// Whether agent `g` requests a sync after round `t` (t >= 1): the noisy
     /// test of statistic `stat` against threshold `thr` at sensitivity
     /// `sens` while the agent has requests left and `sens` is finite (a
-    /// request is counted in `a`), else the fallback (t a power of two).
-    pub fn request(&self, g: usize, t: u64, stat: f64, thr: f64, sens: f64, a: &mut SvtAgent) -> bool {
+    /// request is counted in `a`), else the fallback: `own`, the agent's
+    /// own round (t; on a graph the slot's, ceil(t / gamma), so that every
+    /// slot falls back), a power of two.
+    #[allow(clippy::too_many_arguments)]
+    pub fn request(&self, g: usize, t: u64, own: u64, stat: f64, thr: f64, sens: f64, a: &mut SvtAgent) -> bool {
         if a.used >= self.cap || !sens.is_finite() {
-            return t.is_power_of_two();
+            return own.is_power_of_two();
         }
         let fire = stat / sens + self.nu(g, t) >= thr / sens + a.rho;
         if fire {

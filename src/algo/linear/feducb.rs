@@ -83,11 +83,10 @@ impl DubeyConstants {
                 let lam = (32.0 * mf).sqrt() * l2p1 * (4.0 / delta).ln() * (4.0 * d.sqrt() + 2.0 * log_term) / eps;
                 let kappa = (mf * l2p1).sqrt() * (d.sqrt() + 2.0 * log_term) / (std::f64::consts::SQRT_2 * eps);
                 // calibration: exact scales the noise, and every constant
-                // the paper sizes from it (Lambda, kappa), by r.
-                // A private schedule spends its share; the sums get the rest.
-                let sums = eps - schedule_epsilon(cfg).unwrap_or(0.0);
+                // the paper sizes from it (Lambda, kappa), by r; the sums
+                // and a private schedule compose to the target.
                 let r = match cfg.calibration {
-                    super::Calibration::Exact => exact_sigma_n(cfg, sums, delta) / sigma_n,
+                    super::Calibration::Exact => exact_sigma_n(cfg, eps, delta) / sigma_n,
                     _ => 1.0,
                 };
                 (r * sigma_n, r * lam, 3.0 * r * lam, 2.0 * r * lam, r * kappa)
@@ -123,16 +122,68 @@ impl DubeyConstants {
 
 /// The PRIVATIZER's N_hat entry deviation under `calibration: exact`: the
 /// node noise (N_hat + N_hat^T) / sqrt(2) is a Gaussian mechanism with
-/// sigma = sqrt(2) sigma_N on a statistic of sensitivity L^2 + 1
-/// (add/remove; [`mechanism`]), entered by the 1 + ceil(log2 T) nodes an
-/// observation's path can reach (the centralized tree's levels; the
-/// decentralized form's too, see [`privatizer`]), so sigma_N =
-/// [`crate::privacy::accountant::exact_sigma`] / sqrt(2) meets the target
-/// for the noisy sums (`acct_epsilon_sums`; the schedule is not covered).
+/// sigma = sqrt(2) sigma_N on a statistic of sensitivity
+/// [`crate::privacy::accountant::dubey_sensitivity`] ([`mechanism`]),
+/// entered by the [`charged_releases`] nodes an observation can reach, and
+/// composed with the private schedule's pure epsilon by their privacy loss
+/// distributions ([`crate::privacy::accountant::composed_mu`]): sigma_N =
+/// sqrt(releases) Delta / (mu sqrt 2) puts `acct_epsilon` in [0.99, 1] x
+/// the target.
 fn exact_sigma_n(cfg: &LinearConfig, eps: f64, delta: f64) -> f64 {
-    let charged = 1 + (cfg.horizon.max(1) as f64).log2().ceil() as u64;
     let sens = crate::privacy::accountant::dubey_sensitivity(cfg.l_bound, cfg.neighbours);
-    crate::privacy::accountant::exact_sigma(charged, sens, eps, delta) / std::f64::consts::SQRT_2
+    let mu = crate::privacy::accountant::composed_mu(eps, delta, schedule_epsilon(cfg).unwrap_or(0.0));
+    (charged_releases(cfg) as f64).sqrt() * sens / mu / std::f64::consts::SQRT_2
+}
+
+/// floor(log2 x) for x >= 1.
+fn floor_log2(x: u64) -> u64 {
+    u64::from(63 - x.max(1).leading_zeros())
+}
+
+/// The most leaves one PRIVATIZER tree can receive over the horizon: a
+/// leaf is a sync (centralized: every agent's tree at once) or a broadcast
+/// of one slot (decentralized), at most one per round, so at most T.
+/// Under `schedule: private` (and a test that decides syncs) a sync round
+/// is a sparse-vector request, at most `schedule_cap` per agent (per slot),
+/// or a fallback round of the data-independent schedule, a power of two
+/// of the round (of the slot's own rounds, ceil(t / gamma)):
+/// - centralized: every agent's tree takes a leaf at each sync, and the
+///   syncs are at most M cap requests plus floor(log2 T) + 1 powers of two
+///   (the fallback rounds are the same for every agent);
+/// - decentralized: slot (i, g) broadcasts when it requests or when a
+///   request of slot (j, g) of an agent within gamma hops reaches it; each
+///   of those n_i <= M slots requests at most cap + floor(log2 ceil(T /
+///   gamma)) + 1 times (arrivals at different distances are different
+///   rounds), so M (cap + floor(log2 ceil(T / gamma)) + 1).
+///
+/// Any other schedule (the paper's test, data-dependent) can sync every
+/// round: T.
+pub fn max_leaves(cfg: &LinearConfig) -> u64 {
+    let t = cfg.horizon.max(1);
+    let m = cfg.m as u64;
+    match cfg.schedule {
+        super::Schedule::Private { cap, .. } if schedule_epsilon(cfg).is_some() => {
+            let cap = u64::from(cap);
+            let n = if cfg.algorithm == LinearAlgorithm::FeducbDecentralized {
+                let own = t.div_ceil(cfg.gamma.max(1) as u64);
+                m.saturating_mul(cap.saturating_add(floor_log2(own) + 1))
+            } else {
+                m.saturating_mul(cap).saturating_add(floor_log2(t) + 1)
+            };
+            n.min(t)
+        }
+        _ => t,
+    }
+}
+
+/// The tree nodes one observation enters, charged by the accountant and the
+/// exact calibration: its leaf k is in the node of level j only once that
+/// node closes, at leaf ceil(k / 2^j) 2^j <= N ([`crate::privacy::tree`]),
+/// so with at most N = [`max_leaves`] leaves, 1 + floor(log2 N) nodes (8 at
+/// M = 10, T = 10^4 and the default cap 14, where one leaf per round would
+/// be 15).
+pub fn charged_releases(cfg: &LinearConfig) -> u64 {
+    1 + floor_log2(max_leaves(cfg))
 }
 
 /// The PRIVATIZER's constants as the releases use them: the centralized
@@ -153,21 +204,19 @@ pub fn privatizer(cfg: &LinearConfig) -> Option<DubeyConstants> {
     }
 }
 
-/// What FedUCB's PRIVATIZER releases about one observation: it enters one
-/// node per tree level; a node adds N = (N_hat + N_hat^T)/sqrt(2) to
-/// Q = [x; y][x; y]^T (off-diagonal variance sigma_N^2, diagonal 2
-/// sigma_N^2), so rho_node = ||Q||_F^2 / (4 sigma_N^2) <= (L^2 + 1)^2 /
-/// (4 sigma_N^2): a Gaussian mechanism with sensitivity L^2 + 1 and
-/// sigma = sqrt(2) sigma_N. The decentralized variant's noise is calibrated
-/// for 1 + ceil(log2(T / gamma)) levels, but a slot may be asked to
-/// broadcast every round, so its tree (and an observation's path) can reach
-/// 1 + ceil(log2 T) levels: the latter is charged.
+/// What FedUCB's PRIVATIZER releases about one observation: it enters
+/// [`charged_releases`] nodes; a node adds N = (N_hat + N_hat^T)/sqrt(2)
+/// to the leaf's Gram and bias blocks (off-diagonal variance sigma_N^2,
+/// diagonal 2 sigma_N^2): a Gaussian mechanism with sigma = sqrt(2)
+/// sigma_N and the sensitivity of
+/// [`crate::privacy::accountant::dubey_sensitivity`]. The private schedule
+/// is a pure-DP release composed with them ([`Mechanism::pure`]).
 pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
     let target = cfg.privacy?;
     let c = privatizer(cfg)?;
     let unbounded = super::unbounded_rewards(cfg);
     Some(Mechanism {
-        releases_per_observation: c.levels as u64,
+        releases_per_observation: charged_releases(cfg),
         noise: NoiseModel::Gaussian {
             sigma: std::f64::consts::SQRT_2 * c.sigma_n,
             sensitivity: crate::privacy::accountant::dubey_sensitivity(cfg.l_bound, cfg.neighbours),
@@ -254,7 +303,8 @@ pub fn det_test(
 
 /// The private schedule's rule ([`crate::algo::linear::batch::Svt`]): eps_schedule =
 /// share x the target epsilon; rho ~ Lap(2 / eps_schedule), nu ~ Lap(4 cap
-/// / eps_schedule) in units of the query's sensitivity; each agent's draws
+/// / eps_schedule) in units of the query's sensitivity (Lap(2 cap /
+/// eps_schedule) under add/remove, where the queries are monotone); each agent's draws
 /// keyed by its privacy key folded with [`SVT_PURPOSE`]. None unless the
 /// cell is private with `schedule: private` and a test that depends on the
 /// data.
@@ -273,7 +323,11 @@ pub fn svt(cfg: &LinearConfig, noise_keys: &[u64]) -> Option<crate::algo::linear
             .map(|&k| crate::rng::fold_more(k, SVT_PURPOSE))
             .collect(),
         threshold_scale: 2.0 / e,
-        query_scale: 4.0 * f64::from(cap) / e,
+        query_scale: match cfg.neighbours {
+            crate::privacy::accountant::Neighbours::AddRemove => 2.0,
+            crate::privacy::accountant::Neighbours::Substitute => 4.0,
+        } * f64::from(cap)
+            / e,
         cap,
         l2: cfg.l_bound * cfg.l_bound,
     })

@@ -487,7 +487,7 @@ impl DetTest {
         };
         let thr = self.threshold / self.dt as f64;
         match self.svt.as_mut() {
-            Some(s) => s.rule.request(i, s.round, stat, thr, s.sens, &mut s.agents[i]),
+            Some(s) => s.rule.request(i, s.round, s.round, stat, thr, s.sens, &mut s.agents[i]),
             None => stat > thr,
         }
     }

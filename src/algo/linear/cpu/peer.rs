@@ -439,7 +439,10 @@ impl PeerFed {
             };
             let thr = threshold / (self.dt[sl] + 1) as f64;
             let fire = match self.svt.as_mut() {
-                Some((rule, agents, sens)) => rule.request(sl, t, stat, thr, sens[sl], &mut agents[sl]),
+                Some((rule, agents, sens)) => {
+                    let own = t.div_ceil(self.gamma as u64);
+                    rule.request(sl, t, own, stat, thr, sens[sl], &mut agents[sl])
+                }
                 None => every_round || stat > thr,
             };
             if fire {
