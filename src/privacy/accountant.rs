@@ -67,6 +67,9 @@
 //! it releases as a [`Mechanism`] (`algo::linear::mechanism`), and the
 //! accountant turns that description into the figures.
 
+pub use super::gdp::*;
+pub use super::sensitivity::{dubey_sensitivity, zhou_sensitivity_sq};
+
 /// What every figure leaves out, said once: the figures treat the other
 /// observations and the agent's later actions as fixed data. In a bandit a
 /// changed observation changes the agent's later estimates, so its later
@@ -92,54 +95,6 @@ impl Neighbours {
             Neighbours::AddRemove => "add_remove",
             Neighbours::Substitute => "substitute",
         }
-    }
-}
-
-/// Squared L2 sensitivity of Private-FedLinUCB's node statistic (upper
-/// triangle of x x^T, and x y) for ||x|| <= L, |y| <= 1. The node adds
-/// (Z + Z^T)/2 (off-diagonal variance sigma^2 / 2, diagonal sigma^2) to the
-/// Gram sum and N(0, sigma^2) to the bias sum, so over the released
-/// parameters the privacy loss is that of a Gaussian mechanism of noise
-/// sigma on a statistic whose squared distance is ||G - G'||_F^2 +
-/// ||b - b'||^2:
-/// - add/remove: ||x||^4 + ||x||^2 y^2 <= L^4 + L^2;
-/// - substitute, (x, y) by (x', y'): with ||x|| = a, ||x'|| = b and cosine
-///   c, ||x x^T - x' x'^T||_F^2 = a^4 + b^4 - 2 a^2 b^2 c^2 and ||x y - x'
-///   y'||^2 <= a^2 + b^2 + 2 a b |c| (y = -y' = +-1, the vertices of the
-///   convex square of rewards). At a = b = L the sum 2 L^4 (1 - c^2) + 2 L^2
-///   (1 + c) peaks at c = 1 / (2 L^2) (a 60 degree pair at L = 1) with
-///   2 L^4 + 2 L^2 + 1/2 where 2 L^2 >= 1, else at c = 1 with 4 L^2;
-///   shorter vectors give less (`tight_sensitivities_match_a_worst_case_search`
-///   searches a, b, c and y, y').
-pub fn zhou_sensitivity_sq(l: f64, n: Neighbours) -> f64 {
-    let (l2, l4) = (l * l, l * l * l * l);
-    match n {
-        Neighbours::AddRemove => l4 + l2,
-        Neighbours::Substitute if 2.0 * l2 >= 1.0 => 2.0 * l4 + 2.0 * l2 + 0.5,
-        Neighbours::Substitute => 4.0 * l2,
-    }
-}
-
-/// L2 sensitivity of FedUCB's node statistic: the Gram and bias blocks of
-/// [x; y][x; y]^T, symmetric (d+1) x (d+1) with the y^2 corner not released
-/// (the leaf holds U and u only, `cpu::peer`'s and the tree's layout), under
-/// the node noise (N_hat + N_hat^T)/sqrt(2) (off-diagonal variance
-/// sigma_N^2, diagonal 2 sigma_N^2): over the upper triangle the privacy
-/// loss is that of noise sqrt(2) sigma_N on a statistic of squared
-/// distance ||Delta||_F^2 (the full symmetric difference, the bias counted
-/// twice):
-/// - add/remove: ||x||^4 + 2 ||x||^2 y^2 <= L^4 + 2 L^2 (sqrt 3 at L = 1;
-///   counting the y^2 corner gave L^2 + 1);
-/// - substitute: a^4 + b^4 - 2 a^2 b^2 c^2 + 2 (a^2 + b^2 + 2 a b |c|) (as in
-///   [`zhou_sensitivity_sq`]); at a = b = L it peaks at c = 1 / L^2 with 2
-///   (L^2 + 1)^2 where L >= 1 (x' = x, y' = -y at L = 1: 8), else at c = 1
-///   with 8 L^2.
-pub fn dubey_sensitivity(l: f64, n: Neighbours) -> f64 {
-    let l2 = l * l;
-    match n {
-        Neighbours::AddRemove => (l2 * l2 + 2.0 * l2).sqrt(),
-        Neighbours::Substitute if l2 >= 1.0 => std::f64::consts::SQRT_2 * (l2 + 1.0),
-        Neighbours::Substitute => (8.0 * l2).sqrt(),
     }
 }
 
@@ -175,142 +130,6 @@ pub fn gaussian_rho(sensitivity: f64, sigma: f64) -> f64 {
 /// (epsilon, delta)-DP implied by rho-zCDP: rho + 2 sqrt(rho log(1/delta)).
 pub fn zcdp_epsilon(rho: f64, delta: f64) -> f64 {
     rho + 2.0 * (rho * (1.0 / delta).ln()).sqrt()
-}
-
-/// The standard normal CDF Phi(x), accurate in both tails.
-pub fn normal_cdf(x: f64) -> f64 {
-    0.5 * statrs::function::erf::erfc(-x / std::f64::consts::SQRT_2)
-}
-
-/// ln Phi(x): from Phi itself where it does not underflow, else from the
-/// asymptotic series of the Mills ratio (relative error below 1e-9 for
-/// x < -30).
-pub fn ln_normal_cdf(x: f64) -> f64 {
-    if x > -30.0 {
-        return normal_cdf(x).ln();
-    }
-    let x2 = x * x;
-    let series = 1.0 - 1.0 / x2 + 3.0 / (x2 * x2) - 15.0 / (x2 * x2 * x2);
-    -0.5 * x2 - (-x).ln() - 0.5 * (2.0 * std::f64::consts::PI).ln() + series.ln()
-}
-
-/// The privacy curve of mu-GDP: the smallest delta for which it is
-/// (epsilon, delta)-DP, Phi(-epsilon/mu + mu/2) - e^epsilon
-/// Phi(-epsilon/mu - mu/2) (Dong, Roth & Su 2022, Cor. 2.13); the hockey-stick divergence
-/// of the pair N(0, 1), N(mu, 1) at e^epsilon for every real epsilon
-/// (negative ones too, as [`composed_delta`] needs; mu = 0: the identical
-/// pair, (1 - e^epsilon)_+).
-pub fn gdp_delta(mu: f64, epsilon: f64) -> f64 {
-    if mu <= 0.0 {
-        return (-epsilon.exp_m1()).max(0.0);
-    }
-    let a = normal_cdf(-epsilon / mu + mu / 2.0);
-    let b = (epsilon + ln_normal_cdf(-epsilon / mu - mu / 2.0)).exp();
-    (a - b).max(0.0)
-}
-
-/// The privacy curve of mu-GDP composed with a pure `pure`-DP release
-/// (FedUCB's private schedule): pure epsilon-DP is dominated by randomized
-/// response with e^epsilon odds (Kairouz, Oh & Viswanath 2015; in f-DP
-/// terms its trade-off curve is above f_{epsilon, 0}), and composition
-/// preserves dominance (Dong, Roth & Su 2022, Thm 3.2, adaptive), so the
-/// pair's curve is that of G_mu x RR_e: with p = e^e / (1 + e^e) the
-/// response's privacy loss is +e with probability p and -e otherwise, and
-/// delta(E) = p delta_mu(E - e) + (1 - p) delta_mu(E + e): the tightest
-/// bound that knows only the release's epsilon (an epsilon-DP release can
-/// have exactly randomized response's curve). `pure` = 0 gives
-/// [`gdp_delta`].
-pub fn composed_delta(mu: f64, pure: f64, epsilon: f64) -> f64 {
-    if pure <= 0.0 {
-        return gdp_delta(mu, epsilon);
-    }
-    let p = 1.0 / (1.0 + (-pure).exp());
-    (p * gdp_delta(mu, epsilon - pure) + (1.0 - p) * gdp_delta(mu, epsilon + pure)).min(1.0)
-}
-
-/// The smallest epsilon >= 0 at which mu-GDP is (epsilon, delta)-DP (an
-/// upper bound: bisection to 1e-10 relative, the upper end returned).
-/// mu = sqrt(sum over the composed Gaussian releases of (Delta_i /
-/// sigma_i)^2).
-pub fn gdp_epsilon(mu: f64, delta: f64) -> f64 {
-    composed_epsilon(mu, 0.0, delta)
-}
-
-/// The smallest epsilon >= 0 at which mu-GDP composed with a pure
-/// `pure`-DP release is (epsilon, delta)-DP ([`composed_delta`]; an upper
-/// bound, bisected to 1e-10 relative, the upper end returned). Never above
-/// basic composition's gdp_epsilon(mu, delta) + pure.
-pub fn composed_epsilon(mu: f64, pure: f64, delta: f64) -> f64 {
-    if (mu <= 0.0 && pure <= 0.0) || composed_delta(mu, pure, 0.0) <= delta {
-        return 0.0;
-    }
-    let mut hi = 1.0f64;
-    while composed_delta(mu, pure, hi) > delta {
-        hi *= 2.0;
-        if hi > 1e6 {
-            return f64::INFINITY;
-        }
-    }
-    let mut lo = 0.0;
-    while hi - lo > 1e-10 * hi.max(1e-6) {
-        let mid = 0.5 * (lo + hi);
-        if composed_delta(mu, pure, mid) > delta {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    hi
-}
-
-/// The mu-GDP parameter `calibration: exact` gives a mechanism whose target
-/// is (epsilon, delta): the largest mu whose figure is at most epsilon
-/// (1 - 1e-9), by bisection on the privacy curve (delta(epsilon) increases
-/// with mu) to 1e-13 relative, the lower end returned. The margin keeps
-/// the figure [`gdp_epsilon`] states (bisected to 1e-10, its upper end) at
-/// or below the target, and the figure is above 0.99 epsilon wherever
-/// epsilon > 0.02 (the curve's slope in mu is bounded away from 0 there).
-/// Calibrating Gaussian releases of sensitivities Delta_i to noise
-/// sigma_i = sqrt(k) Delta_i / mu (k releases per observation) gives
-/// exactly this mu.
-pub fn gdp_mu(epsilon: f64, delta: f64) -> f64 {
-    composed_mu(epsilon, delta, 0.0)
-}
-
-/// [`gdp_mu`] beside a pure `pure`-DP release: the largest mu whose
-/// composition with it ([`composed_epsilon`]) is at most epsilon (1 -
-/// 1e-9); 0 where the pure release alone reaches the target.
-pub fn composed_mu(epsilon: f64, delta: f64, pure: f64) -> f64 {
-    let eps = epsilon * (1.0 - 1e-9);
-    if composed_delta(0.0, pure, eps) > delta {
-        return 0.0;
-    }
-    let (mut lo, mut hi) = (0.0f64, 1.0f64);
-    while composed_delta(hi, pure, eps) <= delta {
-        lo = hi;
-        hi *= 2.0;
-        if hi > 1e6 {
-            return lo;
-        }
-    }
-    while hi - lo > 1e-13 * hi {
-        let mid = 0.5 * (lo + hi);
-        if composed_delta(mid, pure, eps) <= delta {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
-}
-
-/// The noise standard deviation `calibration: exact` gives each of the
-/// `releases` Gaussian releases of L2 sensitivity `sensitivity` one
-/// observation enters, for the target (epsilon, delta): sqrt(releases)
-/// sensitivity / [`gdp_mu`], so that the composition's figure is at most
-/// the target and at least 0.99 times it.
-pub fn exact_sigma(releases: u64, sensitivity: f64, epsilon: f64, delta: f64) -> f64 {
-    (releases as f64).sqrt() * sensitivity / gdp_mu(epsilon, delta)
 }
 
 /// What a configuration's mechanism provides.
@@ -607,27 +426,6 @@ pub fn account(m: &Mechanism) -> Accounting {
     a
 }
 
-/// A figure as text with its delta beside it, so that a near-zero epsilon
-/// does not read as perfect privacy ("0.0004 at delta 0.1"); "null" for
-/// none.
-pub fn fmt_figure(epsilon: Option<f64>, delta: f64) -> String {
-    match epsilon {
-        Some(e) if delta > 0.0 => format!("{} at delta {delta}", fmt_epsilon(e)),
-        Some(e) => format!("{} (pure)", fmt_epsilon(e)),
-        None => "null".into(),
-    }
-}
-
-/// An epsilon with the digits that matter: four decimals from 0.01, three
-/// significant digits below (0 exactly as "0").
-pub fn fmt_epsilon(e: f64) -> String {
-    if e == 0.0 || !e.is_finite() || e >= 0.01 {
-        format!("{e:.4}")
-    } else {
-        format!("{e:.3e}")
-    }
-}
-
 impl Accounting {
     /// Nulls every figure that claims to cover the whole run (the exact
     /// figure, mu, the zCDP pair).
@@ -842,78 +640,6 @@ mod tests {
         // ln Phi's asymptotic branch (x <= -30) meets the direct one.
         assert!((ln_normal_cdf(-30.0) - normal_cdf(-30.0).ln()).abs() < 1e-8);
         assert_eq!(gdp_epsilon(0.0, 0.1), 0.0);
-    }
-
-    /// The tight sensitivities at L = 1: Private-FedLinUCB 2 (add/remove)
-    /// and 4.5 (substitute, a 60 degree pair) squared; FedUCB sqrt 3 and
-    /// sqrt 8; and at L = 2 and L = 0.5 the closed forms.
-    #[test]
-    fn substitution_sensitivities() {
-        assert_eq!(zhou_sensitivity_sq(1.0, Neighbours::AddRemove), 2.0);
-        assert_eq!(zhou_sensitivity_sq(1.0, Neighbours::Substitute), 4.5);
-        // L = 2: L^4 + L^2 = 20; 2 L^4 + 2 L^2 + 1/2 = 40.5.
-        assert_eq!(zhou_sensitivity_sq(2.0, Neighbours::AddRemove), 20.0);
-        assert_eq!(zhou_sensitivity_sq(2.0, Neighbours::Substitute), 40.5);
-        assert_eq!(zhou_sensitivity_sq(0.5, Neighbours::Substitute), 1.0);
-        assert!((dubey_sensitivity(1.0, Neighbours::AddRemove) - 3f64.sqrt()).abs() < 1e-15);
-        assert!((dubey_sensitivity(1.0, Neighbours::Substitute) - 8f64.sqrt()).abs() < 1e-15);
-        assert!((dubey_sensitivity(2.0, Neighbours::Substitute) - 50f64.sqrt()).abs() < 1e-14);
-        assert!((dubey_sensitivity(0.5, Neighbours::Substitute) - 2f64.sqrt()).abs() < 1e-15);
-    }
-
-    /// Each sensitivity against a search over pairs of observations: norms
-    /// a, b in [0, L] and the cosine c between x and x' on grids, rewards
-    /// at the vertices of [-1, 1]^2 (the squared distance is convex in (y,
-    /// y')). The formula is never exceeded and is reached within 1e-3
-    /// (relative): a wrong (too small or too loose) formula fails.
-    #[test]
-    fn tight_sensitivities_match_a_worst_case_search() {
-        for l in [0.3, 0.6, 1.0, 1.5, 3.0] {
-            let (mut zhou_add, mut zhou_sub, mut dubey_add, mut dubey_sub) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
-            for ia in 0..=60 {
-                let a = l * f64::from(ia) / 60.0;
-                for y in [-1.0f64, 1.0] {
-                    zhou_add = zhou_add.max(a.powi(4) + a * a * y * y);
-                    dubey_add = dubey_add.max(a.powi(4) + 2.0 * a * a * y * y);
-                }
-                for ib in 0..=60 {
-                    let b = l * f64::from(ib) / 60.0;
-                    for ic in 0..=400 {
-                        let c = -1.0 + f64::from(ic) / 200.0;
-                        let gram = a.powi(4) + b.powi(4) - 2.0 * a * a * b * b * c * c;
-                        for (y, y2) in [(1.0f64, 1.0f64), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0)] {
-                            // ||x y - x' y'||^2 with <x, x'> = a b c.
-                            let bias = a * a * y * y + b * b * y2 * y2 - 2.0 * y * y2 * a * b * c;
-                            zhou_sub = zhou_sub.max(gram + bias);
-                            dubey_sub = dubey_sub.max(gram + 2.0 * bias);
-                        }
-                    }
-                }
-            }
-            for (what, found, formula) in [
-                ("zhou add", zhou_add, zhou_sensitivity_sq(l, Neighbours::AddRemove)),
-                ("zhou sub", zhou_sub, zhou_sensitivity_sq(l, Neighbours::Substitute)),
-                (
-                    "dubey add",
-                    dubey_add,
-                    dubey_sensitivity(l, Neighbours::AddRemove).powi(2),
-                ),
-                (
-                    "dubey sub",
-                    dubey_sub,
-                    dubey_sensitivity(l, Neighbours::Substitute).powi(2),
-                ),
-            ] {
-                assert!(
-                    found <= formula * (1.0 + 1e-12),
-                    "{what} at L = {l}: search {found} > {formula}"
-                );
-                assert!(
-                    found >= formula * (1.0 - 1e-3),
-                    "{what} at L = {l}: search {found} << {formula}"
-                );
-            }
-        }
     }
 
     /// The slides' Theorem 1 inverted: it returns the epsilon a theorem

@@ -5,7 +5,9 @@
 pub mod accountant;
 pub mod audit;
 pub mod binomial_gdp;
+pub mod gdp;
 pub mod partial_sum;
+pub mod sensitivity;
 pub mod tree;
 pub mod vecsum;
 pub mod vecsum_account;

@@ -135,9 +135,9 @@ fn exact_sigma_n(cfg: &LinearConfig, eps: f64, delta: f64) -> f64 {
     (charged_releases(cfg) as f64).sqrt() * sens / mu / std::f64::consts::SQRT_2
 }
 
-/// floor(log2 x) for x >= 1.
-fn floor_log2(x: u64) -> u64 {
-    u64::from(63 - x.max(1).leading_zeros())
+/// floor(log2 x) + 1 for x >= 1 (the levels of a tree of x leaves).
+fn levels(x: u64) -> u64 {
+    crate::privacy::tree_levels(x) as u64
 }
 
 /// The most leaves one PRIVATIZER tree can receive over the horizon: a
@@ -166,9 +166,9 @@ pub fn max_leaves(cfg: &LinearConfig) -> u64 {
             let cap = u64::from(cap);
             let n = if cfg.algorithm == LinearAlgorithm::FeducbDecentralized {
                 let own = t.div_ceil(cfg.gamma.max(1) as u64);
-                m.saturating_mul(cap.saturating_add(floor_log2(own) + 1))
+                m.saturating_mul(cap.saturating_add(levels(own)))
             } else {
-                m.saturating_mul(cap).saturating_add(floor_log2(t) + 1)
+                m.saturating_mul(cap).saturating_add(levels(t))
             };
             n.min(t)
         }
@@ -183,7 +183,7 @@ pub fn max_leaves(cfg: &LinearConfig) -> u64 {
 /// M = 10, T = 10^4 and the default cap 14, where one leaf per round would
 /// be 15).
 pub fn charged_releases(cfg: &LinearConfig) -> u64 {
-    1 + floor_log2(max_leaves(cfg))
+    levels(max_leaves(cfg))
 }
 
 /// The PRIVATIZER's constants as the releases use them: the centralized
