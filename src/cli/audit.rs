@@ -16,7 +16,7 @@
 
 use super::CliError;
 use crate::algo::CellConfig;
-use crate::algo::audit::{harness, mechanism_name, schedule_attack, schedule_attackable};
+use crate::algo::audit::{harness, mechanism_name, schedule_attack, schedule_attackable, schedule_view_epsilon};
 use crate::job::{Cell, Job};
 use crate::output::{AuditRow, audit_batch, audit_schema, metadata, write_parquet_atomic_with};
 use crate::privacy::accountant::Accounting;
@@ -299,13 +299,23 @@ fn audit_schedule(
     let t0 = Instant::now();
     let acct = cell.config.accounting();
     let target_delta = cell.config.target().1;
-    match schedule_attack(&cell.config, job.seed, s.attack_trials, s.confidence) {
+    let pure = schedule_view_epsilon(&cell.config);
+    match schedule_attack(&cell.config, job.seed, s.attack_trials, s.confidence, s.noise_scale) {
         Ok((o, dataset, round)) => {
             *text += &format!(
-                "{}: schedule attack on dataset {dataset}, silo 1's user of round {round} removed\n",
-                job.short_label(cell)
+                "{}: schedule attack on dataset {dataset}, silo 1's user of round {round}: the adversary's \
+                 high-leverage observation or none{}\n",
+                job.short_label(cell),
+                pure.map_or(String::new(), |e| format!(
+                    "; the first sync round is the sparse vector test's alone: {e:.4}-DP, tested at delta 0"
+                ))
             );
-            let verdict = match acct.as_ref().map(|a| (a, run_bounds(a, target_delta))) {
+            let with_pure = |a: &Accounting| {
+                let mut v = run_bounds(a, target_delta);
+                v.extend(pure.map(|e| ("schedule_share x epsilon (first sync)", e, 0.0)));
+                v
+            };
+            let verdict = match acct.as_ref().map(|a| (a, with_pure(a))) {
                 Some((a, bounds)) if !bounds.is_empty() => match verdict(a, bounds, target_delta, &o) {
                     Ok(v) => v,
                     Err(v) => {
@@ -321,14 +331,24 @@ fn audit_schedule(
                 },
                 None => "no figure (not private)".into(),
             };
+            // A private schedule's row states the view's own pure figure
+            // at delta 0; otherwise the run's figure at the target delta.
+            let (acct_epsilon, acct_figure, audit_delta) = match pure {
+                Some(e) => (Some(e), "schedule_pure".to_string(), 0.0),
+                None => (
+                    acct.as_ref().and_then(|a| a.epsilon),
+                    if acct.as_ref().is_some_and(|a| a.epsilon.is_some()) {
+                        "exact".to_string()
+                    } else {
+                        "none".to_string()
+                    },
+                    target_delta.unwrap_or(0.0),
+                ),
+            };
             Some(AuditRow {
-                acct_epsilon: acct.as_ref().and_then(|a| a.epsilon),
-                acct_figure: if acct.as_ref().is_some_and(|a| a.epsilon.is_some()) {
-                    "exact".into()
-                } else {
-                    "none".into()
-                },
-                audit_delta: target_delta.unwrap_or(0.0),
+                acct_epsilon,
+                acct_figure,
+                audit_delta,
                 wall_seconds: t0.elapsed().as_secs_f64(),
                 verdict,
                 ..row(cell, s, "schedule", "sync_times", o)
@@ -354,7 +374,7 @@ fn table(job: &Job, rows: &[(AuditRow, &Cell)]) -> String {
         "{:<lw$} {:<10} {:<12} {:>8} {:>10} {:>10} {:>10} {:>10}  verdict\n",
         "cell", "view", "mechanism", "target", "acct_eps", "delta", "eps_lb", "advantage"
     );
-    let fmt = |v: Option<f64>| v.map_or("null".to_string(), |v| format!("{v:.3}"));
+    let fmt = |v: Option<f64>| v.map_or("null".to_string(), crate::privacy::accountant::fmt_epsilon);
     for (r, cell) in rows {
         table += &format!(
             "{:<lw$} {:<10} {:<12} {:>8} {:>10} {:>10} {:>10.3} {:>10.4}  {}\n",

@@ -68,7 +68,7 @@
 //! accountant turns that description into the figures.
 
 pub use super::gdp::*;
-pub use super::sensitivity::{dubey_sensitivity, zhou_sensitivity_sq};
+pub use super::sensitivity::{Neighbours, dubey_sensitivity, zhou_sensitivity_sq};
 
 /// What every figure leaves out, said once: the figures treat the other
 /// observations and the agent's later actions as fixed data. In a bandit a
@@ -78,25 +78,6 @@ pub use super::sensitivity::{dubey_sensitivity, zhou_sensitivity_sq};
 /// here is shown to hold for that adaptive relation.
 pub const NON_ADAPTIVE: &str = "every other observation and every later action held fixed (the non-adaptive \
      relation); not shown to hold when the change also changes the agent's later actions (adaptive relation)";
-
-/// Which histories are neighbours.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum Neighbours {
-    /// One observation added or removed.
-    AddRemove,
-    /// One observation replaced by another.
-    Substitute,
-}
-
-impl Neighbours {
-    /// The job-file name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Neighbours::AddRemove => "add_remove",
-            Neighbours::Substitute => "substitute",
-        }
-    }
-}
 
 /// Solves the slides' Theorem 1 calibration sigma^2 = 8 kappa (log(2/delta) +
 /// epsilon) / epsilon^2 (unit sensitivity) for epsilon: the positive root of

@@ -2,7 +2,24 @@
 //! neighbouring relation, derived in the doc comments and checked against a
 //! worst-case search over pairs of observations in the tests.
 
-use crate::privacy::accountant::Neighbours;
+/// Which histories are neighbours.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Neighbours {
+    /// One observation added or removed.
+    AddRemove,
+    /// One observation replaced by another.
+    Substitute,
+}
+
+impl Neighbours {
+    /// The job-file name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Neighbours::AddRemove => "add_remove",
+            Neighbours::Substitute => "substitute",
+        }
+    }
+}
 
 /// Squared L2 sensitivity of Private-FedLinUCB's node statistic (upper
 /// triangle of x x^T, and x y) for ||x|| <= L, |y| <= 1. The node adds
