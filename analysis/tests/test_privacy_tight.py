@@ -32,6 +32,7 @@ import pytest
 dp = pytest.importorskip("dp_accounting")
 from dp_accounting.pld import privacy_loss_distribution as pld  # noqa: E402
 from scipy import integrate, optimize, stats  # noqa: E402
+from test_privacy_exact import gaussian_bounds  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -113,27 +114,10 @@ def derived(row: dict) -> tuple[int, float, float]:
 
 
 def tight_epsilon(sigma: float, releases: int, sensitivity: float, pure: float, delta: float) -> tuple[float, float]:
-    """dp-accounting's (optimistic, pessimistic) epsilon at delta."""
-    out = []
-    for pessimistic in (False, True):
-        d = pld.from_gaussian_mechanism(
-            standard_deviation=sigma / sensitivity,
-            sensitivity=1.0,
-            value_discretization_interval=1e-4,
-            pessimistic_estimate=pessimistic,
-            use_connect_dots=pessimistic,
-        ).self_compose(releases)
-        if pure > 0:
-            d = d.compose(
-                pld.from_randomized_response(
-                    noise_parameter=2.0 / (1.0 + math.exp(pure)),
-                    num_buckets=2,
-                    pessimistic_estimate=pessimistic,
-                    value_discretization_interval=1e-4,
-                )
-            )
-        out.append(d.get_epsilon_for_delta(delta))
-    return out[0], out[1]
+    """dp-accounting's (optimistic, pessimistic) epsilon at delta of
+    `releases` Gaussian releases of noise `sigma` and sensitivity
+    `sensitivity`, with a pure `pure`-DP release as randomized response."""
+    return gaussian_bounds(sigma / sensitivity, releases, delta, pure=pure)
 
 
 @pytest.fixture(scope="module")
