@@ -287,6 +287,22 @@ FB_DEV double fb_laplace_at(fb_u64 key, double scale) {
 // Svt::request: the noisy test while the agent has requests left and the
 // sensitivity is finite (a request counted), else the fallback (the round a
 // power of two).
+// Svt::sensitivity's bound on lambda_max of a symmetric d x d inverse (the
+// largest eigenvalue is below every induced norm and the Frobenius norm):
+// min(||a||_F, max over rows of sum |a_ij|), each sum in row-major order.
+FB_DEV double fb_spectral_bound(const double* a, int d) {
+    double s = 0.0;
+    for (int e = 0; e < d * d; ++e) s += a[e] * a[e];
+    double frob = sqrt(s);
+    double rows = 0.0;
+    for (int i = 0; i < d; ++i) {
+        double r = 0.0;
+        for (int j = 0; j < d; ++j) r += fabs(a[i * d + j]);
+        if (r > rows) rows = r;
+    }
+    return rows < frob ? rows : frob;
+}
+
 FB_DEV int fb_svt_request(fb_u64 round, fb_u64 own, double stat, double thr, double sens, double rho, fb_u64 key,
                           double qscale, int cap, int* used) {
     if (*used >= cap || !(sens <= 1.7976931348623157e308)) return own != 0 && (own & (own - 1)) == 0;

@@ -109,13 +109,10 @@ extern "C" __global__ void fb_sync_shifted(int nfed, int m, int d, int shifted, 
     if (jitter >= 0.0)
         for (int i = 0; i < m; ++i) logdetc[g0 + i] = ld;
     if (jitter != 0.0) failures[f] += 1;
-    // Svt::sensitivity of the new epoch: ln(1 + L^2 ||(S + c I)^{-1}||_F),
-    // infinite unless the factorization was exact.
-    if (svt) {
-        double s = 0.0;
-        for (int e = 0; e < dd; ++e) s += vinvc[g0 * dd + e] * vinvc[g0 * dd + e];
-        ssens[f] = jitter == 0.0 ? fb_ln_1p(l2 * sqrt(s)) : 1.0 / 0.0;
-    }
+    // Svt::sensitivity of the new epoch: ln(1 + L^2 b), b the bound on the
+    // largest eigenvalue of (S + c I)^{-1}; infinite unless the
+    // factorization was exact.
+    if (svt) ssens[f] = jitter == 0.0 ? fb_ln_1p(l2 * fb_spectral_bound(vinvc + g0 * dd, d)) : 1.0 / 0.0;
     for (int i = 1; i < m; ++i)
         for (int e = 0; e < dd; ++e) vinvc[(g0 + i) * dd + e] = vinvc[g0 * dd + e];
 }

@@ -157,7 +157,7 @@ extern "C" __global__ void fb_peer_refactor(int n, int m, int d, int G, int g, f
         if (fb_spd_inverse_jitter(v, d, vinvc + s * dd, v + dd, v + 2 * dd, &ldc) >= 0.0) logdetc[s] = ldc;
     }
     // The private schedule's sensitivity of the slot's epoch (PeerFed::
-    // refactor, Svt::sensitivity): ln(1 + L^2 ||(S + c I)^{-1}||_F),
+    // refactor, Svt::sensitivity): ln(1 + L^2 b), b fb_spectral_bound's,
     // infinite unless the factorization was exact.
     if (svt) {
         for (int e = 0; e < dd; ++e) v[e] = smat[s * dd + e];
@@ -165,9 +165,7 @@ extern "C" __global__ void fb_peer_refactor(int n, int m, int d, int G, int g, f
         double* inv = sinv + (long long)a * dd;
         double lds2;
         double jit = fb_spd_inverse_jitter(v, d, inv, v + dd, v + 2 * dd, &lds2);
-        double sq = 0.0;
-        for (int e = 0; e < dd; ++e) sq += inv[e] * inv[e];
-        ssens[s] = jit == 0.0 ? fb_ln_1p(l2 * sqrt(sq)) : 1.0 / 0.0;
+        ssens[s] = jit == 0.0 ? fb_ln_1p(l2 * fb_spectral_bound(inv, d)) : 1.0 / 0.0;
     }
     for (int j = 0; j < d; ++j) b[s * d + j] = svec[s * d + j] + bias[s * d + j];
     dirty[s] = 0;

@@ -154,7 +154,10 @@ use thiserror::Error;
 /// schedule composes with the sums by privacy loss distributions
 /// (`privacy::accountant::composed_epsilon`), not by summing, and its
 /// sparse vector test draws nu ~ Lap(2 cap / e) under add/remove (monotone
-/// queries), Lap(4 cap / e) under substitute as before. Decentralized
+/// queries), Lap(4 cap / e) under substitute as before, and normalizes
+/// each query by ln(1 + L^2 b) with b the smaller of the shifted inverse's
+/// Frobenius norm and its largest absolute row sum (a bound on its largest
+/// eigenvalue up to sqrt(d) tighter; the Frobenius norm alone before). Decentralized
 /// FedUCB's fallback syncs at powers of two of each slot's own rounds
 /// (ceil(t / gamma)), not of the global round. So under `calibration:
 /// exact` every private FedUCB cell, and every substitute Private-FedLinUCB

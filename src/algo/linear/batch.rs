@@ -121,8 +121,9 @@ pub struct AdaptiveSync {
 ///   S over its sensitivity Delta_e, which only the public S sets: one
 ///   observation of the epoch is one rank-1 term of U_i (earlier ones are
 ///   inside S, a release already accounted), so it moves log det by at most
-///   ln(1 + L^2 lambda_max((S + c I)^{-1})) <= ln(1 + L^2 ||(S + c I)^{-1}||_F)
-///   = Delta_e (U_i is positive semidefinite); the threshold D / Delta t is
+///   ln(1 + L^2 lambda_max((S + c I)^{-1})) <= Delta_e = ln(1 + L^2 b), b
+///   the smaller of the inverse's Frobenius norm and its largest absolute
+///   row sum ([`Svt::sensitivity`]; U_i is positive semidefinite); the threshold D / Delta t is
 ///   scaled the same way;
 /// - the agent requests a sync when q / Delta_e + nu >= (D / Delta t) /
 ///   Delta_e + rho; after `cap` requests (the algorithm's abort), or while
@@ -152,18 +153,34 @@ pub struct Svt {
 
 impl Svt {
     /// Delta_e of the epoch whose (S + c I)^{-1} is `inv` (row-major, d x
-    /// d): ln(1 + L^2 ||inv||_F), the squares summed in row-major order (as
-    /// the kernel sums them); +inf when `inv` is not an exact inverse
-    /// (`exact` false: the factorization failed or needed jitter).
+    /// d): ln(1 + L^2 b), b = min(||inv||_F, the largest absolute row sum),
+    /// both above inv's largest eigenvalue (every induced norm is; the row
+    /// sums are exactly it for a diagonal inverse, where the Frobenius norm
+    /// is up to sqrt(d) above: the bound of semantics 12-16), each sum in
+    /// row-major order (as the kernels' `fb_spectral_bound` sums them);
+    /// +inf when `inv` is not an exact inverse (`exact` false: the
+    /// factorization failed or needed jitter).
     pub fn sensitivity(&self, inv: &[f64], exact: bool) -> f64 {
         if !exact {
             return f64::INFINITY;
         }
+        let d = (inv.len() as f64).sqrt().round() as usize;
         let mut s = 0.0;
         for v in inv {
             s += v * v;
         }
-        crate::math::ln_1p(self.l2 * s.sqrt())
+        let frob = s.sqrt();
+        let mut rows = 0.0f64;
+        for row in inv.chunks(d.max(1)) {
+            let mut r = 0.0;
+            for v in row {
+                r += v.abs();
+            }
+            if r > rows {
+                rows = r;
+            }
+        }
+        crate::math::ln_1p(self.l2 * if rows < frob { rows } else { frob })
     }
 
     /// Agent `g`'s threshold noise rho.
@@ -431,4 +448,59 @@ pub struct BatchPoint {
     /// Confidence widths clamped so far.
     #[serde(default)]
     pub beta_clamps: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Svt;
+
+    /// The schedule's sensitivity bound lies between the inverse's largest
+    /// eigenvalue (the quantity a query moves by) and its Frobenius norm,
+    /// and is the eigenvalue itself for a diagonal inverse: on random
+    /// symmetric positive definite matrices A = B B^T + 0.1 I (d = 2..6),
+    /// the largest eigenvalue by 500 power iterations.
+    #[test]
+    fn the_schedule_sensitivity_bounds_the_largest_eigenvalue() {
+        let svt = Svt {
+            keys: Vec::new(),
+            threshold_scale: 1.0,
+            query_scale: 1.0,
+            cap: 1,
+            l2: 1.0,
+        };
+        let bound = |a: &[f64]| svt.sensitivity(a, true).exp_m1();
+        let mut s = crate::rng::Stream::new(&[55]);
+        for d in 2..=6usize {
+            for _ in 0..20 {
+                let b: Vec<f64> = (0..d * d).map(|_| s.normal()).collect();
+                let mut a = vec![0.0; d * d];
+                for i in 0..d {
+                    for j in 0..d {
+                        a[i * d + j] = (0..d).map(|k| b[i * d + k] * b[j * d + k]).sum::<f64>();
+                    }
+                    a[i * d + i] += 0.1;
+                }
+                let mut v = vec![1.0; d];
+                let mut lam = 0.0;
+                for _ in 0..500 {
+                    let w: Vec<f64> = (0..d).map(|i| (0..d).map(|j| a[i * d + j] * v[j]).sum()).collect();
+                    lam = w.iter().map(|x| x * x).sum::<f64>().sqrt();
+                    v = w.iter().map(|x| x / lam).collect();
+                }
+                let frob = a.iter().map(|x| x * x).sum::<f64>().sqrt();
+                let got = bound(&a);
+                assert!(
+                    got >= lam * (1.0 - 1e-9) && got <= frob * (1.0 + 1e-12),
+                    "{got} vs {lam}, {frob}"
+                );
+            }
+            let mut diag = vec![0.0; d * d];
+            for i in 0..d {
+                diag[i * d + i] = 0.5 + i as f64;
+            }
+            let top = 0.5 + (d - 1) as f64;
+            assert!((bound(&diag) - top).abs() < 1e-12 * top, "diagonal: {}", bound(&diag));
+        }
+        assert!(svt.sensitivity(&[1.0], false).is_infinite());
+    }
 }
