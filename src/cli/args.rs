@@ -50,7 +50,7 @@ pub enum Command {
         /// Snapshot each running repetition at most every this many minutes
         /// (0: at every check, every 256 rounds). SIGTERM/SIGINT snapshot and
         /// stop (exit code 3); rerunning resumes bit-identically.
-        #[arg(long, default_value_t = 10.0)]
+        #[arg(long, default_value_t = 10.0, value_parser = minutes)]
         snapshot_every: f64,
         /// No progress bar (and no progress lines).
         #[arg(long, short)]
@@ -162,7 +162,7 @@ pub struct BenchArgs {
     #[arg(long, value_parser = at_least_one)]
     pub threads: Option<usize>,
     /// Rounds per federation (more rounds: steadier numbers).
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub rounds: u64,
     /// Run only workloads whose name contains this text.
     #[arg(long)]
@@ -187,10 +187,11 @@ pub struct CalibrateArgs {
     #[arg(long, value_parser = at_least_one)]
     pub threads: Option<usize>,
     /// Batch sizes, comma-separated.
-    #[arg(long, value_delimiter = ',', default_values_t = vec![64u32, 1024, 4096])]
+    #[arg(long, value_delimiter = ',', default_values_t = vec![64u32, 1024, 4096],
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub federations: Vec<u32>,
     /// Seconds per measurement (at least one round each).
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = 2.0, value_parser = measurement_seconds)]
     pub seconds: f64,
     /// Only workloads whose name contains this text.
     #[arg(long)]
@@ -203,9 +204,15 @@ pub struct CalibrateArgs {
 /// A command-line value out of its range (clap prints it after the flag).
 #[derive(Debug, Error)]
 pub enum ArgError {
-    /// `--rate`: not a positive number.
-    #[error("must be a positive number of agent-steps per second, e.g. 2e5")]
+    /// `--rate`: not a number of agent-steps per second in [1, 1e15].
+    #[error("must be a number of agent-steps per second in [1, 1e15], e.g. 2e5")]
     NotPositive,
+    /// Minutes out of [0, 1e6].
+    #[error("expected minutes, a number in [0, 1e6] (0: at every check), got '{0}'")]
+    Minutes(String),
+    /// Seconds per measurement out of (0, 3600].
+    #[error("expected seconds per measurement, a number in (0, 3600], got '{0}'")]
+    MeasurementSeconds(String),
     /// A number that does not parse.
     #[error("expected {what} ({source})")]
     NotANumber {
@@ -229,10 +236,11 @@ pub enum ArgError {
     TooManyTasks(usize),
 }
 
-/// `--rate`: a positive, finite number.
+/// `--rate`: a number in [1, 1e15] (below one agent-step per second no
+/// plan is meaningful, and its time would overflow Slurm's format).
 fn positive_rate(s: &str) -> Result<f64, ArgError> {
     match s.parse::<f64>() {
-        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        Ok(r) if (1.0..=1e15).contains(&r) => Ok(r),
         Ok(_) => Err(ArgError::NotPositive),
         Err(e) => Err(ArgError::NotANumber {
             what: "a number of agent-steps per second, e.g. 2e5",
@@ -246,6 +254,23 @@ fn seconds(s: &str) -> Result<f64, ArgError> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && (0.0..=1e9).contains(&v) => Ok(v),
         _ => Err(ArgError::Seconds(s.to_owned())),
+    }
+}
+
+/// Minutes between snapshots: finite, in [0, 1e6] (beyond it no run lasts;
+/// a larger value once overflowed the duration and panicked).
+fn minutes(s: &str) -> Result<f64, ArgError> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=1e6).contains(&v) => Ok(v),
+        _ => Err(ArgError::Minutes(s.to_owned())),
+    }
+}
+
+/// Seconds per calibration measurement: in (0, 3600].
+fn measurement_seconds(s: &str) -> Result<f64, ArgError> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 3600.0 => Ok(v),
+        _ => Err(ArgError::MeasurementSeconds(s.to_owned())),
     }
 }
 

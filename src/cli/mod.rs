@@ -86,8 +86,8 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             quiet,
             log_every,
         } => {
-            let snapshot_every = (snapshot_every.is_finite() && snapshot_every >= 0.0)
-                .then(|| std::time::Duration::from_secs_f64(snapshot_every * 60.0));
+            // In [0, 1e6] minutes (the flag's parser): always a duration.
+            let snapshot_every = Some(std::time::Duration::from_secs_f64(snapshot_every * 60.0));
             let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
             let threads_used = capped_threads(threads);
             let opts = RunOptions {

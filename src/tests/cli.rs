@@ -515,9 +515,8 @@ for r in rows:
         assert r["private"] is True and r["sync"] == "log" and r["schedule_private"] is True
         assert r["schedule"] == "private" and r["calibration"] == "exact"
         assert abs(r["acct_epsilon"] - r["epsilon"]) <= 0.01 * r["epsilon"] and r["acct_epsilon"] <= r["epsilon"]
-        # acct_epsilon_sums: the sums' figure alone, below the composed one
+        # the sums' figure alone is below the composed one; 1 + floor(log2 N) nodes, N = 3 * 9 + 9
         assert r["acct_mu"] is None and 0 < r["acct_epsilon_sums"] < r["acct_epsilon"]
-        # 1 + floor(log2 N), N = M cap + floor(log2 T) + 1 = 3 * 9 + 9 = 36
         assert r["acct_releases_per_observation"] == 6 and r["acct_sensitivity"] == 3 ** 0.5
 key = lambda r: (r["cell_id"], r["repetition"], r["t"])
 rows.sort(key=key)

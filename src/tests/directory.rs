@@ -496,6 +496,61 @@ fn a_run_without_a_terminal_logs_its_progress() {
     assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
 }
 
+/// Every numeric flag is range-checked (issue 56): out-of-range, NaN and
+/// infinite values exit 2 naming the flag and the allowed range, before
+/// anything runs (`--snapshot-every 1e18` panicked converting to a
+/// duration; -1, nan and inf silently disabled snapshots; `plan --rate
+/// 1e-300` printed a 300-digit total).
+#[test]
+fn every_numeric_flag_is_range_checked() {
+    let dir = tempdir("flags");
+    let j = job(&dir, "f.yaml", "f", 1, 10);
+    let j = j.to_str().unwrap();
+    let out = dir.join("o");
+    let o = out.to_str().unwrap();
+    for (args, flag, range) in [
+        (
+            vec!["run", j, "--out", o, "--snapshot-every", "1e18"],
+            "--snapshot-every",
+            "[0, 1e6]",
+        ),
+        (
+            vec!["run", j, "--out", o, "--snapshot-every=-1"],
+            "--snapshot-every",
+            "[0, 1e6]",
+        ),
+        (
+            vec!["run", j, "--out", o, "--snapshot-every", "nan"],
+            "--snapshot-every",
+            "[0, 1e6]",
+        ),
+        (
+            vec!["run", j, "--out", o, "--snapshot-every", "inf"],
+            "--snapshot-every",
+            "[0, 1e6]",
+        ),
+        (
+            vec!["plan", j, "--tasks", "2", "--rate", "1e-300"],
+            "--rate",
+            "[1, 1e15]",
+        ),
+        (vec!["plan", j, "--tasks", "2", "--rate", "inf"], "--rate", "[1, 1e15]"),
+        (vec!["calibrate", "--seconds", "0"], "--seconds", "(0, 3600]"),
+        (vec!["calibrate", "--seconds", "nan"], "--seconds", "(0, 3600]"),
+        (vec!["calibrate", "--federations", "0"], "--federations", "1..=1000000"),
+        (vec!["bench", "--rounds", "0"], "--rounds", "1..=1000000000"),
+    ] {
+        let r = run(&args[..]);
+        let e = stderr(&r);
+        assert_eq!(r.status.code(), Some(2), "{args:?}: {e}");
+        assert!(
+            e.contains(flag) && e.contains(range) && !e.contains("panicked"),
+            "{args:?}: {e}"
+        );
+    }
+    assert!(!out.exists(), "nothing may be written");
+}
+
 /// `plan` and `validate` print one memory figure for the same job and
 /// threads (issue 40: they disagreed, 64.1 against 30.6 MiB), and it grows
 /// with the threads and with the part's assembly.
