@@ -55,6 +55,14 @@ pub fn composed_delta(mu: f64, pure: f64, epsilon: f64) -> f64 {
     (p * gdp_delta(mu, epsilon - pure) + (1.0 - p) * gdp_delta(mu, epsilon + pure)).min(1.0)
 }
 
+/// The largest target epsilon a Gaussian mechanism can be calibrated to and
+/// its figure stated for: [`composed_epsilon`]'s search covers figures up
+/// to 2^21 (above twice this), and the job loader refuses a finite epsilon
+/// above it, naming it (an epsilon of 1e7 was written as an infinite
+/// figure, and at 1e12 the noise was calibrated for a far smaller one). At
+/// 1e6 the noise is already about 1/1400 of the sensitivity.
+pub const MAX_EPSILON: f64 = 1e6;
+
 /// The smallest epsilon >= 0 at which mu-GDP is (epsilon, delta)-DP (an
 /// upper bound: bisection to 1e-10 relative, the upper end returned).
 /// mu = sqrt(sum over the composed Gaussian releases of (Delta_i /
@@ -73,10 +81,10 @@ pub fn composed_epsilon(mu: f64, pure: f64, delta: f64) -> f64 {
     }
     let mut hi = 1.0f64;
     while composed_delta(mu, pure, hi) > delta {
-        hi *= 2.0;
-        if hi > 1e6 {
+        if hi >= 2.0 * MAX_EPSILON {
             return f64::INFINITY;
         }
+        hi *= 2.0;
     }
     let mut lo = 0.0;
     while hi - lo > 1e-10 * hi.max(1e-6) {

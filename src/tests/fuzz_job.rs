@@ -662,3 +662,36 @@ fn corpus_files_are_handled() {
     }
     assert!(n >= 5, "corpus has only {n} files");
 }
+
+/// An epsilon beyond what the accountant can calibrate (issue 56 item 8:
+/// 1e7 was written as `acct_epsilon = inf`, and at 1e12 mu was capped so
+/// the noise met a far smaller epsilon) is refused when the job loads,
+/// naming the largest reachable value; at that value every Gaussian
+/// mechanism's figure is finite and in [0.99, 1] x the target.
+#[test]
+fn an_epsilon_beyond_the_accountant_is_refused_naming_the_largest() {
+    let max = fedbandits::privacy::gdp::MAX_EPSILON;
+    for (algo, env, extra) in [
+        ("private_fedlinucb", "linear_gap", "protocol: ldp"),
+        ("feducb_centralized", "linear_gap", "m: 2"),
+        ("p_fcb", "procurement", "m: 2"),
+    ] {
+        for eps in ["1.0e7", "1.0e12"] {
+            let text = format!(
+                "horizon: 100\nalgorithm: {algo}\nenvironment: {env}\nparams: {{epsilon: {eps}, delta: 0.1, {extra}}}\n"
+            );
+            let e = match Job::parse(Path::new("e.yaml"), &text) {
+                Ok(_) => panic!("{algo} at epsilon {eps} was accepted"),
+                Err(e) => e.to_string(),
+            };
+            assert!(e.contains("epsilon") && e.contains("1000000"), "{algo} {eps}: {e}");
+        }
+        let text = format!(
+            "horizon: 3000\nalgorithm: {algo}\nenvironment: {env}\nparams: {{epsilon: {max}, delta: 0.1, {extra}}}\n"
+        );
+        let job = Job::parse(Path::new("e.yaml"), &text).unwrap_or_else(|e| panic!("{algo} at {max}: {e}"));
+        let a = job.cells[0].config.accounting().expect("private");
+        let fig = a.epsilon.or(a.epsilon_sums).expect("a figure");
+        assert!(fig.is_finite() && fig <= max && fig >= 0.99 * max, "{algo}: {fig}");
+    }
+}

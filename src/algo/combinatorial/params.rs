@@ -108,6 +108,17 @@ fn p_fcb(p: &mut Params<'_>) -> PFcbConfig {
             private.epsilon = e;
             p.set("epsilon", Value::Float(e));
         }
+        (Some(e), _) if e > crate::privacy::gdp::MAX_EPSILON => {
+            p.err(
+                "epsilon",
+                format!(
+                    "= {e} is above {}, the largest epsilon the accountant can calibrate its noise for and state \
+                     (privacy::gdp::MAX_EPSILON); allowed: a number in (0, {}]",
+                    crate::privacy::gdp::MAX_EPSILON,
+                    crate::privacy::gdp::MAX_EPSILON
+                ),
+            );
+        }
         (Some(e), Some(d)) => {
             private.epsilon = e;
             private.delta = d;
