@@ -52,6 +52,14 @@ pub trait FamilyConfig {
 
     /// Approximate peak memory of one running federation, in bytes.
     fn memory_per_federation(&self) -> u64;
+
+    /// What the cell read from input files (an edge list, a data set), as
+    /// text its identity hashes: a changed file is a changed cell, whatever
+    /// its name (issue 56: a grown job once reused units of a ring beside
+    /// new ones of a line read from the same path). None: no input file.
+    fn inputs(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A cell's cost model, from its family (`fedbandits plan`).

@@ -42,6 +42,12 @@ impl CellConfig {
         }
     }
 
+    /// What the cell read from input files, as its identity hashes it
+    /// ([`FamilyConfig::inputs`]).
+    pub fn inputs(&self) -> Option<String> {
+        self.family().inputs()
+    }
+
     /// Agents per federation.
     pub fn agents(&self) -> usize {
         self.family().agents()

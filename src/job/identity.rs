@@ -78,17 +78,20 @@ impl CellIds {
     /// repetitions, which a unit does not depend on, so a job that grows
     /// reuses its units), the key units were named by before unit format 2
     /// (with the repetitions), the environment's and the cell's random
-    /// scopes.
+    /// scopes. `inputs`: what the cell read from files
+    /// ([`crate::algo::CellConfig::inputs`]), whose hash joins the
+    /// canonical text, so that a changed file is another cell.
     pub fn new(
         algo: &str,
         env: &str,
         params: &BTreeMap<&'static str, Value>,
-        horizon: u64,
-        seed: u64,
-        reps: u32,
-        checkpoints: &CheckpointSpec,
+        (horizon, seed, reps, checkpoints): (u64, u64, u32, &CheckpointSpec),
+        inputs: Option<&str>,
     ) -> Self {
-        let canon = canonical(algo, env, params, horizon);
+        let mut canon = canonical(algo, env, params, horizon);
+        if let Some(text) = inputs {
+            canon += &format!("|inputs={:016x}", hash_str(text));
+        }
         let key_text = format!("{canon}|seed={seed}|ck={}|v{SEMANTICS_VERSION}", checkpoints.describe());
         let legacy_text = format!(
             "{canon}|seed={seed}|reps={reps}|ck={}|v{SEMANTICS_VERSION}",

@@ -32,7 +32,13 @@ impl Parser<'_> {
     ) -> Option<ResolvedCell> {
         match crate::algo::family::resolve(algo, envname, raw, horizon) {
             Ok((params, config)) => {
-                let ids = identity::CellIds::new(algo, envname, &params, horizon, seed, reps, checkpoints);
+                let ids = identity::CellIds::new(
+                    algo,
+                    envname,
+                    &params,
+                    (horizon, seed, reps, checkpoints),
+                    config.inputs().as_deref(),
+                );
                 Some((ids, params, config))
             }
             Err(errs) => {

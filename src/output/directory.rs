@@ -307,12 +307,36 @@ pub fn check_directory(dir: &Path, job: &Job) -> Result<Directory, DirectoryErro
         return Err(other(format!(
             "{} file(s) in {} belong to no cell and repetition of this job, e.g. {first} (the job was edited: \
              its seed, horizon, checkpoints or a parameter's value changed, or repetitions or grid values were \
-             removed; adding repetitions, values or algorithms is allowed)",
+             removed{}; adding repetitions, values or algorithms is allowed)",
             foreign.len(),
-            dir.join(".units").display()
+            dir.join(".units").display(),
+            input_files(job)
         )));
     }
     Ok(d)
+}
+
+/// ", or an input file a cell reads changed: graph_edges = edges.txt" for
+/// the file parameters (text kind) the job's cells set, each once; a cell's
+/// identity holds its input files' content, so an edited file is an edited
+/// job. Empty without one.
+fn input_files(job: &Job) -> String {
+    let mut files: Vec<String> = Vec::new();
+    for c in &job.cells {
+        for p in crate::algo::params::PARAMS {
+            if let (crate::algo::params::Kind::Text, Some(v)) = (p.kind, c.params.get(p.name)) {
+                let f = format!("{} = {}", p.name, v.as_str().unwrap_or_default());
+                if !files.contains(&f) {
+                    files.push(f);
+                }
+            }
+        }
+    }
+    if files.is_empty() {
+        String::new()
+    } else {
+        format!(", or an input file a cell reads changed: {}", files.join(", "))
+    }
 }
 
 /// The job `part` was written for, when `job` extends it (the same engine

@@ -374,3 +374,72 @@ fn gossip_and_combinatorial_units_grow_bit_identically() {
     );
     assert_eq!(a, b);
 }
+
+/// An input file is keyed by its content, not its name (issue 56 item 1):
+/// a `graph: edges` job run on a ring, the file changed to a line, then the
+/// job grown by two repetitions reuses nothing (it was "reused 2": one
+/// cell, repetitions 0-1 on the ring and 2-3 on the line), and every row's
+/// `gossip_lambda2` is the line's; the file changed back, the ring's units
+/// are found again.
+#[test]
+fn a_changed_input_file_is_a_changed_cell() {
+    let dir = tempdir("inputs");
+    let edges = dir.join("edges.txt");
+    let job = |reps: u32| {
+        let p = dir.join("e.yaml");
+        let text = format!(
+            "name: e\nseed: 3\nrepetitions: {reps}\nhorizon: 64\ncheckpoints: {{every: 64}}\nalgorithm: gossip_ucb\n\
+             environment: mab_heterogeneous\nparams: {{m: 4, arms: 2, graph: edges, graph_edges: {}}}\n",
+            edges.display()
+        );
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let out = dir.join("o");
+    let lambda2 = |out: &Path| -> Vec<f64> {
+        let mut v = Vec::new();
+        for p in parts(&out.join("e")) {
+            for b in read_parquet(&p).unwrap() {
+                let i = b.schema().index_of("gossip_lambda2").unwrap();
+                let c = b
+                    .column(i)
+                    .as_any()
+                    .downcast_ref::<arrow_array::Float64Array>()
+                    .unwrap();
+                v.extend(c.iter().flatten());
+            }
+        }
+        v
+    };
+    std::fs::write(&edges, "0 1\n1 2\n2 3\n3 0\n").unwrap();
+    ok(run(&job(2), &out, &[]));
+    let ring = lambda2(&out);
+    std::fs::write(&edges, "0 1\n1 2\n2 3\n").unwrap();
+    // Growing on the changed file is refused, naming the file, and leaves
+    // the ring's results as they were.
+    let before = rows(&out.join("e"));
+    let grown = run(&job(4), &out, &[]);
+    let err = stderr(&grown);
+    assert!(
+        !grown.status.success(),
+        "a changed edge file must not be mixed with the ring's units: {err}"
+    );
+    assert!(
+        err.contains("input file") && err.contains("graph_edges = ") && err.contains("edges.txt"),
+        "{err}"
+    );
+    assert_eq!(rows(&out.join("e")), before);
+    // Elsewhere it is a new cell of its own: every row on the line.
+    let other = dir.join("o2");
+    ok(run(&job(4), &other, &[]));
+    let line = lambda2(&other);
+    assert_eq!(line.len(), 4);
+    assert!(
+        line.iter().all(|&l| l == line[0]) && line[0] != ring[0],
+        "{ring:?} {line:?}"
+    );
+    // The ring again: its units, keyed by its content, are found and grown.
+    std::fs::write(&edges, "0 1\n1 2\n2 3\n3 0\n").unwrap();
+    let err = ok(run(&job(4), &out, &[]));
+    assert_eq!(reused(&err), 2, "the ring's units are found again: {err}");
+}

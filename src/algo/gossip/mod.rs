@@ -332,6 +332,19 @@ impl crate::algo::FamilyConfig for GossipConfig {
         self.env.agents
     }
 
+    fn inputs(&self) -> Option<String> {
+        let edges = match &self.graph {
+            GraphSpec::Edges(e) => format!("edges={e:?}"),
+            _ => String::new(),
+        };
+        let records = self
+            .env
+            .records
+            .as_ref()
+            .map_or(String::new(), |r| format!("records={r:?}"));
+        (!edges.is_empty() || !records.is_empty()).then(|| format!("{edges}|{records}"))
+    }
+
     fn horizon(&self) -> u64 {
         self.horizon
     }

@@ -407,6 +407,13 @@ impl crate::algo::FamilyConfig for LinearConfig {
         self.m
     }
 
+    fn inputs(&self) -> Option<String> {
+        match &self.graph {
+            crate::graph::GraphSpec::Edges(e) => Some(format!("edges={e:?}")),
+            _ => None,
+        }
+    }
+
     fn horizon(&self) -> u64 {
         self.horizon
     }
