@@ -129,6 +129,12 @@ impl Directory {
                 restored += 1;
             }
         }
+        // Before a superseded part (possibly the only intact copy of a
+        // unit) goes, every unit the grown job will rely on is verified: a
+        // damaged one fails here, with every file as it was.
+        if !self.superseded.is_empty() {
+            self.verify_units(job)?;
+        }
         let superseded = std::mem::take(&mut self.superseded);
         for part in &superseded {
             std::fs::remove_file(part).map_err(|e| DirectoryError::Corrupt {
@@ -146,6 +152,34 @@ impl Directory {
             })?;
         }
         Ok(restored)
+    }
+
+    /// Reads every unit of `job` the directory holds (checksum, cell and
+    /// repetition), the first failure an error that says nothing was
+    /// removed and how the unit comes back: moved away, it is restored from
+    /// a part that holds it, or recomputed.
+    fn verify_units(&self, job: &Job) -> Result<(), DirectoryError> {
+        for cell in &job.cells {
+            for rep in 0..job.repetitions {
+                if let Some(path) = self.find(cell, rep)
+                    && let Err(e) = self.read(path, job, cell, rep)
+                {
+                    let why = match e {
+                        DirectoryError::Corrupt { message, .. } => message,
+                        other => other.to_string(),
+                    };
+                    return Err(DirectoryError::Corrupt {
+                        path: path.to_path_buf(),
+                        message: format!(
+                            "{why}; found while growing the job, before anything was removed: every part is still \
+                             in {}, and a unit moved away is restored from a part that holds it, else recomputed",
+                            self.dir.display()
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Reads the unit of `rep` of `cell` (found by [`Directory::find`]),

@@ -443,3 +443,45 @@ fn a_changed_input_file_is_a_changed_cell() {
     let err = ok(run(&job(4), &out, &[]));
     assert_eq!(reused(&err), 2, "the ring's units are found again: {err}");
 }
+
+/// Growth verifies the units it relies on before it removes anything
+/// (issue 56 item 2): with one byte of a unit flipped, growing the job
+/// fails naming the unit and says nothing was removed, the part (the only
+/// intact copy of that repetition) is still there, byte for byte; with the
+/// damaged unit moved away, the rerun restores it from the part and grows
+/// to the same rows as a job run grown from scratch.
+#[test]
+fn growth_removes_nothing_before_its_units_are_verified() {
+    let dir = tempdir("verify-grow");
+    let out = dir.join("o");
+    ok(run(&write(&dir, "g.yaml", &BASE), &out, &[]));
+    let part = parts(&out.join("g"));
+    assert_eq!(part.len(), 1);
+    let part_bytes = std::fs::read(&part[0]).unwrap();
+    let mut units: Vec<PathBuf> = std::fs::read_dir(out.join("g/.units"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    units.sort();
+    let mut bytes = std::fs::read(&units[0]).unwrap();
+    let at = bytes.len() / 3;
+    bytes[at] ^= 0x10;
+    std::fs::write(&units[0], &bytes).unwrap();
+    let grown = Spec { reps: 5, ..BASE };
+    let job = write(&dir, "g.yaml", &grown);
+    let r = run(&job, &out, &[]);
+    let err = stderr(&r);
+    assert!(!r.status.success(), "{err}");
+    assert!(err.contains("before anything was removed"), "{err}");
+    assert_eq!(
+        std::fs::read(&part[0]).unwrap(),
+        part_bytes,
+        "the part must be left as it was"
+    );
+    std::fs::rename(&units[0], dir.join("damaged.parquet")).unwrap();
+    ok(run(&job, &out, &[]));
+    let fresh = dir.join("fresh");
+    ok(run(&write(&dir, "f.yaml", &grown), &fresh, &[]));
+    assert_eq!(rows(&out.join("g")), rows(&fresh.join("g")));
+}
