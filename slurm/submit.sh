@@ -15,6 +15,9 @@
 #   FEDBANDITS_OUT        results root (default: the job's `output:`)
 #   FEDBANDITS_BIN        the fedbandits binary (default: fedbandits on PATH)
 #   FEDBANDITS_SBATCH_ARGS  extra sbatch arguments for the arrays
+#   FEDBANDITS_LOG_SECONDS  seconds between the progress lines each task
+#                         writes to its .out file (default 60; 0: start
+#                         and end only)
 # Prints what it submitted; the last line is machine-readable:
 #   ARRAY_ID[:ARRAY_ID...] MERGE_ID
 # Exits non-zero, saying what was already submitted, if any sbatch fails.

@@ -179,6 +179,9 @@ sed 's/^/[slurm-test]   /' fedbandits-merge-"$merge".out
 grep -q "requeueing" fedbandits-"${array}"_1.out || { log "task 1 was not requeued"; exit 1; }
 if grep -q "requeueing" fedbandits-"${array}"_0.out; then log "task 0 was requeued with task 1 (the whole array was requeued)"; exit 1; fi
 grep -q ", 0 missing, 0 duplicated" fedbandits-merge-"$merge".out || { log "merge found gaps"; exit 1; }
+# The tasks' .out files carry the engine's progress lines (start and done).
+grep -q "start: " fedbandits-"${array}"_0.out && grep -q "done: " fedbandits-"${array}"_0.out \
+  || { log "task 0's .out has no progress lines"; exit 1; }
 # Shard 2 ran as task 0 of the second array.
 grep -q "fedbandits task 2/3" fedbandits-"${arrays#*:}"_0.out || { log "the second array did not run shard 2"; exit 1; }
 
