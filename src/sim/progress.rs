@@ -121,24 +121,28 @@ impl Progress {
         self.bar.set_message(format!("{n}/{} units", self.shared.units));
     }
 
-    /// The bar cleared, the logger stopped and its last line printed (once).
+    /// The bar cleared, the logger stopped and its last line printed
+    /// (once): "done: ", the work having finished.
     pub fn finish(&mut self) {
-        self.stop();
+        self.stop("done: ");
     }
 
-    fn stop(&mut self) {
+    fn stop(&mut self, word: &str) {
         self.bar.finish_and_clear();
         self.shared.stop.store(true, Ordering::Relaxed);
         if let Some(h) = self.logger.take() {
             let _ = h.join();
-            eprintln!("{}", line(&self.shared, "done: "));
+            eprintln!("{}", line(&self.shared, word));
         }
     }
 }
 
 impl Drop for Progress {
+    /// Dropped before [`Progress::finish`]: the run stopped (a stop
+    /// request or an error, which follows), so the last line says
+    /// "stopped: " with what was done, not "done: ".
     fn drop(&mut self) {
-        self.stop();
+        self.stop("stopped: ");
     }
 }
 

@@ -102,6 +102,39 @@ fn wait_for_snapshot(out: &Path, child: &mut Child) {
     }
 }
 
+/// A stopped run's last progress line says "stopped:", not "done:"
+/// (issue 56: SIGTERM's log said "done: 0/12 units" before "stopped").
+#[test]
+fn a_stopped_run_says_stopped_not_done() {
+    let dir = tempdir("term-log");
+    let job = dir.join("job.yaml");
+    std::fs::write(&job, JOB).unwrap();
+    let out = dir.join("out");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fedbandits"))
+        .args([
+            "run",
+            job.to_str().unwrap(),
+            "--threads",
+            "2",
+            "--snapshot-every",
+            "0",
+            "--log-every",
+            "0",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_snapshot(&out, &mut child);
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("] stopped: ") && !err.contains("] done: "), "{err}");
+}
+
 #[test]
 fn sigterm_snapshots_stops_and_resumes_bit_identically() {
     let dir = tempdir("term");
