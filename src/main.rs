@@ -75,5 +75,6 @@ fn out_of_memory(size: usize) -> ! {
 }
 
 fn main() -> std::process::ExitCode {
+    fedbandits::output::install_quiet_decoder_hook();
     fedbandits::cli::main_with_args()
 }

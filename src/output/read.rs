@@ -20,9 +20,57 @@ pub fn read_parquet(path: &Path) -> Result<Vec<RecordBatch>, OutputError> {
 /// A file's key-value metadata as (key, value) pairs.
 pub type Metadata = Vec<(String, String)>;
 
+thread_local! {
+    /// Set while this thread decodes a file under [`guarded`]: the panic
+    /// hook ([`install_quiet_decoder_hook`]) then prints nothing, the panic
+    /// becoming the file's typed error.
+    static DECODING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Wraps the process's panic hook so that a panic inside [`guarded`] (the
+/// Parquet decoder on a damaged file) prints nothing: it is reported as a
+/// typed error naming the file. Every other panic prints as before. Called
+/// once by the binary's entry point.
+pub fn install_quiet_decoder_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !DECODING.with(std::cell::Cell::get) {
+            previous(info);
+        }
+    }));
+}
+
+/// Runs `f`, a Parquet decoding of `path`, turning a panic of the decoder
+/// (a damaged footer can make it index out of bounds: issue 56 found
+/// "column start and length should not be negative") into an error naming
+/// the file.
+fn guarded<T>(path: &Path, f: impl FnOnce() -> Result<T, OutputError>) -> Result<T, OutputError> {
+    DECODING.with(|d| d.set(true));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    DECODING.with(|d| d.set(false));
+    r.unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_string()))
+            .unwrap_or_default();
+        Err(OutputError::Checksum {
+            path: path.to_path_buf(),
+            message: format!(
+                "the Parquet decoder failed on this file ({why}): it is damaged or was not written by this fedbandits"
+            ),
+        })
+    })
+}
+
 /// Like [`read_parquet`], also returning the file's key-value metadata.
 pub fn read_parquet_checked(path: &Path) -> Result<(Vec<RecordBatch>, Metadata), OutputError> {
     let bytes = bytes::Bytes::from(std::fs::read(path).map_err(io(path))?);
+    guarded(path, || decode_checked(path, bytes))
+}
+
+/// [`read_parquet_checked`]'s decoding of the file's `bytes`.
+fn decode_checked(path: &Path, bytes: bytes::Bytes) -> Result<(Vec<RecordBatch>, Metadata), OutputError> {
     let pq = |source| OutputError::Parquet {
         path: path.to_path_buf(),
         source,
@@ -56,7 +104,11 @@ pub fn read_parquet_checked(path: &Path) -> Result<(Vec<RecordBatch>, Metadata),
     let reader = builder.build().map_err(pq)?;
     let mut out = Vec::new();
     for b in reader {
-        out.push(b?);
+        out.push(b.map_err(|e| {
+            bad(format!(
+                "its rows cannot be decoded ({e}): it is damaged or was not written by this fedbandits"
+            ))
+        })?);
     }
     Ok((out, kv))
 }
@@ -71,9 +123,11 @@ pub fn read_metadata_key(path: &Path, key: &str) -> Result<MetadataValue, Output
         path: path.to_path_buf(),
         source,
     };
-    let b = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
-    let md = b.metadata().file_metadata().key_value_metadata();
-    Ok(md.and_then(|kvs| kvs.iter().find(|kv| kv.key == key).and_then(|kv| kv.value.clone())))
+    guarded(path, || {
+        let b = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
+        let md = b.metadata().file_metadata().key_value_metadata();
+        Ok(md.and_then(|kvs| kvs.iter().find(|kv| kv.key == key).and_then(|kv| kv.value.clone())))
+    })
 }
 
 /// Renders every row of `batches` as one line of text (floats by their bit
