@@ -115,8 +115,15 @@ def check_file(f: Path) -> dict[bytes, bytes]:
     try:
         md = pq.read_metadata(f).metadata or {}
         schema = pq.read_schema(f)
-    except Exception as e:  # pyarrow raises several types for corrupt files
-        raise ResultsError(f"{f}: not a readable Parquet file ({e})") from e
+        # Polars decodes the footer itself (scan reads with it): a damaged
+        # footer can make its Rust decoder panic, which reaches Python as
+        # pyo3's PanicException, a BaseException that `except Exception`
+        # misses; here it becomes this loader's error.
+        pl.read_parquet_schema(f)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # pyarrow raises several types; polars may panic
+        raise ResultsError(f"{f}: not a readable Parquet file ({type(e).__name__}: {e}): it is damaged") from None
     version = md.get(b"fedbandits.semantics_version", b"").decode()
     if version not in SUPPORTED_SEMANTICS:
         raise ResultsError(
