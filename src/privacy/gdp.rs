@@ -63,6 +63,17 @@ pub fn composed_delta(mu: f64, pure: f64, epsilon: f64) -> f64 {
 /// 1e6 the noise is already about 1/1400 of the sensitivity.
 pub const MAX_EPSILON: f64 = 1e6;
 
+/// Why a target epsilon is refused (above [`MAX_EPSILON`]), for the job
+/// loader's message; None where the accountant can calibrate it.
+pub fn epsilon_beyond(e: f64) -> Option<String> {
+    (e.is_finite() && e > MAX_EPSILON).then(|| {
+        format!(
+            "= {e} is above {MAX_EPSILON}, the largest epsilon the accountant can calibrate its noise for and state \
+             (privacy::gdp::MAX_EPSILON); allowed: a number in (0, {MAX_EPSILON}]"
+        )
+    })
+}
+
 /// The smallest epsilon >= 0 at which mu-GDP is (epsilon, delta)-DP (an
 /// upper bound: bisection to 1e-10 relative, the upper end returned).
 /// mu = sqrt(sum over the composed Gaussian releases of (Delta_i /

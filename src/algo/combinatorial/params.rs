@@ -108,16 +108,8 @@ fn p_fcb(p: &mut Params<'_>) -> PFcbConfig {
             private.epsilon = e;
             p.set("epsilon", Value::Float(e));
         }
-        (Some(e), _) if e > crate::privacy::gdp::MAX_EPSILON => {
-            p.err(
-                "epsilon",
-                format!(
-                    "= {e} is above {}, the largest epsilon the accountant can calibrate its noise for and state \
-                     (privacy::gdp::MAX_EPSILON); allowed: a number in (0, {}]",
-                    crate::privacy::gdp::MAX_EPSILON,
-                    crate::privacy::gdp::MAX_EPSILON
-                ),
-            );
+        (Some(e), _) if crate::privacy::gdp::epsilon_beyond(e).is_some() => {
+            p.err("epsilon", crate::privacy::gdp::epsilon_beyond(e).unwrap_or_default());
         }
         (Some(e), Some(d)) => {
             private.epsilon = e;

@@ -178,16 +178,8 @@ fn privacy(p: &mut Params<'_>) -> Option<(f64, f64)> {
             );
             None
         }
-        (Some(e), _) if e > crate::privacy::gdp::MAX_EPSILON => {
-            p.err(
-                "epsilon",
-                format!(
-                    "= {e} is above {}, the largest epsilon the accountant can calibrate its noise for and state \
-                     (privacy::gdp::MAX_EPSILON); allowed: a number in (0, {}]",
-                    crate::privacy::gdp::MAX_EPSILON,
-                    crate::privacy::gdp::MAX_EPSILON
-                ),
-            );
+        (Some(e), _) if crate::privacy::gdp::epsilon_beyond(e).is_some() => {
+            p.err("epsilon", crate::privacy::gdp::epsilon_beyond(e).unwrap_or_default());
             None
         }
         (Some(e), Some(dl)) => {
