@@ -109,9 +109,42 @@ def data_checksum(f: Path) -> int:
     return xxhash.xxh64(raw[: len(raw) - 8 - footer]).intdigest()
 
 
+#: The metadata key holding the XXH64 of a file's footer and tail, hashed
+#: with its own value as sixteen '0's (the engine's `FOOTER_KEY`, since
+#: semantics 17): with the data checksum, every byte of the file.
+FOOTER_KEY = b"fedbandits.footer_xxh64"
+
+
+def check_footer(f: Path) -> None:
+    """Checks the footer checksum on the raw bytes, before any Parquet
+    decoder reads the footer (a damaged one could rename columns silently,
+    panic polars or abort the interpreter in pyarrow); a file without the
+    entry (before semantics 17) passes. Raises ResultsError naming `f`."""
+    import xxhash
+
+    raw = f.read_bytes()
+    damaged = f"{f}: its footer is damaged (checksum mismatch): move it away and rerun the job (only its units are recomputed)"
+    if len(raw) < 12 or raw[-4:] != b"PAR1":
+        raise ResultsError(f"{f}: not a Parquet file")
+    start = len(raw) - 8 - int.from_bytes(raw[-8:-4], "little")
+    if start < 4:
+        raise ResultsError(damaged)
+    tail = raw[start:]
+    pos = tail.find(FOOTER_KEY)
+    if pos < 0:
+        return
+    at = pos + len(FOOTER_KEY)
+    if tail[at : at + 2] != b"\x18\x10" or len(tail) < at + 18:
+        raise ResultsError(damaged)
+    want = xxhash.xxh64(tail[: at + 2] + b"0" * 16 + tail[at + 18 :]).hexdigest().encode()
+    if tail[at + 2 : at + 18] != want:
+        raise ResultsError(damaged)
+
+
 def check_file(f: Path) -> dict[bytes, bytes]:
     """Raises ResultsError if `f` is not a compatible, intact fedbandits
     file; returns its key-value metadata."""
+    check_footer(f)
     try:
         md = pq.read_metadata(f).metadata or {}
         schema = pq.read_schema(f)
@@ -139,7 +172,7 @@ def check_file(f: Path) -> dict[bytes, bytes]:
             f"{f}: no {CHECKSUM_KEY.decode()} checksum in its metadata (rewritten by another tool, or not written by "
             f"fedbandits): move it away and rerun the job (only its units are recomputed)"
         )
-    if int(stated.decode(), 16) != data_checksum(f):
+    if stated.decode() != f"{data_checksum(f):016x}":
         raise ResultsError(
             f"{f}: checksum mismatch (the file is damaged): move it away and rerun the job (only its units are recomputed)"
         )

@@ -79,7 +79,7 @@ def test_scan_errors_are_helpful(tmp_path: Path, results: Path) -> None:
     part = next(results.glob("part-*.parquet"))
     t = pq.read_table(part)
     md = {
-        k: v for k, v in pq.read_metadata(part).metadata.items() if k not in (b"ARROW:schema", b"fedbandits.data_xxh64")
+        k: v for k, v in pq.read_metadata(part).metadata.items() if k not in (b"ARROW:schema", b"fedbandits.data_xxh64", b"fedbandits.footer_xxh64")
     }
     broken = tmp_path / "broken"
     broken.mkdir()

@@ -123,7 +123,7 @@ def test_a_part_rewritten_without_its_checksum_is_refused(tmp_path: Path) -> Non
     d = sharded(tmp_path, shards=("0/1",))
     f = d / "part-00000-of-00001.parquet"
     t = pq.read_table(f)
-    md = {k: v for k, v in pq.read_metadata(f).metadata.items() if k not in (b"ARROW:schema", b"fedbandits.data_xxh64")}
+    md = {k: v for k, v in pq.read_metadata(f).metadata.items() if k not in (b"ARROW:schema", b"fedbandits.data_xxh64", b"fedbandits.footer_xxh64")}
     i = t.schema.get_field_index("agent_regret")
     t = t.set_column(i, "agent_regret", pc.divide(t["agent_regret"], 2.0))
     pq.write_table(t.replace_schema_metadata(md), f)
@@ -154,7 +154,7 @@ def test_rows_of_another_job_are_refused(tmp_path: Path) -> None:
     other.mkdir()
     src = d / "part-00000-of-00001.parquet"
     t = pq.read_table(src)
-    md = {k: v for k, v in pq.read_metadata(src).metadata.items() if k not in (b"ARROW:schema", b"fedbandits.data_xxh64")}
+    md = {k: v for k, v in pq.read_metadata(src).metadata.items() if k not in (b"ARROW:schema", b"fedbandits.data_xxh64", b"fedbandits.footer_xxh64")}
     md[b"fedbandits.job_name"] = b"kjob2"
     f = other / src.name
     pq.write_table(t.replace_schema_metadata(md), f)

@@ -92,6 +92,8 @@ pub struct AtomicFile {
     hashed: u64,
     written: u64,
     tail: [u8; 8],
+    /// The bytes written after [`AtomicFile::data_hash`] (the footer).
+    after: Vec<u8>,
 }
 
 impl AtomicFile {
@@ -109,6 +111,7 @@ impl AtomicFile {
             hashed: 0,
             written: 0,
             tail: [0; 8],
+            after: Vec::new(),
         })
     }
 
@@ -123,6 +126,28 @@ impl AtomicFile {
     /// Bytes written so far, and the last 8 of them.
     pub fn written(&self) -> (u64, [u8; 8]) {
         (self.written, self.tail)
+    }
+
+    /// Passes the bytes written after [`AtomicFile::data_hash`] (the
+    /// footer) to `patch` and, where it changed them (returned true),
+    /// writes them back in place; returns what `patch` returned.
+    pub fn patch_tail(&mut self, patch: impl FnOnce(&mut [u8]) -> bool) -> Result<bool, OutputError> {
+        use std::io::{Seek, SeekFrom};
+        let mut tail = std::mem::take(&mut self.after);
+        if !patch(&mut tail) {
+            return Ok(false);
+        }
+        let at = self.hashed;
+        let tmp = self.tmp.clone();
+        let file = self.file.as_mut().ok_or_else(|| OutputError::Io {
+            path: tmp.clone(),
+            source: std::io::Error::other("committed"),
+        })?;
+        file.flush().map_err(io(&tmp))?;
+        let inner = file.get_mut();
+        inner.seek(SeekFrom::Start(at)).map_err(io(&tmp))?;
+        inner.write_all(&tail).map_err(io(&tmp))?;
+        Ok(true)
     }
 
     /// Syncs the temporary file and renames it to its final name.
@@ -158,6 +183,8 @@ impl Write for AtomicFile {
         if let Some(h) = self.hasher.as_mut() {
             h.write(&buf[..n]);
             self.hashed += n as u64;
+        } else {
+            self.after.extend_from_slice(&buf[..n]);
         }
         self.written += n as u64;
         let keep = n.min(8);

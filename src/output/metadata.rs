@@ -1,7 +1,8 @@
 //! What every file says of itself: the job, the engine (version, git
 //! commit, semantics version), the family registry, the accountant's
 //! figures, the cells whose environment is misspecified for their
-//! algorithm (`fedbandits.model`), and the checksum of its data pages.
+//! algorithm (`fedbandits.model`), and the checksums of its data pages and
+//! of its footer (together every byte of the file).
 
 use crate::job::{Job, SEMANTICS_VERSION};
 use parquet::file::metadata::KeyValue;
@@ -10,11 +11,97 @@ use parquet::file::metadata::KeyValue;
 /// Parquet file's bytes before its footer, i.e. of every data page.
 pub const CHECKSUM_KEY: &str = "fedbandits.data_xxh64";
 
+/// The key-value metadata entry holding the XXH64 checksum (hex) of the
+/// file's footer and tail (every byte after the data pages), computed with
+/// this entry's own 16-character value as [`FOOTER_PLACEHOLDER`]: together
+/// with [`CHECKSUM_KEY`] every byte of the file is covered, and both are
+/// checked on the raw bytes before any Parquet decoder sees them (issue 56:
+/// one-bit flips in a footer renamed columns silently or panicked the
+/// decoder).
+pub const FOOTER_KEY: &str = "fedbandits.footer_xxh64";
+
+/// The value [`FOOTER_KEY`] is written with and hashed as.
+pub const FOOTER_PLACEHOLDER: &str = "0000000000000000";
+
+/// Where the footer checksum's 16 characters lie in `tail` (the bytes after
+/// the data pages): right after its key and Thrift's compact encoding of
+/// the value's field header (0x18: field 2, binary) and length (0x10: 16).
+/// None without the entry (a file written before semantics 17).
+fn footer_value_at(tail: &[u8]) -> Option<usize> {
+    let key = FOOTER_KEY.as_bytes();
+    let pos = tail.windows(key.len()).position(|w| w == key)?;
+    let at = pos + key.len();
+    (tail.get(at..at + 2)? == [0x18, 0x10] && tail.len() >= at + 18).then_some(at + 2)
+}
+
+/// The XXH64 of `tail` with the footer checksum's value read as the
+/// placeholder, and where that value lies; None without the entry.
+fn footer_hash(tail: &[u8]) -> Option<(u64, usize)> {
+    let at = footer_value_at(tail)?;
+    let mut h = twox_hash::XxHash64::with_seed(0);
+    std::hash::Hasher::write(&mut h, &tail[..at]);
+    std::hash::Hasher::write(&mut h, FOOTER_PLACEHOLDER.as_bytes());
+    std::hash::Hasher::write(&mut h, &tail[at + 16..]);
+    Some((std::hash::Hasher::finish(&h), at))
+}
+
+/// Writes the footer checksum into `tail` (the bytes after the data pages,
+/// written with [`FOOTER_PLACEHOLDER`] as the entry's value); false when
+/// the entry is not found (the writer did not add it).
+pub fn seal_footer(tail: &mut [u8]) -> bool {
+    match footer_hash(tail) {
+        Some((sum, at)) => {
+            tail[at..at + 16].copy_from_slice(format!("{sum:016x}").as_bytes());
+            true
+        }
+        None => false,
+    }
+}
+
+/// Checks the footer checksum of a whole file's `bytes`: Ok(true) when it
+/// matches, Ok(false) for a file without the entry (before semantics 17),
+/// Err(why) when it does not match or the bytes are not a Parquet file.
+pub fn check_footer(bytes: &[u8]) -> Result<bool, String> {
+    let n = bytes.len();
+    if n < 12 || &bytes[n - 4..] != b"PAR1" {
+        return Err("not a Parquet file".into());
+    }
+    let footer = u32::from_le_bytes([bytes[n - 8], bytes[n - 7], bytes[n - 6], bytes[n - 5]]) as usize;
+    let Some(start) = n.checked_sub(8 + footer).filter(|&s| s >= 4) else {
+        return Err(format!("its footer length ({footer}) exceeds the file"));
+    };
+    check_tail(&bytes[start..])
+}
+
+/// [`check_footer`] on the bytes after the data pages alone (the footer,
+/// its length and the magic), for a reader of the metadata only.
+pub fn check_tail(tail: &[u8]) -> Result<bool, String> {
+    match footer_hash(tail) {
+        // The key without its value's encoding right after it: damaged.
+        None if tail.windows(FOOTER_KEY.len()).any(|w| w == FOOTER_KEY.as_bytes()) => {
+            Err(format!("its {FOOTER_KEY} entry is damaged"))
+        }
+        None => Ok(false),
+        Some((sum, at)) => {
+            // Exactly as written (lowercase): a flip of a letter's case is
+            // damage too.
+            let stated = std::str::from_utf8(&tail[at..at + 16]).unwrap_or("");
+            if stated == format!("{sum:016x}") {
+                Ok(true)
+            } else {
+                Err(format!(
+                    "checksum mismatch: its footer hashes to {sum:016x}, the file says {stated}"
+                ))
+            }
+        }
+    }
+}
+
 /// The XXH64 of a Parquet file's bytes before its footer (the footer's
 /// length is in the 4 bytes before the trailing magic), or None when the
 /// bytes are not a Parquet file. Accidental damage anywhere in the data
-/// pages changes it (probability 1 - 2^-64); the footer is covered by its
-/// own decoding and the identity checks of the reader.
+/// pages changes it (probability 1 - 2^-64); the footer is covered by
+/// [`FOOTER_KEY`].
 pub fn data_checksum(bytes: &[u8]) -> Option<u64> {
     let n = bytes.len();
     if n < 12 || &bytes[n - 4..] != b"PAR1" {

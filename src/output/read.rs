@@ -69,8 +69,14 @@ pub fn read_parquet_checked(path: &Path) -> Result<(Vec<RecordBatch>, Metadata),
     guarded(path, || decode_checked(path, bytes))
 }
 
-/// [`read_parquet_checked`]'s decoding of the file's `bytes`.
+/// [`read_parquet_checked`]'s decoding of the file's `bytes`, after the
+/// footer checksum ([`super::metadata::FOOTER_KEY`]) is checked on the raw
+/// bytes.
 fn decode_checked(path: &Path, bytes: bytes::Bytes) -> Result<(Vec<RecordBatch>, Metadata), OutputError> {
+    super::metadata::check_footer(&bytes).map_err(|message| OutputError::Checksum {
+        path: path.to_path_buf(),
+        message: format!("{message}: the file is damaged or was not written by this fedbandits"),
+    })?;
     let pq = |source| OutputError::Parquet {
         path: path.to_path_buf(),
         source,
@@ -95,7 +101,7 @@ fn decode_checked(path: &Path, bytes: bytes::Bytes) -> Result<(Vec<RecordBatch>,
         .find(|(k, _)| k == CHECKSUM_KEY)
         .ok_or_else(|| bad(format!("no {CHECKSUM_KEY} checksum in its metadata")))?;
     let actual = data_checksum(&bytes).ok_or_else(|| bad("not a Parquet file".into()))?;
-    if u64::from_str_radix(&stated.1, 16).ok() != Some(actual) {
+    if stated.1 != format!("{actual:016x}") {
         return Err(bad(format!(
             "checksum mismatch: the data pages hash to {actual:016x}, the file says {}",
             stated.1
@@ -118,7 +124,30 @@ pub type MetadataValue = Option<String>;
 
 /// Reads one key of a Parquet file's key-value metadata.
 pub fn read_metadata_key(path: &Path, key: &str) -> Result<MetadataValue, OutputError> {
-    let file = File::open(path).map_err(io(path))?;
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = File::open(path).map_err(io(path))?;
+    // The footer checksum first, on the footer's raw bytes (not the data).
+    let damaged = |message: String| OutputError::Checksum {
+        path: path.to_path_buf(),
+        message: format!("{message}: the file is damaged or was not written by this fedbandits"),
+    };
+    let len = file.metadata().map_err(io(path))?.len();
+    let mut end = [0u8; 8];
+    if len < 12 {
+        return Err(damaged("not a Parquet file".into()));
+    }
+    file.seek(SeekFrom::Start(len - 8)).map_err(io(path))?;
+    file.read_exact(&mut end).map_err(io(path))?;
+    let footer = u64::from(u32::from_le_bytes([end[0], end[1], end[2], end[3]]));
+    let start = len
+        .checked_sub(8 + footer)
+        .filter(|&s| s >= 4)
+        .ok_or_else(|| damaged(format!("its footer length ({footer}) exceeds the file")))?;
+    let mut tail = vec![0u8; (len - start) as usize];
+    file.seek(SeekFrom::Start(start)).map_err(io(path))?;
+    file.read_exact(&mut tail).map_err(io(path))?;
+    super::metadata::check_tail(&tail).map_err(damaged)?;
+    file.seek(SeekFrom::Start(0)).map_err(io(path))?;
     let pq = |source| OutputError::Parquet {
         path: path.to_path_buf(),
         source,

@@ -4,7 +4,7 @@
 
 use super::OutputError;
 use super::files::{AtomicFile, write_bytes_atomic};
-use super::metadata::{CHECKSUM_KEY, data_checksum};
+use super::metadata::{CHECKSUM_KEY, FOOTER_KEY, FOOTER_PLACEHOLDER, data_checksum, seal_footer};
 use super::schema::schema;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
@@ -67,13 +67,25 @@ pub fn write_checksummed_atomic(
     let sum = data_checksum(&first).ok_or_else(|| bad("the encoder wrote no Parquet footer"))?;
     let mut kv = kv;
     kv.push(KeyValue::new(CHECKSUM_KEY.into(), format!("{sum:016x}")));
-    let bytes = encode(kv)?;
+    kv.push(KeyValue::new(FOOTER_KEY.to_string(), FOOTER_PLACEHOLDER.to_string()));
+    let mut bytes = encode(kv)?;
     if data_checksum(&bytes) != Some(sum) {
         return Err(bad(
             "the Parquet encoder is not deterministic (data pages differ between two encodings)",
         ));
     }
+    let data_end = first_footer_start(&bytes).ok_or_else(|| bad("the encoder wrote no Parquet footer"))?;
+    if !seal_footer(&mut bytes[data_end..]) {
+        return Err(bad("the footer checksum's entry is not where its encoding puts it"));
+    }
     write_bytes_atomic(path, &bytes)
+}
+
+/// Where the footer of Parquet `bytes` starts (after the data pages).
+fn first_footer_start(bytes: &[u8]) -> Option<usize> {
+    let n = bytes.len();
+    let footer = u32::from_le_bytes(bytes.get(n.checked_sub(8)?..n - 4)?.try_into().ok()?) as usize;
+    n.checked_sub(8 + footer)
 }
 
 /// Bytes of encoded data a part writer buffers before it closes a row
@@ -143,6 +155,8 @@ impl PartWriter {
         let (sum, hashed) = self.w.inner_mut().data_hash();
         self.w
             .append_key_value_metadata(KeyValue::new(CHECKSUM_KEY.into(), format!("{sum:016x}")));
+        self.w
+            .append_key_value_metadata(KeyValue::new(FOOTER_KEY.to_string(), FOOTER_PLACEHOLDER.to_string()));
         let path = self.path.clone();
         let file = self.w.into_inner().map_err(|source| OutputError::Parquet {
             path: path.clone(),
@@ -156,6 +170,13 @@ impl PartWriter {
                 message: "the encoder wrote bytes between the data and the footer; the checksum would not \
                           cover them"
                     .into(),
+            });
+        }
+        let mut file = file;
+        if !file.patch_tail(seal_footer)? {
+            return Err(OutputError::Checksum {
+                path,
+                message: "the footer checksum's entry is not where its encoding puts it".into(),
             });
         }
         file.commit()
