@@ -169,8 +169,11 @@ use thiserror::Error;
 /// combinatorial metrics `paper_epsilon_spent`, `paper_delta_spent` (P-FCB's
 /// per-agent sum over messages, written as `acct_epsilon_basic` until 16,
 /// which is now null for P-FCB); FedUCB's `acct_epsilon_sums` is the
-/// sums' figure under the private schedule too. Every non-private cell, and
-/// every other family's, computes what 16 did.
+/// sums' figure under the private schedule too. Every file also carries the
+/// checksum of its footer (`fedbandits.footer_xxh64`), and a cell's
+/// identity holds the content of the files it reads (an edge list, the
+/// UCI records). Every non-private cell, and every other family's,
+/// computes what 16 did.
 pub const SEMANTICS_VERSION: u32 = 17;
 
 /// One problem in a job file.
