@@ -250,7 +250,9 @@ impl CheckpointSpec {
         v
     }
 
-    fn describe(&self) -> String {
+    /// The spec as text ("every:50", "log_points:40"), as a cell's resume
+    /// key and the directory's messages write it.
+    pub fn describe(&self) -> String {
         match self {
             CheckpointSpec::Every(n) => format!("every:{n}"),
             CheckpointSpec::LogPoints(n) => format!("log_points:{n}"),

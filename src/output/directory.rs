@@ -393,12 +393,37 @@ fn extends(part: &Path, job: &Job) -> Result<Job, NotExtended> {
     let gone: Vec<&Cell> = old.cells.iter().filter(|c| !keys.contains(c.key.as_str())).collect();
     match gone.first() {
         None => Ok(old),
-        Some(_) if gone.len() == old.cells.len() => Err(NotExtended::NoCellShared),
+        Some(_) if gone.len() == old.cells.len() => Err(NotExtended::NoCellShared(changed_keys(&old, job))),
         Some(c) => Err(NotExtended::CellsGone {
             gone: gone.len(),
             of: old.cells.len(),
             example: old.short_label(c),
         }),
+    }
+}
+
+/// The job-level keys that differ between the job a part was written for
+/// and this one, as "seed: 3 -> 4" (joined by "; "), or, where none does,
+/// that a parameter common to all cells changed.
+fn changed_keys(old: &Job, new: &Job) -> String {
+    let mut v = Vec::new();
+    if old.seed != new.seed {
+        v.push(format!("seed: {} -> {}", old.seed, new.seed));
+    }
+    if old.horizon != new.horizon {
+        v.push(format!("horizon: {} -> {}", old.horizon, new.horizon));
+    }
+    if old.checkpoints != new.checkpoints {
+        v.push(format!(
+            "checkpoints: {} -> {}",
+            old.checkpoints.describe(),
+            new.checkpoints.describe()
+        ));
+    }
+    if v.is_empty() {
+        "a parameter common to all cells (or an input file they read) changed".into()
+    } else {
+        v.join("; ")
     }
 }
 
@@ -426,10 +451,8 @@ pub enum NotExtended {
         new: u32,
     },
     /// Every cell changed.
-    #[error(
-        "none of its cells is in this job (its seed, horizon, checkpoints or a parameter common to all cells changed)"
-    )]
-    NoCellShared,
+    #[error("none of its cells is in this job ({0})")]
+    NoCellShared(String),
     /// Some cells are gone.
     #[error(
         "{gone} of its {of} cells are not in this job, e.g. {example} (a parameter's value changed, or a grid value or \

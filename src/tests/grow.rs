@@ -202,11 +202,17 @@ fn other_edits_are_refused_and_change_nothing() {
     ok(run(&base, &out, &[]));
     let before = rows(&out.join("g"));
     for (name, spec, needle) in [
-        ("seed", Spec { seed: 8, ..BASE }, "none of its cells is in this job"),
+        // The changed job-level key is named with both values (issue 56:
+        // it was only a category, "its seed, horizon, checkpoints or ...").
+        (
+            "seed",
+            Spec { seed: 8, ..BASE },
+            "none of its cells is in this job (seed: 7 -> 8)",
+        ),
         (
             "alpha",
             Spec { alpha: "0.05", ..BASE },
-            "none of its cells is in this job",
+            "none of its cells is in this job (a parameter common to all cells",
         ),
         (
             "value",
