@@ -216,7 +216,7 @@ fn run_command(
     let sel = backend::select(backend, worker_threads(threads), &crate::algo::family::kernel_sources())?;
     // Refused before any work when it cannot fit (an allocation that fails
     // aborts the process).
-    if let Some(why) = crate::sim::memory::too_big(&job, worker_threads(threads)) {
+    if let Some(why) = crate::sim::memory::too_big(&job, worker_threads(threads), opts.shard) {
         return Err(CliError::Usage(format!("{}: {why}", job.path.display())));
     }
     if !opts.quiet {

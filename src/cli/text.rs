@@ -83,9 +83,9 @@ pub fn validate_text(job: &Job, threads: usize) -> String {
         "memory: up to {} per federation, about {} with {threads} threads (the process, the running \
          federations and the part's assembly); output about {rows} rows\n",
         human(per_fed),
-        human(crate::sim::memory::estimate(job, threads))
+        human(crate::sim::memory::estimate(job, threads, Default::default()))
     );
-    if let Some(why) = crate::sim::memory::too_big(job, threads) {
+    if let Some(why) = crate::sim::memory::too_big(job, threads, Default::default()) {
         out += &format!("warning: run would refuse: {why}\n");
     }
     out += &format!("results: {}\n", job.results_dir().display());
@@ -215,11 +215,10 @@ pub fn plan_text(job: &Job, tasks: usize, threads: usize, rates: &crate::sim::co
         if mean > 0.0 { max as f64 / mean } else { 0.0 },
         loads.iter().filter(|l| l.0 == 0).count()
     );
-    let most_units = loads.iter().map(|l| l.0).max().unwrap_or(0) as u64;
     out += &format!(
         "memory per task: about {} ({threads} threads x {} per federation, the process and the part's \
          assembly; the same model as validate)\n",
-        human(crate::sim::memory::estimate_units(job, threads, most_units)),
+        human(crate::sim::memory::largest_task(job, threads, tasks)),
         human(per_fed)
     );
     out += &format!(

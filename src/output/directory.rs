@@ -21,7 +21,7 @@
 //! parts will hold them again. The same recovery makes a
 //! rerun of a compacted job reuse its parts' rows instead of recomputing.
 
-use super::unit::{UnitData, read_unit_file, units_in_rows, write_unit};
+use super::unit::{RowUnits, UnitData, read_unit_file, units_in_rows, write_unit};
 use crate::job::shard::Shard;
 use crate::job::{Cell, Job};
 use crate::output::{self, OutputError, RepResult};
@@ -113,21 +113,7 @@ impl Directory {
             if !missing {
                 continue;
             }
-            let batches = output::read_parquet(part)?;
-            let units = units_in_rows(&batches).map_err(|message| DirectoryError::Corrupt {
-                path: part.clone(),
-                message,
-            })?;
-            for (id, r, backend) in units {
-                let Some(cell) = by_id.get(id.as_str()) else { continue };
-                if r.rep >= job.repetitions || self.find(cell, r.rep).is_some() {
-                    continue;
-                }
-                let path = unit_path(&self.dir, cell, r.rep);
-                write_unit(&path, &r, &backend, unit_metadata(job, cell, r.rep))?;
-                self.units.insert((cell.key.clone(), r.rep), path);
-                restored += 1;
-            }
+            restored += self.restore_from(part, job, &by_id)?;
         }
         // Before a superseded part (possibly the only intact copy of a
         // unit) goes, every unit the grown job will rely on is verified: a
@@ -152,6 +138,40 @@ impl Directory {
             })?;
         }
         Ok(restored)
+    }
+
+    /// Writes back the units of `job` that `part` holds and `.units/`
+    /// lacks, reading the part as a stream (memory: a batch and one
+    /// repetition, not the part). Returns how many were written.
+    fn restore_from(&mut self, part: &Path, job: &Job, by_id: &HashMap<&str, &Cell>) -> Result<usize, DirectoryError> {
+        let mut rows = RowUnits::default();
+        let mut restored = 0;
+        let mut failed: Option<DirectoryError> = None;
+        let mut restore = |this: &mut Self, (id, r, backend): (String, RepResult, String)| {
+            let Some(cell) = by_id.get(id.as_str()) else { return };
+            if failed.is_some() || r.rep >= job.repetitions || this.find(cell, r.rep).is_some() {
+                return;
+            }
+            let path = unit_path(&this.dir, cell, r.rep);
+            match write_unit(&path, &r, &backend, unit_metadata(job, cell, r.rep)) {
+                Ok(()) => {
+                    this.units.insert((cell.key.clone(), r.rep), path);
+                    restored += 1;
+                }
+                Err(e) => failed = Some(e.into()),
+            }
+        };
+        output::read_parquet_stream(part, |b| {
+            rows.add(&b, |u| restore(self, u))
+                .map_err(|message| output::OutputError::Checksum {
+                    path: part.to_path_buf(),
+                    message,
+                })
+        })?;
+        if let Some(u) = rows.finish() {
+            restore(self, u);
+        }
+        failed.map_or(Ok(restored), Err)
     }
 
     /// Reads every unit of `job` the directory holds (checksum, cell and

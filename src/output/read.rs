@@ -66,22 +66,70 @@ fn guarded<T>(path: &Path, f: impl FnOnce() -> Result<T, OutputError>) -> Result
 /// Like [`read_parquet`], also returning the file's key-value metadata.
 pub fn read_parquet_checked(path: &Path) -> Result<(Vec<RecordBatch>, Metadata), OutputError> {
     let bytes = bytes::Bytes::from(std::fs::read(path).map_err(io(path))?);
-    guarded(path, || decode_checked(path, bytes))
+    let damaged = damaged(path);
+    super::metadata::check_footer(&bytes).map_err(&damaged)?;
+    let actual = data_checksum(&bytes).ok_or_else(|| damaged("not a Parquet file".into()))?;
+    let mut out = Vec::new();
+    let kv = guarded(path, || {
+        decode_checked(path, bytes, actual, |b| {
+            out.push(b);
+            Ok(())
+        })
+    })?;
+    Ok((out, kv))
 }
 
-/// [`read_parquet_checked`]'s decoding of the file's `bytes`, after the
-/// footer checksum ([`super::metadata::FOOTER_KEY`]) is checked on the raw
-/// bytes.
-fn decode_checked(path: &Path, bytes: bytes::Bytes) -> Result<(Vec<RecordBatch>, Metadata), OutputError> {
-    super::metadata::check_footer(&bytes).map_err(|message| OutputError::Checksum {
+/// Reads a Parquet file written by this engine one record batch at a time
+/// (memory: a batch and the pages it decodes, not the file), after checking
+/// its footer and data checksums on the raw bytes, read as a stream from
+/// the same open file; `each` sees every batch in order. Returns the file's
+/// key-value metadata.
+pub fn read_parquet_stream(
+    path: &Path,
+    each: impl FnMut(RecordBatch) -> Result<(), OutputError>,
+) -> Result<Metadata, OutputError> {
+    use std::hash::Hasher;
+    use std::io::Read;
+    let damaged = damaged(path);
+    let mut file = File::open(path).map_err(io(path))?;
+    let (start, tail) = read_tail(&mut file, path)?;
+    super::metadata::check_tail(&tail).map_err(&damaged)?;
+    let mut hasher = twox_hash::XxHash64::with_seed(0);
+    let mut data = (&mut file).take(start);
+    let mut chunk = vec![0u8; 1 << 20];
+    loop {
+        let n = data.read(&mut chunk).map_err(io(path))?;
+        if n == 0 {
+            break;
+        }
+        hasher.write(&chunk[..n]);
+    }
+    guarded(path, || decode_checked(path, file, hasher.finish(), each))
+}
+
+/// The message of a file that fails a check, naming what failed.
+fn damaged(path: &Path) -> impl Fn(String) -> OutputError + '_ {
+    move |message| OutputError::Checksum {
         path: path.to_path_buf(),
         message: format!("{message}: the file is damaged or was not written by this fedbandits"),
-    })?;
+    }
+}
+
+/// Decodes a file whose footer checksum ([`super::metadata::FOOTER_KEY`])
+/// was checked on the raw bytes and whose data pages hash to `actual`:
+/// compares `actual` with the stated checksum, then hands every batch to
+/// `each`. Returns the key-value metadata.
+fn decode_checked<R: parquet::file::reader::ChunkReader + 'static>(
+    path: &Path,
+    reader: R,
+    actual: u64,
+    mut each: impl FnMut(RecordBatch) -> Result<(), OutputError>,
+) -> Result<Metadata, OutputError> {
     let pq = |source| OutputError::Parquet {
         path: path.to_path_buf(),
         source,
     };
-    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes.clone()).map_err(pq)?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(reader).map_err(pq)?;
     let kv: Metadata = builder
         .metadata()
         .file_metadata()
@@ -100,7 +148,6 @@ fn decode_checked(path: &Path, bytes: bytes::Bytes) -> Result<(Vec<RecordBatch>,
         .iter()
         .find(|(k, _)| k == CHECKSUM_KEY)
         .ok_or_else(|| bad(format!("no {CHECKSUM_KEY} checksum in its metadata")))?;
-    let actual = data_checksum(&bytes).ok_or_else(|| bad("not a Parquet file".into()))?;
     if stated.1 != format!("{actual:016x}") {
         return Err(bad(format!(
             "checksum mismatch: the data pages hash to {actual:016x}, the file says {}",
@@ -108,29 +155,21 @@ fn decode_checked(path: &Path, bytes: bytes::Bytes) -> Result<(Vec<RecordBatch>,
         )));
     }
     let reader = builder.build().map_err(pq)?;
-    let mut out = Vec::new();
     for b in reader {
-        out.push(b.map_err(|e| {
+        each(b.map_err(|e| {
             bad(format!(
                 "its rows cannot be decoded ({e}): it is damaged or was not written by this fedbandits"
             ))
-        })?);
+        })?)?;
     }
-    Ok((out, kv))
+    Ok(kv)
 }
 
-/// One key's value in a file's metadata (None: the file has no such key).
-pub type MetadataValue = Option<String>;
-
-/// Reads one key of a Parquet file's key-value metadata.
-pub fn read_metadata_key(path: &Path, key: &str) -> Result<MetadataValue, OutputError> {
+/// Where a Parquet file's footer starts and the bytes from there to the
+/// end (the footer, its length and the magic).
+fn read_tail(file: &mut File, path: &Path) -> Result<(u64, Vec<u8>), OutputError> {
     use std::io::{Read, Seek, SeekFrom};
-    let mut file = File::open(path).map_err(io(path))?;
-    // The footer checksum first, on the footer's raw bytes (not the data).
-    let damaged = |message: String| OutputError::Checksum {
-        path: path.to_path_buf(),
-        message: format!("{message}: the file is damaged or was not written by this fedbandits"),
-    };
+    let damaged = damaged(path);
     let len = file.metadata().map_err(io(path))?.len();
     let mut end = [0u8; 8];
     if len < 12 {
@@ -138,6 +177,9 @@ pub fn read_metadata_key(path: &Path, key: &str) -> Result<MetadataValue, Output
     }
     file.seek(SeekFrom::Start(len - 8)).map_err(io(path))?;
     file.read_exact(&mut end).map_err(io(path))?;
+    if &end[4..] != b"PAR1" {
+        return Err(damaged("not a Parquet file".into()));
+    }
     let footer = u64::from(u32::from_le_bytes([end[0], end[1], end[2], end[3]]));
     let start = len
         .checked_sub(8 + footer)
@@ -146,8 +188,19 @@ pub fn read_metadata_key(path: &Path, key: &str) -> Result<MetadataValue, Output
     let mut tail = vec![0u8; (len - start) as usize];
     file.seek(SeekFrom::Start(start)).map_err(io(path))?;
     file.read_exact(&mut tail).map_err(io(path))?;
-    super::metadata::check_tail(&tail).map_err(damaged)?;
     file.seek(SeekFrom::Start(0)).map_err(io(path))?;
+    Ok((start, tail))
+}
+
+/// One key's value in a file's metadata (None: the file has no such key).
+pub type MetadataValue = Option<String>;
+
+/// Reads one key of a Parquet file's key-value metadata.
+pub fn read_metadata_key(path: &Path, key: &str) -> Result<MetadataValue, OutputError> {
+    let mut file = File::open(path).map_err(io(path))?;
+    // The footer checksum first, on the footer's raw bytes (not the data).
+    let (_, tail) = read_tail(&mut file, path)?;
+    super::metadata::check_tail(&tail).map_err(damaged(path))?;
     let pq = |source| OutputError::Parquet {
         path: path.to_path_buf(),
         source,

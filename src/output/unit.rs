@@ -256,8 +256,26 @@ fn points_of(b: &RecordBatch, rows: std::ops::Range<usize>) -> Result<Vec<CurveP
 /// accountant's figure a part shows in its place), which
 /// [`super::cell_batch`] turns back into the same rows.
 pub fn units_in_rows(batches: &[RecordBatch]) -> Result<Vec<(String, RepResult, String)>, String> {
-    let mut out: Vec<(String, RepResult, String)> = Vec::new();
+    let mut units = RowUnits::default();
+    let mut out = Vec::new();
     for b in batches {
+        units.add(b, |u| out.push(u))?;
+    }
+    out.extend(units.finish());
+    Ok(out)
+}
+
+/// [`units_in_rows`] a batch at a time, for a part read as a stream: each
+/// repetition is handed on once its rows end (a repetition split across
+/// two batches continues), the last by [`RowUnits::finish`].
+#[derive(Default)]
+pub struct RowUnits {
+    open: Option<(String, RepResult, String)>,
+}
+
+impl RowUnits {
+    /// Reads the repetitions of `b`, handing each completed one to `done`.
+    pub fn add(&mut self, b: &RecordBatch, mut done: impl FnMut((String, RepResult, String))) -> Result<(), String> {
         let text = |name: &str| {
             b.column_by_name(name)
                 .and_then(|c| c.as_string_opt::<i32>())
@@ -279,21 +297,30 @@ pub fn units_in_rows(batches: &[RecordBatch]) -> Result<Vec<(String, RepResult, 
                 .find(|&i| ids.value(i) != id || reps.value(i) != rep)
                 .unwrap_or(b.num_rows());
             let points = points_of(b, start..end)?;
-            match out.last_mut() {
-                // A repetition split across two batches continues.
+            match &mut self.open {
                 Some((lid, r, _)) if lid == id && r.rep == rep => r.points.extend(points),
-                _ => out.push((
-                    id.to_owned(),
-                    RepResult {
-                        rep,
-                        points,
-                        wall_seconds: walls.value(start),
-                    },
-                    backends.value(start).to_owned(),
-                )),
+                open => {
+                    let next = (
+                        id.to_owned(),
+                        RepResult {
+                            rep,
+                            points,
+                            wall_seconds: walls.value(start),
+                        },
+                        backends.value(start).to_owned(),
+                    );
+                    if let Some(finished) = open.replace(next) {
+                        done(finished);
+                    }
+                }
             }
             start = end;
         }
+        Ok(())
     }
-    Ok(out)
+
+    /// The last repetition read, if any.
+    pub fn finish(self) -> Option<(String, RepResult, String)> {
+        self.open
+    }
 }

@@ -15,15 +15,22 @@
 //!   stack and allocator arena in use);
 //! - [`BYTES_PER_UNIT`] per unit: the directory index of finished units, the
 //!   unit lists and the part's metadata;
-//! - the part's assembly, which streams one cell at a time: the largest
-//!   cell's rows as Arrow arrays ([`ARROW_BYTES_PER_ROW`]) plus the part
-//!   writer's open row group, at most [`ROW_GROUP_BYTES`] (about
-//!   [`ENCODED_BYTES_PER_ROW`] a row below that).
+//! - the part's assembly, which streams one repetition at a time (its rows
+//!   as Arrow arrays, [`ARROW_BYTES_PER_ROW`] each, and a cell's summary
+//!   tally, [`TALLY_BYTES_PER_REP`] per repetition), plus the part writer's
+//!   open row group, at most [`ROW_GROUP_BYTES`] (about
+//!   [`ENCODED_BYTES_PER_ROW`] a row below that); a part read back (growth
+//!   after `merge --compact`, `merge` itself) streams one record batch of
+//!   [`READ_BATCH_ROWS`] rows at a time.
 //!
 //! The terms are added, not maximized: an allocator keeps some of what the
-//! computation freed when the assembly starts.
+//! computation freed when the assembly starts. The model bounds the
+//! resident memory; [`limit`] compares it with an address-space limit too,
+//! which also counts what is reserved but never touched (thread stacks,
+//! the allocator's arenas): [`reserved`] adds those when the limit is one.
 
 use crate::job::Job;
+use crate::job::shard::Shard;
 
 /// The process's own footprint.
 pub const BASE_BYTES: u64 = 24 << 20;
@@ -31,32 +38,81 @@ pub const BASE_BYTES: u64 = 24 << 20;
 pub const THREAD_BYTES: u64 = 2 << 20;
 /// Per repetition unit of the task.
 pub const BYTES_PER_UNIT: u64 = 400;
-/// Per row of a cell being assembled (95 columns of 8 bytes and their
-/// strings, and the repetition's curve read from its unit).
+/// Per row of a repetition being assembled or read back (95 columns of 8
+/// bytes and their strings, and the repetition's curve read from its unit).
 pub const ARROW_BYTES_PER_ROW: u64 = 1200;
+/// Per repetition of the cell being assembled: its summary's tally.
+pub const TALLY_BYTES_PER_REP: u64 = 64;
+/// Rows of a record batch read from a part.
+pub const READ_BATCH_ROWS: u64 = 1024;
 /// Per row of the part writer's open row group.
 pub const ENCODED_BYTES_PER_ROW: u64 = 200;
 /// The part writer closes a row group at this size
 /// ([`crate::output::PartWriter`]), twice for its encoder's buffers.
 pub const ROW_GROUP_BYTES: u64 = 2 * (32 << 20);
 
-/// The memory a task of `job` with `units` of its repetition units on
-/// `threads` worker threads needs, about (see the module doc).
-pub fn estimate_units(job: &Job, threads: usize, units: u64) -> u64 {
+/// What a task's memory depends on beside the job's checkpoints: its
+/// repetition units, the largest federation among its cells and the most
+/// repetitions it holds of one cell.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TaskShape {
+    /// Repetition units of the task.
+    pub units: u64,
+    /// The largest memory per federation over the task's cells.
+    pub per_federation: u64,
+    /// The most repetitions of one cell in the task.
+    pub cell_reps: u64,
+}
+
+/// Each of `count` shards' shape, from the same assignment as `run --shard`
+/// ([`crate::job::shard::assign_units`]).
+pub fn task_shapes(job: &Job, count: usize) -> Vec<TaskShape> {
+    let reps = job.repetitions as usize;
+    let owner = crate::job::shard::assign_units(&job.cells, job.repetitions, count);
+    let mut shapes = vec![TaskShape::default(); count.clamp(1, crate::job::shard::MAX_SHARDS)];
+    for (c, cell) in job.cells.iter().enumerate() {
+        let per_fed = cell.config.memory_per_federation();
+        let mut of_cell: std::collections::HashMap<usize, u64> = std::collections::HashMap::new();
+        for &s in &owner[c * reps..(c + 1) * reps] {
+            *of_cell.entry(s).or_default() += 1;
+        }
+        for (s, n) in of_cell {
+            let t = &mut shapes[s];
+            t.units += n;
+            t.per_federation = t.per_federation.max(per_fed);
+            t.cell_reps = t.cell_reps.max(n);
+        }
+    }
+    shapes
+}
+
+/// The memory a task of `job` of shape `task` on `threads` worker threads
+/// needs, about (see the module doc).
+pub fn estimate_task(job: &Job, threads: usize, task: TaskShape) -> u64 {
     let checkpoints = job.checkpoint_rounds().len() as u64;
-    let cell_rows = u64::from(job.repetitions).min(units) * checkpoints;
-    let rows = units.saturating_mul(checkpoints);
+    let rows = task.units.saturating_mul(checkpoints);
     BASE_BYTES
-        .saturating_add((super::max_memory_per_federation(job) + THREAD_BYTES).saturating_mul(threads as u64))
-        .saturating_add(units.saturating_mul(BYTES_PER_UNIT))
-        .saturating_add(cell_rows.saturating_mul(ARROW_BYTES_PER_ROW))
+        .saturating_add((task.per_federation + THREAD_BYTES).saturating_mul(threads as u64))
+        .saturating_add(task.units.saturating_mul(BYTES_PER_UNIT))
+        .saturating_add((checkpoints + READ_BATCH_ROWS).saturating_mul(ARROW_BYTES_PER_ROW))
+        .saturating_add(task.cell_reps.saturating_mul(TALLY_BYTES_PER_REP))
         .saturating_add(rows.saturating_mul(ENCODED_BYTES_PER_ROW).min(ROW_GROUP_BYTES))
 }
 
-/// The memory a run of all of `job` on `threads` worker threads needs.
-pub fn estimate(job: &Job, threads: usize) -> u64 {
-    let units = job.cells.len() as u64 * u64::from(job.repetitions);
-    estimate_units(job, threads, units)
+/// The memory `run --shard` needs for `shard` of `job` on `threads`
+/// threads (a shard of 1/1: the whole job, what `validate` states).
+pub fn estimate(job: &Job, threads: usize, shard: Shard) -> u64 {
+    let shapes = task_shapes(job, shard.count);
+    estimate_task(job, threads, shapes.get(shard.index).copied().unwrap_or_default())
+}
+
+/// The largest of `tasks` shards' estimates (what `plan` books per task).
+pub fn largest_task(job: &Job, threads: usize, tasks: usize) -> u64 {
+    task_shapes(job, tasks)
+        .into_iter()
+        .map(|t| estimate_task(job, threads, t))
+        .max()
+        .unwrap_or(BASE_BYTES)
 }
 
 /// The smallest memory limit of this process and where it comes from; None
@@ -97,18 +153,24 @@ fn mem_total(meminfo: &str) -> Option<u64> {
     kib.checked_mul(1024)
 }
 
-/// Why a run of `job` on `threads` threads cannot fit in this process's
+/// Why `shard` of `job` on `threads` threads cannot fit in this process's
 /// memory (None: it fits, or no limit is known).
-pub fn too_big(job: &Job, threads: usize) -> Option<String> {
-    let need = estimate(job, threads);
+pub fn too_big(job: &Job, threads: usize, shard: Shard) -> Option<String> {
+    let task = task_shapes(job, shard.count).get(shard.index).copied().unwrap_or_default();
+    let need = estimate_task(job, threads, task);
     let (have, what) = limit()?;
+    let whose = if shard.count > 1 {
+        format!("shard {}/{} of the job ({} unit(s))", shard.index, shard.count, task.units)
+    } else {
+        "the job".to_string()
+    };
     (need > have).then(|| {
         format!(
-            "the job needs about {} ({} per federation x {threads} thread(s), plus the process and the part's assembly), more than the {} \
-             this process may use ({what}); run with fewer --threads, shrink the largest cell (d, k, m or the \
+            "{whose} needs about {} ({} per federation x {threads} thread(s), plus the process and the part's assembly), more than the {} \
+             this process may use ({what}); run with fewer --threads, more shards, shrink the largest cell (d, k, m or the \
              horizon's tree), or ask for more memory (Slurm --mem)",
             human(need),
-            human(super::max_memory_per_federation(job)),
+            human(task.per_federation),
             human(have)
         )
     })

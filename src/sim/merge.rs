@@ -157,13 +157,14 @@ fn units_present(job: &Job, parts: &[PathBuf]) -> Result<BTreeMap<(String, u32),
     let ck = job.checkpoint_rounds().len();
     let mut seen: BTreeMap<(String, u32), Vec<PathBuf>> = BTreeMap::new();
     for p in parts {
-        for b in output::read_parquet(p)? {
+        // A batch at a time: memory stays bounded however large the part.
+        output::read_parquet_stream(p, |b| {
             let (Some(cells), Some(reps)) = (
                 b.column_by_name("cell_id").and_then(|c| c.as_string_opt::<i32>()),
                 b.column_by_name("repetition")
                     .and_then(|c| c.as_primitive_opt::<UInt32Type>()),
             ) else {
-                continue;
+                return Ok(());
             };
             for i in (0..b.num_rows()).step_by(ck.max(1)) {
                 let key = (cells.value(i).to_owned(), reps.value(i));
@@ -172,7 +173,8 @@ fn units_present(job: &Job, parts: &[PathBuf]) -> Result<BTreeMap<(String, u32),
                     files.push(p.clone());
                 }
             }
-        }
+            Ok(())
+        })?;
     }
     Ok(seen)
 }

@@ -10,7 +10,7 @@
 
 use super::progress::Progress;
 pub use super::summary::CellSummary;
-use super::summary::{federated_regret_ratios, summarize};
+use super::summary::{federated_regret_ratios, CellTally};
 use super::{RepOutcome, RepResult, Snapshots, run_rep_resumable};
 use crate::backend::{Backend, Placement, Selection};
 use crate::job::shard::{Shard, assign_units};
@@ -380,8 +380,8 @@ impl Work<'_> {
     }
 
     /// Assembles the shard's part file from its units, in cell then
-    /// repetition order, one cell at a time (memory: one cell's rows and
-    /// the part writer's row group), and summarizes each cell.
+    /// repetition order, one repetition at a time (memory: one
+    /// repetition's rows and the part writer's row group), and summarizes each cell.
     fn write_part(
         &self,
         mine: &[Unit],
@@ -407,7 +407,8 @@ impl Work<'_> {
         let mut summaries = Vec::new();
         for group in mine.chunk_by(|a, b| a.0 == b.0) {
             let cell = &job.cells[group[0].0];
-            let mut batches = Vec::with_capacity(group.len());
+            // One repetition's rows at a time: written, tallied, dropped.
+            let mut tally = CellTally::new(job, cell);
             for &(c, r) in group {
                 let missing = || DirectoryError::Corrupt {
                     path: unit_path(&self.dir, cell, r),
@@ -420,13 +421,12 @@ impl Work<'_> {
                         .ok_or_else(missing)?,
                 };
                 let (rep, backend) = found.read(&path, job, &job.cells[c], r)?;
-                batches.push(output::cell_batch(job, cell, std::slice::from_ref(&rep), &backend)?);
-            }
-            for b in &batches {
-                writer.write(b)?;
+                let batch = output::cell_batch(job, cell, std::slice::from_ref(&rep), &backend)?;
+                writer.write(&batch)?;
+                tally.add(&batch);
             }
             let all_skipped = group.iter().all(|u| skipped.contains(u));
-            summaries.push(summarize(job, cell, &batches, all_skipped));
+            summaries.push(tally.finish(job, cell, all_skipped));
         }
         writer.finish()?;
         federated_regret_ratios(job, &mut summaries);

@@ -88,26 +88,46 @@ pub(super) fn federated_regret_ratios(job: &Job, summaries: &mut [CellSummary]) 
     }
 }
 
-/// One cell's summary from its repetitions' rows (`skipped`: all were
-/// already complete). The regret it reads is its family's
-/// ([`crate::algo::family_entry::Family::growth_regret`]) per agent: the
-/// cumulative regret, or for the combinatorial family the regret after
-/// exploration (whose exploration phase costs every algorithm alike and
-/// dominates the total), with the exploration cost beside it.
-pub(super) fn summarize(job: &Job, cell: &Cell, batches: &[RecordBatch], skipped: bool) -> CellSummary {
-    let horizon = job.horizon;
-    let column = crate::algo::family::family_of(&cell.algorithm).map_or("group_regret", |f| f.growth_regret);
-    let agents = cell.config.agents().max(1) as f64;
-    let mut finals = Vec::new();
-    let mut totals = Vec::new();
-    let mut syncs = Vec::new();
-    let mut exponents = Vec::new();
-    // Per checkpoint: the sum of ln regret, the repetitions, the smallest.
-    let mut logs: std::collections::BTreeMap<u64, (f64, usize, f64)> = std::collections::BTreeMap::new();
-    for b in batches {
+/// One cell's summary, gathered a repetition's rows at a time so that
+/// assembly holds no more than one repetition's batch: [`CellTally::add`]
+/// each batch, then [`CellTally::finish`]. The regret it reads is its
+/// family's ([`crate::algo::family_entry::Family::growth_regret`]) per
+/// agent: the cumulative regret, or for the combinatorial family the regret
+/// after exploration (whose exploration phase costs every algorithm alike
+/// and dominates the total), with the exploration cost beside it.
+pub(super) struct CellTally {
+    horizon: u64,
+    column: &'static str,
+    agents: f64,
+    finals: Vec<f64>,
+    totals: Vec<f64>,
+    syncs: Vec<f64>,
+    exponents: Vec<f64>,
+    /// Per checkpoint: the sum of ln regret, the repetitions, the smallest.
+    logs: std::collections::BTreeMap<u64, (f64, usize, f64)>,
+}
+
+impl CellTally {
+    /// An empty tally for `cell` of `job`.
+    pub(super) fn new(job: &Job, cell: &Cell) -> Self {
+        CellTally {
+            horizon: job.horizon,
+            column: crate::algo::family::family_of(&cell.algorithm).map_or("group_regret", |f| f.growth_regret),
+            agents: cell.config.agents().max(1) as f64,
+            finals: Vec::new(),
+            totals: Vec::new(),
+            syncs: Vec::new(),
+            exponents: Vec::new(),
+            logs: std::collections::BTreeMap::new(),
+        }
+    }
+
+    /// Adds a batch of the cell's rows (a batch without the columns read
+    /// adds nothing).
+    pub(super) fn add(&mut self, b: &RecordBatch) {
         let (Some(t), Some(reg), Some(total), Some(sr), Some(ex)) = (
             b.column_by_name("t").and_then(|c| c.as_primitive_opt::<UInt64Type>()),
-            b.column_by_name(column)
+            b.column_by_name(self.column)
                 .and_then(|c| c.as_primitive_opt::<Float64Type>()),
             b.column_by_name("agent_regret")
                 .and_then(|c| c.as_primitive_opt::<Float64Type>()),
@@ -116,51 +136,58 @@ pub(super) fn summarize(job: &Job, cell: &Cell, batches: &[RecordBatch], skipped
             b.column_by_name("regret_exponent")
                 .and_then(|c| c.as_primitive_opt::<Float64Type>()),
         ) else {
-            continue;
+            return;
         };
         for i in 0..t.len() {
-            let r = reg.value(i) / agents;
-            let at = logs.entry(t.value(i)).or_insert((0.0, 0, f64::INFINITY));
+            let r = reg.value(i) / self.agents;
+            let at = self.logs.entry(t.value(i)).or_insert((0.0, 0, f64::INFINITY));
             *at = (at.0 + r.ln(), at.1 + 1, at.2.min(r));
-            if t.value(i) == horizon {
-                finals.push(r);
-                totals.push(total.value(i));
-                syncs.push(sr.value(i) as f64);
+            if t.value(i) == self.horizon {
+                self.finals.push(r);
+                self.totals.push(total.value(i));
+                self.syncs.push(sr.value(i) as f64);
                 if arrow_array::Array::is_valid(ex, i) {
-                    exponents.push(ex.value(i));
+                    self.exponents.push(ex.value(i));
                 }
             }
         }
     }
-    let n = finals.len().max(1) as f64;
-    let mean = finals.iter().sum::<f64>() / n;
-    let var = if finals.len() > 1 {
-        finals.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
-    } else {
-        0.0
-    };
-    CellSummary {
-        index: cell.index,
-        label: job.short_label(cell),
-        regret: column,
-        agent_regret_mean: mean,
-        agent_regret_sd: var.sqrt(),
-        agent_regret_median: median(&mut finals.clone()),
-        agent_regret_max: finals.iter().copied().fold(f64::NAN, f64::max),
-        exploration_cost: (column != "group_regret").then(|| totals.iter().sum::<f64>() / n - mean),
-        repetitions: finals.len(),
-        linear_growth: exponents
-            .iter()
-            .filter(|&&e| e >= crate::algo::curve::LINEAR_GROWTH_EXPONENT)
-            .count(),
-        max_exponent: exponents.iter().copied().reduce(f64::max),
-        linear_stretch: geometric_stretch(&logs, horizon),
-        sync_rounds_mean: syncs.iter().sum::<f64>() / n,
-        epsilon: cell.config.accounting().and_then(|a| a.epsilon),
-        epsilon_null: cell.config.accounting().and_then(|a| a.epsilon_null),
-        delta: cell.config.target().1,
-        frr: None,
-        skipped,
+
+    /// The summary of what was added (`skipped`: every repetition was
+    /// already complete).
+    pub(super) fn finish(mut self, job: &Job, cell: &Cell, skipped: bool) -> CellSummary {
+        let finals = &self.finals;
+        let n = finals.len().max(1) as f64;
+        let mean = finals.iter().sum::<f64>() / n;
+        let var = if finals.len() > 1 {
+            finals.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
+        } else {
+            0.0
+        };
+        CellSummary {
+            index: cell.index,
+            label: job.short_label(cell),
+            regret: self.column,
+            agent_regret_mean: mean,
+            agent_regret_sd: var.sqrt(),
+            agent_regret_median: median(&mut finals.clone()),
+            agent_regret_max: finals.iter().copied().fold(f64::NAN, f64::max),
+            exploration_cost: (self.column != "group_regret").then(|| self.totals.iter().sum::<f64>() / n - mean),
+            repetitions: finals.len(),
+            linear_growth: self
+                .exponents
+                .iter()
+                .filter(|&&e| e >= crate::algo::curve::LINEAR_GROWTH_EXPONENT)
+                .count(),
+            max_exponent: self.exponents.iter().copied().reduce(f64::max),
+            linear_stretch: geometric_stretch(&std::mem::take(&mut self.logs), self.horizon),
+            sync_rounds_mean: self.syncs.iter().sum::<f64>() / n,
+            epsilon: cell.config.accounting().and_then(|a| a.epsilon),
+            epsilon_null: cell.config.accounting().and_then(|a| a.epsilon_null),
+            delta: cell.config.target().1,
+            frr: None,
+            skipped,
+        }
     }
 }
 

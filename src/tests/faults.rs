@@ -8,7 +8,9 @@
 //! checked on the raw bytes before any decoder sees them. The counts of
 //! each outcome are printed (`--nocapture`).
 
-use fedbandits::output::{NONDETERMINISTIC_COLUMNS, canonical_rows, read_parquet_checked};
+use fedbandits::output::{
+    Metadata, NONDETERMINISTIC_COLUMNS, OutputError, canonical_rows, read_parquet_checked, read_parquet_stream,
+};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -19,9 +21,23 @@ fn tempdir(name: &str) -> PathBuf {
     d
 }
 
+/// A reader under test: the file's rows and metadata.
+type Reader = fn(&Path) -> Result<(Vec<arrow_array::RecordBatch>, Metadata), OutputError>;
+
+/// The streaming reader (growth after `merge --compact`, `merge`), its
+/// batches collected.
+fn streamed(path: &Path) -> Result<(Vec<arrow_array::RecordBatch>, Metadata), OutputError> {
+    let mut out = Vec::new();
+    let kv = read_parquet_stream(path, |b| {
+        out.push(b);
+        Ok(())
+    })?;
+    Ok((out, kv))
+}
+
 /// (panics, typed errors, reads equal to the intact file, silent changes)
-/// over one bit flip per footer byte of `file`.
-fn flip_footer(file: &Path, scratch: &Path) -> (usize, usize, usize, usize) {
+/// over one bit flip per footer byte of `file`, read by `read`.
+fn flip_footer(file: &Path, scratch: &Path, read: Reader) -> (usize, usize, usize, usize) {
     let good = std::fs::read(file).unwrap();
     let (want_batches, want_kv) = read_parquet_checked(file).unwrap();
     let sealed = want_kv
@@ -36,7 +52,7 @@ fn flip_footer(file: &Path, scratch: &Path) -> (usize, usize, usize, usize) {
         let mut bad = good.clone();
         bad[at] ^= 1 << (i % 8);
         std::fs::write(scratch, &bad).unwrap();
-        match std::panic::catch_unwind(|| read_parquet_checked(scratch)) {
+        match std::panic::catch_unwind(|| read(scratch)) {
             Err(_) => panics += 1,
             Ok(Err(e)) => {
                 assert!(e.to_string().contains(&scratch.display().to_string()), "{e}");
@@ -87,8 +103,13 @@ fn no_footer_flip_of_a_unit_or_a_part_panics_the_reader() {
         .unwrap()
         .path();
     let part = out.join("f/part-00000-of-00001.parquet");
-    for (what, file) in [("unit", unit), ("part", part)] {
-        let (panics, errors, same, silent) = flip_footer(&file, &dir.join("scratch.parquet"));
+    let read: Reader = read_parquet_checked;
+    for (what, file, read) in [
+        ("unit", &unit, read),
+        ("part", &part, read),
+        ("part streamed", &part, streamed as Reader),
+    ] {
+        let (panics, errors, same, silent) = flip_footer(file, &dir.join("scratch.parquet"), read);
         println!(
             "{what}: {panics} panics, {errors} typed errors, {same} reads equal to the intact file, {silent} silent \
              changes"
