@@ -115,11 +115,12 @@ def data_checksum(f: Path) -> int:
 FOOTER_KEY = b"fedbandits.footer_xxh64"
 
 
-def check_footer(f: Path) -> None:
+def check_footer(f: Path) -> bool:
     """Checks the footer checksum on the raw bytes, before any Parquet
     decoder reads the footer (a damaged one could rename columns silently,
     panic polars or abort the interpreter in pyarrow); a file without the
-    entry (before semantics 17) passes. Raises ResultsError naming `f`."""
+    entry (before semantics 17) passes, and False says it has none. Raises
+    ResultsError naming `f`."""
     import xxhash
 
     raw = f.read_bytes()
@@ -132,19 +133,32 @@ def check_footer(f: Path) -> None:
     tail = raw[start:]
     pos = tail.find(FOOTER_KEY)
     if pos < 0:
-        return
+        return False
     at = pos + len(FOOTER_KEY)
     if tail[at : at + 2] != b"\x18\x10" or len(tail) < at + 18:
         raise ResultsError(damaged)
     want = xxhash.xxh64(tail[: at + 2] + b"0" * 16 + tail[at + 18 :]).hexdigest().encode()
     if tail[at + 2 : at + 18] != want:
         raise ResultsError(damaged)
+    return True
+
+
+#: Metadata keys every part file has (`job_name` and `shard` since the
+#: first part files; the others in every file with a footer checksum):
+#: without one a file cannot be placed, and the loader's advice would name
+#: nothing.
+REQUIRED_KEYS = ("job_name", "shard")
+SEALED_KEYS = ("job_name", "shard", "units", "job_identity", "job_yaml", "semantics_version")
+
+#: The first semantics whose files carry the footer checksum (files of
+#: semantics 17 written before it was added lack it).
+FOOTER_SINCE = 17
 
 
 def check_file(f: Path) -> dict[bytes, bytes]:
     """Raises ResultsError if `f` is not a compatible, intact fedbandits
     file; returns its key-value metadata."""
-    check_footer(f)
+    sealed = check_footer(f)
     try:
         md = pq.read_metadata(f).metadata or {}
         schema = pq.read_schema(f)
@@ -163,6 +177,18 @@ def check_file(f: Path) -> dict[bytes, bytes]:
             f"{f}: written by an incompatible engine (semantics version {version or 'missing'}; "
             f"this loader reads {sorted(SUPPORTED_SEMANTICS)}): rerun the job or update analysis/"
         )
+    if sealed and version.isdigit() and int(version) < FOOTER_SINCE:
+        raise ResultsError(
+            f"{f}: says semantics {version} but has a {FOOTER_KEY.decode()} entry, which no engine before semantics "
+            f"{FOOTER_SINCE} wrote (its metadata was edited): move it away and rerun the job (only its units are "
+            f"recomputed)"
+        )
+    for key in SEALED_KEYS if sealed else REQUIRED_KEYS:
+        if f"fedbandits.{key}".encode() not in md:
+            raise ResultsError(
+                f"{f}: its metadata lacks fedbandits.{key}, which every fedbandits part has (rewritten by another "
+                f"tool, or damaged): move it away and rerun the job (only its units are recomputed)"
+            )
     stated = md.get(CHECKSUM_KEY)
     if stated is None:
         # Every file the engine writes carries it (`fedbandits merge` refuses
@@ -243,8 +269,13 @@ def read_manifest(d: Path) -> dict | None:
 
 
 def _rerun(md: dict[bytes, bytes], root: Path, shard: str) -> str:
-    """The command that (re)computes one shard of the job `md` describes."""
+    """The command that (re)computes one shard of the job `md` describes:
+    the job file named in its folder (`job_dir`) when the run was given a
+    relative path, so that it works from any working directory."""
     job_path = _meta(md, "job_path", f"{_meta(md, 'job_name', 'JOB')}.yaml")
+    folder = _meta(md, "job_dir")
+    if folder and not Path(job_path).is_absolute():
+        job_path = str(Path(folder) / Path(job_path).name)
     return f"fedbandits run {job_path} --out {root} --shard {shard}"
 
 
@@ -266,7 +297,14 @@ def _check_one_job(d: Path, files: list[Path], mds: list[dict[bytes, bytes]]) ->
     """One job directory holds one version of one job: the same identity in
     every part, and every part's job name the directory's."""
     first = _meta(mds[0], "job_identity", "none")
+    semantics = _meta(mds[0], "semantics_version")
     for f, md in zip(files, mds):
+        if _meta(md, "semantics_version") != semantics:
+            raise ResultsError(
+                f"{d}: mixes engine semantics: {files[0].name} was written by semantics {semantics}, {f.name} by "
+                f"{_meta(md, 'semantics_version')} (their cells and figures differ): keep one engine's parts, move "
+                f"the others away, and rerun the job into that directory"
+            )
         ident = _meta(md, "job_identity", "none")
         if ident != first:
             raise ResultsError(

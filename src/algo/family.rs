@@ -42,15 +42,17 @@ pub fn family_of(name: &str) -> Option<&'static Family> {
 }
 
 /// Resolves a cell's raw parameters with its algorithm's family (the
-/// loader checked that the algorithm and environment are one family's).
+/// loader checked that the algorithm and environment are one family's);
+/// an input file's relative path starts at `dir`, the job file's folder.
 pub fn resolve(
     algo: &str,
     env: &str,
     raw: &BTreeMap<String, Value>,
     horizon: u64,
+    dir: &std::path::Path,
 ) -> Result<super::resolve::Resolved, super::resolve::ResolveErrors> {
     match family_of(algo) {
-        Some(f) => (f.resolve)(algo, env, raw, horizon),
+        Some(f) => (f.resolve)(algo, env, raw, horizon, dir),
         None => Err(vec![super::resolve::ParamProblem {
             key: "algorithm",
             message: format!("unknown algorithm {algo}"),

@@ -72,9 +72,16 @@ pub struct Family {
     pub kernels: &'static [crate::backend::cuda::nvrtc::KernelSource],
 }
 
-/// A family's parameter resolution ([`crate::algo::resolve`]).
-pub type Resolve =
-    fn(&str, &str, &BTreeMap<String, Value>, u64) -> Result<super::resolve::Resolved, super::resolve::ResolveErrors>;
+/// A family's parameter resolution ([`crate::algo::resolve`]): algorithm,
+/// environment, raw parameters, horizon and the job file's folder (where
+/// an input file's relative path starts).
+pub type Resolve = fn(
+    &str,
+    &str,
+    &BTreeMap<String, Value>,
+    u64,
+    &std::path::Path,
+) -> Result<super::resolve::Resolved, super::resolve::ResolveErrors>;
 
 impl Family {
     /// The parameters its algorithms and environments use, in output-column

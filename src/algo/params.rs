@@ -561,7 +561,7 @@ pub const PARAMS: &[ParamDef] = &[
         name: "graph_edges",
         kind: Kind::Text,
         default: "required for edges",
-        doc: "edge-list file (one `u v` pair of 0-based agents per line), relative to the working directory",
+        doc: "edge-list file (one `u v` pair of 0-based agents per line), a relative path starts at the job file's folder",
         used_by: P2P,
     },
     ParamDef {
@@ -582,7 +582,7 @@ pub const PARAMS: &[ParamDef] = &[
         name: "data",
         kind: Kind::Text,
         default: "diabetic_data.csv",
-        doc: "path of the UCI diabetic_data.csv (relative to the working directory)",
+        doc: "path of the UCI diabetic_data.csv (a relative path starts at the job file's folder)",
         used_by: &["uci_diabetes"],
     },
     ParamDef {

@@ -11,6 +11,7 @@ use super::CellConfig;
 use super::params::Value;
 use crate::graph::GraphSpec;
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 /// A cell's resolved parameters (only those that apply) and typed config.
 pub type Resolved = (BTreeMap<&'static str, Value>, CellConfig);
@@ -33,6 +34,8 @@ pub type ResolveErrors = Vec<ParamProblem>;
 /// resolved values that apply and the problems found, in order.
 pub struct Params<'a> {
     raw: &'a BTreeMap<String, Value>,
+    /// The job file's folder.
+    dir: &'a Path,
     /// The parameters that apply, resolved.
     pub out: BTreeMap<&'static str, Value>,
     /// Problems so far: (parameter, message).
@@ -40,13 +43,39 @@ pub struct Params<'a> {
 }
 
 impl<'a> Params<'a> {
-    /// Nothing resolved yet.
-    pub fn new(raw: &'a BTreeMap<String, Value>) -> Self {
+    /// Nothing resolved yet; input files' relative paths start at `dir`
+    /// (the job file's folder).
+    pub fn new(raw: &'a BTreeMap<String, Value>, dir: &'a Path) -> Self {
         Self {
             raw,
+            dir,
             out: BTreeMap::new(),
             errs: Vec::new(),
         }
+    }
+
+    /// Where the input file `written` (a parameter's value) is: as written
+    /// when absolute, else in the job file's folder.
+    pub fn input_path(&self, written: &str) -> PathBuf {
+        self.dir.join(written)
+    }
+
+    /// Why the input file `written` of parameter `k` cannot be read
+    /// (`why`), naming where it was looked for and, when the working
+    /// directory holds a file of that relative path, that it is not used.
+    pub fn input_problem(&self, written: &str, why: &str) -> String {
+        let at = self.input_path(written);
+        let mut msg = format!("{written}: {why} (looked for {}", at.display());
+        if Path::new(written).is_relative() {
+            msg += ": a relative path starts at the job file's folder";
+            if Path::new(written).exists() && !at.exists() {
+                msg += &format!(
+                    "; {written} in the working directory is not used: write its path relative to the job file, or \
+                     an absolute one"
+                );
+            }
+        }
+        msg + ")"
     }
 
     /// The raw value, if set.
@@ -156,10 +185,11 @@ impl<'a> Params<'a> {
                     return None;
                 };
                 self.set("graph_edges", Value::Str(path.to_owned()));
-                match crate::graph::read_edge_file(std::path::Path::new(path)) {
+                match crate::graph::read_edge_file(&self.input_path(path)) {
                     Ok(e) => GraphSpec::Edges(e),
                     Err(e) => {
-                        self.err("graph_edges", format!("{path}: {e}"));
+                        let msg = self.input_problem(path, &e);
+                        self.err("graph_edges", msg);
                         return None;
                     }
                 }

@@ -29,7 +29,14 @@ pub fn print_report(r: &RunReport) {
             r.claimed.restored
         );
     }
-    if r.units_skipped > 0 {
+    if r.claimed.kept_part {
+        eprintln!(
+            "fedbandits: {} holds every repetition of this run ({}; its units were compacted by merge --compact): \
+             nothing to compute, the part is kept as it is",
+            r.part.display(),
+            r.units_skipped
+        );
+    } else if r.units_skipped > 0 {
         eprintln!(
             "fedbandits: reused {} finished repetition(s) in {} (not recomputed; delete their .units files to \
              recompute)",
@@ -43,11 +50,12 @@ pub fn print_report(r: &RunReport) {
         0.0
     };
     eprintln!(
-        "fedbandits: ran {} repetition(s), {:.3e} agent-steps in {:.1} s ({:.3e} agent-steps/s); wrote {}",
+        "fedbandits: ran {} repetition(s), {:.3e} agent-steps in {:.1} s ({:.3e} agent-steps/s); {} {}",
         r.units_run,
         r.agent_steps as f64,
         r.seconds,
         rate,
+        if r.claimed.kept_part { "kept" } else { "wrote" },
         r.part.display()
     );
     emit(&table(&r.summaries));

@@ -328,6 +328,16 @@ pub struct Job {
     pub cells: Vec<Cell>,
 }
 
+/// The folder of the job file `path`, absolute (where its input files'
+/// relative paths start; the working directory for a bare file name).
+pub fn job_folder(path: &Path) -> PathBuf {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf())
+}
+
 impl Job {
     /// Reads and validates a job file.
     pub fn load(path: &Path) -> Result<Job, JobError> {
@@ -360,6 +370,7 @@ impl Job {
         }
         let mut p = Parser {
             text,
+            dir: job_folder(path),
             problems: Vec::new(),
         };
         let job = p.job(path);

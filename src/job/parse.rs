@@ -58,6 +58,8 @@ pub(super) fn read_text_capped(path: &Path, limit: usize) -> Result<String, std:
 /// A job file being read: its text and the problems found so far.
 pub(super) struct Parser<'a> {
     pub(super) text: &'a str,
+    /// The job file's folder: where an input file's relative path starts.
+    pub(super) dir: std::path::PathBuf,
     pub(super) problems: Vec<Problem>,
 }
 

@@ -30,7 +30,7 @@ impl Parser<'_> {
         (fixed, axes): (&BTreeMap<String, Value>, &Axes),
         (horizon, seed, reps, checkpoints): (u64, u64, u32, &CheckpointSpec),
     ) -> Option<ResolvedCell> {
-        match crate::algo::family::resolve(algo, envname, raw, horizon) {
+        match crate::algo::family::resolve(algo, envname, raw, horizon, &self.dir) {
             Ok((params, config)) => {
                 let ids = identity::CellIds::new(
                     algo,

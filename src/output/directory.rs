@@ -70,6 +70,8 @@ pub struct Directory {
     pub superseded: Vec<PathBuf>,
     /// Parts of this job.
     own_parts: Vec<PathBuf>,
+    /// This shard's part, standing for its units ([`Directory::complete_part`]).
+    complete_part: Option<PathBuf>,
     /// Format-1 keys of the jobs this one grew from, by cell id.
     old_keys: HashMap<String, Vec<String>>,
 }
@@ -94,26 +96,42 @@ impl Directory {
         keys
     }
 
-    /// Writes back every unit that a part of this job, or of a job it grew
-    /// from, holds and `.units/` lacks (from the part's rows, verified by
-    /// its checksum), then removes the superseded parts. Returns how many
-    /// units were written back.
-    pub fn take_over(&mut self, job: &Job) -> Result<usize, DirectoryError> {
+    /// Writes back the units a run of `mine` (this shard's units, whose part
+    /// is `own_part`) needs from the parts of this job, and every unit of a
+    /// part of a job it grew from, that `.units/` lacks (from the part's
+    /// rows, verified by its checksums), then removes the superseded parts.
+    /// When `own_part` already holds exactly `mine` and `.units/` lacks
+    /// some (after `merge --compact`), nothing is written back: the part
+    /// stands ([`Directory::complete_part`]). Returns how many units were
+    /// written back.
+    pub fn take_over(&mut self, job: &Job, mine: &[(usize, u32)], own_part: &Path) -> Result<usize, DirectoryError> {
         let by_id: HashMap<&str, &Cell> = job.cells.iter().map(|c| (c.id.as_str(), c)).collect();
+        let wanted: HashSet<(String, u32)> = mine.iter().map(|&(c, r)| (job.cells[c].id.clone(), r)).collect();
+        let mine_listed: Vec<String> = mine.iter().map(|&(c, r)| format!("{}:{r}", job.cells[c].id)).collect();
+        let lacking = mine.iter().any(|&(c, r)| self.find(&job.cells[c], r).is_none());
         let mut restored = 0;
-        let parts: Vec<PathBuf> = self.superseded.iter().chain(&self.own_parts).cloned().collect();
-        for part in &parts {
+        let superseded = self.superseded.clone();
+        for part in superseded.iter().chain(&self.own_parts.clone()) {
+            let is_superseded = superseded.contains(part);
             let listed = output::read_metadata_key(part, "fedbandits.units")?.unwrap_or_default();
-            let missing = listed.split(',').filter_map(|u| u.rsplit_once(':')).any(|(id, r)| {
-                let rep = r.parse::<u32>().unwrap_or(u32::MAX);
-                by_id
-                    .get(id)
-                    .is_some_and(|c| rep < job.repetitions && self.find(c, rep).is_none())
-            });
-            if !missing {
+            if !is_superseded && lacking && part == own_part && listed == mine_listed.join(",") {
+                self.complete_part = Some(part.clone());
                 continue;
             }
-            restored += self.restore_from(part, job, &by_id)?;
+            let missing = listed.split(',').filter_map(|u| u.rsplit_once(':')).any(|(id, r)| {
+                let rep = r.parse::<u32>().unwrap_or(u32::MAX);
+                (is_superseded || wanted.contains(&(id.to_owned(), rep)))
+                    && by_id
+                        .get(id)
+                        .is_some_and(|c| rep < job.repetitions && self.find(c, rep).is_none())
+            });
+            if missing {
+                restored += self.restore_from(part, job, &by_id, (!is_superseded).then_some(&wanted))?;
+            }
+        }
+        if self.complete_part.is_some() && restored > 0 {
+            // Another part supplied some of this shard's units: assemble anew.
+            self.complete_part = None;
         }
         // Before a superseded part (possibly the only intact copy of a
         // unit) goes, every unit the grown job will rely on is verified: a
@@ -140,16 +158,34 @@ impl Directory {
         Ok(restored)
     }
 
-    /// Writes back the units of `job` that `part` holds and `.units/`
-    /// lacks, reading the part as a stream (memory: a batch and one
-    /// repetition, not the part). Returns how many were written.
-    fn restore_from(&mut self, part: &Path, job: &Job, by_id: &HashMap<&str, &Cell>) -> Result<usize, DirectoryError> {
+    /// This shard's part when it holds exactly the shard's units and
+    /// `.units/` lacks some of them (after `merge --compact`): a run with
+    /// nothing to compute leaves it as it is.
+    pub fn complete_part(&self) -> Option<&Path> {
+        self.complete_part.as_deref()
+    }
+
+    /// Writes back the units of `job` (of `wanted` alone, when given) that
+    /// `part` holds and `.units/` lacks, reading the part as a stream
+    /// (memory: a batch and one repetition, not the part). Returns how many
+    /// were written.
+    fn restore_from(
+        &mut self,
+        part: &Path,
+        job: &Job,
+        by_id: &HashMap<&str, &Cell>,
+        wanted: Option<&HashSet<(String, u32)>>,
+    ) -> Result<usize, DirectoryError> {
         let mut rows = RowUnits::default();
         let mut restored = 0;
         let mut failed: Option<DirectoryError> = None;
         let mut restore = |this: &mut Self, (id, r, backend): (String, RepResult, String)| {
             let Some(cell) = by_id.get(id.as_str()) else { return };
-            if failed.is_some() || r.rep >= job.repetitions || this.find(cell, r.rep).is_some() {
+            if failed.is_some()
+                || r.rep >= job.repetitions
+                || this.find(cell, r.rep).is_some()
+                || wanted.is_some_and(|w| !w.contains(&(id.clone(), r.rep)))
+            {
                 return;
             }
             let path = unit_path(&this.dir, cell, r.rep);
@@ -216,14 +252,10 @@ impl Directory {
         // A unit belongs to its job: a renamed job directory, or `.units`
         // copied into another job's, would relabel another job's rows.
         if get("fedbandits.job_name") != Some(job.name.as_str()) {
-            return Err(DirectoryError::OtherJob {
-                dir: self.dir.clone(),
-                what: format!(
-                    "{} is a unit of job {:?}, not of {:?} (the directory was renamed or its .units copied)",
-                    path.display(),
-                    get("fedbandits.job_name").unwrap_or("(none)"),
-                    job.name
-                ),
+            return Err(DirectoryError::ForeignUnit {
+                path: path.to_path_buf(),
+                found: get("fedbandits.job_name").unwrap_or("(none)").to_owned(),
+                job: job.name.clone(),
             });
         }
         let semantics = crate::job::SEMANTICS_VERSION.to_string();
@@ -402,7 +434,9 @@ fn extends(part: &Path, job: &Job) -> Result<Job, NotExtended> {
         return Err(NotExtended::Semantics(semantics));
     }
     let yaml = output::read_metadata_key(part, "fedbandits.job_yaml")?.ok_or(NotExtended::NoJobText)?;
-    let old = Job::parse(Path::new(&format!("{}.yaml", job.name)), &yaml).map_err(NotExtended::JobText)?;
+    // Its input files are read where this job's are (its folder).
+    let at = crate::job::job_folder(&job.path).join(format!("{}.yaml", job.name));
+    let old = Job::parse(&at, &yaml).map_err(NotExtended::JobText)?;
     if old.repetitions > job.repetitions {
         return Err(NotExtended::FewerRepetitions {
             old: old.repetitions,
@@ -505,6 +539,22 @@ pub enum DirectoryError {
         dir: PathBuf,
         /// What differs.
         what: String,
+    },
+    /// A unit file of another job (copied into this job's `.units`, or the
+    /// whole directory is another job's, renamed).
+    #[error(
+        "{path} is a unit of job {found:?}, not of {job:?}: copied from another job's .units, move this file away \
+         (its repetition is restored from a part that holds it, else recomputed; nothing else is touched); if every \
+         unit here is {found:?}'s, the directory is that job's, renamed: give it its name back, or run with --out \
+         ANOTHER_DIR"
+    )]
+    ForeignUnit {
+        /// The unit file.
+        path: PathBuf,
+        /// The job its metadata names.
+        found: String,
+        /// This job.
+        job: String,
     },
     /// A cell file exists but cannot be used.
     #[error("{path}: existing result is unusable ({message}); move it away and rerun to recompute it")]

@@ -180,6 +180,10 @@ pub fn metadata(job: &Job, extra: &[(&str, String)]) -> Vec<KeyValue> {
         KeyValue::new("fedbandits.job_yaml".into(), job.yaml.clone()),
         KeyValue::new("fedbandits.job_name".into(), job.name.clone()),
         KeyValue::new("fedbandits.job_path".into(), job.path.display().to_string()),
+        KeyValue::new(
+            "fedbandits.job_dir".into(),
+            crate::job::job_folder(&job.path).display().to_string(),
+        ),
         KeyValue::new("fedbandits.version".into(), env!("CARGO_PKG_VERSION").to_string()),
         KeyValue::new("fedbandits.git_commit".into(), GIT_COMMIT.to_string()),
         KeyValue::new("fedbandits.semantics_version".into(), SEMANTICS_VERSION.to_string()),

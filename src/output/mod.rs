@@ -30,7 +30,8 @@ pub use audit::{AuditRow, audit_batch, audit_schema};
 pub use files::{seal, unseal, write_bytes_atomic};
 pub use metadata::{CHECKSUM_KEY, GIT_COMMIT, data_checksum, families_json, metadata, privacy_json};
 pub use read::{
-    Metadata, canonical_rows, install_quiet_decoder_hook, read_metadata_key, read_parquet, read_parquet_checked, read_parquet_stream,
+    Metadata, canonical_rows, install_quiet_decoder_hook, read_metadata, read_metadata_key, read_parquet,
+    read_parquet_checked, read_parquet_stream,
 };
 pub use schema::{NONDETERMINISTIC_COLUMNS, cell_batch, schema};
 pub use write::{PartWriter, write_parquet_atomic, write_parquet_atomic_with};

@@ -197,8 +197,13 @@ pub type MetadataValue = Option<String>;
 
 /// Reads one key of a Parquet file's key-value metadata.
 pub fn read_metadata_key(path: &Path, key: &str) -> Result<MetadataValue, OutputError> {
+    Ok(read_metadata(path)?.into_iter().find(|(k, _)| k == key).map(|(_, v)| v))
+}
+
+/// Reads a Parquet file's key-value metadata (its footer alone, checked by
+/// the footer checksum on the raw bytes before it is decoded).
+pub fn read_metadata(path: &Path) -> Result<Metadata, OutputError> {
     let mut file = File::open(path).map_err(io(path))?;
-    // The footer checksum first, on the footer's raw bytes (not the data).
     let (_, tail) = read_tail(&mut file, path)?;
     super::metadata::check_tail(&tail).map_err(damaged(path))?;
     let pq = |source| OutputError::Parquet {
@@ -208,7 +213,13 @@ pub fn read_metadata_key(path: &Path, key: &str) -> Result<MetadataValue, Output
     guarded(path, || {
         let b = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
         let md = b.metadata().file_metadata().key_value_metadata();
-        Ok(md.and_then(|kvs| kvs.iter().find(|kv| kv.key == key).and_then(|kv| kv.value.clone())))
+        Ok(md
+            .map(|kvs| {
+                kvs.iter()
+                    .map(|kv| (kv.key.clone(), kv.value.clone().unwrap_or_default()))
+                    .collect()
+            })
+            .unwrap_or_default())
     })
 }
 

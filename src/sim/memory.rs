@@ -156,11 +156,17 @@ fn mem_total(meminfo: &str) -> Option<u64> {
 /// Why `shard` of `job` on `threads` threads cannot fit in this process's
 /// memory (None: it fits, or no limit is known).
 pub fn too_big(job: &Job, threads: usize, shard: Shard) -> Option<String> {
-    let task = task_shapes(job, shard.count).get(shard.index).copied().unwrap_or_default();
+    let task = task_shapes(job, shard.count)
+        .get(shard.index)
+        .copied()
+        .unwrap_or_default();
     let need = estimate_task(job, threads, task);
     let (have, what) = limit()?;
     let whose = if shard.count > 1 {
-        format!("shard {}/{} of the job ({} unit(s))", shard.index, shard.count, task.units)
+        format!(
+            "shard {}/{} of the job ({} unit(s))",
+            shard.index, shard.count, task.units
+        )
     } else {
         "the job".to_string()
     };

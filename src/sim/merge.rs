@@ -67,6 +67,15 @@ pub enum MergeError {
         /// The directory's name.
         dir_name: String,
     },
+    /// A part whose metadata lacks a key every part has, or that another
+    /// engine semantics wrote.
+    #[error("{path}: {message}")]
+    Metadata {
+        /// The part file.
+        path: PathBuf,
+        /// What is wrong and what to do.
+        message: String,
+    },
     /// Writing the manifest failed.
     #[error("{path}: {source}")]
     Io {
@@ -118,23 +127,79 @@ fn part_files(dir: &Path) -> Result<Vec<PathBuf>, MergeError> {
     Ok(parts)
 }
 
-/// The job all `parts` come from: each part's job name must be the
-/// directory's and its job YAML the same as the others'.
-fn parts_job(dir: &Path, parts: &[PathBuf]) -> Result<Job, MergeError> {
+/// The metadata keys every part has: without one a part cannot be merged
+/// (damaged, or rewritten by another tool).
+const REQUIRED_KEYS: [&str; 5] = ["job_name", "job_yaml", "semantics_version", "shard", "units"];
+
+/// A part's key-value metadata, by key.
+type PartMeta = std::collections::HashMap<String, String>;
+
+/// `key` (without the `fedbandits.` prefix) of part `p` whose metadata is
+/// `md`, which every part has ([`REQUIRED_KEYS`]).
+fn required<'a>(p: &Path, md: &'a PartMeta, key: &str) -> Result<&'a str, MergeError> {
+    md.get(&format!("fedbandits.{key}"))
+        .map(String::as_str)
+        .ok_or_else(|| MergeError::Metadata {
+            path: p.to_path_buf(),
+            message: format!(
+                "its metadata lacks fedbandits.{key}, which every part written by fedbandits has (damaged, or \
+                 rewritten by another tool): move it away; merge then names the units to recompute"
+            ),
+        })
+}
+
+/// Every part's metadata, each checked: every required key, this engine's
+/// semantics, the directory's job name.
+fn parts_meta(dir: &Path, parts: &[PathBuf]) -> Result<Vec<PartMeta>, MergeError> {
     let dir_name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("job");
+    let engine = crate::job::SEMANTICS_VERSION.to_string();
+    let mut out = Vec::with_capacity(parts.len());
     for p in parts {
-        let found = output::read_metadata_key(p, "fedbandits.job_name")?.unwrap_or_default();
+        let md: PartMeta = output::read_metadata(p)?.into_iter().collect();
+        for key in REQUIRED_KEYS {
+            required(p, &md, key)?;
+        }
+        let semantics = required(p, &md, "semantics_version")?;
+        if semantics != engine {
+            let commit = md.get("fedbandits.git_commit").map_or("unknown", String::as_str);
+            return Err(MergeError::Metadata {
+                path: p.clone(),
+                message: format!(
+                    "written by engine semantics {semantics} (commit {commit}), this fedbandits is semantics {engine}: \
+                     its cells and figures are another engine's; merge it with the engine that wrote it, or rerun \
+                     the job into another --out"
+                ),
+            });
+        }
+        let found = required(p, &md, "job_name")?;
         if found != dir_name {
             return Err(MergeError::Foreign {
                 path: p.clone(),
-                found,
+                found: found.to_owned(),
                 dir_name: dir_name.to_owned(),
             });
         }
+        out.push(md);
     }
-    let yaml = output::read_metadata_key(&parts[0], "fedbandits.job_yaml")?.unwrap_or_default();
-    for p in &parts[1..] {
-        if output::read_metadata_key(p, "fedbandits.job_yaml")?.as_deref() != Some(yaml.as_str()) {
+    Ok(out)
+}
+
+/// The job all `parts` (metadata `meta`) come from: the same job identity
+/// in every part (what a run checks: an edit that changes no result, a
+/// description or a comment, is the same job), or without identities the
+/// same job YAML.
+fn parts_job(dir: &Path, parts: &[PathBuf], meta: &[PartMeta]) -> Result<Job, MergeError> {
+    let dir_name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("job");
+    let yaml = required(&parts[0], &meta[0], "job_yaml")?;
+    fn version<'a>(p: &Path, md: &'a PartMeta) -> Result<&'a str, MergeError> {
+        match md.get("fedbandits.job_identity") {
+            Some(id) => Ok(id.as_str()),
+            None => required(p, md, "job_yaml"),
+        }
+    }
+    let first = version(&parts[0], &meta[0])?;
+    for (p, md) in parts.iter().zip(meta).skip(1) {
+        if version(p, md)? != first {
             let name = |p: &Path| {
                 p.file_name()
                     .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
@@ -146,7 +211,11 @@ fn parts_job(dir: &Path, parts: &[PathBuf]) -> Result<Job, MergeError> {
             });
         }
     }
-    Job::parse(Path::new(&format!("{dir_name}.yaml")), &yaml).map_err(|e| MergeError::Job {
+    // Input files (an edge list, a data set) are read where the run read
+    // them: relative to the job file's folder, whatever the working
+    // directory of `merge` (parts before that key: the working directory).
+    let folder = meta[0].get("fedbandits.job_dir").map_or(".", String::as_str);
+    Job::parse(&Path::new(folder).join(format!("{dir_name}.yaml")), yaml).map_err(|e| MergeError::Job {
         path: parts[0].clone(),
         message: e.to_string(),
     })
@@ -180,12 +249,12 @@ fn units_present(job: &Job, parts: &[PathBuf]) -> Result<BTreeMap<(String, u32),
 }
 
 /// The commands that rerun exactly the shards holding `missing` units.
-fn rerun_commands(dir: &Path, job: &Job, parts: &[PathBuf], missing: &[(String, u32)]) -> Result<String, MergeError> {
+fn rerun_commands(dir: &Path, job: &Job, meta: &PartMeta, missing: &[(String, u32)]) -> String {
     let out_root = dir.parent().map(Path::to_path_buf).unwrap_or_default();
-    let job_path =
-        output::read_metadata_key(&parts[0], "fedbandits.job_path")?.unwrap_or_else(|| format!("{}.yaml", job.name));
+    let job_path = rerun_job_path(meta, job);
     // The shard layout in use, from the part files' metadata.
-    let count = output::read_metadata_key(&parts[0], "fedbandits.shard")?
+    let count = meta
+        .get("fedbandits.shard")
         .and_then(|s| s.split('/').nth(1).and_then(|n| n.parse::<usize>().ok()))
         .unwrap_or(1);
     let owner = crate::job::shard::assign_units(&job.cells, job.repetitions, count);
@@ -204,7 +273,23 @@ fn rerun_commands(dir: &Path, job: &Job, parts: &[PathBuf], missing: &[(String, 
             )
         })
         .collect();
-    Ok(list.join("\n             "))
+    list.join("\n             ")
+}
+
+/// The job file to name in a rerun command: as the run was given it when
+/// absolute, else in the job file's folder (`fedbandits.job_dir`), so that
+/// the command works from any working directory.
+fn rerun_job_path(meta: &PartMeta, job: &Job) -> String {
+    let given = meta
+        .get("fedbandits.job_path")
+        .cloned()
+        .unwrap_or_else(|| format!("{}.yaml", job.name));
+    match (Path::new(&given).file_name(), meta.get("fedbandits.job_dir")) {
+        (Some(name), Some(folder)) if Path::new(&given).is_relative() => {
+            Path::new(folder).join(name).display().to_string()
+        }
+        _ => given,
+    }
 }
 
 /// Removes the unit files of `job` from `dir/.units` (the caller verified
@@ -234,7 +319,7 @@ fn compact_units(dir: &Path, job: &Job) -> Result<(usize, u64), MergeError> {
 }
 
 /// The manifest's text, its last line the XXH64 of every byte before it.
-fn manifest_text(job: &Job, r: &MergeReport) -> Result<String, MergeError> {
+fn manifest_text(job: &Job, r: &MergeReport, meta: &[PartMeta]) -> Result<String, MergeError> {
     let mut text = format!(
         "# fedbandits manifest (written by `fedbandits merge`)\njob: {}\njob_identity: \"{}\"\nsemantics_version: {}\nexpected_units: {}\npresent_units: {}\ncomplete: {}\nparts:\n",
         job.name,
@@ -244,8 +329,8 @@ fn manifest_text(job: &Job, r: &MergeReport) -> Result<String, MergeError> {
         r.present,
         r.missing.is_empty() && r.duplicates.is_empty()
     );
-    for p in &r.parts {
-        let shard = output::read_metadata_key(p, "fedbandits.shard")?.unwrap_or_default();
+    for (p, md) in r.parts.iter().zip(meta) {
+        let shard = required(p, md, "shard")?;
         text += &format!(
             "  - {{file: {}, shard: \"{shard}\"}}\n",
             p.file_name().and_then(|n| n.to_str()).unwrap_or("")
@@ -299,7 +384,8 @@ pub fn merge(dir: &Path, compact: bool) -> Result<MergeReport, MergeError> {
     }
     output::files::remove_stale_tmp(&[dir.to_path_buf()], &[]);
     let parts = part_files(dir)?;
-    let job = parts_job(dir, &parts)?;
+    let meta = parts_meta(dir, &parts)?;
+    let job = parts_job(dir, &parts, &meta)?;
     let seen = units_present(&job, &parts)?;
     let mut missing = Vec::new();
     for c in &job.cells {
@@ -317,7 +403,7 @@ pub fn merge(dir: &Path, compact: bool) -> Result<MergeReport, MergeError> {
     let rerun = if missing.is_empty() {
         None
     } else {
-        Some(rerun_commands(dir, &job, &parts, &missing)?)
+        Some(rerun_commands(dir, &job, &meta[0], &missing))
     };
     let mut report = MergeReport {
         expected: job.cells.len() * job.repetitions as usize,
@@ -329,7 +415,7 @@ pub fn merge(dir: &Path, compact: bool) -> Result<MergeReport, MergeError> {
         manifest: dir.join("_manifest.yaml"),
         compacted: None,
     };
-    output::write_bytes_atomic(&report.manifest, manifest_text(&job, &report)?.as_bytes())?;
+    output::write_bytes_atomic(&report.manifest, manifest_text(&job, &report, &meta)?.as_bytes())?;
     if compact && report.missing.is_empty() && report.duplicates.is_empty() {
         report.compacted = Some(compact_units(dir, &job)?);
     }

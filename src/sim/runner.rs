@@ -10,7 +10,7 @@
 
 use super::progress::Progress;
 pub use super::summary::CellSummary;
-use super::summary::{federated_regret_ratios, CellTally};
+use super::summary::{CellTally, federated_regret_ratios};
 use super::{RepOutcome, RepResult, Snapshots, run_rep_resumable};
 use crate::backend::{Backend, Placement, Selection};
 use crate::job::shard::{Shard, assign_units};
@@ -173,8 +173,17 @@ pub fn claim_directory(
     let pids: Vec<u32> = live.iter().map(|w| w.pid).collect();
     output::files::remove_stale_tmp(&[dir.to_path_buf(), dir.join(".units"), dir.join(".snapshots")], &pids);
     let superseded = found.superseded.len();
-    let restored = found.take_over(job)?;
-    Ok((gate.register(&me)?, found, Claimed { superseded, restored }))
+    let restored = found.take_over(job, &shard_units(job, opts.shard), &part_path(dir, opts.shard))?;
+    let kept_part = found.complete_part().is_some();
+    Ok((
+        gate.register(&me)?,
+        found,
+        Claimed {
+            superseded,
+            restored,
+            kept_part,
+        },
+    ))
 }
 
 /// What claiming a directory changed in it.
@@ -185,6 +194,9 @@ pub struct Claimed {
     pub superseded: usize,
     /// Units written back from parts (after `merge --compact`).
     pub restored: usize,
+    /// Whether this shard's part already held every unit it needs (after
+    /// `merge --compact`, nothing to compute): kept as it was.
+    pub kept_part: bool,
 }
 
 /// Runs (this shard of) a job. The unit of work, sharding and resume is one
@@ -196,6 +208,21 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
     let dir = opts.out.clone().unwrap_or_else(|| job.output.clone()).join(&job.name);
     let mine = shard_units(job, opts.shard);
     let (_writer, found, claimed) = claim_directory(&dir, job, opts)?;
+    if let Some(part) = found.complete_part() {
+        // After `merge --compact`, with nothing to compute: the part stands.
+        let summaries = summarize_part(job, part, &mine)?;
+        return Ok(RunReport {
+            part: part.to_path_buf(),
+            dir,
+            units_run: 0,
+            units_skipped: mine.len(),
+            claimed,
+            agent_steps: 0,
+            seconds: start.elapsed().as_secs_f64(),
+            summaries,
+            warnings: foreign_parts(&dir_of(part), opts.shard),
+        });
+    }
     // Finished units are verified now, before any work (and read again
     // when the part is assembled, so that memory stays bounded).
     let (mut pending, mut skipped) = (Vec::new(), Vec::new());
@@ -432,6 +459,72 @@ impl Work<'_> {
         federated_regret_ratios(job, &mut summaries);
         Ok((part, summaries))
     }
+}
+
+/// The folder of a part file.
+fn dir_of(part: &Path) -> PathBuf {
+    part.parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// Each cell's summary from this shard's part (read as a stream, one
+/// repetition at a time, as [`Work::write_part`] summarizes units), which
+/// must hold exactly `mine` in order.
+fn summarize_part(job: &Job, part: &Path, mine: &[Unit]) -> Result<Vec<CellSummary>, RunError> {
+    let corrupt = |message: String| DirectoryError::Corrupt {
+        path: part.to_path_buf(),
+        message,
+    };
+    let mut rows = output::unit::RowUnits::default();
+    let mut tallies: Vec<(usize, CellTally)> = Vec::new();
+    let mut next = 0;
+    let mut failed: Option<RunError> = None;
+    let mut take = |(id, rep, backend): (String, super::RepResult, String)| {
+        let Some(&(c, _)) = mine.get(next).filter(|&&(c, r)| job.cells[c].id == id && r == rep.rep) else {
+            failed
+                .get_or_insert(corrupt(format!("its rows hold cell {id} repetition {} out of order", rep.rep)).into());
+            return;
+        };
+        next += 1;
+        let cell = &job.cells[c];
+        match output::cell_batch(job, cell, std::slice::from_ref(&rep), &backend) {
+            Ok(b) => {
+                if tallies.last().is_none_or(|t| t.0 != c) {
+                    tallies.push((c, CellTally::new(job, cell)));
+                }
+                if let Some(t) = tallies.last_mut() {
+                    t.1.add(&b);
+                }
+            }
+            Err(e) => drop(failed.get_or_insert(e.into())),
+        }
+    };
+    output::read_parquet_stream(part, |b| {
+        rows.add(&b, &mut take)
+            .map_err(|message| output::OutputError::Checksum {
+                path: part.to_path_buf(),
+                message,
+            })
+    })
+    .map_err(DirectoryError::from)?;
+    if let Some(u) = rows.finish() {
+        take(u);
+    }
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    if next != mine.len() {
+        return Err(corrupt(format!(
+            "its rows hold {next} of the shard's {} repetitions",
+            mine.len()
+        ))
+        .into());
+    }
+    let mut summaries: Vec<CellSummary> = tallies
+        .into_iter()
+        .map(|(c, t)| t.finish(job, &job.cells[c], true))
+        .collect();
+    federated_regret_ratios(job, &mut summaries);
+    Ok(summaries)
 }
 
 /// Part files in `dir` from a different shard layout (they would duplicate

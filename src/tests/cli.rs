@@ -643,8 +643,8 @@ fn every_bundled_job_validates_and_small_paper_jobs_run() {
         .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
         .collect();
     names.sort();
-    // Jobs on the UCI diabetes data read the user's diabetic_data.csv from
-    // the working directory: validate them beside a generated one.
+    // Jobs on the UCI diabetes data read the user's diabetic_data.csv beside
+    // the job file: validated as a copy beside a generated one.
     let data_dir = tempdir("uci");
     let header = fedbandits::env::uci::HEADER;
     let mut csv = format!("{header}\n");
@@ -672,11 +672,9 @@ fn every_bundled_job_validates_and_small_paper_jobs_run() {
                 .unwrap();
             assert_eq!(missing.status.code(), Some(2), "without the data file");
             assert!(stderr(&missing).contains("diabetic_data.csv"), "{}", stderr(&missing));
-            Command::new(env!("CARGO_BIN_EXE_fedbandits"))
-                .args(["validate", job.to_str().unwrap()])
-                .current_dir(&data_dir)
-                .output()
-                .unwrap()
+            let beside = data_dir.join(job.file_name().unwrap());
+            std::fs::copy(job, &beside).unwrap();
+            run(&["validate", beside.to_str().unwrap()])
         } else {
             run(&["validate", job.to_str().unwrap()])
         };

@@ -98,17 +98,27 @@ fn a_shard_is_sized_as_a_shard() {
     let shard = Shard { index: 0, count: 1000 };
     let one = memory::estimate(&job, 1, shard);
     assert!(one * 2 < whole, "shard {} vs job {}", one, whole);
-    assert_eq!(memory::largest_task(&job, 1, 1000), one, "plan books what the shard needs");
+    assert_eq!(
+        memory::largest_task(&job, 1, 1000),
+        one,
+        "plan books what the shard needs"
+    );
     // Between the two: the whole job would be refused, the shard runs.
     let limit = (one * 6 / 5).max(whole * 9 / 10);
     assert!(limit < whole);
     let out = dir.join("o");
     let (j, o) = (path.to_str().unwrap(), out.to_str().unwrap());
-    let r = limited(limit, &["run", j, "--quiet", "--threads", "1", "--out", o, "--shard", "0/1000"]);
+    let r = limited(
+        limit,
+        &["run", j, "--quiet", "--threads", "1", "--out", o, "--shard", "0/1000"],
+    );
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let r = limited(limit, &["run", j, "--quiet", "--threads", "1", "--out", o]);
     let err = String::from_utf8_lossy(&r.stderr);
     assert_eq!(r.status.code(), Some(2), "{err}");
-    assert!(err.contains("the job needs about") && err.contains("ulimit -v"), "{err}");
+    assert!(
+        err.contains("the job needs about") && err.contains("ulimit -v"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -15,8 +15,14 @@ use std::collections::BTreeMap;
 /// `epsilon` (required; `.inf`: no noise) and `delta` (required where
 /// epsilon is finite), `t_low`, `t_high`, `omega1`, `omega2`, `tau_start`,
 /// `calibration`, `budget`, `window`.
-pub fn resolve(algo: &str, _env: &str, raw: &BTreeMap<String, Value>, horizon: u64) -> Result<Resolved, ResolveErrors> {
-    let mut p = Params::new(raw);
+pub fn resolve(
+    algo: &str,
+    _env: &str,
+    raw: &BTreeMap<String, Value>,
+    horizon: u64,
+    dir: &std::path::Path,
+) -> Result<Resolved, ResolveErrors> {
+    let mut p = Params::new(raw, dir);
     let algorithm = match algo {
         "fcb" => CombAlgorithm::Fcb,
         "p_fcb" => CombAlgorithm::PFcb,

@@ -14,8 +14,14 @@ use std::collections::BTreeMap;
 /// is a job error), `confidence_scale`, and for `fed_ucb_gossip` the
 /// privatizer (`epsilon` required, `.inf` for none; `budget_split`,
 /// `clip_lo` < `clip_hi`, `c_priv`).
-pub fn resolve(algo: &str, env: &str, raw: &BTreeMap<String, Value>, horizon: u64) -> Result<Resolved, ResolveErrors> {
-    let mut p = Params::new(raw);
+pub fn resolve(
+    algo: &str,
+    env: &str,
+    raw: &BTreeMap<String, Value>,
+    horizon: u64,
+    dir: &std::path::Path,
+) -> Result<Resolved, ResolveErrors> {
+    let mut p = Params::new(raw, dir);
     let algorithm = match algo {
         "fed_ucb_gossip" => GossipAlgorithm::FedUcbGossip,
         "local_ucb" => GossipAlgorithm::LocalUcb,
@@ -28,7 +34,7 @@ pub fn resolve(algo: &str, env: &str, raw: &BTreeMap<String, Value>, horizon: u6
     let (arms, noise_std, records) = if uci {
         let path = p.s("data", "diabetic_data.csv");
         p.set("data", Value::Str(path.clone()));
-        let records = match crate::env::uci::load(std::path::Path::new(&path), agents.max(1) as usize) {
+        let records = match crate::env::uci::load(&p.input_path(&path), agents.max(1) as usize) {
             Ok(r) => Some((*r).clone()),
             Err(e) => {
                 p.err("data", e.to_string());

@@ -14,8 +14,14 @@ use crate::graph::GraphSpec;
 use std::collections::BTreeMap;
 
 /// Resolves a linear-family cell.
-pub fn resolve(algo: &str, env: &str, raw: &BTreeMap<String, Value>, horizon: u64) -> Result<Resolved, ResolveErrors> {
-    let mut p = Params::new(raw);
+pub fn resolve(
+    algo: &str,
+    env: &str,
+    raw: &BTreeMap<String, Value>,
+    horizon: u64,
+    dir: &std::path::Path,
+) -> Result<Resolved, ResolveErrors> {
+    let mut p = Params::new(raw, dir);
     let algorithm = match algo {
         "linucb" => LinearAlgorithm::Linucb,
         "independent" => LinearAlgorithm::Independent,
