@@ -9,31 +9,18 @@ own key name leaves a file that reads as the intact one."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 from fedbandits_analysis import load
 
-ROOT = Path(__file__).resolve().parents[2]
-
-JOB = """\
-name: f
-seed: 2
-repetitions: 2
-horizon: 40
-checkpoints: {every: 20}
-algorithm: [random, independent]
-environment: linear_sphere
-params: {m: 2, d: 2, k: 3}
-"""
+from tiny import ENGINE, JOB
 
 
 def test_a_damaged_footer_is_the_loaders_error_never_other_data(tmp_path: Path) -> None:
-    exe = Path(os.environ.get("FEDBANDITS_BIN", ROOT / "target" / "release" / "fedbandits"))
-    (tmp_path / "f.yaml").write_text(JOB)
+    (tmp_path / "f.yaml").write_text(JOB.format(name="f"))
     r = subprocess.run(
-        [str(exe), "run", str(tmp_path / "f.yaml"), "--out", str(tmp_path / "o"), "--quiet"], capture_output=True, text=True
+        [str(ENGINE), "run", str(tmp_path / "f.yaml"), "--out", str(tmp_path / "o"), "--quiet"], capture_output=True, text=True
     )
     assert r.returncode == 0, r.stderr
     part = tmp_path / "o" / "f" / "part-00000-of-00001.parquet"

@@ -7,7 +7,6 @@ the job file by its folder, so it works from any working directory."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -17,29 +16,17 @@ import xxhash
 
 from fedbandits_analysis import load
 
-ROOT = Path(__file__).resolve().parents[2]
-
-JOB = """\
-name: p
-seed: 2
-repetitions: 2
-horizon: 40
-checkpoints: {every: 20}
-algorithm: [random, independent]
-environment: linear_sphere
-params: {m: 2, d: 2, k: 3}
-"""
+from tiny import ENGINE, JOB
 
 
 def _run(tmp_path: Path) -> Path:
     """Runs the job from `tmp_path/jobs` in two shards, from `tmp_path`
     with a relative job path; returns the job's results directory."""
-    exe = Path(os.environ.get("FEDBANDITS_BIN", ROOT / "target" / "release" / "fedbandits"))
     (tmp_path / "jobs").mkdir()
-    (tmp_path / "jobs" / "p.yaml").write_text(JOB)
+    (tmp_path / "jobs" / "p.yaml").write_text(JOB.format(name="p"))
     for shard in ("0/2", "1/2"):
         r = subprocess.run(
-            [str(exe), "run", "jobs/p.yaml", "--out", "o", "--quiet", "--shard", shard],
+            [str(ENGINE), "run", "jobs/p.yaml", "--out", "o", "--quiet", "--shard", shard],
             capture_output=True,
             text=True,
             cwd=tmp_path,
