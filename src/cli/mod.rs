@@ -204,6 +204,15 @@ fn bench_command(b: BenchArgs) -> Result<(), CliError> {
     bench::run(&sel, &opts).map_err(CliError::Run)
 }
 
+/// The line printed while the accountant computes figures no cache held.
+fn accountant_progress(n: usize, cache: Option<&std::path::Path>) {
+    let kept = cache.map_or_else(
+        || "not kept: no cache directory".to_string(),
+        |p| format!("kept in {} for later runs", p.display()),
+    );
+    eprintln!("fedbandits: accounting the vector-summation protocol: {n} Binomial figure(s) computed ({kept})");
+}
+
 /// `fedbandits run`: loads the job, selects the backend, says what will
 /// run and the accountant's warnings, installs the stop signals and runs.
 fn run_command(
@@ -341,6 +350,12 @@ pub fn capped_threads(threads: Option<usize>) -> Option<usize> {
 /// Parses arguments and runs; the binary's whole `main`.
 pub fn main_with_args() -> ExitCode {
     let cli = Cli::parse();
+    // Loading a job can compute privacy figures for a minute on a cold
+    // cache (the vector-summation protocol at long horizons): said, unless
+    // a run was asked to be quiet.
+    if !matches!(cli.command, Command::Run { quiet: true, .. }) {
+        crate::privacy::binomial_gdp::on_progress(accountant_progress);
+    }
     match execute(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -41,10 +41,14 @@
 //! inequality makes mu non-increasing in s (Bin(s + 1) = Bin(s) + an
 //! independent Bernoulli), which [`crate::privacy::vecsum_account`] uses to
 //! round sizes down to a grid. Results are cached per (s, eta) for the
-//! process.
+//! process, and on disk across processes ([`disk`]): `validate`, `run`,
+//! every shard and every growth of a study compute each (s, eta) once per
+//! machine.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
+
+mod disk;
 
 use crate::privacy::accountant::gdp_delta;
 
@@ -69,6 +73,7 @@ static CACHE: Mutex<BTreeMap<(u64, u64), UnitShift>> = Mutex::new(BTreeMap::new(
 /// Binomial(s, 1/4)) for tail level `eta` (see the module doc), cached.
 pub fn unit_shift_mu(s: u64, eta: f64) -> UnitShift {
     let key = (eta.to_bits(), s);
+    disk::load_once(&CACHE);
     if let Some(hit) = CACHE.lock().ok().and_then(|c| c.get(&key).copied()) {
         return hit;
     }
@@ -76,7 +81,35 @@ pub fn unit_shift_mu(s: u64, eta: f64) -> UnitShift {
     if let Ok(mut c) = CACHE.lock() {
         c.insert(key, got);
     }
+    disk::append(key, got);
+    progress_tick();
     got
+}
+
+/// What to tell the user while figures are computed: called with the
+/// figures computed so far (not found in any cache) and the cache file.
+pub type Progress = fn(usize, Option<&std::path::Path>);
+
+static PROGRESS: Mutex<Option<(Progress, std::time::Instant, usize)>> = Mutex::new(None);
+
+/// Installs `report`, called at most every two seconds while this process
+/// computes unit-shift figures (a cold cache can take a minute on a large
+/// `sdp_vecsum` job; the binary prints a line, the library prints nothing).
+pub fn on_progress(report: Progress) {
+    if let Ok(mut p) = PROGRESS.lock() {
+        *p = Some((report, std::time::Instant::now(), 0));
+    }
+}
+
+fn progress_tick() {
+    let Ok(mut guard) = PROGRESS.lock() else { return };
+    if let Some((report, last, n)) = guard.as_mut() {
+        *n += 1;
+        if last.elapsed().as_secs_f64() >= 2.0 {
+            *last = std::time::Instant::now();
+            report(*n, disk::file().as_deref());
+        }
+    }
 }
 
 /// Chernoff's bound on P(Y >= k) (k >= s p) or P(Y <= k) (k <= s p).
