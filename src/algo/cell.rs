@@ -53,6 +53,13 @@ pub trait FamilyConfig {
     /// Approximate peak memory of one running federation, in bytes.
     fn memory_per_federation(&self) -> u64;
 
+    /// The most memory the cell's accountant allocates while it computes
+    /// figures no cache holds, when the job is loaded (before any run), in
+    /// bytes; 0 where its figures are closed forms.
+    fn accountant_bytes(&self) -> u64 {
+        0
+    }
+
     /// What the cell read from input files (an edge list, a data set), as
     /// text its identity hashes: a changed file is a changed cell, whatever
     /// its name (issue 56: a grown job once reused units of a ring beside

@@ -85,6 +85,12 @@ impl CellConfig {
         self.family().memory_per_federation()
     }
 
+    /// The accountant's working memory while it computes uncached figures
+    /// ([`FamilyConfig::accountant_bytes`]).
+    pub fn accountant_bytes(&self) -> u64 {
+        self.family().accountant_bytes()
+    }
+
     /// The linear configuration, if the cell is of that family.
     pub fn linear(&self) -> Option<&linear::LinearConfig> {
         match self {

@@ -85,6 +85,14 @@ pub fn validate_text(job: &Job, threads: usize) -> String {
         human(per_fed),
         human(crate::sim::memory::estimate(job, threads, Default::default()))
     );
+    let accountant = job.cells.iter().map(|c| c.config.accountant_bytes()).max().unwrap_or(0);
+    if accountant > 0 {
+        out += &format!(
+            "memory: the estimate covers the vector-summation accountant's {} of working memory while it computes \
+             figures no cache holds (while loading the job; cached figures need none)\n",
+            human(accountant)
+        );
+    }
     if let Some(why) = crate::sim::memory::too_big(job, threads, Default::default()) {
         out += &format!("warning: run would refuse: {why}\n");
     }

@@ -146,7 +146,9 @@ fn window(s: u64, eta: f64) -> (u64, u64, f64) {
 fn pmf(s: u64, lo: u64, hi: u64) -> Vec<f64> {
     let n = (hi - lo + 1) as usize;
     let mode = (((s + 1) as f64 * P).floor() as u64).clamp(lo, hi);
-    let mut w = vec![0.0; n];
+    // Room for one more: the caller turns it into n + 1 prefix sums in place.
+    let mut w = Vec::with_capacity(n + 1);
+    w.resize(n, 0.0);
     let r = P / (1.0 - P);
     w[(mode - lo) as usize] = 1.0;
     for y in mode..hi {
@@ -178,15 +180,22 @@ struct Curves {
 impl Curves {
     fn new(s: u64, eta: f64) -> Self {
         let (lo, hi, outside) = window(s, eta);
-        let w = pmf(s, lo, hi);
+        let mut w = pmf(s, lo, hi);
         let mut suffix = vec![0.0; w.len() + 1];
-        let mut prefix = vec![0.0; w.len() + 1];
         for i in (0..w.len()).rev() {
             suffix[i] = suffix[i + 1] + w[i];
         }
-        for i in 0..w.len() {
-            prefix[i + 1] = prefix[i] + w[i];
+        // The prefix sums in w's own storage (the same additions in the
+        // same order as a separate array: prefix[i + 1] = prefix[i] +
+        // w[i]): two arrays of the window at once, not three.
+        let mut acc = 0.0;
+        for v in w.iter_mut() {
+            let wi = *v;
+            *v = acc;
+            acc += wi;
         }
+        w.push(acc);
+        let prefix = w;
         Self {
             lo,
             s,
@@ -234,6 +243,19 @@ impl Curves {
         let loss = |y: u64| ((y as f64) * (1.0 - P) / ((self.s - y + 1) as f64 * P)).ln().abs();
         loss(self.lo.max(1)).max(loss(hi.max(1)))
     }
+}
+
+/// The memory [`unit_shift_mu`] allocates while it computes the figure of
+/// (s, eta) (its window's pmf as two arrays of prefix and suffix sums, and
+/// the epsilon grid with its curve): what a job needs beside its run while
+/// the accountant computes figures no cache holds.
+pub fn work_bytes(s: u64, eta: f64) -> u64 {
+    let (lo, hi, _) = window(s.max(1), eta);
+    let sigma = (s.max(1) as f64 * P * (1.0 - P)).sqrt().max(1e-3);
+    // The grid's points: 512 per unit of z up to 1, then 512 per doubling,
+    // up to the window's largest loss (at most a few hundred sigma here).
+    let grid = 512.0 * (2.0 + (sigma * 64.0).max(1.0).log2());
+    16 * (hi - lo + 2) + (16.0 * grid) as u64
 }
 
 /// The epsilon grid: from 0 in steps of max(1, z) / 512 in z = epsilon

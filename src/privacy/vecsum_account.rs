@@ -161,6 +161,25 @@ pub fn dominating(proto: &VecSum, sensitivity: f64, delta: f64) -> Option<Domina
         .find(|f| f.mu.is_finite() && f.tail <= delta / 1000.0)
 }
 
+/// The most memory [`dominating`] (and, with `exact`, [`exact_tau`] and
+/// [`exact_floor`], whose counts reach [`SIZE_CAP`]) allocates for `proto`
+/// while it computes figures no cache holds: the unit-shift figure of its
+/// largest count at the first tail level it tries.
+pub fn work_bytes(proto: &VecSum, sensitivity: f64, delta: f64, exact: bool) -> u64 {
+    let (g, trials, _) = proto.levels_params();
+    let c = proto.coords() as f64;
+    let pieces: f64 = g.iter().map(|gj| c + c.sqrt() * gj * sensitivity / proto.bound()).sum();
+    let Some(&eta) = ETAS.iter().find(|&&eta| pieces * 1.62 * eta <= delta / 1000.0) else {
+        return 0;
+    };
+    let largest = if exact {
+        SIZE_CAP
+    } else {
+        grid_floor(trials.iter().copied().max().unwrap_or(1))
+    };
+    crate::privacy::binomial_gdp::work_bytes(largest, eta)
+}
+
 /// `calibration: exact`: the smallest tau (trials max(1, ceil(tau g_j^2))
 /// at level j, [`VecSum::exact`]) whose figure is at most `epsilon` at
 /// `delta`, by bisection on tau (the figure falls as tau grows: more trials

@@ -8,9 +8,10 @@
 //!
 //! The model, for a task of `units` repetition units on `threads` threads:
 //!
-//! - [`BASE_BYTES`]: the process (binary, allocator, accountant, the part
+//! - [`BASE_BYTES`]: the process (binary, allocator, the job, the part
 //!   writer's buffers; a run of a one-round job peaks at 12.3 MiB resident
-//!   on the development VM, small studies of each family at 19.5-23.8 MiB);
+//!   on the development VM, small studies of each family on 2 threads at
+//!   13.3-15.2 MiB);
 //! - per thread, the largest federation's state and [`THREAD_BYTES`] (its
 //!   stack and allocator arena in use);
 //! - [`BYTES_PER_UNIT`] per unit: the directory index of finished units, the
@@ -23,7 +24,15 @@
 //!   after `merge --compact`, `merge` itself) streams one record batch of
 //!   [`READ_BATCH_ROWS`] rows at a time.
 //!
-//! The terms are added, not maximized: an allocator keeps some of what the
+//! - or, when it is larger, the accountant's working memory while it
+//!   computes figures no cache holds ([`crate::algo::CellConfig::accountant_bytes`],
+//!   the vector-summation protocol's Binomial figures: up to about 120 MiB
+//!   under `calibration: exact`), over every cell of the job (every task
+//!   loads the whole job), beside the process: it is freed before the run
+//!   starts. With the figures cached ([`crate::privacy::binomial_gdp`]) it
+//!   does not occur, and the estimate is high by that much.
+//!
+//! The other terms are added, not maximized: an allocator keeps some of what the
 //! computation freed when the assembly starts. The model bounds the
 //! resident memory; [`limit`] compares it with an address-space limit too,
 //! which also counts what is reserved but never touched (thread stacks,
@@ -33,7 +42,7 @@ use crate::job::Job;
 use crate::job::shard::Shard;
 
 /// The process's own footprint.
-pub const BASE_BYTES: u64 = 24 << 20;
+pub const BASE_BYTES: u64 = 12 << 20;
 /// Per worker thread, beside its federation.
 pub const THREAD_BYTES: u64 = 2 << 20;
 /// Per repetition unit of the task.
@@ -91,12 +100,14 @@ pub fn task_shapes(job: &Job, count: usize) -> Vec<TaskShape> {
 pub fn estimate_task(job: &Job, threads: usize, task: TaskShape) -> u64 {
     let checkpoints = job.checkpoint_rounds().len() as u64;
     let rows = task.units.saturating_mul(checkpoints);
-    BASE_BYTES
+    let accountant = job.cells.iter().map(|c| c.config.accountant_bytes()).max().unwrap_or(0);
+    let run = BASE_BYTES
         .saturating_add((task.per_federation + THREAD_BYTES).saturating_mul(threads as u64))
         .saturating_add(task.units.saturating_mul(BYTES_PER_UNIT))
         .saturating_add((checkpoints + READ_BATCH_ROWS).saturating_mul(ARROW_BYTES_PER_ROW))
         .saturating_add(task.cell_reps.saturating_mul(TALLY_BYTES_PER_REP))
-        .saturating_add(rows.saturating_mul(ENCODED_BYTES_PER_ROW).min(ROW_GROUP_BYTES))
+        .saturating_add(rows.saturating_mul(ENCODED_BYTES_PER_ROW).min(ROW_GROUP_BYTES));
+    run.max(BASE_BYTES.saturating_add(accountant))
 }
 
 /// The memory `run --shard` needs for `shard` of `job` on `threads`

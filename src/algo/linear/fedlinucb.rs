@@ -260,6 +260,21 @@ pub fn vecsum_protocol(cfg: &LinearConfig, eps: f64, delta: f64, scale: f64) -> 
     }
 }
 
+/// The working memory of sdp_vecsum's accountant for this configuration
+/// when its figures are not cached (0 for other protocols): the largest
+/// Binomial count it computes a figure for is the protocol's largest (the
+/// counts the target solves, and under `calibration: exact` the capped
+/// counts of [`vecsum_exact_floor`]).
+pub fn vecsum_accountant_bytes(cfg: &LinearConfig) -> u64 {
+    let Some((eps, delta)) = cfg.privacy else { return 0 };
+    if cfg.algorithm != LinearAlgorithm::PrivateFedlinucb || cfg.protocol != Protocol::SdpVecsum {
+        return 0;
+    }
+    let sens = crate::privacy::accountant::zhou_sensitivity_sq(cfg.l_bound, cfg.neighbours).sqrt();
+    let proto = vecsum_protocol(cfg, eps, delta, cfg.vecsum_scale);
+    crate::privacy::vecsum_account::work_bytes(&proto, sens, delta, cfg.calibration == Calibration::Exact)
+}
+
 /// Under `calibration: exact`, the least figure sdp_vecsum's counts can
 /// reach when it is above the target (the job is refused then, naming it).
 pub fn vecsum_exact_floor(cfg: &LinearConfig) -> Option<f64> {

@@ -448,6 +448,10 @@ impl crate::algo::FamilyConfig for LinearConfig {
     fn memory_per_federation(&self) -> u64 {
         cost::memory_per_federation(self)
     }
+
+    fn accountant_bytes(&self) -> u64 {
+        fedlinucb::vecsum_accountant_bytes(self)
+    }
 }
 
 impl crate::backend::Placeable for batch::LinearBatch {
