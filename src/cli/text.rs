@@ -229,8 +229,11 @@ pub fn plan_text(job: &Job, tasks: usize, threads: usize, rates: &crate::sim::co
         human(crate::sim::memory::largest_task(job, threads, tasks)),
         human(per_fed)
     );
+    // A small total keeps a decimal (a pilot's 1 s against 2.8 s measured
+    // read as 1).
+    let prec = if total_secs < 100.0 { 1 } else { 0 };
     out += &format!(
-        "time per task: longest {} (total {:.2} core-hours = {:.0} CPU-seconds) at {}\n",
+        "time per task: longest {} (total {:.2} core-hours = {:.prec$} CPU-seconds) at {}\n",
         hms(longest),
         total_secs / 3600.0,
         total_secs,
