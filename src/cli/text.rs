@@ -239,6 +239,7 @@ pub fn plan_text(job: &Job, tasks: usize, threads: usize, rates: &crate::sim::co
         total_secs,
         rates.source
     );
+    out += &format!("time model: {}\n", crate::sim::cost::FITTED_ERROR);
     out += &format!("results: {}\n", job.results_dir().display());
     out += &format!(
         "suggested: FEDBANDITS_TASKS={tasks} slurm/submit.sh {}   (sbatch --array=0-{} --cpus-per-task={threads} --time={})\n",

@@ -60,19 +60,35 @@ pub fn cost(c: &LinearConfig) -> Cost {
 
 /// Seconds per value the shuffle protocol (`sdp_vecsum`) randomizes: each
 /// agent-step's data point puts d(d+1)/2 + d coordinates into each of the
-/// tree's levels ([`crate::privacy::vecsum::VecSum::add_point`]).
-/// `bench --only sdp_vecsum --federations 8 --threads 1` on the 2-core
-/// development VM (issue 43, vectorized rounding; two runs each): 1.51 us
-/// an agent-step at 1,000 rounds, 1.67 us at 8,000, three levels more: 65
-/// coordinates x 3 levels for 0.16 us less the setup's share, about 0.67
-/// ns a value (the levels' closing Binomials included); and at 1,000
-/// rounds (10 levels) 0.44 us over `linear_d10_k100_m100`'s step, the same
-/// 0.67 ns a value.
-pub const VECSUM_VALUE_SECONDS: f64 = 0.67e-9;
+/// tree's levels ([`crate::privacy::vecsum::VecSum::add_point`]), and
+/// [`VECSUM_LEVEL_SECONDS`] per level beside them (a point's key per level,
+/// the level's loop, its share of the batch's closing). Fitted (issue 57)
+/// to one-repetition, one-thread runs on the 2-core development VM: the
+/// extra CPU time of `sdp_vecsum` over `ldp` per agent-step (the same
+/// shape, 1.3-14 s runs) against levels x (level + values x value):
+///
+/// | d | K | M | levels | measured | model |
+/// | --- | --- | --- | --- | --- | --- |
+/// | 2 | 5 | 2 | 22 | 0.27 us | 0.27 us |
+/// | 4 | 20 | 2 | 21 | 0.46 us | 0.42 us |
+/// | 4 | 100 | 100 | 13 | 0.24 us | 0.26 us |
+/// | 10 | 100 | 10 | 16 | 0.95 us | 1.0 us |
+/// | 10 | 5 | 100 | 15 | 0.83 us | 0.95 us |
+/// | 20 | 20 | 2 | 19 | 3.98 us | 3.87 us |
+/// | 50 | 20 | 2 | 17 | 19.4 us | 19.3 us |
+///
+/// (Issue 43's bench at d = 10 gave 0.67 ns a value with no level term:
+/// the model then read 1.5-1.8x low at d <= 4 and 1.5x at d = 50.)
+pub const VECSUM_VALUE_SECONDS: f64 = 0.85e-9;
+
+/// Seconds per tree level of the shuffle protocol per agent-step, beside
+/// its values ([`VECSUM_VALUE_SECONDS`]'s fit).
+pub const VECSUM_LEVEL_SECONDS: f64 = 8e-9;
 
 /// The shuffle protocol's rounding, relative to the reference step:
 /// values per agent-step (coordinates x levels, levels = floor(log2(T /
-/// B)) + 1) at [`VECSUM_VALUE_SECONDS`] each, at [`REFERENCE_RATE`]
+/// B)) + 1) at [`VECSUM_VALUE_SECONDS`] each and [`VECSUM_LEVEL_SECONDS`]
+/// per level, at [`REFERENCE_RATE`]
 /// (relative, so `plan --rate` scales it with the machine). 0 for every
 /// other protocol and for non-private cells.
 fn vecsum_relative(c: &LinearConfig) -> f64 {
@@ -81,7 +97,7 @@ fn vecsum_relative(c: &LinearConfig) -> f64 {
     }
     let d = c.env.d as f64;
     let levels = crate::privacy::tree_levels((c.horizon / c.batch_size.max(1)).max(1)) as f64;
-    (d * (d + 1.0) / 2.0 + d) * levels * VECSUM_VALUE_SECONDS * REFERENCE_RATE
+    ((d * (d + 1.0) / 2.0 + d) * VECSUM_VALUE_SECONDS + VECSUM_LEVEL_SECONDS) * levels * REFERENCE_RATE
 }
 
 /// Agent-steps per second and thread of `linear_d10_k100_m100` that `plan`
