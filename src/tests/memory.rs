@@ -24,12 +24,18 @@ fn tempdir(name: &str) -> PathBuf {
 /// Runs the binary with `args` under an address-space limit of `limit`
 /// bytes (`ulimit -v`, what a Slurm `--mem` may impose).
 fn limited(limit: u64, args: &[&str]) -> Output {
+    limited_with(limit, args, &[])
+}
+
+/// [`limited`] with environment variables `env` set.
+fn limited_with(limit: u64, args: &[&str], env: &[(&str, &Path)]) -> Output {
     let cmd = format!("ulimit -v {} && exec \"$0\" \"$@\"", limit / 1024);
     Command::new("sh")
         .arg("-c")
         .arg(cmd)
         .arg(env!("CARGO_BIN_EXE_fedbandits"))
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .unwrap()
 }
@@ -155,15 +161,7 @@ fn an_sdp_vecsum_job_loads_and_runs_within_its_estimate_on_a_cold_cache() {
         "--out",
         out.to_str().unwrap(),
     ];
-    let cmd = format!("ulimit -v {} && exec \"$0\" \"$@\"", limit / 1024);
-    let r = Command::new("sh")
-        .arg("-c")
-        .arg(cmd)
-        .arg(env!("CARGO_BIN_EXE_fedbandits"))
-        .args(args)
-        .env("FEDBANDITS_CACHE_DIR", &cache)
-        .output()
-        .unwrap();
+    let r = limited_with(limit, &args, &[("FEDBANDITS_CACHE_DIR", &cache)]);
     assert!(
         r.status.success(),
         "under {}: {}",
