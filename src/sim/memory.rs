@@ -71,6 +71,9 @@ pub struct TaskShape {
     pub per_federation: u64,
     /// The most repetitions of one cell in the task.
     pub cell_reps: u64,
+    /// The accountant's working memory on a cold cache: the largest over
+    /// the job's cells (every task loads the whole job).
+    pub accountant: u64,
 }
 
 /// Each of `count` shards' shape, from the same assignment as `run --shard`
@@ -78,7 +81,12 @@ pub struct TaskShape {
 pub fn task_shapes(job: &Job, count: usize) -> Vec<TaskShape> {
     let reps = job.repetitions as usize;
     let owner = crate::job::shard::assign_units(&job.cells, job.repetitions, count);
-    let mut shapes = vec![TaskShape::default(); count.clamp(1, crate::job::shard::MAX_SHARDS)];
+    let accountant = job.cells.iter().map(|c| c.config.accountant_bytes()).max().unwrap_or(0);
+    let shape = TaskShape {
+        accountant,
+        ..TaskShape::default()
+    };
+    let mut shapes = vec![shape; count.clamp(1, crate::job::shard::MAX_SHARDS)];
     for (c, cell) in job.cells.iter().enumerate() {
         let per_fed = cell.config.memory_per_federation();
         let mut of_cell: std::collections::HashMap<usize, u64> = std::collections::HashMap::new();
@@ -100,14 +108,13 @@ pub fn task_shapes(job: &Job, count: usize) -> Vec<TaskShape> {
 pub fn estimate_task(job: &Job, threads: usize, task: TaskShape) -> u64 {
     let checkpoints = job.checkpoint_rounds().len() as u64;
     let rows = task.units.saturating_mul(checkpoints);
-    let accountant = job.cells.iter().map(|c| c.config.accountant_bytes()).max().unwrap_or(0);
     let run = BASE_BYTES
         .saturating_add((task.per_federation + THREAD_BYTES).saturating_mul(threads as u64))
         .saturating_add(task.units.saturating_mul(BYTES_PER_UNIT))
         .saturating_add((checkpoints + READ_BATCH_ROWS).saturating_mul(ARROW_BYTES_PER_ROW))
         .saturating_add(task.cell_reps.saturating_mul(TALLY_BYTES_PER_REP))
         .saturating_add(rows.saturating_mul(ENCODED_BYTES_PER_ROW).min(ROW_GROUP_BYTES));
-    run.max(BASE_BYTES.saturating_add(accountant))
+    run.max(BASE_BYTES.saturating_add(task.accountant))
 }
 
 /// The memory `run --shard` needs for `shard` of `job` on `threads`
