@@ -224,8 +224,9 @@ def grid_keys(job_yaml: str) -> list[str]:
 
 
 def _param_columns(schema: list[str]) -> list[str]:
-    """The parameter columns: those between `horizon` and `repetition`."""
-    return schema[schema.index("horizon") + 1 : schema.index("repetition")]
+    """The parameter columns: `horizon` (a grid axis when a job sweeps it)
+    and those between it and `repetition`."""
+    return schema[schema.index("horizon") : schema.index("repetition")]
 
 
 def _partition(values: list) -> list[int]:

@@ -658,16 +658,16 @@ def summarize(lf: pl.LazyFrame, by: list[str], value: str = "agent_regret") -> p
 
 def swept_columns(frame) -> list[str]:
     """The columns that tell a study's cells apart: `algorithm`, then
-    `environment` and every parameter column (those between `horizon` and
-    `repetition`) that takes two or more values within one algorithm's
-    rows. Group by them (with `t` for curves) and nothing is averaged
+    `environment`, `horizon` (a job may sweep it) and every parameter
+    column (those between `horizon` and `repetition`) that takes two or
+    more values within one algorithm's rows. Group by them (with `t` for curves) and nothing is averaged
     across a swept parameter: not `ldp` with `sdp_vecsum`, not one
     calibration with another. Takes a Polars LazyFrame or DataFrame, or a
     pandas DataFrame (README, "Reading the results")."""
     names = frame.collect_schema().names() if isinstance(frame, pl.LazyFrame) else list(frame.columns)
     if "horizon" not in names or "repetition" not in names:
         raise ResultsError("swept_columns needs a fedbandits frame (columns horizon ... repetition)")
-    candidates = ["environment", *names[names.index("horizon") + 1 : names.index("repetition")]]
+    candidates = ["environment", *names[names.index("horizon") : names.index("repetition")]]
     if isinstance(frame, (pl.LazyFrame, pl.DataFrame)):
         counts = frame.lazy().group_by("algorithm").agg([pl.col(c).n_unique() for c in candidates]).select(pl.all().exclude("algorithm").max())
         most = counts.collect().row(0)

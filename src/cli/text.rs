@@ -70,7 +70,11 @@ fn hms(secs: f64) -> String {
 pub fn validate_text(job: &Job, threads: usize) -> String {
     let mut out = job.to_string();
     let per_fed = crate::sim::max_memory_per_federation(job);
-    let rows = job.cells.len() as u64 * u64::from(job.repetitions) * job.checkpoint_rounds().len() as u64;
+    let rows: u64 = job
+        .cells
+        .iter()
+        .map(|c| u64::from(job.repetitions) * job.checkpoint_rounds_of(c).len() as u64)
+        .sum();
     out += &format!(
         "totals: {} cells, {} repetitions each, {} federations, {} agent-steps ({:.3e})\n",
         job.cells.len(),

@@ -9,6 +9,11 @@ use crate::algo::family::family_of;
 use crate::algo::params::{Kind, Value, param};
 use std::collections::BTreeMap;
 
+/// The grid key that sweeps the horizon T (a job-level number, not a
+/// family parameter): each value is a cell of its own, with its own
+/// checkpoints, the same repetition keys.
+pub const HORIZON_AXIS: &str = "horizon";
+
 /// A key equal for two grid values exactly when `==` says they are equal
 /// (0.0 and -0.0 included), for finding a repeated value by hashing.
 fn dedup_key(v: &Value) -> (u8, u64, &str) {
@@ -43,6 +48,13 @@ impl Parser<'_> {
                 ok = false;
                 continue;
             };
+            if k == HORIZON_AXIS {
+                match self.horizon_values(v) {
+                    Some(vals) => out.push((k.to_owned(), vals)),
+                    None => ok = false,
+                }
+                continue;
+            }
             let Some(def) = param(k) else {
                 self.unknown_param(&["grid", k]);
                 ok = false;
@@ -79,6 +91,29 @@ impl Parser<'_> {
             out.push((k.to_owned(), vals));
         }
         ok.then_some(out)
+    }
+
+    /// The values of the `horizon` axis: a non-empty list of whole numbers
+    /// of rounds >= 1.
+    fn horizon_values(&mut self, v: &serde_yaml::Value) -> Option<Vec<Value>> {
+        let path = ["grid", HORIZON_AXIS];
+        let msg = "expected a non-empty list of horizons, whole numbers of rounds >= 1, e.g. [10000, 100000]";
+        let Some(list) = v.as_sequence().filter(|s| !s.is_empty()) else {
+            self.problem(&path, msg);
+            return None;
+        };
+        let vals: Option<Vec<Value>> = list
+            .iter()
+            .map(|x| {
+                x.as_u64()
+                    .filter(|&t| t >= 1 && t <= i64::MAX as u64)
+                    .map(|t| Value::Int(t as i64))
+            })
+            .collect();
+        if vals.is_none() {
+            self.problem(&path, msg);
+        }
+        vals
     }
 
     fn range(&mut self, path: &[&str], r: &serde_yaml::Mapping, kind: Kind) -> Option<Vec<Value>> {
@@ -200,12 +235,12 @@ impl Parser<'_> {
         environments: &[String],
         fixed: &BTreeMap<String, Value>,
         axes: &[(String, Vec<Value>)],
-        horizon: u64,
+        horizons: &[u64],
         seed: u64,
         reps: u32,
         checkpoints: &CheckpointSpec,
     ) -> Vec<Cell> {
-        let Some(total) = self.check_axes(algorithms, environments, fixed, axes) else {
+        let Some(total) = self.check_axes(algorithms, environments, fixed, axes, horizons.len()) else {
             return Vec::new();
         };
         let mut cells: Vec<Cell> = Vec::new();
@@ -216,7 +251,7 @@ impl Parser<'_> {
                 if family_of(algo).map(|f| f.name) != family_of(envname).map(|f| f.name) {
                     continue;
                 }
-                for combo in 0..total {
+                for (horizon, combo) in horizons.iter().flat_map(|&h| (0..total).map(move |c| (h, c))) {
                     let mut raw = fixed.clone();
                     let mut rem = combo;
                     for (k, vals) in axes.iter().rev() {
@@ -247,6 +282,7 @@ impl Parser<'_> {
         environments: &[String],
         fixed: &BTreeMap<String, Value>,
         axes: &[(String, Vec<Value>)],
+        horizons: usize,
     ) -> Option<usize> {
         for (k, _) in axes {
             if fixed.contains_key(k) {
@@ -254,7 +290,7 @@ impl Parser<'_> {
             }
         }
         let total = axes.iter().try_fold(1usize, |acc, (_, v)| acc.checked_mul(v.len()));
-        let bound = total.and_then(|t| t.checked_mul(algorithms.len() * environments.len()));
+        let bound = total.and_then(|t| t.checked_mul(algorithms.len() * environments.len() * horizons.max(1)));
         let Some(total) = total.filter(|_| bound.is_some_and(|b| b <= MAX_CELLS)) else {
             let sizes: Vec<String> = axes.iter().map(|(k, v)| format!("{k}: {}", v.len())).collect();
             self.problem(

@@ -290,6 +290,11 @@ pub struct Cell {
 }
 
 impl Cell {
+    /// The cell's horizon T (the job's, or its value of a `horizon` axis).
+    pub fn horizon(&self) -> u64 {
+        self.config.family().horizon()
+    }
+
     /// Agent-steps of one repetition.
     pub fn agent_steps_per_rep(&self) -> u64 {
         self.config.agents() as u64 * self.config.family().horizon()
@@ -320,6 +325,9 @@ pub struct Job {
     pub repetitions: u32,
     /// Horizon T.
     pub horizon: u64,
+    /// Every horizon of the job: `horizon` alone, or the values of a
+    /// `horizon` grid axis (`horizon` is then the longest).
+    pub horizons: Vec<u64>,
     /// Checkpoints of the regret curve.
     pub checkpoints: CheckpointSpec,
     /// Output root directory (results go to `<output>/<name>/`).
@@ -395,6 +403,12 @@ impl Job {
         self.checkpoints.rounds(self.horizon)
     }
 
+    /// The sorted, distinct checkpoint rounds of `cell` (its own horizon's:
+    /// with a `horizon` axis each horizon has its own).
+    pub fn checkpoint_rounds_of(&self, cell: &Cell) -> Vec<u64> {
+        self.checkpoints.rounds(cell.horizon())
+    }
+
     /// A cell's description naming only the parameters that differ between
     /// the job's cells (plus algorithm and, if several, environment).
     pub fn short_label(&self, cell: &Cell) -> String {
@@ -410,6 +424,9 @@ impl Job {
             .iter()
             .filter(|c| c.algorithm == cell.algorithm && c.environment == cell.environment)
             .collect();
+        if self.horizons.len() > 1 {
+            s += &format!(" horizon={}", cell.horizon());
+        }
         for (k, v) in &cell.params {
             let others: Vec<&params::Value> = peers
                 .iter()
@@ -521,18 +538,25 @@ pub fn locate(text: &str, path: &[&str]) -> Option<usize> {
 impl fmt::Display for Job {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "job {} ({})", self.name, self.path.display())?;
+        let horizons: Vec<String> = self.horizons.iter().map(u64::to_string).collect();
         writeln!(
             f,
-            "  horizon {}  repetitions {}  seed {}  checkpoints {} ({} rounds)",
-            self.horizon,
+            "  horizon {}  repetitions {}  seed {}  checkpoints {} ({} rounds{})",
+            horizons.join(", "),
             self.repetitions,
             self.seed,
             self.checkpoints.describe(),
-            self.checkpoint_rounds().len()
+            self.checkpoint_rounds().len(),
+            if self.horizons.len() > 1 { " at the longest" } else { "" }
         )?;
         writeln!(f, "  {} cell(s):", self.cells.len())?;
         for c in &self.cells {
-            writeln!(f, "  [{:>3}] {} {}", c.index, c.id, c.label())?;
+            let horizon = if self.horizons.len() > 1 {
+                format!(" horizon={}", c.horizon())
+            } else {
+                String::new()
+            };
+            writeln!(f, "  [{:>3}] {} {}{horizon}", c.index, c.id, c.label())?;
         }
         Ok(())
     }

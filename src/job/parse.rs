@@ -3,6 +3,7 @@
 //! algorithm and environment lists, the fixed parameters and checkpoints;
 //! the grid and its expansion into cells are [`super::grid`]'s.
 
+use super::grid::HORIZON_AXIS;
 use super::{CheckpointSpec, Job, MAX_CHECKPOINTS, MAX_UNITS, Problem, checked_total, locate, name};
 use crate::algo::family::{self, family_of};
 use crate::algo::params::{PARAMS, Value, param};
@@ -84,8 +85,6 @@ impl Parser<'_> {
         }
         let seed = self.seed(top.get("seed"));
         let repetitions = self.repetitions(top.get("repetitions"));
-        let horizon = self.horizon(top.get("horizon"));
-        let checkpoints = self.checkpoints(top.get("checkpoints"), horizon);
         let output = self.output(top.get("output"));
         let algorithms = self.word_list(&top, "algorithm", &family::algorithms());
         let environments = self.word_list(&top, "environment", &family::environments());
@@ -94,6 +93,29 @@ impl Parser<'_> {
         }
         let fixed = self.fixed_params(top.get("params"));
         let axes = self.grid(top.get("grid"));
+        let swept = top
+            .get("grid")
+            .and_then(serde_yaml::Value::as_mapping)
+            .is_some_and(|m| m.contains_key(HORIZON_AXIS));
+        // A grid with problems (already reported) that sweeps the horizon
+        // leaves it unknown, not missing.
+        let horizons = if swept && axes.is_none() {
+            None
+        } else {
+            self.horizons(top.get("horizon"), axes.as_deref())
+        };
+        let axes = axes.map(|a| a.into_iter().filter(|(k, _)| k != HORIZON_AXIS).collect::<Vec<_>>());
+        let (short, long) = match &horizons {
+            Some(h) => (h.iter().min().copied(), h.iter().max().copied()),
+            None => (None, None),
+        };
+        // `every` must fit the shortest horizon and stay within the limit at
+        // the longest.
+        let checkpoints = self.checkpoints(top.get("checkpoints"), short).and_then(|c| {
+            (long == short)
+                .then_some(c)
+                .or_else(|| self.checkpoints(top.get("checkpoints"), long))
+        });
         if let (Some(fixed), Some(axes)) = (&fixed, &axes) {
             self.check_graph_settings(fixed, axes);
             if let (Some(a), Some(e)) = (&algorithms, &environments) {
@@ -101,11 +123,11 @@ impl Parser<'_> {
                 self.check_used(a, e, axes.iter().map(|(k, _)| ("grid", k.as_str())));
             }
         }
-        let (name, seed, repetitions, horizon, checkpoints, output, algorithms, environments, fixed, axes) = (
+        let (name, seed, repetitions, horizons, checkpoints, output, algorithms, environments, fixed, axes) = (
             name?,
             seed?,
             repetitions?,
-            horizon?,
+            horizons?,
             checkpoints?,
             output?,
             algorithms?,
@@ -118,12 +140,13 @@ impl Parser<'_> {
             &environments,
             &fixed,
             &axes,
-            horizon,
+            &horizons,
             seed,
             repetitions,
             &checkpoints,
         );
         self.check_size(&cells, repetitions)?;
+        let horizon = horizons.iter().copied().max()?;
         Some(Job {
             path: path.to_path_buf(),
             yaml: self.text.to_owned(),
@@ -131,10 +154,40 @@ impl Parser<'_> {
             seed,
             repetitions,
             horizon,
+            horizons,
             checkpoints,
             output,
             cells,
         })
+    }
+
+    /// The job's horizons: the top-level `horizon`, or the values of a
+    /// `horizon` grid axis (one of the two; each value once).
+    fn horizons(&mut self, top: Option<&serde_yaml::Value>, axes: Option<&[(String, Vec<Value>)]>) -> Option<Vec<u64>> {
+        let axis = axes.and_then(|a| a.iter().find(|(k, _)| k == HORIZON_AXIS));
+        match (top, axis) {
+            (Some(_), Some(_)) => {
+                self.problem(
+                    &["grid", HORIZON_AXIS],
+                    "the horizon is also set at the top level; give it once: `horizon: T`, or a `horizon:` grid axis \
+                     to sweep it",
+                );
+                None
+            }
+            (None, Some((_, vals))) => {
+                let hs: Vec<u64> = vals.iter().filter_map(Value::as_i64).map(|t| t as u64).collect();
+                let mut seen = std::collections::HashSet::new();
+                if let Some(t) = hs.iter().find(|t| !seen.insert(**t)) {
+                    self.problem(
+                        &["grid", HORIZON_AXIS],
+                        format!("value {t} appears twice; list each value once"),
+                    );
+                    return None;
+                }
+                Some(hs)
+            }
+            (top, None) => self.horizon(top).map(|t| vec![t]),
+        }
     }
 
     /// The file's top-level mapping, its keys checked against

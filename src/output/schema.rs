@@ -99,7 +99,7 @@ pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> 
         Arc::new(UInt32Array::from(vec![cell.index as u32; n])),
         repeat_str(&cell.algorithm, n),
         repeat_str(&cell.environment, n),
-        Arc::new(UInt64Array::from(vec![job.horizon; n])),
+        Arc::new(UInt64Array::from(vec![cell.horizon(); n])),
     ];
     cols.extend(PARAMS.iter().map(|p| param_column(p.kind, cell.params.get(p.name), n)));
     let mut b = UInt32Builder::new();
@@ -112,7 +112,7 @@ pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> 
     cols.push(per_point_f64(reps, |_, p| p.group_regret));
     cols.push(per_point_f64(reps, |_, p| p.agent_regret_mean));
     cols.push(per_point_f64(reps, |_, p| p.agent_regret_max));
-    cols.push(exponent_column(job.horizon, cell, reps));
+    cols.push(exponent_column(cell.horizon(), cell, reps));
     cols.push(per_point_u64(reps, |p| p.counters.sync_rounds));
     cols.push(per_point_u64(reps, |p| p.counters.messages));
     cols.push(per_point_u64(reps, |p| p.counters.cholesky_failures));

@@ -106,6 +106,7 @@ pub fn task_shapes(job: &Job, count: usize) -> Vec<TaskShape> {
 /// The memory a task of `job` of shape `task` on `threads` worker threads
 /// needs, about (see the module doc).
 pub fn estimate_task(job: &Job, threads: usize, task: TaskShape) -> u64 {
+    // The longest horizon's (a `horizon` axis gives each its own).
     let checkpoints = job.checkpoint_rounds().len() as u64;
     let rows = task.units.saturating_mul(checkpoints);
     let run = BASE_BYTES

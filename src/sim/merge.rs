@@ -223,7 +223,14 @@ fn parts_job(dir: &Path, parts: &[PathBuf], meta: &[PartMeta]) -> Result<Job, Me
 
 /// (cell id, repetition) -> the part files holding it.
 fn units_present(job: &Job, parts: &[PathBuf]) -> Result<BTreeMap<(String, u32), Vec<PathBuf>>, MergeError> {
-    let ck = job.checkpoint_rounds().len();
+    // Every repetition has at least the fewest checkpoints of any cell in
+    // consecutive rows: a row that often finds each one.
+    let ck = job
+        .cells
+        .iter()
+        .map(|c| job.checkpoint_rounds_of(c).len())
+        .min()
+        .unwrap_or(1);
     let mut seen: BTreeMap<(String, u32), Vec<PathBuf>> = BTreeMap::new();
     for p in parts {
         // A batch at a time: memory stays bounded however large the part.

@@ -73,10 +73,10 @@ pub enum ParityError {
 /// that differ.
 pub fn check(dev: &dyn Backend, yaml: &str) -> Result<Parity, ParityError> {
     let job = Job::parse(std::path::Path::new("parity.yaml"), yaml)?;
-    let ck = job.checkpoint_rounds();
     let reps: Vec<u32> = (0..job.repetitions).collect();
     let mut out = Parity::default();
     for cell in &job.cells {
+        let ck = job.checkpoint_rounds_of(cell);
         let label = cell.label();
         let batched = match run_batch(cell, job.seed, &reps, &ck, dev, &|_| {}) {
             Ok(b) => b,

@@ -239,7 +239,7 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
     let mut work = Work {
         job,
         dir,
-        checkpoints: job.checkpoint_rounds(),
+        checkpoints: job.cells.iter().map(|c| job.checkpoint_rounds_of(c)).collect(),
         progress: Progress::new(job, &pending, opts.quiet, opts.log_every),
     };
     let cpu_units = work.run_placed(sel, opts, &pending)?;
@@ -260,12 +260,12 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
     })
 }
 
-/// A run's work on one job directory: where units go, the checkpoints and
-/// the progress.
+/// A run's work on one job directory: where units go, each cell's
+/// checkpoints (by cell index) and the progress.
 struct Work<'a> {
     job: &'a Job,
     dir: PathBuf,
-    checkpoints: Vec<u64>,
+    checkpoints: Vec<Vec<u64>>,
     progress: Progress,
 }
 
@@ -325,12 +325,13 @@ impl Work<'_> {
                 (Placement::Cuda(_), Some(dev), Some(batch)) => {
                     self.progress.started(&self.job.short_label(cell), cell);
                     let progress = |n| self.progress.steps(cell, n);
-                    let results = super::run_built_batch(cell, &reps, batch, &self.checkpoints, dev, &progress)
-                        .map_err(|e| RunError::Backend {
-                            backend: dev.name(),
-                            cell: cell.id.clone(),
-                            message: e.to_string(),
-                        })?;
+                    let results =
+                        super::run_built_batch(cell, &reps, batch, &self.checkpoints[cell.index], dev, &progress)
+                            .map_err(|e| RunError::Backend {
+                                backend: dev.name(),
+                                cell: cell.id.clone(),
+                                message: e.to_string(),
+                            })?;
                     for r in &results {
                         self.write_unit(cell, r, dev.name())?;
                         self.progress.unit_done();
@@ -395,7 +396,14 @@ impl Work<'_> {
         });
         self.progress.started(&self.job.short_label(cell), cell);
         let progress = |n: u64| self.progress.steps(cell, n);
-        let r = match run_rep_resumable(cell, self.job.seed, rep, &self.checkpoints, &progress, snap.as_ref())? {
+        let r = match run_rep_resumable(
+            cell,
+            self.job.seed,
+            rep,
+            &self.checkpoints[cell.index],
+            &progress,
+            snap.as_ref(),
+        )? {
             RepOutcome::Done(r) => r,
             RepOutcome::Stopped => return Ok(false),
         };
@@ -435,7 +443,7 @@ impl Work<'_> {
         for group in mine.chunk_by(|a, b| a.0 == b.0) {
             let cell = &job.cells[group[0].0];
             // One repetition's rows at a time: written, tallied, dropped.
-            let mut tally = CellTally::new(job, cell);
+            let mut tally = CellTally::new(cell);
             for &(c, r) in group {
                 let missing = || DirectoryError::Corrupt {
                     path: unit_path(&self.dir, cell, r),
@@ -489,7 +497,7 @@ fn summarize_part(job: &Job, part: &Path, mine: &[Unit]) -> Result<Vec<CellSumma
         match output::cell_batch(job, cell, std::slice::from_ref(&rep), &backend) {
             Ok(b) => {
                 if tallies.last().is_none_or(|t| t.0 != c) {
-                    tallies.push((c, CellTally::new(job, cell)));
+                    tallies.push((c, CellTally::new(cell)));
                 }
                 if let Some(t) = tallies.last_mut() {
                     t.1.add(&b);

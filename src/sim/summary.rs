@@ -80,6 +80,7 @@ pub(super) fn federated_regret_ratios(job: &Job, summaries: &mut [CellSummary]) 
         let base = job.cells.iter().find(|b| {
             b.algorithm == baseline
                 && b.environment == cell.environment
+                && b.horizon() == cell.horizon()
                 && b.params.iter().all(|(k, v)| cell.params.get(k) == Some(v))
         });
         if let Some(r) = base.and_then(|b| regret.get(&b.index)).filter(|&&r| r > 0.0) {
@@ -109,9 +110,9 @@ pub(super) struct CellTally {
 
 impl CellTally {
     /// An empty tally for `cell` of `job`.
-    pub(super) fn new(job: &Job, cell: &Cell) -> Self {
+    pub(super) fn new(cell: &Cell) -> Self {
         CellTally {
-            horizon: job.horizon,
+            horizon: cell.horizon(),
             column: crate::algo::family::family_of(&cell.algorithm).map_or("group_regret", |f| f.growth_regret),
             agents: cell.config.agents().max(1) as f64,
             finals: Vec::new(),
