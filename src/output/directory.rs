@@ -464,8 +464,9 @@ fn changed_keys(old: &Job, new: &Job) -> String {
     if old.seed != new.seed {
         v.push(format!("seed: {} -> {}", old.seed, new.seed));
     }
-    if old.horizon != new.horizon {
-        v.push(format!("horizon: {} -> {}", old.horizon, new.horizon));
+    if old.horizons != new.horizons {
+        let list = |h: &[u64]| h.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
+        v.push(format!("horizon: {} -> {}", list(&old.horizons), list(&new.horizons)));
     }
     if old.checkpoints != new.checkpoints {
         v.push(format!(
