@@ -4,15 +4,10 @@
 //! by its family and keyed ([`super::resolve`]).
 
 use super::parse::{Parser, key_text};
-use super::{Cell, CheckpointSpec, MAX_CELLS};
+use super::{Cell, CheckpointSpec, HORIZON_AXIS, MAX_CELLS};
 use crate::algo::family::family_of;
 use crate::algo::params::{Kind, Value, param};
 use std::collections::BTreeMap;
-
-/// The grid key that sweeps the horizon T (a job-level number, not a
-/// family parameter): each value is a cell of its own, with its own
-/// checkpoints, the same repetition keys.
-pub const HORIZON_AXIS: &str = "horizon";
 
 /// A key equal for two grid values exactly when `==` says they are equal
 /// (0.0 and -0.0 included), for finding a repeated value by hashing.

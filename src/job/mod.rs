@@ -336,6 +336,11 @@ pub struct Job {
     pub cells: Vec<Cell>,
 }
 
+/// The grid key that sweeps the horizon T (a job-level number, not a
+/// family parameter): each value is a cell of its own, with its own
+/// checkpoints, the same repetition keys.
+pub const HORIZON_AXIS: &str = "horizon";
+
 /// The folder of the job file `path`, absolute (where its input files'
 /// relative paths start; the working directory for a bare file name).
 pub fn job_folder(path: &Path) -> PathBuf {

@@ -3,8 +3,7 @@
 //! algorithm and environment lists, the fixed parameters and checkpoints;
 //! the grid and its expansion into cells are [`super::grid`]'s.
 
-use super::grid::HORIZON_AXIS;
-use super::{CheckpointSpec, Job, MAX_CHECKPOINTS, MAX_UNITS, Problem, checked_total, locate, name};
+use super::{CheckpointSpec, HORIZON_AXIS, Job, MAX_CHECKPOINTS, MAX_UNITS, Problem, checked_total, locate, name};
 use crate::algo::family::{self, family_of};
 use crate::algo::params::{PARAMS, Value, param};
 use std::collections::BTreeMap;
