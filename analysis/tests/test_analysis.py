@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import struct
 import subprocess
@@ -16,6 +15,8 @@ import pytest
 
 from fedbandits_analysis import figures
 from fedbandits_analysis.load import REQUIRED, ResultsError, scan, summarize
+
+from tiny import ENGINE
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = """\
@@ -32,7 +33,7 @@ grid: {{epsilon: [0.5, 2]}}
 
 
 def engine() -> Path:
-    exe = Path(os.environ.get("FEDBANDITS_BIN", ROOT / "target" / "release" / "fedbandits"))
+    exe = ENGINE
     assert exe.exists(), f"{exe} not built: run `cargo build --release` (.ci/run does) or set FEDBANDITS_BIN"
     return exe
 
