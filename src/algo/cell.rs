@@ -53,6 +53,13 @@ pub trait FamilyConfig {
     /// Approximate peak memory of one running federation, in bytes.
     fn memory_per_federation(&self) -> u64;
 
+    /// Approximate size of a repetition's snapshot (its state serialized),
+    /// in bytes: the runner holds it while it writes one. Default: the federation's memory (a bound: the workspace a
+    /// step recomputes is not serialized).
+    fn snapshot_bytes(&self) -> u64 {
+        self.memory_per_federation()
+    }
+
     /// The most memory the cell's accountant allocates while it computes
     /// figures no cache holds, when the job is loaded (before any run), in
     /// bytes; 0 where its figures are closed forms.
@@ -69,28 +76,33 @@ pub trait FamilyConfig {
     }
 }
 
-/// A cell's cost model, from its family (`fedbandits plan`).
+/// The most terms a family's time model has ([`crate::algo::family_entry::CostTerm`]).
+pub const MAX_COST_TERMS: usize = 8;
+
+/// A cell's cost model, from its family (`fedbandits plan`): how many
+/// units of each of its family's cost terms one agent-step does on average
+/// (the family's `cost_terms`, in their order). Seconds per unit are the
+/// terms' built-in coefficients or this machine's fit
+/// (`fedbandits calibrate --shapes`, `src/sim/cost.rs`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Cost {
-    /// Agent-steps per second per thread of the family's reference
-    /// workload (measured with `fedbandits bench` on the development VM and
-    /// rounded down to what full paper jobs achieved).
-    pub reference_rate: f64,
-    /// Cost of one agent-step relative to the reference workload.
-    pub relative: f64,
-    /// Tree-node noise entries regenerated per agent-step on average.
-    pub noise_entries_per_step: f64,
+    /// The family whose terms these are.
+    pub family: &'static str,
+    /// Units of each term per agent-step (0 past the family's terms).
+    pub units: [f64; MAX_COST_TERMS],
 }
 
 impl Cost {
-    /// A flat rate: every agent-step of the family costs the same, and no
-    /// tree noise is regenerated.
-    pub fn flat(reference_rate: f64) -> Self {
-        Cost {
-            reference_rate,
-            relative: 1.0,
-            noise_entries_per_step: 0.0,
-        }
+    /// Every agent-step of the family costs one unit of its first term.
+    pub fn flat(family: &'static str) -> Self {
+        Self::of(family, &[1.0])
+    }
+
+    /// `units` of the family's first terms, in order.
+    pub fn of(family: &'static str, units: &[f64]) -> Self {
+        let mut u = [0.0; MAX_COST_TERMS];
+        u[..units.len()].copy_from_slice(units);
+        Cost { family, units: u }
     }
 }
 

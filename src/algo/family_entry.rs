@@ -70,6 +70,28 @@ pub struct Family {
     pub widths: &'static [(&'static str, &'static [&'static str])],
     /// Its CUDA kernel sources (none: the family runs on the CPU only).
     pub kernels: &'static [crate::backend::cuda::nvrtc::KernelSource],
+    /// Its time model's terms (at most [`super::cell::MAX_COST_TERMS`]): a
+    /// cell's [`super::Cost`] says how many units of each an agent-step
+    /// does, and `plan` prices them at these built-in seconds or at this
+    /// machine's fit.
+    pub cost_terms: &'static [CostTerm],
+    /// Jobs spanning those terms, which `fedbandits calibrate --shapes`
+    /// times on one thread to fit the terms' seconds on the user's machine:
+    /// (name, job YAML with `{T}` for the horizon, the first horizon tried).
+    pub shapes: &'static [(&'static str, &'static str, u64)],
+}
+
+/// One term of a family's time model: a unit of work and its built-in
+/// price.
+#[derive(Clone, Copy, Debug)]
+pub struct CostTerm {
+    /// Name (in `calibrate --shapes`' table and the calibration file).
+    pub name: &'static str,
+    /// What one unit is.
+    pub unit: &'static str,
+    /// Seconds per unit on one thread of the development VM (the
+    /// family's doc comment says how they were fitted).
+    pub seconds: f64,
 }
 
 /// A family's parameter resolution ([`crate::algo::resolve`]): algorithm,

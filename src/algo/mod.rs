@@ -85,6 +85,12 @@ impl CellConfig {
         self.family().memory_per_federation()
     }
 
+    /// Approximate size of a repetition's snapshot, in bytes
+    /// ([`FamilyConfig::snapshot_bytes`]).
+    pub fn snapshot_bytes(&self) -> u64 {
+        self.family().snapshot_bytes()
+    }
+
     /// The accountant's working memory while it computes uncached figures
     /// ([`FamilyConfig::accountant_bytes`]).
     pub fn accountant_bytes(&self) -> u64 {

@@ -87,6 +87,26 @@ pub struct Calibration {
     /// Backends that failed the parity check (not measured), with why.
     #[serde(default)]
     pub rejected: Vec<String>,
+    /// `calibrate --shapes`: each family's shapes timed on one thread,
+    /// from which `plan` fits the family's time model on this machine.
+    #[serde(default)]
+    pub shapes: Vec<ShapeRow>,
+}
+
+/// One shape of `calibrate --shapes`: a family's job timed on one thread.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ShapeRow {
+    /// Family.
+    pub family: String,
+    /// Shape name (the family's `shapes`).
+    pub shape: String,
+    /// Horizon it ran at.
+    pub horizon: u64,
+    /// Units of each of the family's cost terms per agent-step, as
+    /// (term, units).
+    pub units: Vec<(String, f64)>,
+    /// Measured seconds per agent-step on one thread.
+    pub seconds_per_step: f64,
 }
 
 /// Reading or writing a calibration failed.
@@ -287,6 +307,7 @@ mod tests {
             measured_at: 0,
             rows,
             rejected: Vec::new(),
+            shapes: Vec::new(),
         }
     }
 

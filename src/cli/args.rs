@@ -148,7 +148,8 @@ pub enum Command {
     /// Measure every bench workload on every backend that works here (the
     /// CPU; CUDA when a device opens and agrees with the CPU bit for bit)
     /// at several batch sizes, print the table and record it as this
-    /// machine's calibration, which `--backend auto` follows.
+    /// machine's calibration, which `--backend auto` follows; with
+    /// --shapes, time the time model's shapes and fit `plan`'s model.
     Calibrate(CalibrateArgs),
 }
 
@@ -199,6 +200,10 @@ pub struct CalibrateArgs {
     /// Also write the table as a Markdown report.
     #[arg(long)]
     pub report: Option<PathBuf>,
+    /// Instead of the workloads, time every family's shapes on one thread
+    /// (each for at least --seconds) and fit `plan`'s time model to them.
+    #[arg(long)]
+    pub shapes: bool,
 }
 
 /// A command-line value out of its range (clap prints it after the flag).

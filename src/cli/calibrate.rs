@@ -29,6 +29,9 @@ pub struct CalibrateOptions {
     pub only: Option<String>,
     /// Markdown report.
     pub report: Option<PathBuf>,
+    /// Time the shapes of `plan`'s time model instead of the workloads
+    /// ([`super::shapes`]).
+    pub shapes: bool,
 }
 
 /// Runs the calibration; returns the text printed (table, where it was
@@ -39,6 +42,9 @@ pub fn run(opts: &CalibrateOptions) -> Result<String, CliError> {
             "--federations needs at least one size and --seconds {} must be > 0",
             opts.seconds
         )));
+    }
+    if opts.shapes {
+        return shapes(opts);
     }
     let pool = crate::sim::runner::thread_pool(opts.threads)?;
     let mut text = String::new();
@@ -95,16 +101,17 @@ pub fn run(opts: &CalibrateOptions) -> Result<String, CliError> {
         }
     }
     let key = MachineKey::here(opts.threads, device.as_ref().map(CudaBackend::description));
+    let dir = cache_dir().map_err(|e| CliError::Usage(e.to_string()))?;
+    // Shapes timed earlier on this key stay (they are `plan`'s model).
+    let kept = Calibration::load(&dir, &key).ok().flatten().map(|c| c.shapes);
     let cal = Calibration {
         machine: key,
-        measured_at: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
+        measured_at: now(),
         rows,
         rejected,
+        shapes: kept.unwrap_or_default(),
     };
     text += &table(&cal);
-    let dir = cache_dir().map_err(|e| CliError::Usage(e.to_string()))?;
     let path = cal.save(&dir).map_err(|e| CliError::Usage(e.to_string()))?;
     text += &format!(
         "recorded {} (`--backend auto` follows it on this machine)\n",
@@ -115,6 +122,56 @@ pub fn run(opts: &CalibrateOptions) -> Result<String, CliError> {
             .map_err(|e| CliError::Usage(format!("{}: {e}", report.display())))?;
         text += &format!("wrote {}\n", report.display());
     }
+    Ok(text)
+}
+
+/// Seconds since the Unix epoch.
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// `calibrate --shapes`: times the shapes, replaces those of the same name
+/// in this machine's one-thread calibration (its workload rows kept: the
+/// shapes run on one thread, whatever --threads says), and prints the fit.
+fn shapes(opts: &CalibrateOptions) -> Result<String, CliError> {
+    let (rows, mut text) = super::shapes::time_shapes(opts.seconds, opts.only.as_deref())?;
+    if rows.is_empty() {
+        return Err(CliError::Usage(format!(
+            "no shape measured{}",
+            opts.only
+                .as_deref()
+                .map_or(String::new(), |o| format!(" (none contains {o:?})"))
+        )));
+    }
+    let key = MachineKey::here(1, None);
+    let dir = cache_dir().map_err(|e| CliError::Usage(e.to_string()))?;
+    let mut cal = Calibration::load(&dir, &key)
+        .map_err(|e| CliError::Usage(e.to_string()))?
+        .unwrap_or(Calibration {
+            machine: key,
+            measured_at: 0,
+            rows: Vec::new(),
+            rejected: Vec::new(),
+            shapes: Vec::new(),
+        });
+    // A shape measured again, or no longer one of its family's (an engine
+    // whose model changed), is dropped.
+    cal.shapes.retain(|s| {
+        !rows.iter().any(|r| r.shape == s.shape)
+            && crate::algo::family::FAMILIES
+                .iter()
+                .any(|f| f.name == s.family && f.shapes.iter().any(|x| x.0 == s.shape))
+    });
+    cal.shapes.extend(rows);
+    cal.measured_at = now();
+    text += &super::shapes::shapes_table(&cal.shapes);
+    let path = cal.save(&dir).map_err(|e| CliError::Usage(e.to_string()))?;
+    text += &format!(
+        "recorded {} (`fedbandits plan` prices its cells with this fit)\n",
+        path.display()
+    );
     Ok(text)
 }
 

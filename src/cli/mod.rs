@@ -10,6 +10,7 @@ pub mod args;
 pub mod audit;
 pub mod bench;
 pub mod calibrate;
+pub mod shapes;
 pub mod summary;
 pub mod text;
 
@@ -119,11 +120,11 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
         } => {
             let mut job = Job::load(&job)?;
             job.output = out.unwrap_or(job.output);
-            let rates = rate.map_or_else(
-                || crate::sim::cost::Rates::here(threads.max(1)),
-                crate::sim::cost::Rates::uniform,
+            let model = rate.map_or_else(
+                || crate::sim::cost::TimeModel::here(threads.max(1)),
+                crate::sim::cost::TimeModel::uniform,
             );
-            emit(&plan_text(&job, tasks.max(1), threads.max(1), &rates, all));
+            emit(&plan_text(&job, tasks.max(1), threads.max(1), &model, all));
             Ok(())
         }
         Command::Merge { dir, compact } => merge_command(&dir, compact),
@@ -153,6 +154,7 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
                 seconds: c.seconds,
                 only: c.only,
                 report: c.report,
+                shapes: c.shapes,
             };
             emit(&calibrate::run(&opts)?);
             Ok(())

@@ -45,6 +45,12 @@ pub(super) fn list_text() -> String {
         }
     }
     out += "a job may list algorithms and environments of several families: each algorithm runs on the listed environments of its own family\n";
+    out += &format!(
+        "job-level axis (in grid: only): {}: a list of horizons instead of the top-level horizon:; each \
+         horizon's cells have their own checkpoints, summary lines and rows (seed and repetitions stay job-level: \
+         the repetitions' keys are shared across cells)\n",
+        crate::job::HORIZON_AXIS
+    );
     out += "parameters (in params: or grid:):\n";
     for p in PARAMS {
         out += &format!(
@@ -181,10 +187,8 @@ fn privacy_table(job: &Job) -> String {
 }
 
 /// The text of `fedbandits plan`. Times come from the engine's time model
-/// ([`crate::sim::cost`]): each cell's agent-steps weighted by its relative
-/// cost, at `rate` agent-steps/s per thread for each family's reference
-/// workload (default: the family's measured rate).
-pub fn plan_text(job: &Job, tasks: usize, threads: usize, rates: &crate::sim::cost::Rates, all: bool) -> String {
+/// ([`crate::sim::cost`]): each cell's agent-steps priced by `model`.
+pub fn plan_text(job: &Job, tasks: usize, threads: usize, model: &crate::sim::cost::TimeModel, all: bool) -> String {
     use crate::sim::cost;
     let reps = job.repetitions as usize;
     let owner = crate::job::shard::assign_units(&job.cells, job.repetitions, tasks);
@@ -193,7 +197,7 @@ pub fn plan_text(job: &Job, tasks: usize, threads: usize, rates: &crate::sim::co
     for (u, &s) in owner.iter().enumerate() {
         let cell = &job.cells[u / reps];
         let steps = cell.agent_steps_per_rep();
-        let secs = cost::thread_seconds(&cell.config, steps, rates.rate(&cell.algorithm));
+        let secs = cost::thread_seconds(&cell.config, steps, model);
         loads[s].0 += 1;
         loads[s].1 += steps;
         loads[s].2 += secs;
@@ -241,9 +245,9 @@ pub fn plan_text(job: &Job, tasks: usize, threads: usize, rates: &crate::sim::co
         hms(longest),
         total_secs / 3600.0,
         total_secs,
-        rates.source
+        model.source
     );
-    out += &format!("time model: {}\n", crate::sim::cost::FITTED_ERROR);
+    out += &format!("time model: {}\n", model.error);
     out += &format!("results: {}\n", job.results_dir().display());
     out += &format!(
         "suggested: FEDBANDITS_TASKS={tasks} slurm/submit.sh {}   (sbatch --array=0-{} --cpus-per-task={threads} --time={})\n",

@@ -72,6 +72,28 @@ pub enum GraphSpec {
     Edges(Vec<(usize, usize)>),
 }
 
+impl GraphSpec {
+    /// The mean degree of the graph on `n` agents (its expectation for
+    /// `erdos_renyi`, which redraws disconnected graphs: slightly above);
+    /// the time model's neighbours per agent ([`crate::graph`]'s users).
+    pub fn mean_degree(&self, n: usize) -> f64 {
+        let n_f = n.max(1) as f64;
+        let edges = match self {
+            GraphSpec::Complete => n * n.saturating_sub(1) / 2,
+            GraphSpec::Ring if n >= 3 => n,
+            GraphSpec::Ring | GraphSpec::Line | GraphSpec::Star => n.saturating_sub(1),
+            GraphSpec::Grid { rows } => {
+                let (r, c) = (*rows.max(&1), n / rows.max(&1));
+                r * c.saturating_sub(1) + c * r.saturating_sub(1)
+            }
+            GraphSpec::ErdosRenyi { p } => return p * (n_f - 1.0),
+            GraphSpec::RandomRegular { degree } => return *degree as f64,
+            GraphSpec::Edges(e) => e.len(),
+        };
+        2.0 * edges as f64 / n_f
+    }
+}
+
 impl Graph {
     /// Builds a graph; random kinds draw from `rng`.
     pub fn build(spec: &GraphSpec, n: usize, rng: &mut Stream) -> Result<Graph, GraphError> {

@@ -252,11 +252,29 @@ const SEAL_MAGIC: &[u8; 8] = b"FBSEAL01";
 /// `payload` behind a header of magic bytes and its XXH64, for binary files
 /// (snapshots) that [`unseal`] verifies.
 pub fn seal(payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(payload.len() + 16);
-    out.extend_from_slice(SEAL_MAGIC);
-    out.extend_from_slice(&twox_hash::XxHash64::oneshot(0, payload).to_le_bytes());
+    let mut out = Vec::with_capacity(payload.len() + SEAL_HEADER);
+    out.extend_from_slice(&[0; SEAL_HEADER]);
     out.extend_from_slice(payload);
+    seal_in_place(&mut out);
     out
+}
+
+/// The bytes of [`seal`]'s header: a payload written after this many
+/// placeholder bytes is sealed where it lies by [`seal_in_place`], without
+/// a copy (a snapshot of a large federation is held once, not twice).
+pub const SEAL_HEADER: usize = 16;
+
+/// Fills the header of `buf` (its first [`SEAL_HEADER`] bytes, a
+/// placeholder) for the payload after it: `buf` becomes what [`seal`]
+/// returns for that payload. A buffer shorter than the header is left as
+/// it is.
+pub fn seal_in_place(buf: &mut [u8]) {
+    if buf.len() < SEAL_HEADER {
+        return;
+    }
+    let (header, payload) = buf.split_at_mut(SEAL_HEADER);
+    header[..8].copy_from_slice(SEAL_MAGIC);
+    header[8..].copy_from_slice(&twox_hash::XxHash64::oneshot(0, payload).to_le_bytes());
 }
 
 /// What is wrong with a file that should be [`seal`]ed.

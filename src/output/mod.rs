@@ -27,7 +27,7 @@ pub mod write;
 
 pub use crate::algo::curve::{CurvePoint, RepResult};
 pub use audit::{AuditRow, audit_batch, audit_schema};
-pub use files::{seal, unseal, write_bytes_atomic};
+pub use files::{SEAL_HEADER, seal, seal_in_place, unseal, write_bytes_atomic};
 pub use metadata::{CHECKSUM_KEY, GIT_COMMIT, data_checksum, families_json, metadata, privacy_json};
 pub use read::{
     Metadata, canonical_rows, install_quiet_decoder_hook, read_metadata, read_metadata_key, read_parquet,

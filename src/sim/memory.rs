@@ -12,8 +12,10 @@
 //!   writer's buffers; a run of a one-round job peaks at 12.3 MiB resident
 //!   on the development VM, small studies of each family on 2 threads at
 //!   13.3-15.2 MiB);
-//! - per thread, the largest federation's state and [`THREAD_BYTES`] (its
-//!   stack and allocator arena in use);
+//! - per thread, the largest federation's state, its largest snapshot (the
+//!   serialized state, sealed in place, held while a snapshot is written:
+//!   [`crate::algo::CellConfig::snapshot_bytes`]) and
+//!   [`THREAD_BYTES`] (its stack and allocator arena in use);
 //! - [`BYTES_PER_UNIT`] per unit: the directory index of finished units, the
 //!   unit lists and the part's metadata;
 //! - the part's assembly, which streams one repetition at a time (its rows
@@ -69,6 +71,8 @@ pub struct TaskShape {
     pub units: u64,
     /// The largest memory per federation over the task's cells.
     pub per_federation: u64,
+    /// The largest repetition snapshot over the task's cells.
+    pub snapshot: u64,
     /// The most repetitions of one cell in the task.
     pub cell_reps: u64,
     /// The accountant's working memory on a cold cache: the largest over
@@ -88,7 +92,7 @@ pub fn task_shapes(job: &Job, count: usize) -> Vec<TaskShape> {
     };
     let mut shapes = vec![shape; count.clamp(1, crate::job::shard::MAX_SHARDS)];
     for (c, cell) in job.cells.iter().enumerate() {
-        let per_fed = cell.config.memory_per_federation();
+        let (per_fed, snapshot) = (cell.config.memory_per_federation(), cell.config.snapshot_bytes());
         let mut of_cell: std::collections::HashMap<usize, u64> = std::collections::HashMap::new();
         for &s in &owner[c * reps..(c + 1) * reps] {
             *of_cell.entry(s).or_default() += 1;
@@ -97,6 +101,7 @@ pub fn task_shapes(job: &Job, count: usize) -> Vec<TaskShape> {
             let t = &mut shapes[s];
             t.units += n;
             t.per_federation = t.per_federation.max(per_fed);
+            t.snapshot = t.snapshot.max(snapshot);
             t.cell_reps = t.cell_reps.max(n);
         }
     }
@@ -110,7 +115,7 @@ pub fn estimate_task(job: &Job, threads: usize, task: TaskShape) -> u64 {
     let checkpoints = job.checkpoint_rounds().len() as u64;
     let rows = task.units.saturating_mul(checkpoints);
     let run = BASE_BYTES
-        .saturating_add((task.per_federation + THREAD_BYTES).saturating_mul(threads as u64))
+        .saturating_add((task.per_federation + task.snapshot + THREAD_BYTES).saturating_mul(threads as u64))
         .saturating_add(task.units.saturating_mul(BYTES_PER_UNIT))
         .saturating_add((checkpoints + READ_BATCH_ROWS).saturating_mul(ARROW_BYTES_PER_ROW))
         .saturating_add(task.cell_reps.saturating_mul(TALLY_BYTES_PER_REP))

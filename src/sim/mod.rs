@@ -157,11 +157,7 @@ pub fn run_rep_resumable(
                 wall_before: wall_before + start.elapsed().as_secs_f64(),
                 state: &state,
             };
-            let bytes = bincode::serialize(&snapshot).map_err(|e| SnapshotError::Invalid {
-                path: s.path.clone(),
-                message: e.to_string(),
-            })?;
-            crate::output::write_bytes_atomic(&s.path, &crate::output::seal(&bytes))?;
+            crate::output::write_bytes_atomic(&s.path, &sealed_snapshot(&snapshot, &s.path)?)?;
             if stop {
                 return Ok(RepOutcome::Stopped);
             }
@@ -173,6 +169,22 @@ pub fn run_rep_resumable(
         points: state.into_points(&plan),
         wall_seconds: wall_before + start.elapsed().as_secs_f64(),
     }))
+}
+
+/// A snapshot serialized behind its seal's header, in one buffer of its
+/// exact size (the runner's memory model counts it once per thread,
+/// [`crate::sim::memory`]).
+fn sealed_snapshot<T: serde::Serialize>(snapshot: &T, path: &std::path::Path) -> Result<Vec<u8>, SnapshotError> {
+    let invalid = |e: bincode::Error| SnapshotError::Invalid {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    let size = bincode::serialized_size(snapshot).map_err(invalid)? as usize;
+    let mut buf = Vec::with_capacity(crate::output::SEAL_HEADER + size);
+    buf.resize(crate::output::SEAL_HEADER, 0);
+    bincode::serialize_into(&mut buf, snapshot).map_err(invalid)?;
+    crate::output::seal_in_place(&mut buf);
+    Ok(buf)
 }
 
 /// Repetitions `reps` of `cell` as one batch for a backend's batched path,

@@ -52,10 +52,11 @@ impl Progress {
     /// when stderr is a terminal, else log lines every `log_every` (None:
     /// only the first and the last); nothing with `quiet`.
     pub fn new(job: &Job, units: &[(usize, u32)], quiet: bool, log_every: Option<Duration>) -> Self {
+        let model = super::cost::TimeModel::model();
         let weights: Vec<f64> = job
             .cells
             .iter()
-            .map(|c| super::cost::thread_seconds(&c.config, 1_000_000, None) / 1e6 * SCALE)
+            .map(|c| super::cost::thread_seconds(&c.config, 1_000_000, &model) / 1e6 * SCALE)
             .collect();
         let steps: u64 = units.iter().map(|&(c, _)| job.cells[c].agent_steps_per_rep()).sum();
         let cost: f64 = units

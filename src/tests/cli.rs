@@ -596,12 +596,12 @@ fn plan_weights_cells_by_their_cost() {
     // The d = 128 cell runs the portable step: about 47x the d = 10 one
     // (1.2 / 1.1 x 7e5 / 5e5 x the (d, K) model's 30.7).
     assert!(hi / lo > 35.0 && hi / lo < 60.0, "{model:?}");
-    // --rate 1e6 replaces the reference rate 7e5: 0.7x the time.
+    // --rate 1e6 prices the reference workload at 1e6/s: built in, it
+    // runs at 7e5/s plus its tree releases (about 2% more), so 0.687x the
+    // time.
     let fast = secs(Some("1e6"), "1");
-    assert!(
-        (fast[0] + fast[1] - 0.7 * (model[0] + model[1])).abs() <= 2.0,
-        "{fast:?} vs {model:?}"
-    );
+    let ratio = (fast[0] + fast[1]) / (model[0] + model[1]);
+    assert!((ratio - 0.687).abs() <= 0.01, "{fast:?} vs {model:?}");
     // Once this machine is calibrated (for the plan's thread count), plan
     // uses its measured rate and says so.
     let cal = bin()

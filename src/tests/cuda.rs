@@ -234,6 +234,7 @@ fn placement_under_cuda_and_auto_follows_the_calibration() {
             row("gossip_n10_m5", "gossip", "cuda", 1024, 2.0e6),
         ],
         rejected: Vec::new(),
+        shapes: Vec::new(),
     };
     // Round trip through a file, as `calibrate` writes it and `auto` reads it.
     let dir = std::env::temp_dir().join(format!("fedbandits-cal-{}", std::process::id()));

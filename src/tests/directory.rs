@@ -427,7 +427,7 @@ fn a_job_larger_than_the_memory_limit_is_refused_before_work() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("needs about 22.97 GiB") && err.contains("the address-space limit (ulimit -v)"),
+        err.contains("needs about 23.00 GiB") && err.contains("the address-space limit (ulimit -v)"),
         "{err}"
     );
     assert!(!out.join("huge").exists(), "nothing may be written");

@@ -189,12 +189,64 @@ pub fn curve_point(p: &CombPoint, b: &CombBatch) -> crate::algo::curve::CurvePoi
     c
 }
 
-/// The cell's cost for `fedbandits plan`: a flat reference rate (`bench`'s
-/// pfcb_n10_m30: `calibrate` measured 4.1e6 agent-steps/s per thread on the
-/// 2-core development VM; one-thread runs of n = 10, m = 30, T = 4e4 gave
-/// 3.9e6 to 4.8e6 for all three algorithms; rounded down to 3.5e6).
-pub fn cost(_c: &CombConfig) -> crate::algo::Cost {
-    crate::algo::Cost::flat(3.5e6)
+/// The family's time model: an agent-step and its producers (each
+/// producer's quality bound, the greedy oracle's pass over them). Built-in
+/// seconds: [`SHAPES`] timed on one thread of the 2-core development VM
+/// (`fedbandits calibrate --shapes --seconds 0.5`), the fit rounded:
+/// measured 0.86x to 1.11x of the model. A flat rate (the model before
+/// these terms, fitted at 30 producers) read 9.3x low at 300.
+pub const COST_TERMS: &[crate::algo::family_entry::CostTerm] = &[
+    crate::algo::family_entry::CostTerm {
+        name: "step",
+        unit: "an agent-step",
+        seconds: 5.0e-9,
+    },
+    crate::algo::family_entry::CostTerm {
+        name: "producers",
+        unit: "a producer of an agent-step (its quality bound and the greedy oracle's pass)",
+        seconds: 8.2e-9,
+    },
+];
+
+/// The jobs `fedbandits calibrate --shapes` times to fit [`COST_TERMS`]:
+/// each algorithm at 30 producers; 4 to 20 agents, 100 and 300 producers.
+pub const SHAPES: &[(&str, &str, u64)] = &[
+    (
+        "p_fcb_n10_m30",
+        "algorithm: p_fcb\nenvironment: procurement\nhorizon: {T}\nparams: {m: 10, producers: 30, epsilon: 1, delta: 0.01}\n",
+        5_000,
+    ),
+    (
+        "fcb_n10_m30",
+        "algorithm: fcb\nenvironment: procurement\nhorizon: {T}\nparams: {m: 10, producers: 30}\n",
+        5_000,
+    ),
+    (
+        "non_federated_n4_m30",
+        "algorithm: non_federated\nenvironment: procurement\nhorizon: {T}\nparams: {m: 4, producers: 30}\n",
+        5_000,
+    ),
+    (
+        "fcb_n20_m30",
+        "algorithm: fcb\nenvironment: procurement\nhorizon: {T}\nparams: {m: 20, producers: 30}\n",
+        2_000,
+    ),
+    (
+        "p_fcb_n10_m100",
+        "algorithm: p_fcb\nenvironment: procurement\nhorizon: {T}\nparams: {m: 10, producers: 100, epsilon: 1, delta: 0.01}\n",
+        2_000,
+    ),
+    (
+        "non_federated_n4_m300",
+        "algorithm: non_federated\nenvironment: procurement\nhorizon: {T}\nparams: {m: 4, producers: 300}\n",
+        2_000,
+    ),
+];
+
+/// The cell's units of [`COST_TERMS`] per agent-step: one step and its
+/// producers.
+pub fn cost(c: &CombConfig) -> crate::algo::Cost {
+    crate::algo::Cost::of("combinatorial", &[1.0, c.env.producers as f64])
 }
 
 /// Approximate peak memory of one running federation, in bytes: per agent
@@ -291,6 +343,8 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     ],
     widths: &[("p_fcb", &["epsilon", "omega1"])],
     kernels: cuda::KERNELS,
+    cost_terms: COST_TERMS,
+    shapes: SHAPES,
 };
 
 /// The family's batched operations for `batch` on `backend`'s device, at

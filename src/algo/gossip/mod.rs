@@ -201,32 +201,139 @@ pub fn curve_point(p: &GossipPoint, b: &GossipBatch, lambda2: f64) -> crate::alg
     c
 }
 
-/// The cell's cost for `fedbandits plan`: the reference rate of `bench`'s
-/// gossip_n10_m5 (Fed_UCB on a ring), and a relative cost per algorithm.
-/// Before issue 43: `calibrate` measured 2.0e6 agent-steps/s per thread on
-/// the 2-core development VM, a one-thread run of M = 20, T = 4e4 1.9e6,
-/// rounded down to 1.6e6; Gossip_UCB ran 12x faster (0.082), UCB1 alone
-/// 18x (0.055) and the oracle 21x (0.047), Fed_UCB's privatized partial
-/// sums dominating. Issue 43 drew those sums' noises and the private
-/// widths' logarithms in vector lanes (`privacy::partial_sum::Releases`,
-/// `cpu::widths`). One-thread `fedbandits run` of 64 repetitions, N = 10
-/// agents, 5 arms on a ring, T = 4e4 (2.56e7 agent-steps), wall seconds
-/// on the development VM against the engine before (63f1e81): Fed_UCB
-/// 13.7 -> 7.54 (two runs each, 1.82x; 3.4e6 agent-steps/s), Gossip_UCB
-/// 1.14-1.19 -> 1.10-1.12, UCB1 alone 0.78-0.79 -> 0.74-0.76, the oracle
-/// 0.61 (three runs each). So the reference is 3.4e6 rounded down by the
-/// same factor as before (1.6 / 1.9), 2.9e6, and the others cost 0.149,
-/// 0.099 and 0.080 of Fed_UCB (rounded up to 0.15 and 0.1).
+/// The family's time model: every agent-step scores its arms; `local_ucb`
+/// keeps its own statistics (`oracle_ucb` reads pooled ones); the
+/// gossiping algorithms exchange with their neighbours and merge each
+/// neighbour's estimate of every arm; `fed_ucb_gossip` privatizes its
+/// partial sums of every arm. Built-in seconds: [`SHAPES`] timed on one
+/// thread of the 2-core development VM (`fedbandits calibrate --shapes
+/// --seconds 0.5`), the fit rounded: measured 0.93x to 1.24x of the model.
+/// A flat cost per algorithm (the model before these terms) read 0.7x to
+/// 4.4x on the same shapes: `fed_ucb_gossip` with 20 arms on a complete
+/// graph of 40 agents is 4.4x its 5-arm ring's cost per agent-step.
+pub const COST_TERMS: &[crate::algo::family_entry::CostTerm] = &[
+    crate::algo::family_entry::CostTerm {
+        name: "step",
+        unit: "an agent-step",
+        seconds: 2.0e-9,
+    },
+    crate::algo::family_entry::CostTerm {
+        name: "arms",
+        unit: "an arm of an agent-step (its UCB index)",
+        seconds: 2.7e-9,
+    },
+    crate::algo::family_entry::CostTerm {
+        name: "local_step",
+        unit: "an agent-step of local_ucb (its own statistics, where oracle_ucb reads pooled ones)",
+        seconds: 1.5e-8,
+    },
+    crate::algo::family_entry::CostTerm {
+        name: "neighbour_arms",
+        unit: "an arm x a neighbour of a gossiping agent-step (mean degree)",
+        seconds: 7.5e-10,
+    },
+    crate::algo::family_entry::CostTerm {
+        name: "gossip_step",
+        unit: "an agent-step of gossip_ucb or fed_ucb_gossip (its exchange)",
+        seconds: 2.3e-8,
+    },
+    crate::algo::family_entry::CostTerm {
+        name: "private_step",
+        unit: "an agent-step of fed_ucb_gossip (its privatizer)",
+        seconds: 8.9e-8,
+    },
+    crate::algo::family_entry::CostTerm {
+        name: "private_arms",
+        unit: "an arm of an agent-step of fed_ucb_gossip (its partial sums)",
+        seconds: 4.0e-8,
+    },
+];
+
+/// The jobs `fedbandits calibrate --shapes` times to fit [`COST_TERMS`]:
+/// each algorithm; 5 to 20 arms, 10 to 80 agents, ring and complete
+/// graphs (mean degree 2 to 39).
+pub const SHAPES: &[(&str, &str, u64)] = &[
+    (
+        "fed_ucb_gossip_n10_m5_ring",
+        "algorithm: fed_ucb_gossip\nenvironment: mab_heterogeneous\nhorizon: {T}\nparams: {m: 10, arms: 5, epsilon: 1, graph: ring}\n",
+        5_000,
+    ),
+    (
+        "fed_ucb_gossip_n10_m20_ring",
+        "algorithm: fed_ucb_gossip\nenvironment: mab_heterogeneous\nhorizon: {T}\nparams: {m: 10, arms: 20, epsilon: 1, graph: ring}\n",
+        2_000,
+    ),
+    (
+        "fed_ucb_gossip_n40_m5_complete",
+        "algorithm: fed_ucb_gossip\nenvironment: mab_heterogeneous\nhorizon: {T}\nparams: {m: 40, arms: 5, epsilon: 1, graph: complete}\n",
+        1_000,
+    ),
+    (
+        "fed_ucb_gossip_n40_m20_complete",
+        "algorithm: fed_ucb_gossip\nenvironment: mab_heterogeneous\nhorizon: {T}\nparams: {m: 40, arms: 20, epsilon: 1, graph: complete}\n",
+        1_000,
+    ),
+    (
+        "gossip_ucb_n10_m5_ring",
+        "algorithm: gossip_ucb\nenvironment: mab_heterogeneous\nhorizon: {T}\nparams: {m: 10, arms: 5, graph: ring}\n",
+        20_000,
+    ),
+    (
+        "gossip_ucb_n10_m20_ring",
+        "algorithm: gossip_ucb\nenvironment: mab_heterogeneous\nhorizon: {T}\nparams: {m: 10, arms: 20, graph: ring}\n",
+        10_000,
+    ),
+    (
+        "gossip_ucb_n40_m5_complete",
+        "algorithm: gossip_ucb\nenvironment: mab_heterogeneous\nhorizon: {T}\nparams: {m: 40, arms: 5, graph: complete}\n",
+        5_000,
+    ),
+    (
+        "gossip_ucb_n80_m5_ring",
+        "algorithm: gossip_ucb\nenvironment: mab_heterogeneous\nhorizon: {T}\nparams: {m: 80, arms: 5, graph: ring}\n",
+        5_000,
+    ),
+    (
+        "local_ucb_n10_m5",
+        "algorithm: local_ucb\nenvironment: mab_heterogeneous\nhorizon: {T}\nparams: {m: 10, arms: 5}\n",
+        20_000,
+    ),
+    (
+        "local_ucb_n10_m50",
+        "algorithm: local_ucb\nenvironment: mab_heterogeneous\nhorizon: {T}\nparams: {m: 10, arms: 50}\n",
+        5_000,
+    ),
+    (
+        "oracle_ucb_n20_m10",
+        "algorithm: oracle_ucb\nenvironment: mab_heterogeneous\nhorizon: {T}\nparams: {m: 20, arms: 10}\n",
+        10_000,
+    ),
+];
+
+/// The cell's units of [`COST_TERMS`] per agent-step: every algorithm
+/// scores its arms; the gossiping ones merge each neighbour's estimates of
+/// every arm; `fed_ucb_gossip` privatizes its partial sums of every arm.
 pub fn cost(c: &GossipConfig) -> crate::algo::Cost {
-    let relative = match c.algorithm {
-        GossipAlgorithm::FedUcbGossip => 1.0,
-        GossipAlgorithm::GossipUcb => 0.15,
-        GossipAlgorithm::LocalUcb | GossipAlgorithm::OracleUcb => 0.1,
+    let arms = c.env.arms as f64;
+    let degree = c.graph.mean_degree(c.env.agents);
+    let (local, gossip, private) = match c.algorithm {
+        GossipAlgorithm::FedUcbGossip => (0.0, 1.0, 1.0),
+        GossipAlgorithm::GossipUcb => (0.0, 1.0, 0.0),
+        GossipAlgorithm::LocalUcb => (1.0, 0.0, 0.0),
+        GossipAlgorithm::OracleUcb => (0.0, 0.0, 0.0),
     };
-    crate::algo::Cost {
-        relative,
-        ..crate::algo::Cost::flat(2.9e6)
-    }
+    crate::algo::Cost::of(
+        "gossip",
+        &[
+            1.0,
+            arms,
+            local,
+            gossip * arms * degree,
+            gossip,
+            private,
+            private * arms,
+        ],
+    )
 }
 
 /// Approximate peak memory of one running federation, in bytes: per agent
@@ -315,6 +422,8 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
         ("oracle_ucb", &["confidence_scale"]),
     ],
     kernels: cuda::KERNELS,
+    cost_terms: COST_TERMS,
+    shapes: SHAPES,
 };
 
 /// The family's batched operations for `batch` on `backend`'s device, at

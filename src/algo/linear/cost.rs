@@ -30,12 +30,130 @@
 //! ([`crate::privacy::tree`]). That is what makes FedUCB's private
 //! `every_round` cells slower than the `log` ones (a release every round
 //! instead of a few hundred in all).
+//!
+//! These fits are [`COST_TERMS`]' built-in seconds; `fedbandits calibrate
+//! --shapes` times [`SHAPES`] on the user's machine and fits the terms'
+//! seconds there (`src/sim/cost.rs`).
 
 use super::{LinearAlgorithm, LinearConfig, Protocol, SyncRegime};
 use crate::algo::Cost;
+use crate::algo::family_entry::CostTerm;
 
-/// The cell's cost: the family's reference rate, its relative cost at
-/// (d, K), and its tree releases.
+/// Seconds per unit of [`micros`] on one thread: the reference workload's
+/// agent-step (d = 10, K = 100: `micros(10, 100)` = 7.47) at
+/// [`REFERENCE_RATE`].
+const MICRO_SECONDS: f64 = 1.0e-6 / (7.47e-6 * REFERENCE_RATE);
+
+/// The family's time model: an agent-step's own work (its constant, the
+/// K d of its UCB scores, the d^3 of its inverse), the tree noise it
+/// regenerates, and the shuffle protocol's rounding per value and level.
+/// Built-in seconds from the fits in this module's doc and
+/// [`VECSUM_VALUE_SECONDS`]'s; `calibrate --shapes` refits them.
+pub const COST_TERMS: &[CostTerm] = &[
+    CostTerm {
+        name: "step",
+        unit: "an agent-step (x 1.1 on linear_gap, x 1.4 above d = 16)",
+        seconds: MICRO_SECONDS,
+    },
+    CostTerm {
+        name: "scores",
+        unit: "K d of an agent-step's UCB scores (the same factors)",
+        seconds: 0.0064 * MICRO_SECONDS,
+    },
+    CostTerm {
+        name: "inverse",
+        unit: "d^3 of an agent-step's inverse and updates (the same factors)",
+        seconds: 7.0e-5 * MICRO_SECONDS,
+    },
+    CostTerm {
+        name: "tree_noise",
+        unit: "a regenerated tree-node noise entry",
+        seconds: NOISE_ENTRY_SECONDS,
+    },
+    CostTerm {
+        name: "vecsum_values",
+        unit: "a value the shuffle protocol randomizes (per level)",
+        seconds: VECSUM_VALUE_SECONDS,
+    },
+    CostTerm {
+        name: "vecsum_levels",
+        unit: "a tree level of the shuffle protocol per agent-step",
+        seconds: VECSUM_LEVEL_SECONDS,
+    },
+];
+
+/// Seconds per regenerated noise entry of a tree node: `fedbandits bench
+/// --threads 2` on the 2-core VM (issue 43, three interleaved runs, the
+/// keyed normals in AVX-512) gave feducb_private_every_d10 1.07e6 and
+/// feducb_every_d10 1.57e6 agent-steps/s, 0.61 us more per agent-step and
+/// thread for two nodes of 110 entries (2.8e-9 s an entry, the release's
+/// own bookkeeping included).
+pub const NOISE_ENTRY_SECONDS: f64 = 2.8e-9;
+
+/// The jobs `fedbandits calibrate --shapes` times to fit [`COST_TERMS`] on
+/// the user's machine: each term's units vary across them (K d from 10 to
+/// 5,000, d^3 from 8 to 125,000, both environments, both sides of
+/// [`INTRINSICS_MAX_D`], the tree releases of FedUCB every round and of
+/// `ldp` at B = 1, the shuffle protocol at d = 4 and 20).
+pub const SHAPES: &[(&str, &str, u64)] = &[
+    (
+        "independent_d2_k5_m2",
+        "algorithm: independent\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 2, k: 5, m: 2}\n",
+        20_000,
+    ),
+    (
+        "fedlinucb_d10_k100_m10",
+        "algorithm: fedlinucb\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 10, k: 100, m: 10}\n",
+        2_000,
+    ),
+    (
+        "independent_d10_k500_m2",
+        "algorithm: independent\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 10, k: 500, m: 2}\n",
+        2_000,
+    ),
+    (
+        "independent_gap_d32_k100_m2",
+        "algorithm: independent\nenvironment: linear_gap\nhorizon: {T}\nparams: {d: 32, k: 100, m: 2}\n",
+        1_000,
+    ),
+    (
+        "independent_d50_k20_m2",
+        "algorithm: independent\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 50, k: 20, m: 2}\n",
+        1_000,
+    ),
+    (
+        "feducb_private_every_d10_k20_m10",
+        "algorithm: feducb_centralized\nenvironment: linear_gap\nhorizon: {T}\nparams: {d: 10, k: 20, m: 10, epsilon: 1, delta: 0.1, sync: every_round}\n",
+        1_000,
+    ),
+    (
+        "feducb_log_d4_k20_m20",
+        "algorithm: feducb_centralized\nenvironment: linear_gap\nhorizon: {T}\nparams: {d: 4, k: 20, m: 20, epsilon: 1, delta: 0.1, sync: log}\n",
+        2_000,
+    ),
+    (
+        "decentralized_ring_m8_d10",
+        "algorithm: feducb_decentralized\nenvironment: linear_gap\nhorizon: {T}\nparams: {d: 10, k: 100, m: 8, epsilon: 1, delta: 0.1, graph: ring, gamma: 2}\n",
+        1_000,
+    ),
+    (
+        "ldp_d4_k20_m2_b1",
+        "algorithm: private_fedlinucb\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 4, k: 20, m: 2, epsilon: 1, delta: 0.1, protocol: ldp, batch_size: 1}\n",
+        5_000,
+    ),
+    (
+        "sdp_vecsum_d4_k20_m2",
+        "algorithm: private_fedlinucb\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 4, k: 20, m: 2, epsilon: 1, delta: 0.1, protocol: sdp_vecsum}\n",
+        5_000,
+    ),
+    (
+        "sdp_vecsum_d20_k20_m2",
+        "algorithm: private_fedlinucb\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 20, k: 20, m: 2, epsilon: 1, delta: 0.1, protocol: sdp_vecsum}\n",
+        1_000,
+    ),
+];
+
+/// The cell's units of [`COST_TERMS`] per agent-step.
 pub fn cost(c: &LinearConfig) -> Cost {
     // Above INTRINSICS_MAX_D the step runs the portable code, which issue 43
     // left as it was (feducb_d128 1.02x): its cost against the new
@@ -50,12 +168,20 @@ pub fn cost(c: &LinearConfig) -> Cost {
         crate::env::LinearEnvKind::Gap => gap,
         _ => 1.0,
     };
-    Cost {
-        reference_rate: REFERENCE_RATE,
-        relative: environment * portable * micros(c.env.d as f64, c.env.k as f64) / micros(10.0, 100.0)
-            + vecsum_relative(c),
-        noise_entries_per_step: noise_entries_per_step(c),
-    }
+    let (d, k) = (c.env.d as f64, c.env.k as f64);
+    let factor = environment * portable;
+    let (values, levels) = vecsum_units(c);
+    Cost::of(
+        "linear",
+        &[
+            factor,
+            factor * k * d,
+            factor * d * d * d,
+            noise_entries_per_step(c),
+            values * levels,
+            levels,
+        ],
+    )
 }
 
 /// Seconds per value the shuffle protocol (`sdp_vecsum`) randomizes: each
@@ -85,19 +211,16 @@ pub const VECSUM_VALUE_SECONDS: f64 = 0.85e-9;
 /// its values ([`VECSUM_VALUE_SECONDS`]'s fit).
 pub const VECSUM_LEVEL_SECONDS: f64 = 8e-9;
 
-/// The shuffle protocol's rounding, relative to the reference step:
-/// values per agent-step (coordinates x levels, levels = floor(log2(T /
-/// B)) + 1) at [`VECSUM_VALUE_SECONDS`] each and [`VECSUM_LEVEL_SECONDS`]
-/// per level, at [`REFERENCE_RATE`]
-/// (relative, so `plan --rate` scales it with the machine). 0 for every
-/// other protocol and for non-private cells.
-fn vecsum_relative(c: &LinearConfig) -> f64 {
+/// The shuffle protocol's work per agent-step: (values per level,
+/// levels), levels = floor(log2(T / B)) + 1 and d(d+1)/2 + d values per
+/// level; (0, 0) for every other protocol and for non-private cells.
+fn vecsum_units(c: &LinearConfig) -> (f64, f64) {
     if c.privacy.is_none() || c.protocol != Protocol::SdpVecsum || c.algorithm != LinearAlgorithm::PrivateFedlinucb {
-        return 0.0;
+        return (0.0, 0.0);
     }
     let d = c.env.d as f64;
     let levels = crate::privacy::tree_levels((c.horizon / c.batch_size.max(1)).max(1)) as f64;
-    ((d * (d + 1.0) / 2.0 + d) * VECSUM_VALUE_SECONDS + VECSUM_LEVEL_SECONDS) * levels * REFERENCE_RATE
+    (d * (d + 1.0) / 2.0 + d, levels)
 }
 
 /// Agent-steps per second and thread of `linear_d10_k100_m100` that `plan`
@@ -148,12 +271,19 @@ fn noise_entries_per_step(c: &LinearConfig) -> f64 {
     }
 }
 
+/// The agent-step's workspace, in bytes: the decision set and its scores,
+/// recomputed every step (not in a snapshot).
+pub fn workspace_bytes(cfg: &LinearConfig) -> u64 {
+    let (d, k) = (cfg.env.d as u64, cfg.env.k as u64);
+    let kp = k.div_ceil(8) * 8;
+    (d * kp * 2 + k * d + 4 * d * d) * 8
+}
+
 /// Approximate peak memory of one running federation, in bytes.
 pub fn memory_per_federation(cfg: &LinearConfig) -> u64 {
-    let (m, d, k) = (cfg.m as u64, cfg.env.d as u64, cfg.env.k as u64);
-    let kp = k.div_ceil(8) * 8;
+    let (m, d) = (cfg.m as u64, cfg.env.d as u64);
     let per_agent = (2 * d * d + 3 * d + 2) * 8 + 400;
-    let workspace = (d * kp * 2 + k * d + 4 * d * d) * 8;
+    let workspace = workspace_bytes(cfg);
     let levels = match cfg.algorithm {
         LinearAlgorithm::PrivateFedlinucb if cfg.privacy.is_some() => {
             crate::privacy::tree_levels((cfg.horizon / cfg.batch_size).max(1)) as u64
@@ -167,9 +297,10 @@ pub fn memory_per_federation(cfg: &LinearConfig) -> u64 {
         // One accumulator and one released node per level and coordinate.
         2 * levels * (d * (d + 1) / 2 + d) * 8 + m * 64
     } else if levels > 0 {
-        // Per agent the exact running sum (node noise is regenerated from
-        // keys, privacy/tree.rs), plus one node of workspace.
-        (m + 1) * (d * d + d) * 8
+        // Per agent the exact running sum and the running noise (node
+        // noise is regenerated from keys, privacy/tree.rs), plus one node
+        // of workspace.
+        (2 * m + 1) * (d * d + d) * 8
     } else {
         0
     };
@@ -194,27 +325,33 @@ pub fn memory_per_federation(cfg: &LinearConfig) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::cost::{NOISE_ENTRY_SECONDS, thread_seconds};
+
+    /// Seconds per agent-step at the built-in prices.
+    fn seconds(c: &Cost) -> f64 {
+        COST_TERMS.iter().zip(c.units).map(|(t, u)| t.seconds * u).sum()
+    }
+
+    fn cells(yaml: &str) -> crate::job::Job {
+        crate::job::Job::parse(std::path::Path::new("cost.yaml"), yaml).unwrap()
+    }
 
     #[test]
     fn tree_releases_are_charged_per_release() {
-        let job = crate::job::Job::parse(
-            std::path::Path::new("cost.yaml"),
+        let job = cells(
             "horizon: 100\nalgorithm: [feducb_centralized, private_fedlinucb]\nenvironment: linear_gap\n\
              params: {m: 4, d: 10, k: 100, epsilon: 1, delta: 0.1, batch_size: 25}\n\
              grid: {sync: [every_round, log], private: [true, false], protocol: [ldp, sdp_vecsum]}\n",
-        )
-        .unwrap();
-        let entries: Vec<(String, f64)> = job
+        );
+        let entries: Vec<(String, Cost)> = job
             .cells
             .iter()
-            .map(|c| (job.short_label(c), c.config.cost().noise_entries_per_step))
+            .map(|c| (job.short_label(c), c.config.cost()))
             .collect();
         let get = |needle: &[&str]| {
             entries
                 .iter()
                 .filter(|(l, _)| needle.iter().all(|n| l.contains(n)))
-                .map(|e| e.1)
+                .map(|e| e.1.units[3])
                 .collect::<Vec<f64>>()
         };
         assert_eq!(get(&["feducb", "every_round", "private=true"]), [220.0]);
@@ -223,49 +360,45 @@ mod tests {
         assert_eq!(get(&["private_fedlinucb", "ldp"]), [220.0 / 25.0]);
         assert_eq!(get(&["private_fedlinucb", "sdp_vecsum"]), [0.0]);
         // Private every_round at d = 10: 0.6 us more per agent-step, about
-        // the 1.48x `bench --threads 2` measured (issue 43, the intrinsics
-        // keyed normals and semantics 15: feducb_every_d10 1.57e6,
-        // feducb_private_every_d10 1.07e6 agent-steps/s; 1.54x before the
-        // keyed normals' intrinsics, 1.34x before the faster agent-step).
-        let label = |c: &&crate::job::Cell| {
-            let l = job.short_label(c);
-            l.contains("every_round") && l.contains("private=true")
-        };
-        let cfg = &job.cells.iter().find(label).unwrap().config;
-        // At the rate measured with it (8.75e5 per thread; the reference
-        // rate is rounded down, which would dilute the release's share).
-        let rate = Some(8.75e5);
-        let base = thread_seconds(cfg, 1_000_000, rate) - 1e6 * 220.0 * NOISE_ENTRY_SECONDS;
-        let ratio = thread_seconds(cfg, 1_000_000, rate) / base;
-        assert!((ratio - 1.48).abs() < 0.1, "model {ratio}");
+        // the 1.48x `bench --threads 2` measured (issue 43:
+        // feducb_every_d10 1.57e6, feducb_private_every_d10 1.07e6
+        // agent-steps/s), at the rate measured with it (8.75e5 per thread;
+        // the reference rate is rounded down, which would dilute the
+        // release's share).
+        let private = entries
+            .iter()
+            .find(|(l, _)| l.contains("every_round") && l.contains("private=true"));
+        let units = private.unwrap().1.units;
+        let release = units[3] * NOISE_ENTRY_SECONDS;
+        let step = (seconds(&private.unwrap().1) - release) * REFERENCE_RATE / 8.75e5;
+        assert!(
+            ((step + release) / step - 1.48).abs() < 0.1,
+            "model {}",
+            (step + release) / step
+        );
     }
 
     /// `sdp_vecsum` cells pay for their rounding per level: at d = 10 and
     /// 10 levels (T = 1000, B = 1) 650 values and 10 levels, 0.63 us over
-    /// the step at the reference rate (issue 57's fit; 0.44 us at issue 43's
-    /// bench, which the fit found 1.5x low at d = 50 and 1.8x at d = 2);
-    /// ldp cells and non-private ones pay nothing for it, and a horizon 8x
-    /// as long adds three levels.
+    /// the step (issue 57's fit); ldp cells and non-private ones pay
+    /// nothing for it, and a horizon 8x as long adds three levels.
     #[test]
     fn the_shuffle_protocol_is_charged_per_level() {
-        let relative = |extra: &str| {
-            let job = crate::job::Job::parse(
-                std::path::Path::new("cost.yaml"),
-                &format!(
-                    "algorithm: private_fedlinucb\nenvironment: linear_sphere\n\
-                     params: {{m: 4, d: 10, k: 100, epsilon: 1, delta: 0.1, batch_size: 1}}\n{extra}\n"
-                ),
-            )
-            .unwrap();
-            job.cells[0].config.cost().relative
+        let cost = |extra: &str| {
+            let job = cells(&format!(
+                "algorithm: private_fedlinucb\nenvironment: linear_sphere\n\
+                 params: {{m: 4, d: 10, k: 100, epsilon: 1, delta: 0.1, batch_size: 1}}\n{extra}\n"
+            ));
+            job.cells[0].config.cost()
         };
-        let base = relative("horizon: 1000\ngrid: {protocol: [ldp]}");
-        assert!((base - 1.0).abs() < 1e-12, "{base}");
-        let short = relative("horizon: 1000\ngrid: {protocol: [sdp_vecsum]}");
-        let extra_us = (short - 1.0) / REFERENCE_RATE * 1e6;
+        let base = cost("horizon: 1000\ngrid: {protocol: [ldp]}");
+        assert_eq!(&base.units[4..6], &[0.0, 0.0]);
+        let short = cost("horizon: 1000\ngrid: {protocol: [sdp_vecsum]}");
+        assert_eq!(&short.units[4..6], &[650.0, 10.0]);
+        let extra_us = (seconds(&short) - seconds(&base) + base.units[3] * NOISE_ENTRY_SECONDS) * 1e6;
         assert!((extra_us - 0.6325).abs() < 1e-3, "{extra_us}");
-        let long = relative("horizon: 8000\ngrid: {protocol: [sdp_vecsum]}");
-        assert!(((long - 1.0) / (short - 1.0) - 13.0 / 10.0).abs() < 1e-12);
+        let long = cost("horizon: 8000\ngrid: {protocol: [sdp_vecsum]}");
+        assert_eq!(&long.units[4..6], &[65.0 * 13.0, 13.0]);
     }
 
     /// Cells above INTRINSICS_MAX_D run the portable step, whose rate issue
@@ -275,23 +408,19 @@ mod tests {
     #[test]
     fn portable_dimensions_keep_their_measured_cost() {
         let cell = |d: usize, env: &str| {
-            let job = crate::job::Job::parse(
-                std::path::Path::new("cost.yaml"),
-                &format!(
-                    "horizon: 100\nalgorithm: independent\nenvironment: {env}\nparams: {{m: 4, d: {d}, k: 100}}\n"
-                ),
-            )
-            .unwrap();
-            job.cells[0].config.cost()
+            let job = cells(&format!(
+                "horizon: 100\nalgorithm: independent\nenvironment: {env}\nparams: {{m: 4, d: {d}, k: 100}}\n"
+            ));
+            seconds(&job.cells[0].config.cost())
         };
         for (d, env, old_gap) in [(128, "linear_gap", 1.2), (32, "linear_sphere", 1.0)] {
-            let c = cell(d, env);
             let old = old_gap * micros(d as f64, 100.0) / micros(10.0, 100.0) / 5.0e5;
-            assert!((c.relative / c.reference_rate / old - 1.0).abs() < 1e-12, "d {d} {env}");
+            assert!((cell(d, env) / old - 1.0).abs() < 1e-12, "d {d} {env}");
         }
-        let (c16, c10) = (cell(16, "linear_sphere"), cell(10, "linear_gap"));
-        assert!((c16.relative - micros(16.0, 100.0) / micros(10.0, 100.0)).abs() < 1e-12);
-        assert!((c10.relative - GAP_FACTOR).abs() < 1e-12);
+        let reference = 1.0 / REFERENCE_RATE;
+        assert!((cell(10, "linear_sphere") / reference - 1.0).abs() < 1e-12);
+        assert!((cell(16, "linear_sphere") / reference - micros(16.0, 100.0) / micros(10.0, 100.0)).abs() < 1e-12);
+        assert!((cell(10, "linear_gap") / reference - GAP_FACTOR).abs() < 1e-12);
     }
 
     #[test]

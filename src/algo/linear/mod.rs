@@ -387,6 +387,8 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
         ("feducb_decentralized", FEDUCB_WIDTHS),
     ],
     kernels: cuda::KERNELS,
+    cost_terms: cost::COST_TERMS,
+    shapes: cost::SHAPES,
 };
 
 /// The family's batched operations for `batch` on `backend`'s device, at
@@ -447,6 +449,10 @@ impl crate::algo::FamilyConfig for LinearConfig {
 
     fn memory_per_federation(&self) -> u64 {
         cost::memory_per_federation(self)
+    }
+
+    fn snapshot_bytes(&self) -> u64 {
+        cost::memory_per_federation(self).saturating_sub(cost::workspace_bytes(self))
     }
 
     fn accountant_bytes(&self) -> u64 {

@@ -1,0 +1,130 @@
+//! `plan`'s time model fitted on the user's machine (issue 57):
+//! `calibrate --shapes` times shapes on one thread and records them with
+//! this machine's calibration; `plan` then prices cells with the fit and
+//! states its error on those shapes. A job of one timed shape is planned
+//! at that shape's measured seconds per agent-step; a second `--shapes`
+//! run adds to the first, and a plain `calibrate` keeps them.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("fedbandits-plan-model-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn engine(cache: &Path, args: &[&str]) -> Output {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fedbandits"))
+        .args(args)
+        .env("FEDBANDITS_CACHE_DIR", cache)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The one calibration file in `cache`.
+fn calibration(cache: &Path) -> fedbandits::backend::calibration::Calibration {
+    let files: Vec<PathBuf> = std::fs::read_dir(cache)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("calibration-"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    serde_yaml::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap()
+}
+
+/// CPU-seconds in `plan`'s "time per task" line.
+fn planned_seconds(plan: &str) -> f64 {
+    let line = plan.lines().find(|l| l.starts_with("time per task:")).unwrap();
+    let at = line.find("= ").unwrap() + 2;
+    line[at..].split_whitespace().next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn plan_prices_cells_with_the_shapes_timed_here() {
+    let cache = tempdir("cache");
+    let job = cache.join("shape.yaml");
+    // The first linear shape as a job (one repetition: its agent-steps
+    // are the horizon x 2 agents).
+    std::fs::write(
+        &job,
+        "name: shape\nrepetitions: 1\nhorizon: 200000\nalgorithm: independent\nenvironment: linear_sphere\n\
+         params: {d: 2, k: 5, m: 2}\n",
+    )
+    .unwrap();
+    let job = job.to_str().unwrap();
+    let built_in = stdout(&engine(&cache, &["plan", job, "--tasks", "1", "--threads", "1"]));
+    assert!(built_in.contains("run `fedbandits calibrate --shapes`"), "{built_in}");
+
+    let out = stdout(&engine(
+        &cache,
+        &["calibrate", "--shapes", "--seconds", "0.05", "--only", "independent_d2"],
+    ));
+    assert!(
+        out.contains("independent_d2_k5_m2") && out.contains("fitted prices:"),
+        "{out}"
+    );
+    let cal = calibration(&cache);
+    assert_eq!(cal.shapes.len(), 1);
+    let shape = &cal.shapes[0];
+    assert_eq!((shape.family.as_str(), shape.units.len()), ("linear", 6));
+    assert!(shape.seconds_per_step > 0.0 && shape.horizon >= 20_000);
+
+    let fitted = stdout(&engine(&cache, &["plan", job, "--tasks", "1", "--threads", "1"]));
+    assert!(fitted.contains("this machine's shape calibration"), "{fitted}");
+    assert!(
+        fitted.contains("of the model on this machine's 1 calibration shapes (linear)"),
+        "{fitted}"
+    );
+    // One shape, six terms: the fit meets that shape (the pull towards the
+    // built-in prices is weak: within 1%, plus plan's one decimal).
+    let expect = 400_000.0 * shape.seconds_per_step;
+    let got = planned_seconds(&fitted);
+    assert!(
+        (got - expect).abs() <= 0.01 * expect + 0.05,
+        "planned {got}, measured {expect}"
+    );
+
+    // A second shape adds to the first; a plain calibrate keeps both.
+    engine(
+        &cache,
+        &["calibrate", "--shapes", "--seconds", "0.05", "--only", "p_fcb_n10_m30"],
+    );
+    let names = |c: &fedbandits::backend::calibration::Calibration| {
+        let mut n: Vec<String> = c.shapes.iter().map(|s| s.shape.clone()).collect();
+        n.sort();
+        n
+    };
+    assert_eq!(names(&calibration(&cache)), ["independent_d2_k5_m2", "p_fcb_n10_m30"]);
+    engine(
+        &cache,
+        &[
+            "calibrate",
+            "--seconds",
+            "0.05",
+            "--federations",
+            "2",
+            "--only",
+            "pfcb",
+            "--threads",
+            "1",
+        ],
+    );
+    // The shapes are kept with the one-thread calibration: one file.
+    let cal = calibration(&cache);
+    assert_eq!(names(&cal), ["independent_d2_k5_m2", "p_fcb_n10_m30"]);
+    assert!(cal.rows.iter().any(|r| r.workload == "pfcb_n10_m30"), "{:?}", cal.rows);
+    let _ = std::fs::remove_dir_all(&cache);
+}
