@@ -89,8 +89,24 @@ def parquet_files(path: str | Path) -> list[Path]:
         if not any(part.startswith((".", "_")) for part in f.relative_to(p).parts)
     )
     if not files:
-        raise ResultsError(f"{p}: no Parquet part files found (expected part-*.parquet from `fedbandits run`)")
+        raise ResultsError(
+            f"{p}: no Parquet part files found (expected part-*.parquet from `fedbandits run`){_grown_hint(p)}"
+        )
     return files
+
+
+def _grown_hint(d: Path) -> str:
+    """Where the study a job directory grew from stays loadable while the
+    grown job runs (`fedbandits` moves the superseded parts and their
+    manifest to `.superseded/<job>/` and `merge` removes them once the
+    grown study is complete); empty when there is none."""
+    old = d / ".superseded" / d.name
+    if not any(old.glob("part-*.parquet")):
+        return ""
+    return (
+        f"; this study is being grown: the study it grew from stays loadable at {old} until "
+        f"`fedbandits merge {d}` completes this one"
+    )
 
 
 #: The metadata key holding the XXH64 of a file's bytes before its footer.
@@ -405,7 +421,8 @@ def _checked_groups(p: Path) -> list[tuple[list[Path], str | None]]:
         shard = _meta(mds[0], "shard", "0/1")
         why = None if shard.endswith("/1") else f"{p}: one shard (shard {shard}) of a sharded run; scan its directory"
         return [(files, why)]
-    return [(fs, _completeness(d, fs, ms)) for d, (fs, ms) in by_dir.items()]
+    groups = [(fs, d, _completeness(d, fs, ms)) for d, (fs, ms) in by_dir.items()]
+    return [(fs, why and why + _grown_hint(d)) for fs, d, why in groups]
 
 
 def checked_files(path: str | Path, allow_partial: bool = False) -> tuple[list[Path], dict[Path, bool]]:

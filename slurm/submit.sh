@@ -11,10 +11,22 @@
 #                         array's offset to its index
 #   FEDBANDITS_THREADS    CPUs per task (default 2)
 #   FEDBANDITS_TIME       time limit per task (default: from `fedbandits plan`)
+#   FEDBANDITS_MEM        memory per task, as sbatch --mem (default: from
+#                         `fedbandits plan`: its model x 1.25, at least 64M)
+#   FEDBANDITS_MERGE_TIME, FEDBANDITS_MERGE_MEM  the merge job's (default:
+#                         from `fedbandits plan`)
+#   FEDBANDITS_SHARDS     only these shards, e.g. 1,4 (what `merge` prints
+#                         for missing shards); default all
 #   FEDBANDITS_PARTITION, FEDBANDITS_ACCOUNT, FEDBANDITS_GPUS (e.g. 1)
 #   FEDBANDITS_OUT        results root (default: the job's `output:`)
 #   FEDBANDITS_BIN        the fedbandits binary (default: fedbandits on PATH)
-#   FEDBANDITS_SBATCH_ARGS  extra sbatch arguments for the arrays
+#   FEDBANDITS_SBATCH_ARGS  extra sbatch arguments for the arrays and the
+#                         merge job (e.g. --qos=long)
+#   FEDBANDITS_MERGE_SBATCH_ARGS  extra sbatch arguments for the merge job
+#                         only (after the others: they win)
+#   FEDBANDITS_RELEASE    1 (default): a task that requeues itself submits a
+#                         small helper job that lifts Slurm's hold on it
+#                         (slurm/README.md, "Requeues"); 0: not
 #   FEDBANDITS_LOG_SECONDS  seconds between the progress lines each task
 #                         writes to its .out file (default 60; 0: start
 #                         and end only)
@@ -48,16 +60,49 @@ plan=$("$FEDBANDITS_BIN" plan "$job" --tasks "$FEDBANDITS_TASKS" --threads "$FED
 echo "$plan" | head -6 >&2
 results=$(echo "$plan" | sed -n 's/^results: //p' | head -1)
 [ -n "$results" ] || die "fedbandits plan printed no 'results:' line (is FEDBANDITS_BIN older than this script?)"
-time_limit=${FEDBANDITS_TIME:-$(echo "$plan" | grep -Eo -- '--time=[0-9:]+' | head -1 | cut -d= -f2)}
+# `plan`'s request: "slurm request: array --cpus-per-task=T --time=HH:MM:SS
+# --mem=NM; merge --time=HH:MM:SS --mem=NM (...)".
+request=$(echo "$plan" | sed -n 's/^slurm request: //p' | head -1)
+[ -n "$request" ] || die "fedbandits plan printed no 'slurm request:' line (is FEDBANDITS_BIN older than this script?)"
+array_request=${request%%;*}
+merge_request=${request#*; merge }
+field() { echo "$1" | grep -Eo -- "--$2=[^ ;]+" | head -1 | cut -d= -f2; }
+time_limit=${FEDBANDITS_TIME:-$(field "$array_request" time)}
+mem=${FEDBANDITS_MEM:-$(field "$array_request" mem)}
+merge_time=${FEDBANDITS_MERGE_TIME:-$(field "$merge_request" time)}
+merge_mem=${FEDBANDITS_MERGE_MEM:-$(field "$merge_request" mem)}
+for v in time_limit mem merge_time merge_mem; do
+  [ -n "${!v}" ] || die "could not read $v from fedbandits plan's 'slurm request:' line: $request"
+done
+
+# The shards to submit: all, or FEDBANDITS_SHARDS (e.g. 1,4).
+shards=()
+if [ -n "${FEDBANDITS_SHARDS:-}" ]; then
+  IFS=, read -r -a shards <<<"$FEDBANDITS_SHARDS"
+  for s in "${shards[@]}"; do
+    [[ $s =~ ^[0-9]+$ ]] && [ "$s" -lt "$FEDBANDITS_TASKS" ] ||
+      die "FEDBANDITS_SHARDS must list shard indices below FEDBANDITS_TASKS=$FEDBANDITS_TASKS, comma-separated (got '$FEDBANDITS_SHARDS')"
+  done
+else
+  for ((s = 0; s < FEDBANDITS_TASKS; s++)); do shards+=("$s"); done
+fi
 
 common=()
 [ -n "${FEDBANDITS_PARTITION:-}" ] && common+=(--partition="$FEDBANDITS_PARTITION")
 [ -n "${FEDBANDITS_ACCOUNT:-}" ] && common+=(--account="$FEDBANDITS_ACCOUNT")
-args=(--parsable --cpus-per-task="$FEDBANDITS_THREADS" --time="$time_limit" "${common[@]}")
-[ -n "${FEDBANDITS_GPUS:-}" ] && args+=(--gres="gpu:${FEDBANDITS_GPUS}")
 # shellcheck disable=SC2206
-[ -n "${FEDBANDITS_SBATCH_ARGS:-}" ] && args+=($FEDBANDITS_SBATCH_ARGS)
+[ -n "${FEDBANDITS_SBATCH_ARGS:-}" ] && common+=($FEDBANDITS_SBATCH_ARGS)
+args=(--parsable --cpus-per-task="$FEDBANDITS_THREADS" --time="$time_limit" --mem="$mem" "${common[@]}")
+[ -n "${FEDBANDITS_GPUS:-}" ] && args+=(--gres="gpu:${FEDBANDITS_GPUS}")
+merge_args=(--parsable --time="$merge_time" --mem="$merge_mem" "${common[@]}")
+# shellcheck disable=SC2206
+[ -n "${FEDBANDITS_MERGE_SBATCH_ARGS:-}" ] && merge_args+=($FEDBANDITS_MERGE_SBATCH_ARGS)
 export FEDBANDITS_BIN FEDBANDITS_JOB="$job" FEDBANDITS_TASKS FEDBANDITS_OUT="${FEDBANDITS_OUT:-}"
+# For the tasks' release helper and the merge job's resubmission lines.
+abs_job="$(cd "$(dirname "$job")" && pwd)/$(basename "$job")"
+export FEDBANDITS_COMMON_ARGS="${common[*]}" FEDBANDITS_SUBMIT="$here/submit.sh" FEDBANDITS_ABS_JOB="$abs_job"
+export FEDBANDITS_THREADS FEDBANDITS_TIME="$time_limit" FEDBANDITS_MEM="$mem" FEDBANDITS_MERGE_TIME="$merge_time" \
+  FEDBANDITS_MERGE_MEM="$merge_mem" FEDBANDITS_MAX_ARRAY_SIZE="$max_array"
 
 # sbatch_checked DESCRIPTION ARGS...: the job id (sbatch --parsable prints
 # ID or ID;CLUSTER on stdout; its warnings on stderr are passed on), or a
@@ -81,19 +126,28 @@ sbatch_checked() {
   echo "${reply%%;*}"
 }
 
+# One array per block of MaxArraySize shards that holds any to submit; its
+# tasks add the block's offset to their index.
 arrays=()
 for ((start = 0; start < FEDBANDITS_TASKS; start += max_array)); do
-  count=$((FEDBANDITS_TASKS - start < max_array ? FEDBANDITS_TASKS - start : max_array))
-  id=$(FEDBANDITS_TASK_OFFSET=$start sbatch_checked "array of shards $start-$((start + count - 1))" \
-    "${args[@]}" --array="0-$((count - 1))" --export=ALL "$here/fedbandits.sbatch")
+  indices=()
+  for s in "${shards[@]}"; do
+    if [ "$s" -ge "$start" ] && [ "$s" -lt $((start + max_array)) ]; then indices+=($((s - start))); fi
+  done
+  [ ${#indices[@]} -gt 0 ] || continue
+  block=$((FEDBANDITS_TASKS - start < max_array ? FEDBANDITS_TASKS - start : max_array))
+  list=$(IFS=,; echo "${indices[*]}")
+  [ ${#indices[@]} -eq "$block" ] && list="0-$((block - 1))"
+  id=$(FEDBANDITS_TASK_OFFSET=$start sbatch_checked "array of shards $start-$((start + block - 1)) (indices $list)" \
+    "${args[@]}" --array="$list" --export=ALL "$here/fedbandits.sbatch")
   arrays+=("$id")
   submitted+=("$id")
-  echo "submitted array job $id: $count task(s), shards $start-$((start + count - 1)) of $FEDBANDITS_TASKS," \
-    "$FEDBANDITS_THREADS CPU(s) and $time_limit each"
+  echo "submitted array job $id: ${#indices[@]} task(s) (array indices $list, offset $start) of $FEDBANDITS_TASKS shards," \
+    "$FEDBANDITS_THREADS CPU(s), $time_limit and $mem each"
 done
 deps=$(IFS=:; echo "${arrays[*]}")
-merge=$(FEDBANDITS_RESULTS="$results" sbatch_checked "merge job" --parsable --dependency="afterany:$deps" \
-  "${common[@]}" --export=ALL "$here/merge.sbatch")
-echo "submitted merge job $merge (after $deps): fedbandits merge '$results'"
+merge=$(FEDBANDITS_RESULTS="$results" sbatch_checked "merge job" "${merge_args[@]}" --dependency="afterany:$deps" \
+  --export=ALL "$here/merge.sbatch")
+echo "submitted merge job $merge (after $deps, $merge_time and $merge_mem): fedbandits merge '$results'"
 [ ${#arrays[@]} -gt 1 ] && echo "($FEDBANDITS_TASKS shards exceed MaxArraySize $max_array: ${#arrays[@]} arrays)"
 echo "$deps $merge"

@@ -94,6 +94,13 @@ pub struct CostTerm {
     pub seconds: f64,
 }
 
+impl CostTerm {
+    /// A term: its name, its unit and its built-in seconds per unit.
+    pub const fn new(name: &'static str, unit: &'static str, seconds: f64) -> Self {
+        Self { name, unit, seconds }
+    }
+}
+
 /// A family's parameter resolution ([`crate::algo::resolve`]): algorithm,
 /// environment, raw parameters, horizon and the job file's folder (where
 /// an input file's relative path starts).

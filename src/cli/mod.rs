@@ -119,12 +119,23 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             out,
         } => {
             let mut job = Job::load(&job)?;
-            job.output = out.unwrap_or(job.output);
+            job.output = out.clone().unwrap_or(job.output);
             let model = rate.map_or_else(
                 || crate::sim::cost::TimeModel::here(threads.max(1)),
                 crate::sim::cost::TimeModel::uniform,
             );
-            emit(&plan_text(&job, tasks.max(1), threads.max(1), &model, all));
+            let finished = finished_units(&job);
+            emit(&plan_text(
+                &job,
+                &text::PlanRequest {
+                    tasks,
+                    threads,
+                    model: &model,
+                    all,
+                    out: out.as_deref(),
+                    finished: &finished,
+                },
+            ));
             Ok(())
         }
         Command::Merge { dir, compact } => merge_command(&dir, compact),
@@ -265,6 +276,27 @@ fn run_command(
     Ok(())
 }
 
+/// The units of `job` its results directory already holds (a run reuses
+/// them), for `plan`; none when the directory is absent, or holds what a
+/// run would refuse (the run says why; `plan` plans the whole job and says
+/// so).
+fn finished_units(job: &Job) -> std::collections::HashSet<(usize, u32)> {
+    let dir = job.results_dir();
+    if !dir.is_dir() {
+        return Default::default();
+    }
+    match crate::output::directory::check_directory(&dir, job).and_then(|d| d.finished(job)) {
+        Ok(done) => done,
+        Err(e) => {
+            eprintln!(
+                "fedbandits: planning the whole job: {} cannot be reused ({e})",
+                dir.display()
+            );
+            Default::default()
+        }
+    }
+}
+
 /// `fedbandits merge`: merges a job directory's parts and says what is
 /// missing or duplicated and how to complete it.
 fn merge_command(dir: &std::path::Path, compact: bool) -> Result<(), CliError> {
@@ -292,8 +324,23 @@ fn merge_command(dir: &std::path::Path, compact: bool) -> Result<(), CliError> {
         out += "the directory mixes shard layouts (or holds copied files): keep one layout's part files, \
                 move the others away, and merge again; analysis.load.scan refuses it until then\n";
     }
-    if let Some(cmd) = &r.rerun {
-        out += &format!("to complete (only the missing repetitions are recomputed):\n  {cmd}\n");
+    if let Some(rerun) = &r.rerun {
+        let list: Vec<String> = rerun.shards.iter().map(usize::to_string).collect();
+        out += &format!(
+            "missing shards: {} (of {})\nto complete (only the missing repetitions are recomputed), on this \
+             machine:\n  {}\nor on Slurm (those shards as an array, then a new merge job; set the other \
+             FEDBANDITS_* as for the first submission):\n  {}\n",
+            list.join(","),
+            rerun.count,
+            rerun.commands().join("\n  "),
+            rerun.submit_line()
+        );
+    }
+    if let Some(old) = &r.removed_superseded {
+        out += &format!(
+            "removed {}: the study this job grew from (its rows are in this job's parts)\n",
+            old.display()
+        );
     }
     match r.compacted {
         Some((n, bytes)) => {

@@ -17,10 +17,15 @@ pub fn print_report(r: &RunReport) {
     }
     if r.claimed.superseded > 0 {
         eprintln!(
-            "fedbandits: this job extends the one {} was computed for: its {} part file(s) are superseded (removed; \
-             their rows are kept as units and go into this job's parts)",
+            "fedbandits: this job extends the one {} was computed for: its {} part file(s) are superseded (their \
+             rows are kept as units and go into this job's parts); they and their manifest moved to {}, where the \
+             previous study stays loadable until this job's `fedbandits merge` completes",
             r.dir.display(),
-            r.claimed.superseded
+            r.claimed.superseded,
+            r.dir
+                .join(".superseded")
+                .join(r.dir.file_name().unwrap_or_default())
+                .display()
         );
     }
     if r.claimed.restored > 0 {
@@ -44,13 +49,26 @@ pub fn print_report(r: &RunReport) {
             r.dir.display()
         );
     }
+    let (resumed, before, first, last) = r.resumed;
+    if resumed > 0 {
+        let at = if first == last {
+            format!("t = {first}")
+        } else {
+            format!("t = {first} to {last}")
+        };
+        eprintln!(
+            "fedbandits: resumed {resumed} repetition(s) from their snapshots (at {at}); the {:.3e} agent-steps \
+             computed before the stop are not counted below",
+            before as f64
+        );
+    }
     let rate = if r.seconds > 0.0 {
         r.agent_steps as f64 / r.seconds
     } else {
         0.0
     };
     eprintln!(
-        "fedbandits: ran {} repetition(s), {:.3e} agent-steps in {:.1} s ({:.3e} agent-steps/s); {} {}",
+        "fedbandits: ran {} repetition(s), {:.3e} agent-steps in {:.1} s ({:.3e} agent-steps/s in this run); {} {}",
         r.units_run,
         r.agent_steps as f64,
         r.seconds,
@@ -58,6 +76,13 @@ pub fn print_report(r: &RunReport) {
         if r.claimed.kept_part { "kept" } else { "wrote" },
         r.part.display()
     );
+    if r.shard.count > 1 {
+        emit(&format!(
+            "shard {}/{}: the figures below are this shard's repetitions only; the study's come from `fedbandits \
+             merge` and the report\n",
+            r.shard.index, r.shard.count
+        ));
+    }
     emit(&table(&r.summaries));
 }
 
@@ -102,12 +127,19 @@ pub fn table(summaries: &[CellSummary]) -> String {
         } else {
             format!("{:.1}", s.sync_rounds_mean)
         };
+        // One repetition has no spread: its sd is not 0 but unknown.
+        let sd = if s.repetitions > 1 {
+            format!("{:.2}", s.agent_regret_sd)
+        } else {
+            "-".to_string()
+        };
         out += &format!(
-            "{:>4}  {:>12.2} {:>9.2} {:>10.2} {:>10.2} {syncs:>8} {eps:>8}  {}{note}\n",
-            s.index, s.agent_regret_mean, s.agent_regret_sd, s.agent_regret_median, s.agent_regret_max, s.label
+            "{:>4}  {:>12.2} {sd:>9} {:>10.2} {:>10.2} {syncs:>8} {eps:>8}  {}{note}\n",
+            s.index, s.agent_regret_mean, s.agent_regret_median, s.agent_regret_max, s.label
         );
     }
-    out += "agent regret: final regret per agent, mean over repetitions (sd, median, max: over repetitions)\n";
+    out += "agent regret: final regret per agent, mean over repetitions (sd, median, max: over repetitions; \
+            sd - where a cell has one repetition here)\n";
     if summaries.iter().any(|s| s.exploration_cost.is_some()) {
         out += "after exploration: the combinatorial family's regret counts the rounds after its exploration phase, \
                 which costs every algorithm alike (+ its per-agent cost); FRR and the linear stretch read it too\n";

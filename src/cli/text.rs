@@ -186,36 +186,74 @@ fn privacy_table(job: &Job) -> String {
     out
 }
 
+/// What `fedbandits plan` is asked: the tasks, their threads, the time
+/// model, whether every shard is printed, the `--out` given (repeated in
+/// the suggested line) and the units already finished in the results
+/// directory (a run reuses them; they are not planned).
+pub struct PlanRequest<'a> {
+    /// Array tasks (shards).
+    pub tasks: usize,
+    /// Worker threads per task.
+    pub threads: usize,
+    /// The time model.
+    pub model: &'a crate::sim::cost::TimeModel,
+    /// Every shard's line.
+    pub all: bool,
+    /// `--out` as given.
+    pub out: Option<&'a std::path::Path>,
+    /// (cell index, repetition) already finished.
+    pub finished: &'a std::collections::HashSet<(usize, u32)>,
+}
+
+/// Slurm's `--mem` for a task the model puts at `bytes`: x
+/// [`MEM_HEADROOM`], rounded up to whole MiB, at least [`MEM_FLOOR_MIB`].
+pub fn slurm_mem_mib(bytes: u64) -> u64 {
+    ((bytes as f64 * MEM_HEADROOM / 1048576.0).ceil() as u64).max(MEM_FLOOR_MIB)
+}
+
+/// Headroom of the memory `plan` suggests requesting over its model (the
+/// model is within 1.05x-1.4x above the peak resident memory measured;
+/// the batch shell and Slurm's own accounting come on top).
+pub const MEM_HEADROOM: f64 = 1.25;
+
+/// The least memory `plan` suggests requesting, in MiB (the batch shell,
+/// `scontrol` and the engine's start).
+pub const MEM_FLOOR_MIB: u64 = 64;
+
 /// The text of `fedbandits plan`. Times come from the engine's time model
-/// ([`crate::sim::cost`]): each cell's agent-steps priced by `model`.
-pub fn plan_text(job: &Job, tasks: usize, threads: usize, model: &crate::sim::cost::TimeModel, all: bool) -> String {
-    use crate::sim::cost;
+/// ([`crate::sim::cost`]): each cell's agent-steps priced by the request's
+/// model; finished units are left out.
+pub fn plan_text(job: &Job, req: &PlanRequest<'_>) -> String {
+    let (tasks, threads) = (req.tasks.max(1), req.threads.max(1));
     let reps = job.repetitions as usize;
     let owner = crate::job::shard::assign_units(&job.cells, job.repetitions, tasks);
     // Per shard: (units, agent-steps, thread-seconds, longest unit's).
-    let mut loads = vec![(0usize, 0u64, 0.0f64, 0.0f64); tasks.max(1)];
+    let mut loads = vec![(0usize, 0u64, 0.0f64, 0.0f64); tasks];
     for (u, &s) in owner.iter().enumerate() {
         let cell = &job.cells[u / reps];
+        if req.finished.contains(&(cell.index, (u % reps) as u32)) {
+            continue;
+        }
         let steps = cell.agent_steps_per_rep();
-        let secs = cost::thread_seconds(&cell.config, steps, model);
+        let secs = crate::sim::cost::thread_seconds(&cell.config, steps, req.model);
         loads[s].0 += 1;
         loads[s].1 += steps;
         loads[s].2 += secs;
         loads[s].3 = loads[s].3.max(secs);
     }
     let units = job.cells.len() * reps;
-    let total = job.total_agent_steps();
+    let remaining: u64 = loads.iter().map(|l| l.1).sum();
     let mut sorted: Vec<u64> = loads.iter().map(|l| l.1).collect();
     sorted.sort_unstable();
     let max = sorted.last().copied().unwrap_or(0);
-    let mean = total as f64 / tasks as f64;
-    let per_fed = crate::sim::max_memory_per_federation(job);
+    let mean = remaining as f64 / tasks as f64;
     // Wall time of a task: its thread-seconds over its threads, but no less
     // than its longest unit (a repetition runs on one thread).
     let wall = |l: &(usize, u64, f64, f64)| (l.2 / threads as f64).max(l.3);
     let longest = loads.iter().map(wall).fold(0.0, f64::max);
     let total_secs: f64 = loads.iter().map(|l| l.2).sum();
     let limit = (longest * 1.5).max(600.0);
+    let total = job.total_agent_steps();
     let mut out = format!(
         "job {}: {} cells x {} repetitions = {units} units, {total} agent-steps ({:.3e})\n",
         job.name,
@@ -223,6 +261,15 @@ pub fn plan_text(job: &Job, tasks: usize, threads: usize, model: &crate::sim::co
         job.repetitions,
         total as f64
     );
+    if !req.finished.is_empty() {
+        out += &format!(
+            "finished: {} of {units} units in {} (a run reuses them): planning the remaining {}, {:.3e} agent-steps\n",
+            req.finished.len(),
+            job.results_dir().display(),
+            units - req.finished.len(),
+            remaining as f64
+        );
+    }
     out += &format!(
         "tasks {tasks}: agent-steps per task min {:.3e} median {:.3e} max {:.3e} (max / mean {:.3}); {} tasks get no work\n",
         sorted[0] as f64,
@@ -231,11 +278,28 @@ pub fn plan_text(job: &Job, tasks: usize, threads: usize, model: &crate::sim::co
         if mean > 0.0 { max as f64 / mean } else { 0.0 },
         loads.iter().filter(|l| l.0 == 0).count()
     );
-    out += &format!(
+    out += &plan_memory_and_time(job, req, longest, total_secs);
+    out += &plan_slurm(job, req, limit);
+    out += "shard  units      agent-steps  est. time\n";
+    for (i, l) in loads.iter().enumerate() {
+        let (u, steps) = (l.0, l.1);
+        if req.all || i < 10 || i + 5 >= loads.len() {
+            out += &format!("{i:>5}  {u:>5}  {steps:>15}  {}\n", hms(wall(l)));
+        } else if i == 10 {
+            out += "  ...  (--all prints every shard)\n";
+        }
+    }
+    out
+}
+
+/// `plan`'s memory and time lines.
+fn plan_memory_and_time(job: &Job, req: &PlanRequest<'_>, longest: f64, total_secs: f64) -> String {
+    let threads = req.threads.max(1);
+    let mut out = format!(
         "memory per task: about {} ({threads} threads x {} per federation, the process and the part's \
          assembly; the same model as validate)\n",
-        human(crate::sim::memory::largest_task(job, threads, tasks)),
-        human(per_fed)
+        human(crate::sim::memory::largest_task(job, threads, req.tasks.max(1))),
+        human(crate::sim::max_memory_per_federation(job))
     );
     // A small total keeps a decimal (a pilot's 1 s against 2.8 s measured
     // read as 1).
@@ -245,26 +309,39 @@ pub fn plan_text(job: &Job, tasks: usize, threads: usize, model: &crate::sim::co
         hms(longest),
         total_secs / 3600.0,
         total_secs,
-        model.source
+        req.model.source
     );
-    out += &format!("time model: {}\n", model.error);
-    out += &format!("results: {}\n", job.results_dir().display());
-    out += &format!(
-        "suggested: FEDBANDITS_TASKS={tasks} slurm/submit.sh {}   (sbatch --array=0-{} --cpus-per-task={threads} --time={})\n",
-        job.path.display(),
-        tasks - 1,
-        hms(limit)
-    );
-    out += "shard  units      agent-steps  est. time\n";
-    for (i, l) in loads.iter().enumerate() {
-        let (u, steps) = (l.0, l.1);
-        if all || i < 10 || i + 5 >= loads.len() {
-            out += &format!("{i:>5}  {u:>5}  {steps:>15}  {}\n", hms(wall(l)));
-        } else if i == 10 {
-            out += "  ...  (--all prints every shard)\n";
-        }
-    }
+    out += &format!("time model: {}\n", req.model.error);
     out
+}
+
+/// `plan`'s results, Slurm request and suggested lines: the request is
+/// what `slurm/submit.sh` passes to sbatch (it reads the `slurm request:`
+/// line), and the suggested line, pasted as it is, submits this plan.
+fn plan_slurm(job: &Job, req: &PlanRequest<'_>, limit: f64) -> String {
+    let (tasks, threads) = (req.tasks.max(1), req.threads.max(1));
+    let mem = slurm_mem_mib(crate::sim::memory::largest_task(job, threads, tasks));
+    let (merge_mem, merge_secs) = crate::sim::memory::merge_estimate(job);
+    let merge = format!("--time={} --mem={}M", hms(merge_secs), slurm_mem_mib(merge_mem));
+    let array = format!("--cpus-per-task={threads} --time={} --mem={mem}M", hms(limit));
+    let out_var = req
+        .out
+        .map(|o| {
+            format!(
+                "FEDBANDITS_OUT={} ",
+                crate::sim::merge::shell_word(&o.display().to_string())
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "results: {}\nslurm request: array {array}; merge {merge} (--mem: the model x {MEM_HEADROOM}, at least \
+         {MEM_FLOOR_MIB} MiB; FEDBANDITS_MEM, FEDBANDITS_TIME, FEDBANDITS_MERGE_MEM and FEDBANDITS_MERGE_TIME \
+         override)\nsuggested: FEDBANDITS_TASKS={tasks} FEDBANDITS_THREADS={threads} {out_var}slurm/submit.sh {}   \
+         (sbatch --array=0-{} {array}; merge job {merge})\n",
+        job.results_dir().display(),
+        crate::sim::merge::shell_word(&job.path.display().to_string()),
+        tasks - 1
+    )
 }
 
 /// The accountant's warnings over a job's cells, each once, with how many

@@ -60,6 +60,14 @@ pub fn parts_in(dir: &Path) -> Vec<PathBuf> {
     parts
 }
 
+/// Where the parts a grown job superseded are kept, with their manifest,
+/// until the grown job's `merge` completes: `<dir>/.superseded/<job
+/// name>/` (the loader wants a directory named as its job, and skips
+/// hidden paths below the one it is given).
+pub fn superseded_dir(dir: &Path, job: &Job) -> PathBuf {
+    dir.join(".superseded").join(&job.name)
+}
+
 /// What a job finds in its results directory.
 #[derive(Debug, Default)]
 pub struct Directory {
@@ -140,22 +148,33 @@ impl Directory {
             self.verify_units(job)?;
         }
         let superseded = std::mem::take(&mut self.superseded);
-        for part in &superseded {
-            std::fs::remove_file(part).map_err(|e| DirectoryError::Corrupt {
-                path: part.clone(),
-                message: format!("cannot remove this superseded part: {e}"),
-            })?;
-        }
-        // `merge`'s manifest described the superseded parts; `merge` writes
-        // the grown job's.
-        let manifest = self.dir.join("_manifest.yaml");
-        if !superseded.is_empty() && manifest.exists() {
-            std::fs::remove_file(&manifest).map_err(|e| DirectoryError::Corrupt {
-                path: manifest.clone(),
-                message: format!("cannot remove the manifest of the superseded parts: {e}"),
-            })?;
+        if !superseded.is_empty() {
+            self.keep_superseded(job, &superseded)?;
         }
         Ok(restored)
+    }
+
+    /// Moves the superseded parts and `merge`'s manifest of them into
+    /// [`superseded_dir`], where the study they hold stays loadable until
+    /// this job's `merge` completes (and removes it); a copy an earlier
+    /// growth kept there is replaced (this one is the latest study).
+    fn keep_superseded(&self, job: &Job, parts: &[PathBuf]) -> Result<(), DirectoryError> {
+        let keep = superseded_dir(&self.dir, job);
+        let fail = |path: &Path, e: std::io::Error| DirectoryError::Corrupt {
+            path: path.to_path_buf(),
+            message: format!("cannot move it to {}: {e}", keep.display()),
+        };
+        if keep.exists() {
+            std::fs::remove_dir_all(&keep).map_err(|e| fail(&keep, e))?;
+        }
+        std::fs::create_dir_all(&keep).map_err(|e| fail(&keep, e))?;
+        let manifest = self.dir.join("_manifest.yaml");
+        let moving = parts.iter().chain(manifest.exists().then_some(&manifest));
+        for file in moving {
+            let name = file.file_name().unwrap_or_default();
+            std::fs::rename(file, keep.join(name)).map_err(|e| fail(file, e))?;
+        }
+        Ok(())
     }
 
     /// This shard's part when it holds exactly the shard's units and
@@ -163,6 +182,32 @@ impl Directory {
     /// nothing to compute leaves it as it is.
     pub fn complete_part(&self) -> Option<&Path> {
         self.complete_part.as_deref()
+    }
+
+    /// The units of `job` (cell index, repetition) a run would reuse: a
+    /// unit file in `.units/`, or listed in a part's footer (this job's, or
+    /// of a job it grew from). Reads footers only; what `plan` subtracts.
+    pub fn finished(&self, job: &Job) -> Result<HashSet<(usize, u32)>, DirectoryError> {
+        let by_id: HashMap<&str, usize> = job.cells.iter().map(|c| (c.id.as_str(), c.index)).collect();
+        let mut done = HashSet::new();
+        for part in self.superseded.iter().chain(&self.own_parts) {
+            let listed = output::read_metadata_key(part, "fedbandits.units")?.unwrap_or_default();
+            for (id, r) in listed.split(',').filter_map(|u| u.rsplit_once(':')) {
+                if let (Some(&c), Ok(r)) = (by_id.get(id), r.parse::<u32>())
+                    && r < job.repetitions
+                {
+                    done.insert((c, r));
+                }
+            }
+        }
+        for cell in &job.cells {
+            done.extend(
+                (0..job.repetitions)
+                    .filter(|&r| self.find(cell, r).is_some())
+                    .map(|r| (cell.index, r)),
+            );
+        }
+        Ok(done)
     }
 
     /// Writes back the units of `job` (of `wanted` alone, when given) that

@@ -99,12 +99,68 @@ pub struct MergeReport {
     pub missing: Vec<(String, u32)>,
     /// Units found in more than one part file: (cell id, repetition, files).
     pub duplicates: Vec<(String, u32, Vec<PathBuf>)>,
-    /// The command that reruns exactly what is missing (None when complete).
-    pub rerun: Option<String>,
+    /// What reruns exactly what is missing (None when complete).
+    pub rerun: Option<Rerun>,
     /// The manifest written.
     pub manifest: PathBuf,
     /// With `--compact`: the unit files removed and their bytes.
     pub compacted: Option<(usize, u64)>,
+    /// The superseded study removed, once this one is complete.
+    pub removed_superseded: Option<PathBuf>,
+}
+
+/// The shards that hold missing units, and how to run only them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rerun {
+    /// The job file, as a command names it (absolute, or in the job
+    /// file's folder).
+    pub job_path: String,
+    /// The results root (`--out`).
+    pub out_root: PathBuf,
+    /// Shards (indices) holding missing units, ascending.
+    pub shards: Vec<usize>,
+    /// The shard count of the layout in use.
+    pub count: usize,
+}
+
+impl Rerun {
+    /// The commands that compute the missing units on one machine, one
+    /// per shard.
+    pub fn commands(&self) -> Vec<String> {
+        let (job, out) = (
+            shell_word(&self.job_path),
+            shell_word(&self.out_root.display().to_string()),
+        );
+        self.shards
+            .iter()
+            .map(|s| format!("fedbandits run {job} --out {out} --shard {s}/{}", self.count))
+            .collect()
+    }
+
+    /// The `slurm/submit.sh` line that submits only the missing shards
+    /// (and a new merge job after them); the other settings are
+    /// `submit.sh`'s defaults unless the caller's environment sets them.
+    pub fn submit_line(&self) -> String {
+        let list: Vec<String> = self.shards.iter().map(usize::to_string).collect();
+        format!(
+            "FEDBANDITS_TASKS={} FEDBANDITS_SHARDS={} FEDBANDITS_OUT={} slurm/submit.sh {}",
+            self.count,
+            list.join(","),
+            shell_word(&self.out_root.display().to_string()),
+            shell_word(&self.job_path)
+        )
+    }
+}
+
+/// A word for a POSIX shell: as it is when it holds only safe characters,
+/// else in single quotes.
+pub fn shell_word(s: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c);
+    if !s.is_empty() && s.chars().all(safe) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
 }
 
 /// The part files (`part-*.parquet`) directly in `dir`, sorted.
@@ -256,9 +312,7 @@ fn units_present(job: &Job, parts: &[PathBuf]) -> Result<BTreeMap<(String, u32),
 }
 
 /// The commands that rerun exactly the shards holding `missing` units.
-fn rerun_commands(dir: &Path, job: &Job, meta: &PartMeta, missing: &[(String, u32)]) -> String {
-    let out_root = dir.parent().map(Path::to_path_buf).unwrap_or_default();
-    let job_path = rerun_job_path(meta, job);
+fn rerun_commands(dir: &Path, job: &Job, meta: &PartMeta, missing: &[(String, u32)]) -> Rerun {
     // The shard layout in use, from the part files' metadata.
     let count = meta
         .get("fedbandits.shard")
@@ -271,16 +325,12 @@ fn rerun_commands(dir: &Path, job: &Job, meta: &PartMeta, missing: &[(String, u3
             shards.insert(owner[cell.index * job.repetitions as usize + *r as usize]);
         }
     }
-    let list: Vec<String> = shards
-        .iter()
-        .map(|s| {
-            format!(
-                "fedbandits run {job_path} --out {} --shard {s}/{count}",
-                out_root.display()
-            )
-        })
-        .collect();
-    list.join("\n             ")
+    Rerun {
+        job_path: rerun_job_path(meta, job),
+        out_root: dir.parent().map(Path::to_path_buf).unwrap_or_default(),
+        shards: shards.into_iter().collect(),
+        count,
+    }
 }
 
 /// The job file to name in a rerun command: as the run was given it when
@@ -421,8 +471,20 @@ pub fn merge(dir: &Path, compact: bool) -> Result<MergeReport, MergeError> {
         rerun,
         manifest: dir.join("_manifest.yaml"),
         compacted: None,
+        removed_superseded: None,
     };
     output::write_bytes_atomic(&report.manifest, manifest_text(&job, &report, &meta)?.as_bytes())?;
+    // Complete: the study this one grew from, kept loadable until now,
+    // goes (its rows are in this job's parts).
+    let old = output::directory::superseded_dir(dir, &job);
+    if report.missing.is_empty() && report.duplicates.is_empty() && old.exists() {
+        std::fs::remove_dir_all(&old).map_err(|source| MergeError::Io {
+            path: old.clone(),
+            source,
+        })?;
+        let _ = std::fs::remove_dir(old.parent().unwrap_or(dir));
+        report.removed_superseded = Some(old);
+    }
     if compact && report.missing.is_empty() && report.duplicates.is_empty() {
         report.compacted = Some(compact_units(dir, &job)?);
     }

@@ -44,6 +44,44 @@ pub struct Snapshots<'a> {
     pub every: std::time::Duration,
     /// Set (by SIGTERM/SIGINT) to snapshot and stop at the next check.
     pub stop: &'a std::sync::atomic::AtomicBool,
+    /// Where a resumed repetition is counted.
+    pub resumed: &'a Resumed,
+}
+
+/// The repetitions a run resumed from snapshots: how many, the
+/// agent-steps computed before their stop (not this run's work), and the
+/// earliest and latest round they resumed at.
+#[derive(Debug, Default)]
+pub struct Resumed {
+    reps: std::sync::atomic::AtomicU64,
+    agent_steps: std::sync::atomic::AtomicU64,
+    first: std::sync::atomic::AtomicU64,
+    last: std::sync::atomic::AtomicU64,
+}
+
+impl Resumed {
+    fn record(&self, t: u64, agent_steps: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.reps.fetch_add(1, Relaxed) == 0 {
+            self.first.store(t, Relaxed);
+        } else {
+            self.first.fetch_min(t, Relaxed);
+        }
+        self.last.fetch_max(t, Relaxed);
+        self.agent_steps.fetch_add(agent_steps, Relaxed);
+    }
+
+    /// (repetitions, agent-steps before their stop, earliest round, latest
+    /// round).
+    pub fn totals(&self) -> (u64, u64, u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (
+            self.reps.load(Relaxed),
+            self.agent_steps.load(Relaxed),
+            self.first.load(Relaxed),
+            self.last.load(Relaxed),
+        )
+    }
 }
 
 /// A repetition in flight, with everything needed to continue it.
@@ -133,6 +171,7 @@ pub fn run_rep_resumable(
                 return Err(invalid("written for another cell, repetition or engine version".into()));
             }
             progress(snapshot.state.t() * m);
+            s.resumed.record(snapshot.state.t(), snapshot.state.t() * m);
             (snapshot.state, snapshot.wall_before)
         }
         None => (RepState::start(&plan)?, 0.0),

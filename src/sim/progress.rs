@@ -34,6 +34,9 @@ struct Shared {
     done_units: AtomicU64,
     done_steps: AtomicU64,
     done_cost: AtomicU64,
+    /// Repetitions resumed from snapshots (their steps before the stop are
+    /// in `done_steps`, not in the rate).
+    resumed: super::Resumed,
     current: Mutex<String>,
     stop: AtomicBool,
 }
@@ -70,6 +73,7 @@ impl Progress {
             cost: cost as u64,
             done_units: AtomicU64::new(0),
             done_steps: AtomicU64::new(0),
+            resumed: super::Resumed::default(),
             done_cost: AtomicU64::new(0),
             current: Mutex::new(String::new()),
             stop: AtomicBool::new(false),
@@ -107,6 +111,12 @@ impl Progress {
         self.bar.inc(w);
         self.shared.done_steps.fetch_add(n, Ordering::Relaxed);
         self.shared.done_cost.fetch_add(w, Ordering::Relaxed);
+    }
+
+    /// Where resumed repetitions are counted (the rate and the ETA leave
+    /// out their work before the stop).
+    pub fn resumed(&self) -> &super::Resumed {
+        &self.shared.resumed
     }
 
     /// A unit of `cell` starts (the log names the last one started).
@@ -184,9 +194,18 @@ fn line(s: &Shared, prefix: &str) -> String {
         s.done_steps.load(Ordering::Relaxed),
         s.done_cost.load(Ordering::Relaxed),
     );
-    let rate = if elapsed > 0.0 { steps as f64 / elapsed } else { 0.0 };
-    let eta = if cost > 0 {
-        hms(elapsed / cost as f64 * s.cost.saturating_sub(cost) as f64)
+    // This run's work: a resumed repetition's steps before its stop are
+    // done, not done now (their cost is taken in proportion).
+    let before = s.resumed.totals().1.min(steps);
+    let now = steps - before;
+    let rate = if elapsed > 0.0 { now as f64 / elapsed } else { 0.0 };
+    let cost_now = if steps > 0 {
+        cost as f64 * now as f64 / steps as f64
+    } else {
+        0.0
+    };
+    let eta = if cost_now > 0.0 {
+        hms(elapsed / cost_now * s.cost.saturating_sub(cost) as f64)
     } else {
         "unknown".into()
     };
@@ -221,6 +240,7 @@ mod tests {
             done_units: AtomicU64::new(1),
             done_steps: AtomicU64::new(100),
             done_cost: AtomicU64::new(1_000_000),
+            resumed: crate::sim::Resumed::default(),
             current: Mutex::new("[2] fedlinucb".into()),
             stop: AtomicBool::new(false),
         };

@@ -75,8 +75,14 @@ pub struct RunReport {
     /// What claiming the directory changed (superseded parts, units
     /// written back from parts).
     pub claimed: Claimed,
-    /// Agent-steps computed now.
+    /// Agent-steps computed now (a resumed repetition's steps before its
+    /// stop are not counted: [`RunReport::resumed`]).
     pub agent_steps: u64,
+    /// Repetitions resumed from snapshots: (count, agent-steps before
+    /// their stop, earliest round, latest round).
+    pub resumed: (u64, u64, u64, u64),
+    /// The shard run.
+    pub shard: Shard,
     /// Wall seconds.
     pub seconds: f64,
     /// Per-cell summary, by cell index.
@@ -218,6 +224,8 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
             units_skipped: mine.len(),
             claimed,
             agent_steps: 0,
+            resumed: (0, 0, 0, 0),
+            shard: opts.shard,
             seconds: start.elapsed().as_secs_f64(),
             summaries,
             warnings: foreign_parts(&dir_of(part), opts.shard),
@@ -247,13 +255,16 @@ pub fn run_job(job: &Job, sel: &Selection, opts: &RunOptions) -> Result<RunRepor
     work.progress.finish();
     let (part, summaries) = work.write_part(&mine, &found, &skipped, opts.shard)?;
     let warnings = foreign_parts(&work.dir, opts.shard);
+    let resumed = work.progress.resumed().totals();
     Ok(RunReport {
         dir: work.dir,
         part,
         units_run: pending.len(),
         units_skipped: skipped.len(),
         claimed,
-        agent_steps: total_steps,
+        agent_steps: total_steps.saturating_sub(resumed.1),
+        resumed,
+        shard: opts.shard,
         seconds: start.elapsed().as_secs_f64(),
         summaries,
         warnings,
@@ -393,6 +404,7 @@ impl Work<'_> {
             path: snapshot_path(&self.dir, cell, rep),
             every,
             stop: &opts.stop,
+            resumed: self.progress.resumed(),
         });
         self.progress.started(&self.job.short_label(cell), cell);
         let progress = |n: u64| self.progress.steps(cell, n);

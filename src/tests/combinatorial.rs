@@ -161,10 +161,12 @@ fn combinatorial_jobs_run_resume_and_write_their_columns() {
         let whole = run_rep(cell, job.seed, 1, &ck, &|_| {});
         assert!(whole.points.last().unwrap().metric("constraint_violations").is_some());
         let stop = std::sync::atomic::AtomicBool::new(true);
+        let tally = fedbandits::sim::Resumed::default();
         let snap = Snapshots {
             path: dir.join(format!("{}.snap", cell.id)),
             every: std::time::Duration::ZERO,
             stop: &stop,
+            resumed: &tally,
         };
         let first = run_rep_resumable(cell, job.seed, 1, &ck, &|_| {}, Some(&snap)).unwrap();
         assert!(matches!(first, RepOutcome::Stopped));
@@ -173,6 +175,8 @@ fn combinatorial_jobs_run_resume_and_write_their_columns() {
             panic!("did not finish");
         };
         assert_eq!(resumed.points, whole.points, "{}", cell.label());
+        // The resume was counted, at the round the snapshot was taken.
+        assert_eq!(tally.totals().0, 1, "{}", cell.label());
     }
     let _ = std::fs::remove_dir_all(&dir);
     let col = |cell: usize, name: &str| {

@@ -115,7 +115,15 @@ fn check(text: &str) -> Result<Outcome, TestCaseError> {
             let rounds = job.checkpoint_rounds();
             prop_assert!(rounds.last() == Some(&job.horizon) && rounds.windows(2).all(|w| w[0] < w[1]));
             prop_assert!(validate_text(&job, 4).contains("totals:"));
-            prop_assert!(plan_text(&job, 7, 2, &fedbandits::sim::cost::TimeModel::model(), false).contains("results:"));
+            let request = fedbandits::cli::text::PlanRequest {
+                tasks: 7,
+                threads: 2,
+                model: &fedbandits::sim::cost::TimeModel::model(),
+                all: false,
+                out: None,
+                finished: &Default::default(),
+            };
+            prop_assert!(plan_text(&job, &request).contains("results:"));
             let again = Job::parse(Path::new(FILE), text).map_err(|e| TestCaseError::fail(e.to_string()))?;
             prop_assert_eq!(again.identity(), job.identity());
             Ok(Outcome::Accepted(job.cells.len()))

@@ -59,6 +59,15 @@ fn input_files_resolve_against_the_job_files_folder() {
     assert_eq!(m.status.code(), Some(1), "one shard missing: {text}{}", stderr(&m));
     let expected = format!("fedbandits run {} --out", jobs.join("e.yaml").display());
     assert!(text.contains(&expected), "{text}");
+    // The missing shard, and the line that submits only it on Slurm (issue
+    // 58).
+    assert!(text.contains("missing shards: 1 (of 2)\n"), "{text}");
+    let slurm = format!(
+        "  FEDBANDITS_TASKS=2 FEDBANDITS_SHARDS=1 FEDBANDITS_OUT={} slurm/submit.sh {}\n",
+        out.display(),
+        jobs.join("e.yaml").display()
+    );
+    assert!(text.contains(&slurm), "{text}");
     // A job file given by a relative path, run from its parent: the same.
     let r = engine(&dir, &["run", "jobs/e.yaml", "--quiet", "--out", o, "--shard", "1/2"]);
     assert!(r.status.success(), "{}", stderr(&r));

@@ -22,6 +22,7 @@ pub mod cuda;
 pub mod p_fcb;
 pub mod params;
 
+use crate::algo::family_entry::CostTerm;
 use crate::backend::{Backend, BatchError, Device};
 use crate::env::procurement::{Instance, Oracle, ProcurementSpec};
 use crate::rng::{Purpose, fold_key};
@@ -195,17 +196,13 @@ pub fn curve_point(p: &CombPoint, b: &CombBatch) -> crate::algo::curve::CurvePoi
 /// (`fedbandits calibrate --shapes --seconds 0.5`), the fit rounded:
 /// measured 0.86x to 1.11x of the model. A flat rate (the model before
 /// these terms, fitted at 30 producers) read 9.3x low at 300.
-pub const COST_TERMS: &[crate::algo::family_entry::CostTerm] = &[
-    crate::algo::family_entry::CostTerm {
-        name: "step",
-        unit: "an agent-step",
-        seconds: 5.0e-9,
-    },
-    crate::algo::family_entry::CostTerm {
-        name: "producers",
-        unit: "a producer of an agent-step (its quality bound and the greedy oracle's pass)",
-        seconds: 8.2e-9,
-    },
+pub const COST_TERMS: &[CostTerm] = &[
+    CostTerm::new("step", "an agent-step", 5.0e-9),
+    CostTerm::new(
+        "producers",
+        "a producer of an agent-step (its quality bound and the greedy oracle's pass)",
+        8.2e-9,
+    ),
 ];
 
 /// The jobs `fedbandits calibrate --shapes` times to fit [`COST_TERMS`]:

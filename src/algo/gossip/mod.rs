@@ -24,6 +24,7 @@ pub mod cuda;
 pub mod fed_ucb_gossip;
 pub mod params;
 
+use crate::algo::family_entry::CostTerm;
 use crate::backend::{Backend, BatchError, Device};
 use crate::env::mab::{MabEnv, MabEnvSpec};
 use crate::graph::{Graph, GraphSpec};
@@ -211,42 +212,34 @@ pub fn curve_point(p: &GossipPoint, b: &GossipBatch, lambda2: f64) -> crate::alg
 /// A flat cost per algorithm (the model before these terms) read 0.7x to
 /// 4.4x on the same shapes: `fed_ucb_gossip` with 20 arms on a complete
 /// graph of 40 agents is 4.4x its 5-arm ring's cost per agent-step.
-pub const COST_TERMS: &[crate::algo::family_entry::CostTerm] = &[
-    crate::algo::family_entry::CostTerm {
-        name: "step",
-        unit: "an agent-step",
-        seconds: 2.0e-9,
-    },
-    crate::algo::family_entry::CostTerm {
-        name: "arms",
-        unit: "an arm of an agent-step (its UCB index)",
-        seconds: 2.7e-9,
-    },
-    crate::algo::family_entry::CostTerm {
-        name: "local_step",
-        unit: "an agent-step of local_ucb (its own statistics, where oracle_ucb reads pooled ones)",
-        seconds: 1.5e-8,
-    },
-    crate::algo::family_entry::CostTerm {
-        name: "neighbour_arms",
-        unit: "an arm x a neighbour of a gossiping agent-step (mean degree)",
-        seconds: 7.5e-10,
-    },
-    crate::algo::family_entry::CostTerm {
-        name: "gossip_step",
-        unit: "an agent-step of gossip_ucb or fed_ucb_gossip (its exchange)",
-        seconds: 2.3e-8,
-    },
-    crate::algo::family_entry::CostTerm {
-        name: "private_step",
-        unit: "an agent-step of fed_ucb_gossip (its privatizer)",
-        seconds: 8.9e-8,
-    },
-    crate::algo::family_entry::CostTerm {
-        name: "private_arms",
-        unit: "an arm of an agent-step of fed_ucb_gossip (its partial sums)",
-        seconds: 4.0e-8,
-    },
+pub const COST_TERMS: &[CostTerm] = &[
+    CostTerm::new("step", "an agent-step", 2.0e-9),
+    CostTerm::new("arms", "an arm of an agent-step (its UCB index)", 2.7e-9),
+    CostTerm::new(
+        "local_step",
+        "an agent-step of local_ucb (its own statistics, where oracle_ucb reads pooled ones)",
+        1.5e-8,
+    ),
+    CostTerm::new(
+        "neighbour_arms",
+        "an arm x a neighbour of a gossiping agent-step (mean degree)",
+        7.5e-10,
+    ),
+    CostTerm::new(
+        "gossip_step",
+        "an agent-step of gossip_ucb or fed_ucb_gossip (its exchange)",
+        2.3e-8,
+    ),
+    CostTerm::new(
+        "private_step",
+        "an agent-step of fed_ucb_gossip (its privatizer)",
+        8.9e-8,
+    ),
+    CostTerm::new(
+        "private_arms",
+        "an arm of an agent-step of fed_ucb_gossip (its partial sums)",
+        4.0e-8,
+    ),
 ];
 
 /// The jobs `fedbandits calibrate --shapes` times to fit [`COST_TERMS`]:

@@ -50,36 +50,32 @@ const MICRO_SECONDS: f64 = 1.0e-6 / (7.47e-6 * REFERENCE_RATE);
 /// Built-in seconds from the fits in this module's doc and
 /// [`VECSUM_VALUE_SECONDS`]'s; `calibrate --shapes` refits them.
 pub const COST_TERMS: &[CostTerm] = &[
-    CostTerm {
-        name: "step",
-        unit: "an agent-step (x 1.1 on linear_gap, x 1.4 above d = 16)",
-        seconds: MICRO_SECONDS,
-    },
-    CostTerm {
-        name: "scores",
-        unit: "K d of an agent-step's UCB scores (the same factors)",
-        seconds: 0.0064 * MICRO_SECONDS,
-    },
-    CostTerm {
-        name: "inverse",
-        unit: "d^3 of an agent-step's inverse and updates (the same factors)",
-        seconds: 7.0e-5 * MICRO_SECONDS,
-    },
-    CostTerm {
-        name: "tree_noise",
-        unit: "a regenerated tree-node noise entry",
-        seconds: NOISE_ENTRY_SECONDS,
-    },
-    CostTerm {
-        name: "vecsum_values",
-        unit: "a value the shuffle protocol randomizes (per level)",
-        seconds: VECSUM_VALUE_SECONDS,
-    },
-    CostTerm {
-        name: "vecsum_levels",
-        unit: "a tree level of the shuffle protocol per agent-step",
-        seconds: VECSUM_LEVEL_SECONDS,
-    },
+    CostTerm::new(
+        "step",
+        "an agent-step (x 1.1 on linear_gap, x 1.4 above d = 16)",
+        MICRO_SECONDS,
+    ),
+    CostTerm::new(
+        "scores",
+        "K d of an agent-step's UCB scores (the same factors)",
+        0.0064 * MICRO_SECONDS,
+    ),
+    CostTerm::new(
+        "inverse",
+        "d^3 of an agent-step's inverse and updates (the same factors)",
+        7.0e-5 * MICRO_SECONDS,
+    ),
+    CostTerm::new("tree_noise", "a regenerated tree-node noise entry", NOISE_ENTRY_SECONDS),
+    CostTerm::new(
+        "vecsum_values",
+        "a value the shuffle protocol randomizes (per level)",
+        VECSUM_VALUE_SECONDS,
+    ),
+    CostTerm::new(
+        "vecsum_levels",
+        "a tree level of the shuffle protocol per agent-step",
+        VECSUM_LEVEL_SECONDS,
+    ),
 ];
 
 /// Seconds per regenerated noise entry of a tree node: `fedbandits bench
