@@ -1,4 +1,5 @@
-//! The `fedbandits` command line: `run`, `validate`, `list`, `bench`.
+//! The `fedbandits` command line: `run`, `validate`, `plan`, `merge`, `audit`,
+//! `list`, `bench` and `calibrate`.
 //!
 //! Raw arguments (clap) are resolved once into a validated [`Job`] and run
 //! options; the library below never sees clap types. Exit codes: 0 success,

@@ -244,9 +244,9 @@ impl Directory {
         };
         output::read_parquet_stream(part, |b| {
             rows.add(&b, |u| restore(self, u))
-                .map_err(|message| output::OutputError::Checksum {
+                .map_err(|e| output::OutputError::Checksum {
                     path: part.to_path_buf(),
-                    message,
+                    message: e.to_string(),
                 })
         })?;
         if let Some(u) = rows.finish() {
@@ -327,7 +327,7 @@ impl Directory {
         match data {
             UnitData::Rep(r, backend) => Ok((r, backend)),
             UnitData::Rows(batches) => {
-                let mut units = units_in_rows(&batches).map_err(corrupt)?;
+                let mut units = units_in_rows(&batches).map_err(|e| corrupt(e.to_string()))?;
                 match (units.len(), units.pop()) {
                     (1, Some((id, r, backend))) if id == cell.id && r.rep == rep => Ok((r, backend)),
                     (_, Some((id, r, _))) => Err(corrupt(format!(

@@ -58,29 +58,49 @@ pub fn seal_footer(tail: &mut [u8]) -> bool {
     }
 }
 
+/// Why a file's footer fails its check.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FooterError {
+    /// No Parquet magic at the end.
+    #[error("not a Parquet file")]
+    NotParquet,
+    /// The stated footer length runs past the file's start.
+    #[error("its footer length ({0}) exceeds the file")]
+    FooterLength(usize),
+    /// The checksum entry's key is there, its value is not.
+    #[error("its {FOOTER_KEY} entry is damaged")]
+    DamagedEntry,
+    /// The footer does not hash to the stated checksum.
+    #[error("checksum mismatch: its footer hashes to {actual:016x}, the file says {stated}")]
+    Mismatch {
+        /// The footer's XXH64.
+        actual: u64,
+        /// The checksum the file states, as written.
+        stated: String,
+    },
+}
+
 /// Checks the footer checksum of a whole file's `bytes`: Ok(true) when it
 /// matches, Ok(false) for a file without the entry (before semantics 17),
 /// Err(why) when it does not match or the bytes are not a Parquet file.
-pub fn check_footer(bytes: &[u8]) -> Result<bool, String> {
+pub fn check_footer(bytes: &[u8]) -> Result<bool, FooterError> {
     let n = bytes.len();
     if n < 12 || &bytes[n - 4..] != b"PAR1" {
-        return Err("not a Parquet file".into());
+        return Err(FooterError::NotParquet);
     }
     let footer = u32::from_le_bytes([bytes[n - 8], bytes[n - 7], bytes[n - 6], bytes[n - 5]]) as usize;
     let Some(start) = n.checked_sub(8 + footer).filter(|&s| s >= 4) else {
-        return Err(format!("its footer length ({footer}) exceeds the file"));
+        return Err(FooterError::FooterLength(footer));
     };
     check_tail(&bytes[start..])
 }
 
 /// [`check_footer`] on the bytes after the data pages alone (the footer,
 /// its length and the magic), for a reader of the metadata only.
-pub fn check_tail(tail: &[u8]) -> Result<bool, String> {
+pub fn check_tail(tail: &[u8]) -> Result<bool, FooterError> {
     match footer_hash(tail) {
         // The key without its value's encoding right after it: damaged.
-        None if tail.windows(FOOTER_KEY.len()).any(|w| w == FOOTER_KEY.as_bytes()) => {
-            Err(format!("its {FOOTER_KEY} entry is damaged"))
-        }
+        None if tail.windows(FOOTER_KEY.len()).any(|w| w == FOOTER_KEY.as_bytes()) => Err(FooterError::DamagedEntry),
         None => Ok(false),
         Some((sum, at)) => {
             // Exactly as written (lowercase): a flip of a letter's case is
@@ -89,9 +109,10 @@ pub fn check_tail(tail: &[u8]) -> Result<bool, String> {
             if stated == format!("{sum:016x}") {
                 Ok(true)
             } else {
-                Err(format!(
-                    "checksum mismatch: its footer hashes to {sum:016x}, the file says {stated}"
-                ))
+                Err(FooterError::Mismatch {
+                    actual: sum,
+                    stated: stated.to_owned(),
+                })
             }
         }
     }

@@ -67,7 +67,7 @@ fn guarded<T>(path: &Path, f: impl FnOnce() -> Result<T, OutputError>) -> Result
 pub fn read_parquet_checked(path: &Path) -> Result<(Vec<RecordBatch>, Metadata), OutputError> {
     let bytes = bytes::Bytes::from(std::fs::read(path).map_err(io(path))?);
     let damaged = damaged(path);
-    super::metadata::check_footer(&bytes).map_err(&damaged)?;
+    super::metadata::check_footer(&bytes).map_err(|e| damaged(e.to_string()))?;
     let actual = data_checksum(&bytes).ok_or_else(|| damaged("not a Parquet file".into()))?;
     let mut out = Vec::new();
     let kv = guarded(path, || {
@@ -93,7 +93,7 @@ pub fn read_parquet_stream(
     let damaged = damaged(path);
     let mut file = File::open(path).map_err(io(path))?;
     let (start, tail) = read_tail(&mut file, path)?;
-    super::metadata::check_tail(&tail).map_err(&damaged)?;
+    super::metadata::check_tail(&tail).map_err(|e| damaged(e.to_string()))?;
     let mut hasher = twox_hash::XxHash64::with_seed(0);
     let mut data = (&mut file).take(start);
     let mut chunk = vec![0u8; 1 << 20];
@@ -205,7 +205,7 @@ pub fn read_metadata_key(path: &Path, key: &str) -> Result<MetadataValue, Output
 pub fn read_metadata(path: &Path) -> Result<Metadata, OutputError> {
     let mut file = File::open(path).map_err(io(path))?;
     let (_, tail) = read_tail(&mut file, path)?;
-    super::metadata::check_tail(&tail).map_err(damaged(path))?;
+    super::metadata::check_tail(&tail).map_err(|e| damaged(path)(e.to_string()))?;
     let pq = |source| OutputError::Parquet {
         path: path.to_path_buf(),
         source,

@@ -193,7 +193,7 @@ pub fn read_unit_file(path: &Path, rep: u32) -> Result<(UnitData, super::Metadat
     let backend = get("fedbandits.backend").ok_or_else(|| bad("no fedbandits.backend in its metadata".into()))?;
     let mut points = Vec::new();
     for b in &batches {
-        points.extend(points_of(b, 0..b.num_rows()).map_err(bad)?);
+        points.extend(points_of(b, 0..b.num_rows()).map_err(|e| bad(e.to_string()))?);
     }
     let r = RepResult {
         rep,
@@ -203,19 +203,42 @@ pub fn read_unit_file(path: &Path, rep: u32) -> Result<(UnitData, super::Metadat
     Ok((UnitData::Rep(r, backend), kv))
 }
 
+/// Why rows of the results schema cannot be read back as repetitions.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RowsError {
+    /// A column the rows need is absent.
+    #[error("no column {0}")]
+    MissingColumn(String),
+    /// A column has another type than the schema's.
+    #[error("column {column} is not {expected}")]
+    ColumnType {
+        /// Column.
+        column: String,
+        /// The schema's type.
+        expected: &'static str,
+    },
+}
+
 /// The curve points of rows `rows` of `b` (a unit's batch, or a batch of
 /// the results schema: the columns are found by name), or what is wrong.
-fn points_of(b: &RecordBatch, rows: std::ops::Range<usize>) -> Result<Vec<CurvePoint>, String> {
-    let col = |name: &str| b.column_by_name(name).ok_or_else(|| format!("no column {name}"));
+fn points_of(b: &RecordBatch, rows: std::ops::Range<usize>) -> Result<Vec<CurvePoint>, RowsError> {
+    let col = |name: &str| {
+        b.column_by_name(name)
+            .ok_or_else(|| RowsError::MissingColumn(name.to_owned()))
+    };
+    let typed = |name: &str, expected| RowsError::ColumnType {
+        column: name.to_owned(),
+        expected,
+    };
     let u = |name: &str| {
         col(name)?
             .as_primitive_opt::<UInt64Type>()
-            .ok_or_else(|| format!("column {name} is not UInt64"))
+            .ok_or_else(|| typed(name, "UInt64"))
     };
     let f = |name: &str| {
         col(name)?
             .as_primitive_opt::<Float64Type>()
-            .ok_or_else(|| format!("column {name} is not Float64"))
+            .ok_or_else(|| typed(name, "Float64"))
     };
     let (t, g, a, m) = (u("t")?, f("group_regret")?, f("agent_regret")?, f("agent_regret_max")?);
     let counters: Vec<_> = POINT_COLUMNS[4..].iter().map(|c| u(c.0)).collect::<Result<_, _>>()?;
@@ -255,7 +278,7 @@ fn points_of(b: &RecordBatch, rows: std::ops::Range<usize>) -> Result<Vec<CurveP
 /// metric columns read as the rows show them (where a family set none, the
 /// accountant's figure a part shows in its place), which
 /// [`super::cell_batch`] turns back into the same rows.
-pub fn units_in_rows(batches: &[RecordBatch]) -> Result<Vec<(String, RepResult, String)>, String> {
+pub fn units_in_rows(batches: &[RecordBatch]) -> Result<Vec<(String, RepResult, String)>, RowsError> {
     let mut units = RowUnits::default();
     let mut out = Vec::new();
     for b in batches {
@@ -275,21 +298,25 @@ pub struct RowUnits {
 
 impl RowUnits {
     /// Reads the repetitions of `b`, handing each completed one to `done`.
-    pub fn add(&mut self, b: &RecordBatch, mut done: impl FnMut((String, RepResult, String))) -> Result<(), String> {
+    pub fn add(&mut self, b: &RecordBatch, mut done: impl FnMut((String, RepResult, String))) -> Result<(), RowsError> {
         let text = |name: &str| {
             b.column_by_name(name)
-                .and_then(|c| c.as_string_opt::<i32>())
-                .ok_or_else(|| format!("no text column {name}"))
+                .ok_or_else(|| RowsError::MissingColumn(name.to_owned()))?
+                .as_string_opt::<i32>()
+                .ok_or(RowsError::ColumnType {
+                    column: name.to_owned(),
+                    expected: "Utf8",
+                })
         };
         let (ids, backends) = (text("cell_id")?, text("backend")?);
         let reps = b
             .column_by_name("repetition")
             .and_then(|c| c.as_primitive_opt::<arrow_array::types::UInt32Type>())
-            .ok_or("no repetition column")?;
+            .ok_or_else(|| RowsError::MissingColumn("repetition".into()))?;
         let walls = b
             .column_by_name("wall_seconds")
             .and_then(|c| c.as_primitive_opt::<Float64Type>())
-            .ok_or("no wall_seconds column")?;
+            .ok_or_else(|| RowsError::MissingColumn("wall_seconds".into()))?;
         let mut start = 0;
         while start < b.num_rows() {
             let (id, rep) = (ids.value(start), reps.value(start));

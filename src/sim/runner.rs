@@ -519,11 +519,10 @@ fn summarize_part(job: &Job, part: &Path, mine: &[Unit]) -> Result<Vec<CellSumma
         }
     };
     output::read_parquet_stream(part, |b| {
-        rows.add(&b, &mut take)
-            .map_err(|message| output::OutputError::Checksum {
-                path: part.to_path_buf(),
-                message,
-            })
+        rows.add(&b, &mut take).map_err(|e| output::OutputError::Checksum {
+            path: part.to_path_buf(),
+            message: e.to_string(),
+        })
     })
     .map_err(DirectoryError::from)?;
     if let Some(u) = rows.finish() {

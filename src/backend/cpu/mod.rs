@@ -9,8 +9,8 @@
 //! path), hence bit-identical output on any x86-64 CPU.
 //!
 //! Parallelism lives above this level: the simulation runs federations on
-//! rayon's pool (as per-repetition tasks, or inside a batch's
-//! [`lockstep::CpuLinear`]); each step is sequential.
+//! rayon's pool (as per-repetition tasks, or inside a family's batched CPU
+//! rounds, its folder's `cpu.rs`); each step is sequential.
 
 use super::{AgentState, AgentStep, Backend, StepResult, Workspace, clip_reward};
 use crate::env::{AgentStreams, LinearEnv};

@@ -1,10 +1,10 @@
 //! The CUDA backend: kernels in `kernels/*.cu`, compiled at run time by NVRTC
 //! ([`nvrtc`]), launched through cudarc with dynamic loading ([`device`]), so
-//! the binary builds and runs without any CUDA installation. The batched
-//! driver ([`driver`]) runs every repetition of a cell in lockstep on a
-//! [`launcher::Launcher`]; the same driver runs under the host emulation
-//! ([`emulation`]) in the test suite, where its output is checked against the
-//! CPU backend.
+//! the binary builds and runs without any CUDA installation. Each family's
+//! CUDA host code (its folder's `cuda.rs`) runs every repetition of a cell in
+//! lockstep on a [`launcher::Launcher`]; the same code runs under the host
+//! emulation ([`emulation`]) in the test suite, where its output is checked
+//! against the CPU backend.
 
 pub mod device;
 pub mod emulation;

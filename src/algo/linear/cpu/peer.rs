@@ -125,7 +125,7 @@ fn svt_state(rule: &Svt, f: usize, slots: usize) -> (Svt, Vec<SvtAgent>, Vec<f64
 
 impl PeerFed {
     /// Federation `f` of `batch` (which has a network, FedUCB's test and
-    /// widths: checked by [`super::lockstep::CpuLinear::new`]) at round 0.
+    /// widths: checked by [`super::CpuLinear::new`]) at round 0.
     pub fn new(batch: &LinearBatch, f: usize) -> Self {
         let (m, d) = (batch.m, batch.env.d);
         let Some(net) = batch.network.as_ref() else {
