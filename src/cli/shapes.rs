@@ -1,8 +1,9 @@
 //! `fedbandits calibrate --shapes`: times every family's shapes (jobs that
-//! together vary each term of its time model, [`crate::algo::family_entry::
-//! Family::shapes`]) on one thread of this machine, fits the terms' seconds
-//! to them ([`crate::sim::cost::fit_family`]) and records the timings with
-//! this machine's calibration, where `plan` finds them. The printed table
+//! together vary each term of its time model,
+//! [`crate::algo::family_entry::Family::shapes`]) on one thread of this
+//! machine, fits the terms' seconds to them
+//! ([`crate::sim::cost::fit_family`]) and records the timings with this
+//! machine's calibration, where `plan` finds them. The printed table
 //! gives each shape's measured rate and measured/modelled before (built-in
 //! prices) and after the fit; the model's error is the range of the last.
 
