@@ -63,10 +63,6 @@ pub fn mechanism_name(cell: &CellConfig) -> &'static str {
         },
         CellConfig::Gossip(_) => "partial_sums",
         CellConfig::Comb(_) => "p_fcb",
-        // A family added without an audited mechanism (unreachable while
-        // every family has one).
-        #[allow(unreachable_patterns)]
-        _ => "none",
     }
 }
 
@@ -74,9 +70,18 @@ pub fn mechanism_name(cell: &CellConfig) -> &'static str {
 /// times depend on the data (FedUCB, both forms) or are fixed
 /// (Private-FedLinUCB, the control).
 pub fn schedule_attackable(cell: &CellConfig) -> bool {
-    matches!(cell, CellConfig::Linear(c) if c.privacy.is_some()
-        && matches!(c.algorithm, LinearAlgorithm::FeducbCentralized | LinearAlgorithm::FeducbDecentralized
-            | LinearAlgorithm::PrivateFedlinucb))
+    match cell {
+        CellConfig::Linear(c) => {
+            c.privacy.is_some()
+                && matches!(
+                    c.algorithm,
+                    LinearAlgorithm::FeducbCentralized
+                        | LinearAlgorithm::FeducbDecentralized
+                        | LinearAlgorithm::PrivateFedlinucb
+                )
+        }
+        CellConfig::Gossip(_) | CellConfig::Comb(_) => false,
+    }
 }
 
 /// The pure epsilon the schedule view claims where the schedule is private
@@ -86,7 +91,7 @@ pub fn schedule_attackable(cell: &CellConfig) -> bool {
 pub fn schedule_view_epsilon(cell: &CellConfig) -> Option<f64> {
     match cell {
         CellConfig::Linear(c) if is_feducb(c) => feducb::schedule_epsilon(c),
-        _ => None,
+        CellConfig::Linear(_) | CellConfig::Gossip(_) | CellConfig::Comb(_) => None,
     }
 }
 
@@ -240,9 +245,8 @@ pub fn harness(cell: &CellConfig, noise_scale: f64) -> Result<(Harness, f64), Au
                 p.delta,
             ))
         }
-        // Every other cell (a family without a private algorithm, or a
-        // non-private one) has nothing to audit.
-        _ => Err(AuditError::NotPrivate),
+        // Every other cell (a non-private one) has nothing to audit.
+        CellConfig::Gossip(_) | CellConfig::Comb(_) => Err(AuditError::NotPrivate),
     }
 }
 
@@ -459,9 +463,7 @@ pub fn schedule_attack(
     confidence: f64,
     noise_scale: f64,
 ) -> Result<(AuditOutcome, u64, u64), AuditError> {
-    let CellConfig::Linear(cfg) = cell else {
-        return Err(AuditError::NotLinear);
-    };
+    let cfg = cell.linear().ok_or(AuditError::NotLinear)?;
     if cfg.m < 2 {
         return Err(AuditError::TooFewAgents);
     }

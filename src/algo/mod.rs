@@ -101,7 +101,7 @@ impl CellConfig {
     pub fn linear(&self) -> Option<&linear::LinearConfig> {
         match self {
             CellConfig::Linear(c) => Some(c),
-            _ => None,
+            CellConfig::Gossip(_) | CellConfig::Comb(_) => None,
         }
     }
 }

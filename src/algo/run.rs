@@ -64,6 +64,39 @@ impl CellBatch {
         }
     }
 
+    /// The family's name, for matching a snapshot's state to its plan.
+    fn family_name(&self) -> &'static str {
+        match self {
+            CellBatch::Linear(_) => linear::FAMILY.name,
+            CellBatch::Gossip(_) => gossip::FAMILY.name,
+            CellBatch::Comb(_) => combinatorial::FAMILY.name,
+        }
+    }
+
+    /// The linear batch, or the mismatch a state of that family meets.
+    fn linear(&self) -> Result<&LinearBatch, BatchError> {
+        match self {
+            CellBatch::Linear(b) => Ok(b),
+            CellBatch::Gossip(_) | CellBatch::Comb(_) => Err(BatchError::StateMismatch),
+        }
+    }
+
+    /// The gossip batch, or the mismatch.
+    fn gossip(&self) -> Result<&GossipBatch, BatchError> {
+        match self {
+            CellBatch::Gossip(b) => Ok(b),
+            CellBatch::Linear(_) | CellBatch::Comb(_) => Err(BatchError::StateMismatch),
+        }
+    }
+
+    /// The combinatorial batch, or the mismatch.
+    fn comb(&self) -> Result<&CombBatch, BatchError> {
+        match self {
+            CellBatch::Comb(b) => Ok(b),
+            CellBatch::Linear(_) | CellBatch::Gossip(_) => Err(BatchError::StateMismatch),
+        }
+    }
+
     /// Runs the batch to its horizon on `backend`'s batched operations:
     /// one curve per federation; `progress` receives agent-steps.
     pub fn run(
@@ -100,14 +133,16 @@ impl RepState {
         })
     }
 
-    /// Whether a snapshot's state fits the plan of this engine.
+    /// Whether a snapshot's state fits the plan of this engine: both of one
+    /// family. (Every match here names each family: a new one does not
+    /// compile until it is written in.)
     pub fn fits(&self, plan: &CellBatch) -> bool {
-        matches!(
-            (self, plan),
-            (RepState::Lockstep(_), CellBatch::Linear(_))
-                | (RepState::Gossip(_), CellBatch::Gossip(_))
-                | (RepState::Comb(_), CellBatch::Comb(_))
-        )
+        let family = match self {
+            RepState::Lockstep(_) => linear::FAMILY.name,
+            RepState::Gossip(_) => gossip::FAMILY.name,
+            RepState::Comb(_) => combinatorial::FAMILY.name,
+        };
+        family == plan.family_name()
     }
 
     /// Rounds done.
@@ -122,21 +157,21 @@ impl RepState {
     /// Runs rounds up to `until`, which the caller keeps within the plan's
     /// horizon (no batch holds one).
     pub fn advance(&mut self, plan: &CellBatch, until: u64, checkpoints: &[u64]) -> Result<(), BatchError> {
-        match (self, plan) {
-            (RepState::Lockstep(r), CellBatch::Linear(b)) => r.advance(b, until, checkpoints),
-            (RepState::Gossip(r), CellBatch::Gossip(b)) => r.advance(b, until, checkpoints),
-            (RepState::Comb(r), CellBatch::Comb(b)) => r.advance(b, until, checkpoints),
-            _ => Err(BatchError::StateMismatch),
+        match self {
+            RepState::Lockstep(r) => r.advance(plan.linear()?, until, checkpoints),
+            RepState::Gossip(r) => r.advance(plan.gossip()?, until, checkpoints),
+            RepState::Comb(r) => r.advance(plan.comb()?, until, checkpoints),
         }
     }
 
-    /// The repetition's curve.
+    /// The repetition's curve (empty for a plan of another family, which
+    /// [`RepState::fits`] rules out before any state is used).
     pub fn into_points(self, plan: &CellBatch) -> Vec<CurvePoint> {
-        match (self, plan) {
-            (RepState::Lockstep(r), CellBatch::Linear(b)) => r.into_points(b),
-            (RepState::Gossip(r), CellBatch::Gossip(b)) => r.into_points(b),
-            (RepState::Comb(r), CellBatch::Comb(b)) => r.into_points(b),
-            _ => Vec::new(),
+        match self {
+            RepState::Lockstep(r) => plan.linear().map(|b| r.into_points(b)),
+            RepState::Gossip(r) => plan.gossip().map(|b| r.into_points(b)),
+            RepState::Comb(r) => plan.comb().map(|b| r.into_points(b)),
         }
+        .unwrap_or_default()
     }
 }
