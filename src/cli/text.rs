@@ -278,8 +278,10 @@ pub fn plan_text(job: &Job, req: &PlanRequest<'_>) -> String {
         if mean > 0.0 { max as f64 / mean } else { 0.0 },
         loads.iter().filter(|l| l.0 == 0).count()
     );
-    out += &plan_memory_and_time(job, req, longest, total_secs);
-    out += &plan_slurm(job, req, limit);
+    // The largest task's memory, once: both lines state it.
+    let task_bytes = crate::sim::memory::largest_task(job, threads, tasks);
+    out += &plan_memory_and_time(job, req, task_bytes, (longest, total_secs));
+    out += &plan_slurm(job, req, task_bytes, limit);
     out += "shard  units      agent-steps  est. time\n";
     for (i, l) in loads.iter().enumerate() {
         let (u, steps) = (l.0, l.1);
@@ -293,12 +295,17 @@ pub fn plan_text(job: &Job, req: &PlanRequest<'_>) -> String {
 }
 
 /// `plan`'s memory and time lines.
-fn plan_memory_and_time(job: &Job, req: &PlanRequest<'_>, longest: f64, total_secs: f64) -> String {
+fn plan_memory_and_time(
+    job: &Job,
+    req: &PlanRequest<'_>,
+    task_bytes: u64,
+    (longest, total_secs): (f64, f64),
+) -> String {
     let threads = req.threads.max(1);
     let mut out = format!(
         "memory per task: about {} ({threads} threads x {} per federation, the process and the part's \
          assembly; the same model as validate)\n",
-        human(crate::sim::memory::largest_task(job, threads, req.tasks.max(1))),
+        human(task_bytes),
         human(crate::sim::max_memory_per_federation(job))
     );
     // A small total keeps a decimal (a pilot's 1 s against 2.8 s measured
@@ -318,9 +325,9 @@ fn plan_memory_and_time(job: &Job, req: &PlanRequest<'_>, longest: f64, total_se
 /// `plan`'s results, Slurm request and suggested lines: the request is
 /// what `slurm/submit.sh` passes to sbatch (it reads the `slurm request:`
 /// line), and the suggested line, pasted as it is, submits this plan.
-fn plan_slurm(job: &Job, req: &PlanRequest<'_>, limit: f64) -> String {
+fn plan_slurm(job: &Job, req: &PlanRequest<'_>, task_bytes: u64, limit: f64) -> String {
     let (tasks, threads) = (req.tasks.max(1), req.threads.max(1));
-    let mem = slurm_mem_mib(crate::sim::memory::largest_task(job, threads, tasks));
+    let mem = slurm_mem_mib(task_bytes);
     let (merge_mem, merge_secs) = crate::sim::memory::merge_estimate(job);
     let merge = format!("--time={} --mem={}M", hms(merge_secs), slurm_mem_mib(merge_mem));
     let array = format!("--cpus-per-task={threads} --time={} --mem={mem}M", hms(limit));
