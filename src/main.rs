@@ -2,7 +2,8 @@
 //! allocator that turns a failed allocation into a clear error (exit code 1)
 //! instead of an abort with a backtrace: `run` refuses jobs whose memory
 //! estimate exceeds what the process may use, so this is the last line of
-//! defence when an estimate falls short.
+//! defence when an estimate falls short. Under an address-space limit it
+//! keeps glibc to one allocator arena ([`one_arena_under_an_address_space_limit`]).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 
@@ -74,7 +75,35 @@ fn out_of_memory(size: usize) -> ! {
     std::process::exit(1)
 }
 
+/// Under an address-space limit (`ulimit -v`; some clusters turn Slurm's
+/// `--mem` into one), keeps glibc's allocator to one arena. Otherwise a
+/// thread that meets a busy arena gets a new one, which reserves 64 MiB of
+/// address space (untouched, so not memory) when the limit leaves room for
+/// it, and later allocations then fail with most of the limit unused:
+/// whether that happens depends on thread timing, so the same job passed or
+/// failed under the same limit. The run's hot loop allocates nothing, so one
+/// arena costs nothing there; without a limit glibc's default stands.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn one_arena_under_an_address_space_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the limit into the struct it is given.
+    let read = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } == 0;
+    if read && limit.rlim_cur != libc::RLIM_INFINITY {
+        // SAFETY: mallopt only sets the allocator's parameter; called
+        // before any other thread exists.
+        unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) };
+    }
+}
+
+/// Elsewhere the allocator is not glibc's: nothing to do.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn one_arena_under_an_address_space_limit() {}
+
 fn main() -> std::process::ExitCode {
+    one_arena_under_an_address_space_limit();
     fedbandits::output::install_quiet_decoder_hook();
     fedbandits::cli::main_with_args()
 }

@@ -37,8 +37,9 @@
 //! The other terms are added, not maximized: an allocator keeps some of what the
 //! computation freed when the assembly starts. The model bounds the
 //! resident memory; [`limit`] compares it with an address-space limit too,
-//! which also counts what is reserved but never touched (thread stacks,
-//! the allocator's arenas): [`reserved`] adds those when the limit is one.
+//! which also counts what is reserved but never touched: the thread stacks
+//! are in [`THREAD_BYTES`], and under such a limit the binary keeps glibc
+//! to one allocator arena (each further one would reserve 64 MiB).
 
 use crate::job::Job;
 use crate::job::shard::Shard;
