@@ -3,6 +3,7 @@
 //! expansion of algorithms x environments x grid into cells, each resolved
 //! by its family and keyed ([`super::resolve`]).
 
+use super::distinct::{Distinct, Seen, fault_message};
 use super::parse::{Parser, key_text};
 use super::{Cell, CheckpointSpec, HORIZON_AXIS, MAX_CELLS};
 use crate::algo::family::family_of;
@@ -221,7 +222,9 @@ impl Parser<'_> {
     /// The job's cells: every algorithm with every environment of its
     /// family and every grid combination (the last axis fastest), each
     /// resolved by its family; a combination whose resolved parameters equal
-    /// an earlier one's (an axis the algorithm does not use) is one cell.
+    /// an earlier one's (an axis the algorithm does not use) is one cell,
+    /// checked against the configurations the family built
+    /// ([`super::distinct`]).
     /// Resolution problems are reported at the key's line.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn expand(
@@ -239,7 +242,7 @@ impl Parser<'_> {
             return Vec::new();
         };
         let mut cells: Vec<Cell> = Vec::new();
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = Distinct::default();
         for algo in algorithms {
             for envname in environments {
                 // Algorithms run on the environments of their own family.
@@ -258,9 +261,15 @@ impl Parser<'_> {
                     else {
                         continue;
                     };
-                    if seen.insert(ids.canonical.clone()) {
-                        // Else an irrelevant axis duplicated this cell.
-                        cells.push(ids.cell(cells.len(), algo, envname, params, config));
+                    match seen.see((algo, envname, horizon), &ids.canonical, &config, combo) {
+                        Seen::New => cells.push(ids.cell(cells.len(), algo, envname, params, config)),
+                        // An axis this algorithm does not use.
+                        Seen::Same => {}
+                        Seen::Fault { earlier, merged } => {
+                            let (key, msg) = fault_message(axes, earlier, combo, algo, merged);
+                            self.problem(&["grid", &key], msg);
+                            return Vec::new();
+                        }
                     }
                 }
             }

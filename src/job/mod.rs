@@ -6,6 +6,7 @@
 //! is reported once with file, line, key and the allowed values
 //! ([`JobError::Invalid`]). See README.md for the format.
 
+mod distinct;
 mod grid;
 mod identity;
 pub mod model;
