@@ -7,6 +7,7 @@ pub mod audit;
 pub mod cell;
 pub mod combinatorial;
 pub mod curve;
+pub mod defaults;
 pub mod family;
 pub mod family_entry;
 pub mod gossip;
@@ -15,6 +16,7 @@ pub mod params;
 pub mod resolve;
 pub mod rounds;
 pub mod run;
+pub mod value;
 pub mod value_check;
 
 pub use cell::{Cost, FamilyBatch, FamilyConfig, FamilyRep};

@@ -36,6 +36,9 @@ pub struct Params<'a> {
     raw: &'a BTreeMap<String, Value>,
     /// The job file's folder.
     dir: &'a Path,
+    /// The cell's algorithm, environment and horizon (whose defaults
+    /// apply).
+    cell: (&'a str, &'a str, u64),
     /// The parameters that apply, resolved.
     pub out: BTreeMap<&'static str, Value>,
     /// Problems so far: (parameter, message).
@@ -43,12 +46,14 @@ pub struct Params<'a> {
 }
 
 impl<'a> Params<'a> {
-    /// Nothing resolved yet; input files' relative paths start at `dir`
-    /// (the job file's folder).
-    pub fn new(raw: &'a BTreeMap<String, Value>, dir: &'a Path) -> Self {
+    /// Nothing resolved yet for a cell of `algo` on `env` over `horizon`
+    /// rounds; input files' relative paths start at `dir` (the job file's
+    /// folder).
+    pub fn new(raw: &'a BTreeMap<String, Value>, dir: &'a Path, (algo, env, horizon): (&'a str, &'a str, u64)) -> Self {
         Self {
             raw,
             dir,
+            cell: (algo, env, horizon),
             out: BTreeMap::new(),
             errs: Vec::new(),
         }
@@ -83,26 +88,51 @@ impl<'a> Params<'a> {
         self.raw.get(k)
     }
 
-    /// A number (integers widen), or `default`.
-    pub fn f(&self, k: &str, default: f64) -> f64 {
-        self.raw.get(k).and_then(Value::as_f64).unwrap_or(default)
+    /// The parameter's value: as set, else its default for this cell
+    /// (the parameter table's, [`super::params::ParamDef::defaults`]);
+    /// None after recording that it is required here.
+    fn value(&mut self, k: &'static str) -> Option<Value> {
+        if let Some(v) = self.raw.get(k) {
+            return Some(v.clone());
+        }
+        let (algorithm, environment, horizon) = self.cell;
+        let def = super::params::param(k).and_then(|p| p.default_for(algorithm, environment));
+        let cx = super::params::DefaultContext {
+            algorithm,
+            environment,
+            horizon,
+            resolved: &self.out,
+        };
+        let value = def.and_then(|d| d.value(&cx));
+        if value.is_none() {
+            let when = def.map_or_else(|| format!("for {algorithm}"), super::params::DefaultValue::describe);
+            self.err(k, format!("missing; {k} is {when}"));
+        }
+        value
     }
 
-    /// An integer, or `default`.
-    pub fn i(&self, k: &str, default: i64) -> i64 {
-        self.raw.get(k).and_then(Value::as_i64).unwrap_or(default)
+    /// A number (integers widen): as set, or its default.
+    pub fn f(&mut self, k: &'static str) -> f64 {
+        self.value(k).and_then(|v| v.as_f64()).unwrap_or(f64::NAN)
     }
 
-    /// A word, or `default`.
-    pub fn s(&self, k: &str, default: &str) -> String {
-        self.raw.get(k).and_then(Value::as_str).unwrap_or(default).to_owned()
+    /// An integer: as set, or its default.
+    pub fn i(&mut self, k: &'static str) -> i64 {
+        self.value(k).and_then(|v| v.as_i64()).unwrap_or(0)
+    }
+
+    /// A word: as set, or its default.
+    pub fn s(&mut self, k: &'static str) -> String {
+        self.value(k)
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
     }
 
     /// A word that must be one of `allowed` for this cell (`who` names
-    /// it), or `default`; another value is recorded as a problem naming
-    /// the allowed ones, and `default` returned.
-    pub fn choice(&mut self, k: &'static str, default: &str, allowed: &[&str], who: &str) -> String {
-        let v = self.s(k, default);
+    /// it): as set, or its default; another value is recorded as a problem
+    /// naming the allowed ones, and the first allowed one returned.
+    pub fn choice(&mut self, k: &'static str, allowed: &[&str], who: &str) -> String {
+        let v = self.s(k);
         if allowed.contains(&v.as_str()) {
             return v;
         }
@@ -110,20 +140,20 @@ impl<'a> Params<'a> {
             k,
             format!("{k}: {v} does not apply to {who}; allowed: {}", allowed.join(", ")),
         );
-        default.to_owned()
+        allowed.first().map_or_else(String::new, |a| (*a).to_owned())
     }
 
     /// The neighbouring relation of an algorithm whose accountant states
     /// only substitution (`who` says what it replaces): `substitute`, or a
     /// problem naming it; recorded.
     pub fn substitute_only(&mut self, who: &str) {
-        let rel = self.choice("neighbours", "substitute", &["substitute"], who);
+        let rel = self.choice("neighbours", &["substitute"], who);
         self.set("neighbours", Value::Str(rel));
     }
 
-    /// A boolean, or `default`.
-    pub fn b(&self, k: &str, default: bool) -> bool {
-        self.raw.get(k).and_then(Value::as_bool).unwrap_or(default)
+    /// A boolean: as set, or its default.
+    pub fn b(&mut self, k: &'static str) -> bool {
+        self.value(k).and_then(|v| v.as_bool()).unwrap_or(false)
     }
 
     /// Records a resolved value.
@@ -151,7 +181,7 @@ impl<'a> Params<'a> {
     /// The graph a cell names (`graph` and its `graph_*` parameters; an
     /// edge file is read now), or None after recording why not.
     pub fn graph_spec(&mut self) -> Option<GraphSpec> {
-        let kind = self.s("graph", "complete");
+        let kind = self.s("graph");
         self.set("graph", Value::Str(kind.clone()));
         let spec = match kind.as_str() {
             "ring" => GraphSpec::Ring,

@@ -11,6 +11,8 @@ pub mod args;
 pub mod audit;
 pub mod bench;
 pub mod calibrate;
+#[cfg(test)]
+mod list_defaults;
 pub mod shapes;
 pub mod summary;
 pub mod text;

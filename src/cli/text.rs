@@ -57,7 +57,7 @@ pub(super) fn list_text() -> String {
             "  {:<17} {}; default {}; {}\n",
             p.name,
             p.kind.describe(),
-            p.default,
+            p.default_text(),
             p.doc
         );
         out += &format!("  {:<17} used by: {}\n", "", p.used_by.join(", "));

@@ -17,29 +17,29 @@ use std::collections::BTreeMap;
 /// `calibration`, `budget`, `window`.
 pub fn resolve(
     algo: &str,
-    _env: &str,
+    env: &str,
     raw: &BTreeMap<String, Value>,
     horizon: u64,
     dir: &std::path::Path,
 ) -> Result<Resolved, ResolveErrors> {
-    let mut p = Params::new(raw, dir);
+    let mut p = Params::new(raw, dir, (algo, env, horizon));
     let algorithm = match algo {
         "fcb" => CombAlgorithm::Fcb,
         "p_fcb" => CombAlgorithm::PFcb,
         _ => CombAlgorithm::NonFederated,
     };
-    let kind = p.s("instance_kind", "uniform");
+    let kind = p.s("instance_kind");
     let env = ProcurementSpec {
         kind: if kind == "normal" {
             InstanceKind::Normal
         } else {
             InstanceKind::Uniform
         },
-        agents: p.i("m", 10) as usize,
-        producers: p.i("producers", 30) as usize,
-        alpha: p.f("quality_threshold", 0.4),
-        rho: p.f("rho", 1.0),
-        max_capacity: p.i("max_capacity", 50) as u32,
+        agents: p.i("m") as usize,
+        producers: p.i("producers") as usize,
+        alpha: p.f("quality_threshold"),
+        rho: p.f("rho"),
+        max_capacity: p.i("max_capacity") as u32,
     };
     p.set("m", Value::Int(env.agents as i64));
     p.set("producers", Value::Int(env.producers as i64));
@@ -47,9 +47,9 @@ pub fn resolve(
     p.set("quality_threshold", Value::Float(env.alpha));
     p.set("rho", Value::Float(env.rho));
     p.set("max_capacity", Value::Int(i64::from(env.max_capacity)));
-    let instances = p.i("instances", 5) as u32;
+    let instances = p.i("instances") as u32;
     p.set("instances", Value::Int(i64::from(instances)));
-    let zeta = p.f("zeta", 0.1);
+    let zeta = p.f("zeta");
     p.set("zeta", Value::Float(zeta));
     let oracle = oracle(&mut p, &env);
     let private = if algorithm == CombAlgorithm::PFcb {
@@ -73,7 +73,7 @@ pub fn resolve(
 /// ((max_capacity + 1)^producers choices per agent and round at most
 /// [`EXACT_LIMIT`]; capacities are U{1..max_capacity}).
 fn oracle(p: &mut Params<'_>, env: &ProcurementSpec) -> Oracle {
-    let name = p.s("oracle", "greedy");
+    let name = p.s("oracle");
     let oracle = if name == "exact" {
         let worst = u64::from(env.max_capacity)
             .checked_add(1)
@@ -138,19 +138,19 @@ fn p_fcb(p: &mut Params<'_>) -> PFcbConfig {
             }
         }
     }
-    private.t_low = p.i("t_low", 200) as u64;
-    private.t_high = p.i("t_high", 40_000) as u64;
+    private.t_low = p.i("t_low") as u64;
+    private.t_high = p.i("t_high") as u64;
     if private.t_low > private.t_high {
         p.err(
             "t_high",
             format!("t_high = {} is below t_low = {}", private.t_high, private.t_low),
         );
     }
-    private.omega1 = p.f("omega1", 0.1);
-    private.omega2 = p.f("omega2", 10.0);
-    let tau = p.s("tau_start", "one");
+    private.omega1 = p.f("omega1");
+    private.omega2 = p.f("omega2");
+    let tau = p.s("tau_start");
     private.tau_start = if tau == "t_low" { TauStart::TLow } else { TauStart::One };
-    let window = p.s("window", "procedure");
+    let window = p.s("window");
     private.prose_window = window == "prose";
     p.set("t_low", Value::Int(private.t_low as i64));
     p.set("t_high", Value::Int(private.t_high as i64));
@@ -162,10 +162,10 @@ fn p_fcb(p: &mut Params<'_>) -> PFcbConfig {
         return private;
     }
     p.substitute_only("p_fcb (its figures change one round's procurement)");
-    let cal = p.choice("calibration", "exact", &["exact", "paper"], "p_fcb");
+    let cal = p.choice("calibration", &["exact", "paper"], "p_fcb");
     private.exact = cal == "exact";
     p.set("calibration", Value::Str(cal));
-    let budget = p.s("budget", "paper");
+    let budget = p.s("budget");
     if private.exact && p.get("budget").is_some() {
         p.err(
             "budget",

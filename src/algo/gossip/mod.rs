@@ -170,7 +170,8 @@ pub fn run(
 /// initial pulls (`sync_rounds` = those rounds, `messages` = 2 per round);
 /// `oracle_ucb` shares everything every round (N (N - 1) messages);
 /// `local_ucb` never communicates. Metrics: consensus error, forced pulls,
-/// clipped observations and the graph's lambda_2.
+/// clipped observations and, for the gossiping algorithms, the graph's
+/// lambda_2.
 pub fn curve_point(p: &GossipPoint, b: &GossipBatch, lambda2: f64) -> crate::algo::curve::CurvePoint {
     use crate::algo::curve::{CurvePoint, Metric};
     use crate::algo::gossip::batch::GossipPolicy;
@@ -198,7 +199,9 @@ pub fn curve_point(p: &GossipPoint, b: &GossipBatch, lambda2: f64) -> crate::alg
     c.set("estimate_error", Metric::F64(p.obs.estimate_error));
     c.set("forced_pulls", Metric::U64(p.obs.forced_pulls));
     c.set("clipped_observations", Metric::U64(p.obs.clipped));
-    c.set("gossip_lambda2", Metric::F64(lambda2));
+    if b.policy == GossipPolicy::Gossip {
+        c.set("gossip_lambda2", Metric::F64(lambda2));
+    }
     c
 }
 
@@ -405,7 +408,7 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
         (
             "gossip_lambda2",
             "lambda_2 of the repetition's expected gossip matrix (the graph's mixing: closer to 1, slower); the \
-             same at every checkpoint",
+             same at every checkpoint; null for local_ucb and oracle_ucb, which use no graph",
         ),
     ],
     widths: &[

@@ -10,8 +10,9 @@ use crate::env::mab::MabEnvSpec;
 use std::collections::BTreeMap;
 
 /// Resolves a gossip-family cell: agents `m`, `arms`, `noise_std` (default
-/// 1), the graph (deterministic graphs are built now, so a disconnected one
-/// is a job error), `confidence_scale`, and for `fed_ucb_gossip` the
+/// 1), the graph of the gossiping algorithms (deterministic graphs are
+/// built now, so a disconnected one is a job error), `confidence_scale`,
+/// and for `fed_ucb_gossip` the
 /// privatizer (`epsilon` required, `.inf` for none; `budget_split`,
 /// `clip_lo` < `clip_hi`, `c_priv`).
 pub fn resolve(
@@ -21,7 +22,7 @@ pub fn resolve(
     horizon: u64,
     dir: &std::path::Path,
 ) -> Result<Resolved, ResolveErrors> {
-    let mut p = Params::new(raw, dir);
+    let mut p = Params::new(raw, dir, (algo, env, horizon));
     let algorithm = match algo {
         "fed_ucb_gossip" => GossipAlgorithm::FedUcbGossip,
         "local_ucb" => GossipAlgorithm::LocalUcb,
@@ -29,10 +30,10 @@ pub fn resolve(
         _ => GossipAlgorithm::GossipUcb,
     };
     let uci = env == "uci_diabetes";
-    let agents = p.i("m", if uci { 3 } else { 10 });
+    let agents = p.i("m");
     p.set("m", Value::Int(agents));
     let (arms, noise_std, records) = if uci {
-        let path = p.s("data", "diabetic_data.csv");
+        let path = p.s("data");
         p.set("data", Value::Str(path.clone()));
         let records = match crate::env::uci::load(&p.input_path(&path), agents.max(1) as usize) {
             Ok(r) => Some((*r).clone()),
@@ -43,7 +44,7 @@ pub fn resolve(
         };
         (crate::env::uci::ARMS as i64, 0.0, records)
     } else {
-        let (arms, noise_std) = (p.i("arms", 5), p.f("noise_std", 1.0));
+        let (arms, noise_std) = (p.i("arms"), p.f("noise_std"));
         p.set("arms", Value::Int(arms));
         p.set("noise_std", Value::Float(noise_std));
         (arms, noise_std, None)
@@ -54,12 +55,20 @@ pub fn resolve(
             format!("{arms} arms need {arms} initial rounds, more than the horizon T = {horizon}"),
         );
     }
-    let c = p.f("confidence_scale", 1.0);
+    let c = p.f("confidence_scale");
     p.set("confidence_scale", Value::Float(c));
-    let graph = p.graph_spec().and_then(|spec| {
-        p.check_graph(&spec, agents as usize)?;
-        Some(spec)
-    });
+    // local_ucb never communicates and oracle_ucb shares with every agent:
+    // neither reads a graph (one runs on the complete graph the batch
+    // holds, checked for its size).
+    let graph = if matches!(algorithm, GossipAlgorithm::GossipUcb | GossipAlgorithm::FedUcbGossip) {
+        p.graph_spec().and_then(|spec| {
+            p.check_graph(&spec, agents as usize)?;
+            Some(spec)
+        })
+    } else {
+        p.check_graph(&crate::graph::GraphSpec::Complete, agents as usize);
+        None
+    };
     let privacy = if algorithm == GossipAlgorithm::FedUcbGossip {
         privatizer(&mut p)
     } else {
@@ -102,21 +111,21 @@ fn privatizer(p: &mut Params<'_>) -> PrivacyConfig {
     }
     // The accountant states one relation for the partial sums.
     p.substitute_only("fed_ucb_gossip (its figures replace one observation)");
-    let split = p.s("budget_split", "exact");
+    let split = p.s("budget_split");
     privacy.budget_split = if split == "paper" {
         BudgetSplit::Paper
     } else {
         BudgetSplit::Exact
     };
     p.set("budget_split", Value::Str(split));
-    let (lo, hi) = (p.f("clip_lo", 0.0), p.f("clip_hi", 1.0));
+    let (lo, hi) = (p.f("clip_lo"), p.f("clip_hi"));
     if lo >= hi {
         p.err("clip_hi", format!("clip_hi = {hi} must exceed clip_lo = {lo}"));
     }
     privacy.clip = (lo, hi);
-    privacy.clipping = p.b("clip", true);
+    privacy.clipping = p.b("clip");
     p.set("clip", Value::Bool(privacy.clipping));
-    privacy.c_priv = p.f("c_priv", 4.0);
+    privacy.c_priv = p.f("c_priv");
     p.set("clip_lo", Value::Float(lo));
     p.set("clip_hi", Value::Float(hi));
     p.set("c_priv", Value::Float(privacy.c_priv));

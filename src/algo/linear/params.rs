@@ -21,7 +21,7 @@ pub fn resolve(
     horizon: u64,
     dir: &std::path::Path,
 ) -> Result<Resolved, ResolveErrors> {
-    let mut p = Params::new(raw, dir);
+    let mut p = Params::new(raw, dir, (algo, env, horizon));
     let algorithm = match algo {
         "linucb" => LinearAlgorithm::Linucb,
         "independent" => LinearAlgorithm::Independent,
@@ -35,7 +35,7 @@ pub fn resolve(
     let m = if algorithm == LinearAlgorithm::Linucb {
         1
     } else {
-        p.i("m", 10)
+        p.i("m")
     };
     p.set("m", Value::Int(m));
     let mut cfg = LinearConfig {
@@ -67,7 +67,7 @@ pub fn resolve(
     }
     match algorithm {
         LinearAlgorithm::Linucb | LinearAlgorithm::Independent => {
-            cfg.lambda = p.f("lambda", 1.0);
+            cfg.lambda = p.f("lambda");
             p.set("lambda", Value::Float(cfg.lambda));
         }
         LinearAlgorithm::Random => {}
@@ -116,15 +116,14 @@ fn vecsum_reachable(p: &mut Params<'_>, cfg: &LinearConfig) {
     }
 }
 
-/// The environment: d, K (linear_gap: min(d^2, 100) by default), and for
-/// linear_sphere (d >= 2) its noise and reward (`reward_on: normalized` by
-/// default since semantics 10, the well-specified variant; `raw` is the
-/// authors' code, kept for reproducing their figures).
+/// The environment: d, K (its default on linear_gap reads d), and for
+/// linear_sphere (d >= 2) its noise and reward (`reward_on: normalized`,
+/// the well-specified variant, by default; `raw` is the authors' code,
+/// kept for reproducing their figures).
 fn environment(p: &mut Params<'_>, env: &str) -> LinearEnvSpec {
-    let d = p.i("d", 10);
-    let default_k = if env == "linear_gap" { (d * d).min(100) } else { 100 };
-    let k = p.i("k", default_k);
+    let d = p.i("d");
     p.set("d", Value::Int(d));
+    let k = p.i("k");
     p.set("k", Value::Int(k));
     let kind = if env == "linear_gap" {
         LinearEnvKind::Gap
@@ -132,8 +131,8 @@ fn environment(p: &mut Params<'_>, env: &str) -> LinearEnvSpec {
         if d < 2 {
             p.err("d", "linear_sphere needs d >= 2");
         }
-        let noise_std = p.f("noise_std", 0.5);
-        let reward_on = p.s("reward_on", "normalized");
+        let noise_std = p.f("noise_std");
+        let reward_on = p.s("reward_on");
         p.set("noise_std", Value::Float(noise_std));
         p.set("reward_on", Value::Str(reward_on.clone()));
         LinearEnvKind::Sphere {
@@ -148,20 +147,15 @@ fn environment(p: &mut Params<'_>, env: &str) -> LinearEnvSpec {
     }
 }
 
-/// A learner's confidence parameters (Zhou & Chowdhury's defaults for
-/// (Private-)FedLinUCB: alpha 0.01, S = sqrt(d)).
+/// A learner's confidence parameters (the table's defaults for
+/// (Private-)FedLinUCB are Zhou & Chowdhury's: alpha 0.01, S = sqrt(d)).
 fn learner(p: &mut Params<'_>, cfg: &mut LinearConfig) {
-    let zhou = matches!(
-        cfg.algorithm,
-        LinearAlgorithm::Fedlinucb | LinearAlgorithm::PrivateFedlinucb
-    );
-    let d = cfg.env.d as f64;
-    cfg.alpha = p.f("alpha", if zhou { 0.01 } else { 0.1 });
-    cfg.confidence_scale = p.f("confidence_scale", 1.0);
-    cfg.s_bound = p.f("s_bound", if zhou { d.sqrt() } else { 1.0 });
-    cfg.l_bound = p.f("l_bound", 1.0);
-    cfg.subgaussian = p.f("subgaussian", 0.5);
-    cfg.refactor_every = p.i("refactor_every", 256) as u32;
+    cfg.alpha = p.f("alpha");
+    cfg.confidence_scale = p.f("confidence_scale");
+    cfg.s_bound = p.f("s_bound");
+    cfg.l_bound = p.f("l_bound");
+    cfg.subgaussian = p.f("subgaussian");
+    cfg.refactor_every = p.i("refactor_every") as u32;
     p.set("alpha", Value::Float(cfg.alpha));
     p.set("confidence_scale", Value::Float(cfg.confidence_scale));
     p.set("s_bound", Value::Float(cfg.s_bound));
@@ -206,24 +200,24 @@ fn privacy(p: &mut Params<'_>) -> Option<(f64, f64)> {
 }
 
 /// The private mechanism's accounting parameters: the neighbouring relation
-/// (`neighbours`, validated as a choice by the parameter table), defaulting
-/// to the paper's own, and reward clipping (`clip_rewards`, default true).
-fn accounting(p: &mut Params<'_>, default: &str, cfg: &mut LinearConfig) {
+/// (`neighbours`, validated as a choice by the parameter table, whose
+/// default is each paper's own) and reward clipping (`clip_rewards`).
+fn accounting(p: &mut Params<'_>, cfg: &mut LinearConfig) {
     use crate::privacy::accountant::Neighbours;
-    cfg.neighbours = if p.s("neighbours", default) == "add_remove" {
+    cfg.neighbours = if p.s("neighbours") == "add_remove" {
         Neighbours::AddRemove
     } else {
         Neighbours::Substitute
     };
     p.set("neighbours", Value::Str(cfg.neighbours.name().into()));
-    cfg.clip_rewards = p.b("clip_rewards", true);
+    cfg.clip_rewards = p.b("clip_rewards");
     p.set("clip_rewards", Value::Bool(cfg.clip_rewards));
 }
 
 /// (Private-)FedLinUCB: the batch B <= T; the protocol, its privacy,
 /// calibration and accounting.
 fn fedlinucb(p: &mut Params<'_>, cfg: &mut LinearConfig) {
-    let (b, horizon) = (p.i("batch_size", 25), cfg.horizon);
+    let (b, horizon) = (p.i("batch_size"), cfg.horizon);
     if b as u64 > horizon {
         let default = if p.get("batch_size").is_none() {
             " (the default: set batch_size)"
@@ -240,7 +234,7 @@ fn fedlinucb(p: &mut Params<'_>, cfg: &mut LinearConfig) {
     if cfg.algorithm != LinearAlgorithm::PrivateFedlinucb {
         return;
     }
-    let proto = p.s("protocol", "ldp");
+    let proto = p.s("protocol");
     p.set("protocol", Value::Str(proto.clone()));
     cfg.protocol = match proto.as_str() {
         "sdp_amp" => Protocol::SdpAmp,
@@ -250,17 +244,12 @@ fn fedlinucb(p: &mut Params<'_>, cfg: &mut LinearConfig) {
         _ => Protocol::Ldp,
     };
     if cfg.protocol == Protocol::SdpVecsum {
-        cfg.vecsum_scale = p.f("vecsum_scale", 1.0);
+        cfg.vecsum_scale = p.f("vecsum_scale");
         p.set("vecsum_scale", Value::Float(cfg.vecsum_scale));
     }
     if cfg.protocol != Protocol::None {
         cfg.privacy = privacy(p);
-        let cal = p.choice(
-            "calibration",
-            "exact",
-            &["exact", "code", "theorem"],
-            "private_fedlinucb",
-        );
+        let cal = p.choice("calibration", &["exact", "code", "theorem"], "private_fedlinucb");
         if cfg.protocol == Protocol::SdpVecsum && cal == "exact" && p.get("vecsum_scale").is_some() {
             p.err(
                 "vecsum_scale",
@@ -270,7 +259,7 @@ fn fedlinucb(p: &mut Params<'_>, cfg: &mut LinearConfig) {
         }
         cfg.calibration = Calibration::from_name(&cal);
         p.set("calibration", Value::Str(cal));
-        accounting(p, "substitute", cfg);
+        accounting(p, cfg);
     }
 }
 
@@ -280,25 +269,25 @@ fn feducb(p: &mut Params<'_>, cfg: &mut LinearConfig) {
     if cfg.algorithm == LinearAlgorithm::FeducbDecentralized {
         graph(p, cfg);
     }
-    let private = p.b("private", true);
+    let private = p.b("private");
     p.set("private", Value::Bool(private));
     cfg.sync = sync_regime(p);
     if private {
         cfg.privacy = privacy(p);
-        let cal = p.choice("calibration", "exact", &["exact", "paper"], "FedUCB");
+        let cal = p.choice("calibration", &["exact", "paper"], "FedUCB");
         cfg.calibration = Calibration::from_name(&cal);
         p.set("calibration", Value::Str(cal));
         schedule(p, cfg);
-        accounting(p, "add_remove", cfg);
+        accounting(p, cfg);
     } else {
-        cfg.lambda = p.f("lambda", 1.0);
+        cfg.lambda = p.f("lambda");
         p.set("lambda", Value::Float(cfg.lambda));
     }
 }
 
 /// The sync regime (`threshold` needs its D).
 fn sync_regime(p: &mut Params<'_>) -> SyncRegime {
-    let sync = p.s("sync", "log");
+    let sync = p.s("sync");
     p.set("sync", Value::Str(sync.clone()));
     match sync.as_str() {
         "every_round" => SyncRegime::EveryRound,
@@ -318,25 +307,18 @@ fn sync_regime(p: &mut Params<'_>) -> SyncRegime {
 }
 
 /// A private FedUCB's schedule: `private` (the determinant test through the
-/// sparse vector technique; the default of the centralized form under
-/// `calibration: exact`, both forms) with its budget share and cap, or
-/// `paper`. A schedule that syncs every round depends on no data: nothing
+/// sparse vector technique; the default of both forms under `calibration:
+/// exact`) with its budget share and cap, or `paper`. A schedule that syncs every round depends on no data: nothing
 /// to choose.
 fn schedule(p: &mut Params<'_>, cfg: &mut LinearConfig) {
     if cfg.sync == SyncRegime::EveryRound {
         return;
     }
-    let default = if cfg.calibration == Calibration::Exact {
-        "private"
-    } else {
-        "paper"
-    };
-    let name = p.choice("schedule", default, &["private", "paper"], "FedUCB");
+    let name = p.choice("schedule", &["private", "paper"], "FedUCB");
     p.set("schedule", Value::Str(name.clone()));
     if name == "private" {
-        let share = p.f("schedule_share", 0.1);
-        let default_cap = (cfg.horizon.max(2) as f64).log2().ceil() as i64;
-        let cap = p.i("schedule_cap", default_cap);
+        let share = p.f("schedule_share");
+        let cap = p.i("schedule_cap");
         p.set("schedule_share", Value::Float(share));
         p.set("schedule_cap", Value::Int(cap));
         cfg.schedule = super::Schedule::Private {
@@ -353,7 +335,7 @@ fn graph(p: &mut Params<'_>, cfg: &mut LinearConfig) {
     let Some(spec) = p.graph_spec() else {
         return;
     };
-    let gamma = p.i("gamma", 1) as usize;
+    let gamma = p.i("gamma") as usize;
     p.set("gamma", Value::Int(gamma as i64));
     cfg.gamma = gamma;
     let random = matches!(spec, GraphSpec::ErdosRenyi { .. } | GraphSpec::RandomRegular { .. });
