@@ -3,7 +3,8 @@
 //! the SPD inverse by faer's blocked Cholesky. Below the crossovers
 //! ([`SCORE_GEMM_MIN_D`], [`INVERSE_FAER_MIN_D`], measured with
 //! `fedbandits bench --linalg`, README "faer crossover") the hand-written
-//! kernels of [`super::cpu`] and [`crate::linalg`] are faster.
+//! kernels (the linear family's scorer, `algo::linear::cpu::score`, and
+//! [`crate::linalg`]) are faster.
 //!
 //! Reproducibility: faer runs sequentially here (`Par::Seq`), so results do
 //! not depend on the thread count or the batch layout. Its micro-kernels are
@@ -191,29 +192,5 @@ mod tests {
         let mut bad = vec![0.0; 9];
         bad[0] = -1.0;
         assert!(spd_inverse(&bad, 3, &mut [0.0; 9], &mut DenseScratch::new(3, 8)).is_err());
-    }
-
-    #[test]
-    fn gemm_scorer_picks_what_the_handwritten_one_picks() {
-        let mut s = Stream::new(&[22]);
-        for (d, k) in [(4usize, 9usize), (16, 100), (64, 40), (130, 17)] {
-            let kp = k.div_ceil(8) * 8;
-            let mut scratch = DenseScratch::new(d, kp);
-            for _ in 0..20 {
-                let mut x = vec![0.0; d * kp];
-                for j in 0..d {
-                    for a in 0..k {
-                        x[j * kp + a] = s.normal();
-                    }
-                }
-                let a = spd(d, &mut s);
-                let theta: Vec<f64> = (0..d).map(|_| s.normal()).collect();
-                let beta = 3.0 * s.uniform();
-                let (arm, q) = score_argmax(d, k, &x, &a, &theta, beta, &mut scratch);
-                let (arm2, q2) = super::super::cpu::score_argmax(d, k, &x, &a, &theta, beta);
-                assert_eq!(arm, arm2, "d={d} k={k}");
-                assert!((q - q2).abs() < 1e-9 * q2.abs().max(1.0));
-            }
-        }
     }
 }

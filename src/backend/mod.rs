@@ -1,14 +1,8 @@
-//! Backends: where the per-step linear algebra runs.
-//!
-//! Algorithms never name faer, SIMD or CUDA: they call a [`Backend`] and the
-//! CPU's [`AgentStep`]. A step
-//! of a UCB agent is one fused operation ([`AgentStep::ucb_step`]): draw the
-//! decision set from the agent's streams, estimate theta_hat = V^{-1} b, score
-//! every action with <theta_hat, x> + beta ||x||_{V^{-1}}, pick the argmax
-//! (ties: lowest index), draw the reward, and apply the Sherman-Morrison update
-//! of V^{-1}, the determinant-lemma update of log det V and b += y x. Fusing
-//! keeps the decision set in L1 on a CPU and in registers/shared memory on a
-//! GPU. Refactorizations ([`AgentStep::spd_inverse`]) are the other operation.
+//! Backends: the devices the engine runs on, the CPU and CUDA devices,
+//! offering device operations only: threads, SIMD, the CPU's dense kernels
+//! ([`dense`]), the CUDA context, compiler, launcher and emulation
+//! ([`cuda`]). What runs on them is each family's, in its folder (the
+//! linear family's fused UCB step and scorer: `algo::linear::step`).
 //!
 //! Whole batches (many federations of one cell in lockstep) run on the
 //! device a backend names ([`Backend::device`]): each family builds its own
@@ -27,98 +21,6 @@ pub mod error;
 
 pub use error::{BatchError, DeviceFailure, Unsupported};
 
-use crate::env::{AgentStreams, DecisionSet, LinearEnv};
-use crate::linalg::LltError;
-
-/// Outcome of one agent's step.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct StepResult {
-    /// Chosen action.
-    pub arm: usize,
-    /// Its true mean reward.
-    pub mean: f64,
-    /// Best true mean of the round.
-    pub best: f64,
-    /// Observed reward, after clipping to the step's reward bound.
-    pub y: f64,
-    /// Whether clipping changed the observed reward.
-    pub clipped: bool,
-    /// x^T V^{-1} x of the chosen action before the update.
-    pub quad: f64,
-}
-
-impl StepResult {
-    /// Pseudo-regret of the step.
-    #[inline]
-    pub fn regret(&self) -> f64 {
-        self.best - self.mean
-    }
-}
-
-/// A reward clipped to [-`bound`, `bound`], by the same comparisons as the
-/// kernels (`y < -b ? -b : (y > b ? b : y)`); NaN passes through.
-#[inline]
-pub fn clip_reward(y: f64, bound: f64) -> f64 {
-    if y < -bound {
-        -bound
-    } else if y > bound {
-        bound
-    } else {
-        y
-    }
-}
-
-/// The mutable UCB state of one agent: V^{-1}, log det V and b (so that
-/// theta_hat = V^{-1} b).
-pub struct AgentState<'a> {
-    /// V^{-1}, row-major d x d, both triangles.
-    pub vinv: &'a mut [f64],
-    /// log det V, kept up to date by the step (the determinant lemma), or
-    /// `None` where the caller reads it nowhere (no per-agent width, no
-    /// determinant test): its `ln` is then skipped (about 2.5% of a
-    /// `linear_d10_k100_m100` step, issue 43).
-    pub logdet: Option<&'a mut f64>,
-    /// b.
-    pub b: &'a mut [f64],
-}
-
-/// Per-thread workspace, allocated once per federation: the hot loop never
-/// allocates.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub struct Workspace {
-    /// Decision set buffers.
-    pub ds: DecisionSet,
-    /// theta_hat.
-    pub theta: Vec<f64>,
-    /// The chosen action after a step.
-    pub x: Vec<f64>,
-    /// Vector workspace (d).
-    pub w: Vec<f64>,
-    /// Matrix workspaces (d x d).
-    pub m1: Vec<f64>,
-    /// Matrix workspace (d x d).
-    pub m2: Vec<f64>,
-    /// faer's workspace, for d at or above the crossover (made on first use,
-    /// not part of snapshots).
-    #[serde(skip)]
-    pub dense: Option<dense::DenseScratch>,
-}
-
-impl Workspace {
-    /// Workspace for dimension d and K actions.
-    pub fn new(d: usize, k: usize) -> Self {
-        Self {
-            ds: DecisionSet::new(d, k),
-            theta: vec![0.0; d],
-            x: vec![0.0; d],
-            w: vec![0.0; d],
-            m1: vec![0.0; d * d],
-            m2: vec![0.0; d * d],
-            dense: None,
-        }
-    }
-}
-
 /// A device the engine runs on: the CPU or a CUDA device; each family
 /// builds its batched operations for it ([`Backend::device`]).
 pub trait Backend: Send + Sync {
@@ -132,29 +34,6 @@ pub trait Backend: Send + Sync {
     fn device_peaks(&self) -> Option<(f64, f64)> {
         None
     }
-}
-
-/// The CPU's per-agent dense operations, through which the CPU rounds step
-/// one agent ([`cpu::CpuBackend`]; the privacy audit feeds neighbouring
-/// data through its own).
-pub trait AgentStep: Send + Sync {
-    /// One fused UCB step of one agent (see the module docs). The reward
-    /// enters b clipped to [-`reward_bound`, `reward_bound`] (infinity: not
-    /// clipped). The chosen action is left in `ws.x`.
-    fn ucb_step(
-        &self,
-        env: &LinearEnv,
-        streams: &mut AgentStreams,
-        ws: &mut Workspace,
-        agent: AgentState<'_>,
-        beta: f64,
-        reward_bound: f64,
-    ) -> StepResult;
-
-    /// Inverse and log det of a symmetric matrix that should be positive
-    /// definite; on failure retries with growing jitter and reports the jitter
-    /// used (0 when none). `inv` receives the inverse.
-    fn spd_inverse(&self, v: &[f64], d: usize, inv: &mut [f64], ws: &mut Workspace) -> Result<(f64, f64), LltError>;
 }
 
 /// Where a family's batched operations run: each family builds its own

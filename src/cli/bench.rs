@@ -271,8 +271,9 @@ pub fn run(sel: &Selection, opts: &BenchOptions) -> Result<(), RunError> {
 /// linear_sphere) on one thread and prints nanoseconds per call, so that the
 /// agent-step rate can be traced to its parts (the CPU's kernels).
 pub fn kernels() {
-    use crate::backend::cpu::{CpuBackend, score_argmax};
-    use crate::backend::{AgentState, AgentStep, Workspace};
+    use crate::algo::linear::cpu::score::score_argmax;
+    use crate::algo::linear::step::{AgentState, AgentStep, Workspace};
+    use crate::backend::cpu::CpuBackend;
     use crate::env::{LinearEnv, LinearEnvKind, LinearEnvSpec};
     use crate::linalg;
     use crate::rng::normal::fill_normals_f32;
@@ -357,7 +358,7 @@ pub fn kernels() {
 /// thread, nanoseconds per call of the hand-written SPD inverse
 /// ([`crate::linalg::spd_inverse`]) against faer's
 /// ([`crate::backend::dense::spd_inverse`]), and of the hand-written
-/// symmetric UCB scorer ([`crate::backend::cpu::score_argmax`]) against the
+/// symmetric UCB scorer ([`crate::algo::linear::cpu::score::score_argmax`]) against the
 /// decision set scored as a faer matrix product
 /// ([`crate::backend::dense::score_argmax`]), K = 100.
 pub fn linalg_crossover() {
@@ -404,7 +405,14 @@ pub fn linalg_crossover() {
             let _ = black_box(dense::spd_inverse(black_box(&a), d, &mut inv, &mut scratch));
         });
         let sc_hand = time(0.05, &mut || {
-            black_box(crate::backend::cpu::score_argmax(d, k, black_box(&x), &a, &theta, 1.3));
+            black_box(crate::algo::linear::cpu::score::score_argmax(
+                d,
+                k,
+                black_box(&x),
+                &a,
+                &theta,
+                1.3,
+            ));
         });
         let sc_faer = time(0.05, &mut || {
             black_box(dense::score_argmax(d, k, black_box(&x), &a, &theta, 1.3, &mut scratch));

@@ -272,8 +272,8 @@ fn placement_under_cuda_and_auto_follows_the_calibration() {
 /// that leave a block partly empty.
 #[test]
 fn cooperative_scorer_matches_cpu_scorer_bit_for_bit() {
+    use fedbandits::algo::linear::cpu::score::score_argmax;
     use fedbandits::algo::linear::cuda::score_batch;
-    use fedbandits::backend::cpu::score_argmax;
     use fedbandits::rng::Stream;
     let mut s = Stream::new(&[77]);
     for (n, d, k) in [(5usize, 3usize, 5usize), (37, 10, 100), (16, 17, 37), (3, 40, 64)] {

@@ -336,7 +336,7 @@ pub struct LinearBatch {
     /// nothing (the `random` baseline); `None`: UCB.
     pub random_policy: Option<Vec<Vec<u64>>>,
     /// Rewards enter the agents' sums clipped to [-reward_bound,
-    /// reward_bound] ([`crate::backend::clip_reward`]; infinity: not
+    /// reward_bound] ([`crate::algo::linear::step::clip_reward`]; infinity: not
     /// clipped).
     pub reward_bound: f64,
 }

@@ -38,7 +38,7 @@
 //!
 //! The algorithm runs on the batched core as a [`LinearBatch`] with a
 //! [`Network`] ([`batch`]); the CPU's operations for it are
-//! `backend::cpu::peer`.
+//! `algo::linear::cpu::peer`.
 
 use super::LinearConfig;
 use super::feducb::{DubeyConstants, det_test, width};

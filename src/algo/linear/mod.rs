@@ -18,6 +18,7 @@ pub mod lockstep;
 pub mod oful;
 pub mod params;
 pub mod random;
+pub mod step;
 pub mod workloads;
 
 use crate::env::LinearEnvSpec;

@@ -2,7 +2,7 @@
 //! and the per-agent operations on it (step, refactorization, the reset
 //! after a sync), used by the lockstep operations ([`super::lockstep`]).
 
-use crate::backend::{AgentState, AgentStep, StepResult, Workspace};
+use crate::algo::linear::step::{AgentState, AgentStep, StepResult, Workspace};
 use crate::env::{AgentStreams, LinearEnv};
 use crate::linalg;
 

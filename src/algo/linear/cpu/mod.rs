@@ -1,6 +1,6 @@
 //! The CPU's [`LinearOps`]: each federation of a [`LinearBatch`] keeps its
 //! agents in an [`AgentBank`] and steps them with the fused CPU step
-//! ([`CpuBackend::ucb_step`]); federations run on rayon's pool when the batch
+//! ([`AgentStep::ucb_step`]); federations run on rayon's pool when the batch
 //! has more than one (the runner's per-repetition tasks hold one each).
 //!
 //! A server federation ([`Fed`]) syncs when the lockstep loop says
@@ -16,14 +16,16 @@
 
 pub mod bank;
 pub mod peer;
+pub mod score;
 
 use self::bank::AgentBank;
 use self::peer::PeerFed;
+use super::step::AgentStep;
 use crate::algo::linear::batch::{
     AdaptiveSync, LinearBatch, LinearOps, Observation, Release, Svt, SvtAgent, Width, logdet_width,
 };
+use crate::backend::BatchError;
 use crate::backend::cpu::CpuBackend;
-use crate::backend::{AgentStep, BatchError};
 use crate::env::LinearEnv;
 use crate::linalg;
 use crate::privacy::tree::{AgentTrees, NodeNoise};

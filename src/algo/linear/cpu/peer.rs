@@ -28,7 +28,7 @@
 //! (requests and broadcasts, one per receiver other than the sender).
 
 use crate::algo::linear::batch::{LinearBatch, Observation, Release, Svt, SvtAgent, Width, logdet_width};
-use crate::backend::{AgentState, AgentStep, Workspace};
+use crate::algo::linear::step::{AgentState, AgentStep, Workspace};
 use crate::env::{AgentStreams, LinearEnv};
 use crate::graph::Reach;
 use crate::linalg;

@@ -655,7 +655,7 @@ pub const COOP_LANES: usize = 8;
 /// Scores `n` agents' column-major decision sets (`x`: n x d x kp) with
 /// their V^{-1} (`a`: n x d x d) and theta_hat (`theta`: n x d) on the
 /// cooperative kernel `fb_score_coop`, returning each agent's (arm, x^T A x)
-/// -- bit for bit the CPU scorer's ([`crate::backend::cpu::score_argmax`]).
+/// -- bit for bit the CPU scorer's ([`crate::algo::linear::cpu::score::score_argmax`]).
 /// V^{-1} is staged in shared memory when a block's agents fit in 48 KiB.
 #[allow(clippy::too_many_arguments)]
 pub fn score_batch(
