@@ -1,9 +1,11 @@
 //! The round loop of the families whose agents interact every round (gossip,
 //! combinatorial): rounds go to the backend in chunks that end at
 //! checkpoints, where every federation is observed. Written once for both
-//! families and every backend.
+//! families and every backend, with the glue that makes such a family a
+//! family of the engine ([`RoundsFamily`]).
 
-use crate::backend::BatchError;
+use crate::algo::curve::CurvePoint;
+use crate::backend::{Backend, BatchError};
 
 /// The operations both families' backends implement, seen by the loop.
 pub trait RoundOps {
@@ -85,38 +87,114 @@ pub fn run_to_checkpoints(
     Ok(())
 }
 
+/// A family run by this loop (gossip, combinatorial), as the glue both
+/// share needs it: implementing it gives the family's batch its
+/// [`crate::algo::FamilyBatch`] and [`crate::backend::Placeable`], and its
+/// CPU repetition ([`RoundsRep`]) its [`crate::algo::FamilyRep`], written
+/// once here.
+pub trait RoundsFamily: Sized + Send + Sync + 'static {
+    /// Its batched operations (a trait object: `dyn GossipOps`).
+    type Ops<'a>: ?Sized + 'a;
+    /// Its CPU operations: a repetition's state, snapshotted.
+    type Cpu: serde::Serialize + serde::de::DeserializeOwned;
+    /// One federation's curve at one checkpoint (snapshotted).
+    type Point: Clone + serde::Serialize + serde::de::DeserializeOwned;
+    /// Its kind, as placement and the calibration name it.
+    const KIND: &'static str;
+
+    /// Federations in the batch.
+    fn federations(&self) -> usize;
+    /// Agents per federation.
+    fn agents(&self) -> usize;
+    /// Its batched operations on `backend`'s device, at round 0.
+    fn ops<'a>(&self, backend: &'a dyn Backend) -> Result<Box<Self::Ops<'a>>, BatchError>;
+    /// Its CPU operations at round 0.
+    fn cpu(&self) -> Result<Self::Cpu, BatchError>;
+    /// The CPU operations as its batched operations.
+    fn cpu_ops(cpu: &mut Self::Cpu) -> &mut Self::Ops<'static>;
+    /// Runs `ops` from round `from + 1` to `until`, observing at each
+    /// checkpoint in that range.
+    fn run(
+        &self,
+        ops: &mut Self::Ops<'_>,
+        from: u64,
+        until: u64,
+        checkpoints: &[u64],
+        points: &mut [Vec<Self::Point>],
+    ) -> Result<(), BatchError>;
+    /// Why the CUDA device cannot run the batch, if it cannot.
+    fn cuda_supports(&self) -> Result<(), String>;
+    /// Federation `federation`'s curve as output points.
+    fn curve(&self, federation: usize, points: &[Self::Point]) -> Vec<CurvePoint>;
+}
+
+impl<F: RoundsFamily> crate::backend::Placeable for F {
+    fn kind(&self) -> &'static str {
+        F::KIND
+    }
+
+    fn federations(&self) -> usize {
+        RoundsFamily::federations(self)
+    }
+
+    fn cuda_supports(&self, _dev: &crate::backend::cuda::CudaBackend) -> Result<(), crate::backend::Unsupported> {
+        RoundsFamily::cuda_supports(self).map_err(crate::backend::Unsupported)
+    }
+}
+
+impl<F: RoundsFamily> crate::algo::FamilyBatch for F {
+    fn run(
+        &self,
+        checkpoints: &[u64],
+        backend: &dyn Backend,
+        progress: &dyn Fn(u64),
+    ) -> Result<Vec<Vec<CurvePoint>>, BatchError> {
+        let mut ops = self.ops(backend)?;
+        let federations = RoundsFamily::federations(self);
+        let curves =
+            crate::algo::cell::in_progress_steps(federations, self.agents(), checkpoints, progress, |t, u, c| {
+                RoundsFamily::run(self, ops.as_mut(), t, u, checkpoints, c)
+            })?;
+        Ok(curves.iter().enumerate().map(|(f, c)| self.curve(f, c)).collect())
+    }
+}
+
 /// A repetition in flight on the CPU of a family run by this loop
 /// (snapshotted): its CPU operations, the rounds done and the checkpoints
 /// so far.
 #[derive(serde::Serialize, serde::Deserialize)]
-pub struct RoundsRep<O, P> {
+#[serde(bound = "")]
+pub struct RoundsRep<F: RoundsFamily> {
     /// The CPU's batch state.
-    pub ops: O,
+    pub ops: F::Cpu,
     /// Rounds done.
     pub t: u64,
     /// Checkpoints so far (one federation).
-    pub points: Vec<Vec<P>>,
+    pub points: Vec<Vec<F::Point>>,
 }
 
-impl<O, P> RoundsRep<O, P> {
-    /// Round 0 over `ops`.
-    pub fn new(ops: O) -> Self {
-        Self {
-            ops,
+impl<F: RoundsFamily> crate::algo::FamilyRep for RoundsRep<F> {
+    type Batch = F;
+
+    fn start(b: &F) -> Result<Self, BatchError> {
+        Ok(Self {
+            ops: b.cpu()?,
             t: 0,
             points: vec![Vec::new()],
-        }
+        })
     }
 
-    /// Runs the family's loop `run(ops, from, until, points)` and moves the
-    /// round count to `until`.
-    pub fn run_until(
-        &mut self,
-        until: u64,
-        run: impl FnOnce(&mut O, u64, u64, &mut [Vec<P>]) -> Result<(), BatchError>,
-    ) -> Result<(), BatchError> {
-        run(&mut self.ops, self.t, until, &mut self.points)?;
+    fn t(&self) -> u64 {
+        self.t
+    }
+
+    fn advance(&mut self, b: &F, until: u64, checkpoints: &[u64]) -> Result<(), BatchError> {
+        b.run(F::cpu_ops(&mut self.ops), self.t, until, checkpoints, &mut self.points)?;
         self.t = until.max(self.t);
         Ok(())
+    }
+
+    fn into_points(self, b: &F) -> Vec<CurvePoint> {
+        b.curve(0, &crate::algo::cell::first(self.points))
     }
 }

@@ -385,64 +385,51 @@ impl crate::algo::FamilyConfig for CombConfig {
     }
 }
 
-impl crate::backend::Placeable for CombBatch {
-    fn kind(&self) -> &'static str {
-        "combinatorial"
-    }
+impl crate::algo::rounds::RoundsFamily for CombBatch {
+    type Ops<'a> = dyn CombOps + 'a;
+    type Cpu = cpu::CpuComb;
+    type Point = CombPoint;
+    const KIND: &'static str = "combinatorial";
 
     fn federations(&self) -> usize {
         CombBatch::federations(self)
     }
 
-    fn cuda_supports(&self, _dev: &crate::backend::cuda::CudaBackend) -> Result<(), crate::backend::Unsupported> {
-        cuda::supports(self).map_err(|e| crate::backend::Unsupported(e.to_string()))
+    fn agents(&self) -> usize {
+        self.instances.first().map_or(0, |i| i.spec.agents)
     }
-}
 
-impl crate::algo::FamilyBatch for CombBatch {
+    fn ops<'a>(&self, backend: &'a dyn Backend) -> Result<Box<dyn CombOps + 'a>, BatchError> {
+        ops(self, backend)
+    }
+
+    fn cpu(&self) -> Result<cpu::CpuComb, BatchError> {
+        cpu::CpuComb::new(self)
+    }
+
+    fn cpu_ops(cpu: &mut cpu::CpuComb) -> &mut (dyn CombOps + 'static) {
+        cpu
+    }
+
     fn run(
         &self,
+        ops: &mut (dyn CombOps + '_),
+        from: u64,
+        until: u64,
         checkpoints: &[u64],
-        backend: &dyn Backend,
-        progress: &dyn Fn(u64),
-    ) -> Result<Vec<Vec<crate::algo::curve::CurvePoint>>, BatchError> {
-        let mut ops = ops(self, backend)?;
-        let agents = self.instances.first().map_or(0, |i| i.spec.agents);
-        let curves =
-            crate::algo::cell::in_progress_steps(self.federations(), agents, checkpoints, progress, |t, u, c| {
-                run(self, ops.as_mut(), t, u, checkpoints, c)
-            })?;
-        Ok(curves
-            .into_iter()
-            .map(|c| c.iter().map(|p| curve_point(p, self)).collect())
-            .collect())
+        points: &mut [Vec<CombPoint>],
+    ) -> Result<(), BatchError> {
+        run(self, ops, from, until, checkpoints, points)
+    }
+
+    fn cuda_supports(&self) -> Result<(), String> {
+        cuda::supports(self).map_err(|e| e.to_string())
+    }
+
+    fn curve(&self, _federation: usize, points: &[CombPoint]) -> Vec<crate::algo::curve::CurvePoint> {
+        points.iter().map(|p| curve_point(p, self)).collect()
     }
 }
 
 /// A repetition in flight on the CPU.
-pub type Rep = crate::algo::rounds::RoundsRep<cpu::CpuComb, CombPoint>;
-
-impl crate::algo::FamilyRep for Rep {
-    type Batch = CombBatch;
-
-    fn start(b: &CombBatch) -> Result<Self, BatchError> {
-        Ok(Self::new(cpu::CpuComb::new(b)?))
-    }
-
-    fn t(&self) -> u64 {
-        self.t
-    }
-
-    fn advance(&mut self, b: &CombBatch, until: u64, checkpoints: &[u64]) -> Result<(), BatchError> {
-        self.run_until(until, |ops, from, until, points| {
-            run(b, ops, from, until, checkpoints, points)
-        })
-    }
-
-    fn into_points(self, b: &CombBatch) -> Vec<crate::algo::curve::CurvePoint> {
-        crate::algo::cell::first(self.points)
-            .iter()
-            .map(|p| curve_point(p, b))
-            .collect()
-    }
-}
+pub type Rep = crate::algo::rounds::RoundsRep<CombBatch>;

@@ -474,69 +474,56 @@ impl crate::algo::FamilyConfig for GossipConfig {
     }
 }
 
-impl crate::backend::Placeable for GossipBatch {
-    fn kind(&self) -> &'static str {
-        "gossip"
-    }
+impl crate::algo::rounds::RoundsFamily for GossipBatch {
+    type Ops<'a> = dyn GossipOps + 'a;
+    type Cpu = cpu::CpuGossip;
+    type Point = GossipPoint;
+    const KIND: &'static str = "gossip";
 
     fn federations(&self) -> usize {
         GossipBatch::federations(self)
     }
 
-    fn cuda_supports(&self, _dev: &crate::backend::cuda::CudaBackend) -> Result<(), crate::backend::Unsupported> {
-        cuda::supports(self).map_err(|e| crate::backend::Unsupported(e.to_string()))
+    fn agents(&self) -> usize {
+        self.envs.first().map_or(0, |e| e.spec.agents)
     }
-}
 
-impl crate::algo::FamilyBatch for GossipBatch {
+    fn ops<'a>(&self, backend: &'a dyn Backend) -> Result<Box<dyn GossipOps + 'a>, BatchError> {
+        ops(self, backend)
+    }
+
+    fn cpu(&self) -> Result<cpu::CpuGossip, BatchError> {
+        cpu::CpuGossip::new(self)
+    }
+
+    fn cpu_ops(cpu: &mut cpu::CpuGossip) -> &mut (dyn GossipOps + 'static) {
+        cpu
+    }
+
     fn run(
         &self,
+        ops: &mut (dyn GossipOps + '_),
+        from: u64,
+        until: u64,
         checkpoints: &[u64],
-        backend: &dyn Backend,
-        progress: &dyn Fn(u64),
-    ) -> Result<Vec<Vec<crate::algo::curve::CurvePoint>>, BatchError> {
-        let mut ops = ops(self, backend)?;
-        let agents = self.envs.first().map_or(0, |e| e.spec.agents);
-        let curves =
-            crate::algo::cell::in_progress_steps(self.federations(), agents, checkpoints, progress, |t, u, c| {
-                run(self, ops.as_mut(), t, u, checkpoints, c)
-            })?;
-        Ok(curves
-            .into_iter()
-            .zip(&self.graphs)
-            .map(|(c, g)| {
-                let lambda2 = g.gossip_lambda2();
-                c.iter().map(|p| curve_point(p, self, lambda2)).collect()
-            })
-            .collect())
+        points: &mut [Vec<GossipPoint>],
+    ) -> Result<(), BatchError> {
+        run(self, ops, from, until, checkpoints, points)
+    }
+
+    fn cuda_supports(&self) -> Result<(), String> {
+        cuda::supports(self).map_err(|e| e.to_string())
+    }
+
+    /// Every point of a federation carries its graph's lambda_2.
+    fn curve(&self, federation: usize, points: &[GossipPoint]) -> Vec<crate::algo::curve::CurvePoint> {
+        let lambda2 = self
+            .graphs
+            .get(federation)
+            .map_or(f64::NAN, crate::graph::Graph::gossip_lambda2);
+        points.iter().map(|p| curve_point(p, self, lambda2)).collect()
     }
 }
 
 /// A repetition in flight on the CPU.
-pub type Rep = crate::algo::rounds::RoundsRep<cpu::CpuGossip, GossipPoint>;
-
-impl crate::algo::FamilyRep for Rep {
-    type Batch = GossipBatch;
-
-    fn start(b: &GossipBatch) -> Result<Self, BatchError> {
-        Ok(Self::new(cpu::CpuGossip::new(b)?))
-    }
-
-    fn t(&self) -> u64 {
-        self.t
-    }
-
-    fn advance(&mut self, b: &GossipBatch, until: u64, checkpoints: &[u64]) -> Result<(), BatchError> {
-        self.run_until(until, |ops, from, until, points| {
-            run(b, ops, from, until, checkpoints, points)
-        })
-    }
-
-    fn into_points(self, b: &GossipBatch) -> Vec<crate::algo::curve::CurvePoint> {
-        let lambda2 = b.graphs.first().map_or(f64::NAN, crate::graph::Graph::gossip_lambda2);
-        crate::algo::cell::first(self.points)
-            .iter()
-            .map(|p| curve_point(p, b, lambda2))
-            .collect()
-    }
-}
+pub type Rep = crate::algo::rounds::RoundsRep<GossipBatch>;
