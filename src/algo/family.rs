@@ -52,7 +52,11 @@ pub fn resolve(
     dir: &std::path::Path,
 ) -> Result<super::resolve::Resolved, super::resolve::ResolveErrors> {
     match family_of(algo) {
-        Some(f) => (f.resolve)(algo, env, raw, horizon, dir),
+        Some(f) => {
+            let mut p = super::resolve::Params::new(raw, dir, (algo, env, horizon));
+            let cfg = (f.resolve)(&mut p);
+            p.finish(cfg)
+        }
         None => Err(vec![super::resolve::ParamProblem {
             key: "algorithm",
             message: format!("unknown algorithm {algo}"),

@@ -5,8 +5,7 @@
 //! the registry that lists them is [`super::family`] (kept apart so that the
 //! families and the registry form no import cycle).
 
-use super::params::{PARAMS, Value};
-use std::collections::BTreeMap;
+use super::params::PARAMS;
 
 /// A family: its algorithms, environments and the metric columns it adds to
 /// the output (beyond the regret columns every family writes). Parameters
@@ -101,16 +100,13 @@ impl CostTerm {
     }
 }
 
-/// A family's parameter resolution ([`crate::algo::resolve`]): algorithm,
-/// environment, raw parameters, horizon and the job file's folder (where
-/// an input file's relative path starts).
-pub type Resolve = fn(
-    &str,
-    &str,
-    &BTreeMap<String, Value>,
-    u64,
-    &std::path::Path,
-) -> Result<super::resolve::Resolved, super::resolve::ResolveErrors>;
+/// A family's parameter resolution: reads a cell's parameters through
+/// [`super::resolve::Params`] (which holds the cell's algorithm,
+/// environment, horizon and the job file's folder, and records what it
+/// resolves and every problem) and builds the cell's configuration; the
+/// registry's dispatcher ([`crate::algo::family::resolve`]) makes the
+/// reader and finishes it.
+pub type Resolve = fn(&mut super::resolve::Params<'_>) -> super::CellConfig;
 
 impl Family {
     /// The parameters its algorithms and environments use, in output-column

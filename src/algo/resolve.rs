@@ -59,6 +59,11 @@ impl<'a> Params<'a> {
         }
     }
 
+    /// The cell's algorithm, environment and horizon.
+    pub fn cell(&self) -> (&'a str, &'a str, u64) {
+        self.cell
+    }
+
     /// Where the input file `written` (a parameter's value) is: as written
     /// when absolute, else in the job file's folder.
     pub fn input_path(&self, written: &str) -> PathBuf {

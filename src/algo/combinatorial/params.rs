@@ -5,9 +5,8 @@ use super::p_fcb::{Budget, PFcbConfig, TauStart};
 use super::{CombAlgorithm, CombConfig};
 use crate::algo::CellConfig;
 use crate::algo::params::Value;
-use crate::algo::resolve::{Params, ResolveErrors, Resolved};
+use crate::algo::resolve::Params;
 use crate::env::procurement::{EXACT_LIMIT, InstanceKind, Oracle, ProcurementSpec};
-use std::collections::BTreeMap;
 
 /// Resolves a combinatorial-family cell: agents `m` (default 10),
 /// `producers` (30), `instance_kind`, `quality_threshold` (alpha, 0.4),
@@ -15,14 +14,8 @@ use std::collections::BTreeMap;
 /// `epsilon` (required; `.inf`: no noise) and `delta` (required where
 /// epsilon is finite), `t_low`, `t_high`, `omega1`, `omega2`, `tau_start`,
 /// `calibration`, `budget`, `window`.
-pub fn resolve(
-    algo: &str,
-    env: &str,
-    raw: &BTreeMap<String, Value>,
-    horizon: u64,
-    dir: &std::path::Path,
-) -> Result<Resolved, ResolveErrors> {
-    let mut p = Params::new(raw, dir, (algo, env, horizon));
+pub fn resolve(p: &mut Params<'_>) -> CellConfig {
+    let (algo, _, horizon) = p.cell();
     let algorithm = match algo {
         "fcb" => CombAlgorithm::Fcb,
         "p_fcb" => CombAlgorithm::PFcb,
@@ -51,13 +44,13 @@ pub fn resolve(
     p.set("instances", Value::Int(i64::from(instances)));
     let zeta = p.f("zeta");
     p.set("zeta", Value::Float(zeta));
-    let oracle = oracle(&mut p, &env);
+    let oracle = oracle(p, &env);
     let private = if algorithm == CombAlgorithm::PFcb {
-        p_fcb(&mut p)
+        p_fcb(p)
     } else {
         PFcbConfig::default()
     };
-    let (out, cfg) = p.finish(CombConfig {
+    CellConfig::Comb(CombConfig {
         algorithm,
         env,
         horizon,
@@ -65,8 +58,7 @@ pub fn resolve(
         zeta,
         private,
         oracle,
-    })?;
-    Ok((out, CellConfig::Comb(cfg)))
+    })
 }
 
 /// The oracle: greedy, or exact where its search is bounded

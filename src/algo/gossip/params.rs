@@ -5,9 +5,8 @@ use super::fed_ucb_gossip::{BudgetSplit, PrivacyConfig};
 use super::{GossipAlgorithm, GossipConfig};
 use crate::algo::CellConfig;
 use crate::algo::params::Value;
-use crate::algo::resolve::{Params, ResolveErrors, Resolved};
+use crate::algo::resolve::Params;
 use crate::env::mab::MabEnvSpec;
-use std::collections::BTreeMap;
 
 /// Resolves a gossip-family cell: agents `m`, `arms`, `noise_std` (default
 /// 1), the graph of the gossiping algorithms (deterministic graphs are
@@ -15,14 +14,8 @@ use std::collections::BTreeMap;
 /// and for `fed_ucb_gossip` the
 /// privatizer (`epsilon` required, `.inf` for none; `budget_split`,
 /// `clip_lo` < `clip_hi`, `c_priv`).
-pub fn resolve(
-    algo: &str,
-    env: &str,
-    raw: &BTreeMap<String, Value>,
-    horizon: u64,
-    dir: &std::path::Path,
-) -> Result<Resolved, ResolveErrors> {
-    let mut p = Params::new(raw, dir, (algo, env, horizon));
+pub fn resolve(p: &mut Params<'_>) -> CellConfig {
+    let (algo, env, horizon) = p.cell();
     let algorithm = match algo {
         "fed_ucb_gossip" => GossipAlgorithm::FedUcbGossip,
         "local_ucb" => GossipAlgorithm::LocalUcb,
@@ -70,12 +63,12 @@ pub fn resolve(
         None
     };
     let privacy = if algorithm == GossipAlgorithm::FedUcbGossip {
-        privatizer(&mut p)
+        privatizer(p)
     } else {
         PrivacyConfig::default()
     };
     let graph = graph.unwrap_or(crate::graph::GraphSpec::Complete);
-    let (out, cfg) = p.finish(GossipConfig {
+    CellConfig::Gossip(GossipConfig {
         algorithm,
         env: MabEnvSpec {
             agents: agents as usize,
@@ -87,8 +80,7 @@ pub fn resolve(
         graph,
         confidence_scale: c,
         privacy,
-    })?;
-    Ok((out, CellConfig::Gossip(cfg)))
+    })
 }
 
 /// `fed_ucb_gossip`'s privatizer: epsilon (required; `.inf` for none, and

@@ -8,20 +8,13 @@
 use super::{Calibration, LinearAlgorithm, LinearConfig, Protocol, SyncRegime};
 use crate::algo::CellConfig;
 use crate::algo::params::Value;
-use crate::algo::resolve::{Params, ResolveErrors, Resolved};
+use crate::algo::resolve::Params;
 use crate::env::{LinearEnvKind, LinearEnvSpec};
 use crate::graph::GraphSpec;
-use std::collections::BTreeMap;
 
 /// Resolves a linear-family cell.
-pub fn resolve(
-    algo: &str,
-    env: &str,
-    raw: &BTreeMap<String, Value>,
-    horizon: u64,
-    dir: &std::path::Path,
-) -> Result<Resolved, ResolveErrors> {
-    let mut p = Params::new(raw, dir, (algo, env, horizon));
+pub fn resolve(p: &mut Params<'_>) -> CellConfig {
+    let (algo, env, horizon) = p.cell();
     let algorithm = match algo {
         "linucb" => LinearAlgorithm::Linucb,
         "independent" => LinearAlgorithm::Independent,
@@ -31,7 +24,7 @@ pub fn resolve(
         "feducb_decentralized" => LinearAlgorithm::FeducbDecentralized,
         _ => LinearAlgorithm::FeducbCentralized,
     };
-    let env_spec = environment(&mut p, env);
+    let env_spec = environment(p, env);
     let m = if algorithm == LinearAlgorithm::Linucb {
         1
     } else {
@@ -63,7 +56,7 @@ pub fn resolve(
         gamma: 1,
     };
     if algorithm != LinearAlgorithm::Random {
-        learner(&mut p, &mut cfg);
+        learner(p, &mut cfg);
     }
     match algorithm {
         LinearAlgorithm::Linucb | LinearAlgorithm::Independent => {
@@ -71,8 +64,8 @@ pub fn resolve(
             p.set("lambda", Value::Float(cfg.lambda));
         }
         LinearAlgorithm::Random => {}
-        LinearAlgorithm::Fedlinucb | LinearAlgorithm::PrivateFedlinucb => fedlinucb(&mut p, &mut cfg),
-        LinearAlgorithm::FeducbCentralized | LinearAlgorithm::FeducbDecentralized => feducb(&mut p, &mut cfg),
+        LinearAlgorithm::Fedlinucb | LinearAlgorithm::PrivateFedlinucb => fedlinucb(p, &mut cfg),
+        LinearAlgorithm::FeducbCentralized | LinearAlgorithm::FeducbDecentralized => feducb(p, &mut cfg),
     }
     // Every privacy figure's sensitivity assumes ||x|| <= L: a private cell
     // whose L is below the environment's largest action norm has none.
@@ -87,9 +80,8 @@ pub fn resolve(
             ),
         );
     }
-    vecsum_reachable(&mut p, &cfg);
-    let (out, cfg) = p.finish(cfg)?;
-    Ok((out, CellConfig::Linear(cfg)))
+    vecsum_reachable(p, &cfg);
+    CellConfig::Linear(cfg)
 }
 
 /// `sdp_vecsum` under `calibration: exact`: a target its exact accountant
