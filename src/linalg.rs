@@ -329,6 +329,19 @@ pub fn set_scaled_identity(a: &mut [f64], d: usize, c: f64) {
     }
 }
 
+/// A random symmetric positive definite d x d matrix: 0.5 I plus d + 3
+/// outer products of standard normal vectors (for tests).
+#[cfg(test)]
+pub(crate) fn random_spd(d: usize, s: &mut crate::rng::Stream) -> Vec<f64> {
+    let mut a = vec![0.0; d * d];
+    set_scaled_identity(&mut a, d, 0.5);
+    for _ in 0..d + 3 {
+        let v: Vec<f64> = (0..d).map(|_| s.normal()).collect();
+        add_outer(&mut a, &v, d);
+    }
+    a
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

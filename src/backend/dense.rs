@@ -164,21 +164,11 @@ mod tests {
     use crate::linalg;
     use crate::rng::Stream;
 
-    fn spd(d: usize, s: &mut Stream) -> Vec<f64> {
-        let mut a = vec![0.0; d * d];
-        linalg::set_scaled_identity(&mut a, d, 0.5);
-        for _ in 0..d + 3 {
-            let v: Vec<f64> = (0..d).map(|_| s.normal()).collect();
-            linalg::add_outer(&mut a, &v, d);
-        }
-        a
-    }
-
     #[test]
     fn faer_inverse_and_logdet_match_handwritten() {
         let mut s = Stream::new(&[21]);
         for d in [1usize, 3, 8, 33, 70] {
-            let a = spd(d, &mut s);
+            let a = linalg::random_spd(d, &mut s);
             let mut scratch = DenseScratch::new(d, 8);
             let mut inv = vec![0.0; d * d];
             let ld = spd_inverse(&a, d, &mut inv, &mut scratch).unwrap();

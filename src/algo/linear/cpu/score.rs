@@ -266,16 +266,6 @@ mod tests {
         assert_eq!(score_argmax(d, k, &x, &a, &[1.0, 1.0], 1.0).0, 13);
     }
 
-    fn spd(d: usize, s: &mut Stream) -> Vec<f64> {
-        let mut a = vec![0.0; d * d];
-        linalg::set_scaled_identity(&mut a, d, 0.5);
-        for _ in 0..d + 3 {
-            let v: Vec<f64> = (0..d).map(|_| s.normal()).collect();
-            linalg::add_outer(&mut a, &v, d);
-        }
-        a
-    }
-
     /// The GEMM scorer of the backend's dense kernels (used above its
     /// crossover) picks what this scorer picks.
     #[test]
@@ -291,7 +281,7 @@ mod tests {
                         x[j * kp + a] = s.normal();
                     }
                 }
-                let a = spd(d, &mut s);
+                let a = linalg::random_spd(d, &mut s);
                 let theta: Vec<f64> = (0..d).map(|_| s.normal()).collect();
                 let beta = 3.0 * s.uniform();
                 let (arm, q) = dense::score_argmax(d, k, &x, &a, &theta, beta, &mut scratch);
