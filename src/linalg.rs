@@ -23,7 +23,7 @@ pub struct LltError {
 /// A fixed-length buffer of f64 whose first element sits on a 64-byte
 /// boundary (a cache line, one 512-bit vector). Decision sets live in one:
 /// read 8 f64 at a time from an arbitrary allocation, three loads in four
-/// straddle two cache lines, which cost the scorer about 20% (issue 43).
+/// straddle two cache lines, which cost the scorer about 20%.
 /// It dereferences to `[f64]`; serialized as a plain sequence.
 #[derive(Clone, Debug, Default)]
 pub struct AlignedVec {
@@ -286,7 +286,7 @@ fn sherman_morrison_at<const D: usize>(inv: &mut [f64], x: &[f64], w: &mut [f64]
 /// apart, so a masked 512-bit tail (what the compiler emits for the last d
 /// mod 8 entries) spans the start of the next row, whose loads then stall
 /// behind it; the update of a 10 x 10 Gram matrix took about 6% of a
-/// `linear` agent-step that way, as much as skipping it (issue 43).
+/// `linear` agent-step that way, as much as skipping it.
 /// (Sherman-Morrison's row updates, the same pattern, did not gain from
 /// it: measured, left as they are.) The same operations either way (one
 /// product, one sum per entry).

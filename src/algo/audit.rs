@@ -517,7 +517,7 @@ mod tests {
         job.cells[0].config.clone()
     }
 
-    /// The auditor's self-test (issue 13): with 2 x 20000 trials per world
+    /// The auditor's self-test: with 2 x 20000 trials per world
     /// at 99% confidence, a correctly calibrated mechanism's lower bound
     /// stays below the accountant's epsilon, and the same mechanism with its
     /// noise scaled by 1/4 is caught: its bound exceeds both the target and

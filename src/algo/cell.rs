@@ -69,8 +69,8 @@ pub trait FamilyConfig {
 
     /// What the cell read from input files (an edge list, a data set), as
     /// text its identity hashes: a changed file is a changed cell, whatever
-    /// its name (issue 56: a grown job once reused units of a ring beside
-    /// new ones of a line read from the same path). None: no input file.
+    /// its name (else a grown job could reuse units of one edge file beside
+    /// new ones of another read from the same path). None: no input file.
     fn inputs(&self) -> Option<String> {
         None
     }

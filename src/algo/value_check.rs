@@ -12,7 +12,7 @@ pub const FLOAT_LIMIT: f64 = 1e12;
 /// the engine's arithmetic (squares and products of epsilon, delta, lambda,
 /// alpha; their inverses squared) underflows to 0 or overflows to infinity,
 /// and subnormals (below 2.2e-308) run as if they were 0: five unrelated
-/// settings at 1e-320 gave the same regrets (issue 39).
+/// settings at 1e-320 gave the same regrets.
 pub const FLOAT_FLOOR: f64 = 1e-100;
 
 /// A parameter value its kind does not allow ([`super::params::Kind::check`]); the

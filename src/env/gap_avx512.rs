@@ -12,7 +12,7 @@
 //! at every coordinate (two stores per coordinate and 8 actions, the store
 //! port's limit), and its last four actions of K = 100 ran in a scalar
 //! tail; together the three passes were about a third of
-//! `independent_gap_d10_k100_m100` (perf, issue 43). Here d is a
+//! `independent_gap_d10_k100_m100` (perf). Here d is a
 //! compile-time constant (the loops over coordinates unroll, the normals
 //! stay in registers) and two blocks are in flight at once (the two
 //! reciprocal square roots are a long chain).

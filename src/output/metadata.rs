@@ -15,9 +15,8 @@ pub const CHECKSUM_KEY: &str = "fedbandits.data_xxh64";
 /// file's footer and tail (every byte after the data pages), computed with
 /// this entry's own 16-character value as [`FOOTER_PLACEHOLDER`]: together
 /// with [`CHECKSUM_KEY`] every byte of the file is covered, and both are
-/// checked on the raw bytes before any Parquet decoder sees them (issue 56:
-/// one-bit flips in a footer renamed columns silently or panicked the
-/// decoder).
+/// checked on the raw bytes before any Parquet decoder sees them (a one-bit
+/// flip in a footer can rename a column silently or panic the decoder).
 pub const FOOTER_KEY: &str = "fedbandits.footer_xxh64";
 
 /// The value [`FOOTER_KEY`] is written with and hashed as.

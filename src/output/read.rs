@@ -41,8 +41,8 @@ pub fn install_quiet_decoder_hook() {
 }
 
 /// Runs `f`, a Parquet decoding of `path`, turning a panic of the decoder
-/// (a damaged footer can make it index out of bounds: issue 56 found
-/// "column start and length should not be negative") into an error naming
+/// (a damaged footer can make it index out of bounds: "column start and
+/// length should not be negative") into an error naming
 /// the file.
 fn guarded<T>(path: &Path, f: impl FnOnce() -> Result<T, OutputError>) -> Result<T, OutputError> {
     DECODING.with(|d| d.set(true));

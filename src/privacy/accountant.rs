@@ -625,7 +625,7 @@ mod tests {
 
     /// The slides' Theorem 1 inverted: it returns the epsilon a theorem
     /// sigma was calibrated for, and about 3.5 for the authors' code sigma
-    /// at T/B = 40, epsilon = 1, delta = 0.1 (issue 13's value).
+    /// at T/B = 40, epsilon = 1, delta = 0.1.
     #[test]
     fn theorem1_inversion() {
         for (eps, delta, tb) in [(1.0f64, 0.1f64, 40.0f64), (0.2, 0.1, 400.0), (5.0, 1e-4, 1000.0)] {

@@ -308,7 +308,7 @@ fn round_level(acc: &mut [u64], v: &[f64], gj: f64, l: f64, key: u64, at: (u64, 
 mod tests {
     use super::*;
 
-    /// `add_point` as it was written before it was vectorized (issue 43),
+    /// `add_point` written without vectors,
     /// value by value, level by level: the reference for the bits.
     fn add_point_reference(vs: &mut VecSum, x: &[f64], y: f64, key: u64) -> bool {
         let (d, l) = (vs.d, vs.l);

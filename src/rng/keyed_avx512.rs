@@ -9,8 +9,8 @@
 //! the hash, the logarithm's division, the square root) is as long as the
 //! block, and the out-of-order window overlapped little of the next block
 //! (about 170 cycles per 8 pairs where the ports allow about 75; the tree
-//! release of `feducb_private_every_d10` spends a third of its time here,
-//! issue 43). Here two vectors' chains are in flight at once, the 53-bit
+//! release of `feducb_private_every_d10` spends a third of its time here).
+//! Here two vectors' chains are in flight at once, the 53-bit
 //! conversions are the AVX-512DQ instruction (exact below 2^53, as the
 //! portable integer trick), and the pairs are interleaved into entries by
 //! two permutes and stored whole (masked at the end: no scalar remainder).

@@ -7,7 +7,7 @@
 //! vector instructions whose critical path (the logarithm's nine dependent
 //! multiply-adds, then the square root) is nearly as long as the block, so
 //! the out-of-order window overlapped little of the next block (about 2.2
-//! cycles per normal where the vector ports allow 1.4, issue 43). Here the
+//! cycles per normal where the vector ports allow 1.4). Here the
 //! two blocks' chains interleave in the instruction stream, and the 32-bit
 //! halves of the lane outputs are gathered by two permutes instead of
 //! eight shifts, narrowings and inserts.

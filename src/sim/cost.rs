@@ -13,7 +13,7 @@ use crate::algo::family_entry::Family;
 use crate::algo::{CellConfig, Cost};
 use crate::backend::calibration::{Calibration, ShapeRow};
 
-/// What the built-in model's error was when it was last fitted (issue 57),
+/// What the built-in model's error was when it was last fitted,
 /// as `plan` states it: measured CPU time (user + system, warm accountant
 /// cache) over planned, on the 2-core development VM: 48 one-thread
 /// one-repetition runs of the linear family (six algorithms and protocols

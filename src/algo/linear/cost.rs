@@ -1,11 +1,10 @@
 //! The linear family's cost and memory models, for `fedbandits plan`.
 //!
 //! Its reference rate is agent-steps per second per thread at its canonical
-//! workload, rounded down as the first measurement was (6.4e5 measured,
-//! 5e5 used): since issue 43's AVX-512 paths, `bench --backend cpu
-//! --threads 2` on the 2-core development VM gives linear_d10_k100_m100
-//! 1.80e6 to 1.85e6 agent-steps/s (9.2e5 per thread, three interleaved
-//! runs at 94f9454), so [`REFERENCE_RATE`] = 7e5; `linear_gap`'s decision
+//! workload, rounded down: `bench --backend cpu --threads 2` on the 2-core
+//! development VM gives linear_d10_k100_m100 1.80e6 to 1.85e6 agent-steps/s
+//! (9.2e5 per thread, three interleaved runs), so [`REFERENCE_RATE`] =
+//! 7e5; `linear_gap`'s decision
 //! sets costing [`GAP_FACTOR`] more,
 //! and a relative cost that grows with the action set K and the dimension
 //! d, fitted to single-thread runs of `feducb_centralized` on `linear_gap`
@@ -79,7 +78,7 @@ pub const COST_TERMS: &[CostTerm] = &[
 ];
 
 /// Seconds per regenerated noise entry of a tree node: `fedbandits bench
-/// --threads 2` on the 2-core VM (issue 43, three interleaved runs, the
+/// --threads 2` on the 2-core VM (three interleaved runs, the
 /// keyed normals in AVX-512) gave feducb_private_every_d10 1.07e6 and
 /// feducb_every_d10 1.57e6 agent-steps/s, 0.61 us more per agent-step and
 /// thread for two nodes of 110 entries (2.8e-9 s an entry, the release's
@@ -184,7 +183,7 @@ pub fn cost(c: &LinearConfig) -> Cost {
 /// agent-step's data point puts d(d+1)/2 + d coordinates into each of the
 /// tree's levels ([`crate::privacy::vecsum::VecSum::add_point`]), and
 /// [`VECSUM_LEVEL_SECONDS`] per level beside them (a point's key per level,
-/// the level's loop, its share of the batch's closing). Fitted (issue 57)
+/// the level's loop, its share of the batch's closing). Fitted
 /// to one-repetition, one-thread runs on the 2-core development VM: the
 /// extra CPU time of `sdp_vecsum` over `ldp` per agent-step (the same
 /// shape, 1.3-14 s runs) against levels x (level + values x value):
@@ -232,16 +231,15 @@ pub const INTRINSICS_MAX_D: usize = 16;
 /// How much more an agent-step costs on `linear_gap` than on
 /// `linear_sphere`: its decision sets take K (d - 1) normals, 2K uniforms
 /// and a reflection per action. `bench --threads 2` on the 2-core
-/// development VM (three interleaved runs, issue 43, semantics 15):
+/// development VM (three interleaved runs):
 /// independent_d10_k100_m100 1.79e6 to 1.83e6 agent-steps/s, the same on
-/// `linear_gap` 1.66e6 to 1.70e6 (1.09x; 1.31x with semantics 14's
-/// portable passes, 1.76x before semantics 14).
+/// `linear_gap` 1.66e6 to 1.70e6 (1.09x).
 pub const GAP_FACTOR: f64 = 1.1;
 
 /// [`GAP_FACTOR`] where the step runs the portable code (d above
-/// [`INTRINSICS_MAX_D`]): as measured at semantics 14, before the AVX-512
-/// decision sets (semantics 15's reflection draws d fewer normals per
-/// action there too: feducb_d128 1.08x; not re-fitted, so an upper bound).
+/// [`INTRINSICS_MAX_D`]): measured with the portable passes of an older
+/// decision set that drew d more normals per action (feducb_d128 1.08x
+/// since; not re-fitted, so an upper bound).
 pub const GAP_FACTOR_PORTABLE: f64 = 1.2;
 
 /// Microseconds per agent-step at (d, K) in the model above.
@@ -376,7 +374,7 @@ mod tests {
 
     /// `sdp_vecsum` cells pay for their rounding per level: at d = 10 and
     /// 10 levels (T = 1000, B = 1) 650 values and 10 levels, 0.63 us over
-    /// the step (issue 57's fit); ldp cells and non-private ones pay
+    /// the step (the fitted price); ldp cells and non-private ones pay
     /// nothing for it, and a horizon 8x as long adds three levels.
     #[test]
     fn the_shuffle_protocol_is_charged_per_level() {

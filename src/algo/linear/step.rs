@@ -63,7 +63,7 @@ pub struct AgentState<'a> {
     /// log det V, kept up to date by the step (the determinant lemma), or
     /// `None` where the caller reads it nowhere (no per-agent width, no
     /// determinant test): its `ln` is then skipped (about 2.5% of a
-    /// `linear_d10_k100_m100` step, issue 43).
+    /// `linear_d10_k100_m100` step).
     pub logdet: Option<&'a mut f64>,
     /// b.
     pub b: &'a mut [f64],

@@ -4,8 +4,8 @@
 //!
 //! Why by hand: compiled from the portable code, the four-block group kept
 //! its 4 x 8 accumulators partly in 256-bit, 128-bit and scalar registers and
-//! reassembled them with inserts in the innermost loop (`perf annotate`,
-//! issue 43), about half the fused multiply-add rate the loop allows.
+//! reassembled them with inserts in the innermost loop (`perf annotate`),
+//! about half the fused multiply-add rate the loop allows.
 //!
 //! The one rewrite of the arithmetic: the portable scorer forms
 //! t_i = sum_{j>i} A_ij x_j and then 2 t_i; here each off-diagonal entry is
