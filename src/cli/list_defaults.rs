@@ -3,9 +3,12 @@
 //! family with its parameters unset (and, to reach the parameters that
 //! apply only under some setting, with each choice and boolean set in
 //! turn); every parameter its family filled in must hold the default the
-//! table gives for that cell, printed on its line of `list`; and every
+//! table gives for that cell, printed on its line of `list`; every
 //! default in the table must be reached by some cell (a default no
-//! resolver reads is a default `list` states for nothing).
+//! resolver reads is a default `list` states for nothing); and every
+//! parameter the table says an algorithm uses must be read by some
+//! resolution of it (a parameter kept where nothing reads it would run the
+//! algorithm once per value, bit-identical).
 
 use super::text::list_text;
 use crate::algo::family::{FAMILIES, resolve};
@@ -151,6 +154,11 @@ fn every_default_list_prints_is_what_validate_resolves() {
         }
     }
     assert!(cells > 100, "only {cells} cells resolved");
+    let unread = unread(&dir);
+    assert!(
+        unread.is_empty(),
+        "the table says these (algorithm, environment) use a parameter that no resolution of them reads: {unread:?}"
+    );
     for p in PARAMS {
         for (at, (who, def)) in p.defaults.iter().enumerate() {
             if !matches!(def, DefaultValue::Required(_)) {
@@ -164,6 +172,34 @@ fn every_default_list_prints_is_what_validate_resolves() {
         }
     }
     let _ = std::fs::remove_dir_all(Path::new(&dir));
+}
+
+/// The (algorithm, environment, parameter) triples where the table says
+/// the algorithm or environment uses a parameter that has a default there,
+/// yet no resolution of the cell (over [`variants`]) records it: a
+/// parameter kept where nothing reads it. Parameters required there are
+/// read only when set, and are not asked for.
+fn unread(dir: &Path) -> Vec<(&'static str, &'static str, &'static str)> {
+    let mut out = Vec::new();
+    for f in FAMILIES {
+        for (algo, _) in f.algorithms {
+            for (env, _) in f.environments {
+                let mut recorded = BTreeSet::new();
+                for raw in variants(algo, env) {
+                    if let Ok((resolved, _)) = resolve(algo, env, &raw, HORIZON, dir) {
+                        recorded.extend(resolved.into_keys());
+                    }
+                }
+                for p in PARAMS.iter().filter(|p| used(p, algo, env)) {
+                    let required = matches!(p.default_for(algo, env), Some(DefaultValue::Required(_)) | None);
+                    if !required && !recorded.contains(p.name) {
+                        out.push((*algo, *env, p.name));
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 /// A required parameter left unset is a problem naming it and when it is
