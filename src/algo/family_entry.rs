@@ -48,13 +48,6 @@ pub struct Family {
     /// Short jobs covering its algorithms and environments, for the parity
     /// check of a batched backend with the CPU: (name, job YAML).
     pub parity: &'static [(&'static str, &'static str)],
-    /// Parameters that change what an algorithm is or how its privacy is
-    /// accounted rather than how it is tuned (e.g. `private`, `protocol`,
-    /// `calibration`): the analysis compares algorithm variants, an
-    /// algorithm with each of their values, never pools over them, and
-    /// does not match them when it pairs a private cell with its
-    /// non-private counterpart.
-    pub variant_params: &'static [&'static str],
     /// (private algorithm, the non-private algorithm it privatizes) where
     /// privacy is a separate algorithm rather than `private: false`: the
     /// counterpart whose regret the cost of privacy is measured against.
@@ -119,6 +112,15 @@ impl Family {
             .map(|p| p.name)
             .collect()
     }
+
+    /// Its parameters that make a variant of an algorithm
+    /// ([`super::params::ParamDef::variant`]), in output-column order.
+    pub fn variant_params(&self) -> Vec<&'static str> {
+        self.parameters()
+            .into_iter()
+            .filter(|p| super::params::param(p).is_some_and(|d| d.variant))
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -126,22 +128,13 @@ mod tests {
     use crate::algo::family::FAMILIES;
     use crate::algo::params::PARAMS;
 
-    /// The registry's names are the engine's: every variant parameter is a
-    /// parameter of its family, every `widths` entry names one of the
+    /// The registry's names are the engine's: every `widths` entry names one of the
     /// family's algorithms and parameters that algorithm uses, and every
     /// `non_private` pair names two of its algorithms.
     #[test]
     fn registry_names_what_the_family_has() {
         for f in FAMILIES {
             let algos: Vec<&str> = f.algorithms.iter().map(|a| a.0).collect();
-            let params = f.parameters();
-            for v in f.variant_params {
-                assert!(
-                    params.contains(v),
-                    "{}: variant parameter {v} is not one of its parameters",
-                    f.name
-                );
-            }
             for (algo, widths) in f.widths {
                 assert!(algos.contains(algo), "{}: widths names {algo}", f.name);
                 for w in *widths {

@@ -181,6 +181,19 @@ pub struct ParamDef {
     pub doc: &'static str,
     /// Algorithms (or environments) that use it.
     pub used_by: &'static [&'static str],
+    /// It changes what an algorithm is or how its privacy is accounted
+    /// rather than how it is tuned (`private`, `protocol`, `calibration`):
+    /// the analysis compares an algorithm with each of its values as a
+    /// variant, never pools over them, and does not match it when it pairs
+    /// a private cell with its non-private counterpart.
+    pub variant: bool,
+    /// It leaves a cell's random streams as they are: cells that differ
+    /// only in it draw the same units, rewards and standard noise (the
+    /// noise scaled by each setting's sigma), so they are compared on
+    /// common random numbers, and adding it to a job leaves every earlier
+    /// cell's streams unchanged (`neighbours` changes only the accountant's
+    /// figures).
+    pub common_random_numbers: bool,
 }
 
 /// A default for every user.
@@ -255,6 +268,8 @@ pub const PARAMS: &[ParamDef] = &[
             "fcb",
             "p_fcb",
         ],
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "arms",
@@ -262,6 +277,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Int(5))],
         doc: "number of arms (M in Zhu et al.)",
         used_by: &["mab_heterogeneous"],
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "d",
@@ -269,6 +286,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Int(10))],
         doc: "dimension d (linear_sphere: >= 2)",
         used_by: &["linear_gap", "linear_sphere"],
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "k",
@@ -279,6 +298,8 @@ pub const PARAMS: &[ParamDef] = &[
         ],
         doc: "actions per round K",
         used_by: &["linear_gap", "linear_sphere"],
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "noise_std",
@@ -291,6 +312,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(&["linear_sphere"], D::Float(0.5)), (ALL, D::Float(1.0))],
         doc: "standard deviation of Gaussian reward noise",
         used_by: &["linear_sphere", "mab_heterogeneous"],
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "reward_on",
@@ -298,6 +321,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Word("normalized"))],
         doc: "mean reward on the observed x (well-specified) or on the raw z (authors' code: misspecified when k > d)",
         used_by: &["linear_sphere"],
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "lambda",
@@ -305,6 +330,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Float(1.0))],
         doc: "regularization (OFUL; FedUCB when not private)",
         used_by: &["linucb", "independent", "feducb_centralized", "feducb_decentralized"],
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "alpha",
@@ -315,6 +342,8 @@ pub const PARAMS: &[ParamDef] = &[
         ],
         doc: "failure probability of the confidence set",
         used_by: LEARNERS,
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "confidence_scale",
@@ -322,6 +351,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Float(1.0))],
         doc: "multiplier of the confidence width beta (gossip family: c of sqrt(2 c log t / n))",
         used_by: CONFIDENT,
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "s_bound",
@@ -335,6 +366,8 @@ pub const PARAMS: &[ParamDef] = &[
         ],
         doc: "bound S on ||theta*||",
         used_by: LEARNERS,
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "l_bound",
@@ -342,6 +375,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Float(1.0))],
         doc: "bound L on ||x||",
         used_by: LEARNERS,
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "subgaussian",
@@ -349,6 +384,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Float(0.5))],
         doc: "sub-Gaussian constant of the reward noise (R, sigma)",
         used_by: LEARNERS,
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "private",
@@ -356,6 +393,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Bool(true))],
         doc: "FedUCB with the PRIVATIZER (needs epsilon, delta)",
         used_by: FEDUCB,
+        variant: true,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "epsilon",
@@ -368,6 +407,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Required("when private"))],
         doc: "privacy epsilon (fed_ucb_gossip: .inf for no privacy, i.e. gossip_ucb; p_fcb: .inf for P-FCB without noise, its schedule and acceptance window kept)",
         used_by: PRIVATE,
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "delta",
@@ -380,6 +421,8 @@ pub const PARAMS: &[ParamDef] = &[
             "feducb_decentralized",
             "p_fcb",
         ],
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "protocol",
@@ -387,6 +430,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Word("ldp"))],
         doc: "privacy protocol of private_fedlinucb: silo-level LDP, shuffle DP by amplification or by vector summation, the slides' P_alt, none",
         used_by: &["private_fedlinucb"],
+        variant: true,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "vecsum_scale",
@@ -394,6 +439,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Float(1.0))],
         doc: "constant of the vector-summation protocol's Binomial count b (sdp_vecsum; calibration code or theorem: exact solves the count)",
         used_by: &["private_fedlinucb"],
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "neighbours",
@@ -406,6 +453,8 @@ pub const PARAMS: &[ParamDef] = &[
               (the relation Zhou & Chowdhury's slides define; Fed_UCB: one observation replaced within the \
               clipping range; P-FCB: one round's procurement of one (agent, producer) pair changed)",
         used_by: PRIVATE,
+        variant: true,
+        common_random_numbers: true,
     },
     ParamDef {
         name: "clip_rewards",
@@ -414,6 +463,8 @@ pub const PARAMS: &[ParamDef] = &[
         doc: "rewards enter every sum clipped to [-1, 1], the bound the privacy analyses assume (counted in \
               clipped_observations); false: as the authors' code, and on linear_sphere every privacy figure is null",
         used_by: &["private_fedlinucb", "feducb_centralized", "feducb_decentralized"],
+        variant: true,
+        common_random_numbers: true,
     },
     ParamDef {
         name: "calibration",
@@ -428,6 +479,8 @@ pub const PARAMS: &[ParamDef] = &[
             "feducb_decentralized",
             "p_fcb",
         ],
+        variant: true,
+        common_random_numbers: true,
     },
     ParamDef {
         name: "batch_size",
@@ -435,6 +488,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Int(25))],
         doc: "rounds per batch B (B <= T)",
         used_by: &["fedlinucb", "private_fedlinucb"],
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "sync",
@@ -442,6 +497,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Word("log"))],
         doc: "FedUCB sync regime",
         used_by: FEDUCB,
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "schedule",
@@ -456,6 +513,8 @@ pub const PARAMS: &[ParamDef] = &[
         doc: "a private FedUCB's schedule: its determinant test through the sparse vector technique (covered by \
               acct_epsilon) or the paper's (released as decided, covered by no figure); every_round: neither",
         used_by: FEDUCB,
+        variant: true,
+        common_random_numbers: true,
     },
     ParamDef {
         name: "schedule_share",
@@ -463,6 +522,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Float(0.1))],
         doc: "share of the target epsilon a private schedule spends (the sums get the rest)",
         used_by: FEDUCB,
+        variant: false,
+        common_random_numbers: true,
     },
     ParamDef {
         name: "schedule_cap",
@@ -470,6 +531,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Rule("ceil(log2 T)", defaults::log2_horizon))],
         doc: "requests through a private schedule's test per agent, then syncs at rounds 2^k",
         used_by: FEDUCB,
+        variant: false,
+        common_random_numbers: true,
     },
     ParamDef {
         name: "threshold",
@@ -477,6 +540,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Required("when sync = threshold"))],
         doc: "FedUCB sync threshold D",
         used_by: FEDUCB,
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "graph",
@@ -493,6 +558,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Word("complete"))],
         doc: "communication graph of the agents (gossip family: one graph per repetition when random)",
         used_by: P2P,
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "graph_p",
@@ -505,6 +572,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Required("for erdos_renyi"))],
         doc: "edge probability of erdos_renyi (redrawn until connected)",
         used_by: P2P,
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "graph_degree",
@@ -512,6 +581,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Required("for random_regular"))],
         doc: "degree of random_regular",
         used_by: P2P,
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "graph_rows",
@@ -519,6 +590,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Required("for grid"))],
         doc: "rows of grid (must divide m)",
         used_by: P2P,
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "graph_edges",
@@ -526,6 +599,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Required("for edges"))],
         doc: "edge-list file (one `u v` pair of 0-based agents per line), a relative path starts at the job file's folder",
         used_by: P2P,
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "gamma",
@@ -533,6 +608,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Int(1))],
         doc: "hops a message travels before it is dropped (<= diameter)",
         used_by: &["feducb_decentralized"],
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "budget_split",
@@ -540,6 +617,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Word("exact"))],
         doc: "epsilon per dyadic block: epsilon / (floor(log2 T) + 1) (exactly epsilon-DP) or the paper's epsilon / log2 T",
         used_by: FED_UCB_GOSSIP,
+        variant: true,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "data",
@@ -547,6 +626,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Word("diabetic_data.csv"))],
         doc: "path of the UCI diabetic_data.csv (a relative path starts at the job file's folder)",
         used_by: &["uci_diabetes"],
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "clip",
@@ -554,6 +635,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Bool(true))],
         doc: "clip observations to [clip_lo, clip_hi] before the partial sums (false: as the paper, a nominal guarantee; acct_epsilon_pure is then null)",
         used_by: FED_UCB_GOSSIP,
+        variant: true,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "clip_lo",
@@ -566,6 +649,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Float(0.0))],
         doc: "lower end of the privatizer's clipping range (Laplace sensitivity clip_hi - clip_lo)",
         used_by: FED_UCB_GOSSIP,
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "clip_hi",
@@ -578,6 +663,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Float(1.0))],
         doc: "upper end of the clipping range (> clip_lo)",
         used_by: FED_UCB_GOSSIP,
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "c_priv",
@@ -590,6 +677,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Float(4.0))],
         doc: "constant of the privacy term of the confidence width (Lemma 6: 4)",
         used_by: FED_UCB_GOSSIP,
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "producers",
@@ -597,6 +686,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Int(30))],
         doc: "producers m (Solanki et al.)",
         used_by: PROCUREMENT,
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "instance_kind",
@@ -604,6 +695,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Word("uniform"))],
         doc: "qualities and costs U[0,1] or N(quality_threshold, 0.1) clipped to [0,1]",
         used_by: PROCUREMENT,
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "quality_threshold",
@@ -611,6 +704,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Float(0.4))],
         doc: "alpha of the quality constraint sum l q >= alpha sum l",
         used_by: PROCUREMENT,
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "rho",
@@ -618,6 +713,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Float(1.0))],
         doc: "revenue per unit of quality (r = rho q - c)",
         used_by: PROCUREMENT,
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "max_capacity",
@@ -625,6 +722,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Int(50))],
         doc: "capacities k ~ U{1..max_capacity}",
         used_by: PROCUREMENT,
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "instances",
@@ -632,6 +731,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Int(5))],
         doc: "distinct instances; repetition r uses instance r mod instances",
         used_by: PROCUREMENT,
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "zeta",
@@ -639,6 +740,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Float(0.1))],
         doc: "exploration length ceil(3 ln(n T) / (2 n zeta^2))",
         used_by: &["non_federated", "fcb", "p_fcb"],
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "oracle",
@@ -647,6 +750,8 @@ pub const PARAMS: &[ParamDef] = &[
         doc: "the agents' oracle and the regret benchmark: greedy (GSS, the paper's) or exact \
               (exhaustive; at most 100000 choices, (max_capacity+1)^producers)",
         used_by: &["non_federated", "fcb", "p_fcb"],
+        variant: false,
+        common_random_numbers: true,
     },
     ParamDef {
         name: "t_low",
@@ -654,6 +759,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Int(200))],
         doc: "first round P-FCB may communicate",
         used_by: &["p_fcb"],
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "t_high",
@@ -661,6 +768,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Int(40_000))],
         doc: "last round P-FCB may communicate",
         used_by: &["p_fcb"],
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "omega1",
@@ -668,6 +777,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Float(0.1))],
         doc: "P-FCB acceptance window scale",
         used_by: &["p_fcb"],
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "omega2",
@@ -675,6 +786,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Float(10.0))],
         doc: "P-FCB weight of accepted messages (the paper's text: [0, 1]; its experiments: 10)",
         used_by: &["p_fcb"],
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "tau_start",
@@ -682,6 +795,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Word("one"))],
         doc: "P-FCB's tau starts at 1 (the paper) or t_low, doubling after each communication",
         used_by: &["p_fcb"],
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "budget",
@@ -689,6 +804,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Word("paper"))],
         doc: "epsilon_z = eps/(2 ln T) + eps/2^(z+1) (the paper; sums above eps) or scaled to sum to eps",
         used_by: &["p_fcb"],
+        variant: true,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "window",
@@ -696,6 +813,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Word("procedure"))],
         doc: "acceptance window: Procedure 1 (total units, ln(n t)) or the prose (own units, ln t)",
         used_by: &["p_fcb"],
+        variant: false,
+        common_random_numbers: false,
     },
     ParamDef {
         name: "refactor_every",
@@ -706,6 +825,8 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Int(256))],
         doc: "Cholesky refactorization interval R (rank-1 updates)",
         used_by: LEARNERS,
+        variant: false,
+        common_random_numbers: false,
     },
 ];
 

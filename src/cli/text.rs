@@ -27,10 +27,10 @@ pub(super) fn list_text() -> String {
                 out += &format!("    {m:<24} {d}\n");
             }
         }
-        if !f.variant_params.is_empty() {
+        if !f.variant_params().is_empty() {
             out += &format!(
                 "  variant parameters (each value a variant of its own in the report, never pooled): {}\n",
-                f.variant_params.join(", ")
+                f.variant_params().join(", ")
             );
         }
         if let Some(b) = f.baseline {

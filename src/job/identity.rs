@@ -18,28 +18,13 @@ fn canonical(algo: &str, env: &str, params: &BTreeMap<&'static str, Value>, hori
     s
 }
 
-/// Parameters that do not enter a cell's random scope: `neighbours` changes
-/// only the accountant's figures, and `oracle`, `clip_rewards`,
-/// `calibration` and FedUCB's schedule (`schedule`, `schedule_share`,
-/// `schedule_cap`) are compared on common random numbers (the same units,
-/// rewards and standard noise draws with and without, the noise scaled by
-/// each setting's sigma; the last four since semantics 12).
-const NOT_IN_RANDOM_SCOPE: &[&str] = &[
-    "neighbours",
-    "oracle",
-    "clip_rewards",
-    "calibration",
-    "schedule",
-    "schedule_share",
-    "schedule_cap",
-];
-
 /// The text a cell's algorithm keys are hashed from: [`canonical`] without
-/// [`NOT_IN_RANDOM_SCOPE`] (so adding such a parameter leaves every earlier
-/// cell's streams as they were).
+/// the parameters compared on common random numbers
+/// ([`crate::algo::params::ParamDef::common_random_numbers`]: adding such a
+/// parameter leaves every earlier cell's streams as they were).
 fn random_scope(algo: &str, env: &str, params: &BTreeMap<&'static str, Value>, horizon: u64) -> String {
     let mut p = params.clone();
-    p.retain(|k, _| !NOT_IN_RANDOM_SCOPE.contains(k));
+    p.retain(|k, _| !crate::algo::params::param(k).is_some_and(|d| d.common_random_numbers));
     canonical(algo, env, &p, horizon)
 }
 

@@ -183,7 +183,7 @@ pub fn families_json() -> String {
                 "columns": f.columns,
                 "baseline": f.baseline,
                 "growth_regret": f.growth_regret,
-                "variant_params": f.variant_params,
+                "variant_params": f.variant_params(),
                 "non_private": f.non_private.iter().map(|(p, n)| (p.to_string(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
                 "metrics": f.metrics.iter().map(|(c, d)| (c.to_string(), serde_json::json!(d))).collect::<serde_json::Map<_, _>>(),
                 "widths": f.widths.iter().map(|(a, w)| (a.to_string(), serde_json::json!(w))).collect::<serde_json::Map<_, _>>(),

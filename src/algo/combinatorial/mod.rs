@@ -303,7 +303,6 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
         "paper_epsilon_spent",
         "paper_delta_spent",
     ],
-    variant_params: &["calibration", "neighbours", "budget"],
     non_private: &[("p_fcb", "fcb")],
     metrics: &[
         (

@@ -380,7 +380,6 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
         "gossip_lambda2",
         "acct_epsilon_pure",
     ],
-    variant_params: &["budget_split", "clip", "neighbours"],
     non_private: &[("fed_ucb_gossip", "gossip_ucb")],
     metrics: &[
         (

@@ -336,14 +336,6 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
         "acct_epsilon_basic",
         "acct_delta_basic",
     ],
-    variant_params: &[
-        "private",
-        "protocol",
-        "calibration",
-        "schedule",
-        "neighbours",
-        "clip_rewards",
-    ],
     non_private: &[("private_fedlinucb", "fedlinucb")],
     metrics: &[
         (
