@@ -11,6 +11,7 @@ pub mod defaults;
 pub mod family;
 pub mod family_entry;
 pub mod gossip;
+pub mod kind;
 pub mod linear;
 pub mod params;
 pub mod resolve;

@@ -1,6 +1,6 @@
 //! What a parameter value may be and how a wrong one is told: the range
 //! limits every float parameter shares, the typed error of
-//! [`super::params::Kind::check`] (its message names the value and what is
+//! `Kind::check` in `algo::kind` (its message names the value and what is
 //! allowed) and the "did you mean" suggestion for unknown names and values.
 
 /// The largest finite magnitude a float parameter may take: beyond it the
@@ -15,7 +15,7 @@ pub const FLOAT_LIMIT: f64 = 1e12;
 /// settings at 1e-320 gave the same regrets.
 pub const FLOAT_FLOOR: f64 = 1e-100;
 
-/// A parameter value its kind does not allow ([`super::params::Kind::check`]); the
+/// A parameter value its kind does not allow (`Kind::check` (`algo::kind`)); the
 /// message names the value and what is allowed.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum ValueError {
