@@ -65,6 +65,39 @@ pub(super) fn list_text() -> String {
     out
 }
 
+/// For each grid axis, the job's algorithms that do not read it (on their
+/// environments): each of them is one cell across the axis's values, a
+/// reference level, not a cell per value. Empty when every algorithm reads
+/// every axis.
+fn unread_axes(job: &Job) -> String {
+    let Ok(yaml) = serde_yaml::from_str::<serde_yaml::Value>(&job.yaml) else {
+        return String::new();
+    };
+    let Some(grid) = yaml.get("grid").and_then(serde_yaml::Value::as_mapping) else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for key in grid.keys().filter_map(serde_yaml::Value::as_str) {
+        let Some(def) = crate::algo::params::param(key) else {
+            continue;
+        };
+        let mut unread: Vec<&str> = Vec::new();
+        for c in &job.cells {
+            let reads = def.used_by.contains(&c.algorithm.as_str()) || def.used_by.contains(&c.environment.as_str());
+            if !reads && !unread.contains(&c.algorithm.as_str()) {
+                unread.push(&c.algorithm);
+            }
+        }
+        if !unread.is_empty() {
+            out += &format!(
+                "grid axis {key}: not read by {} (one cell each across its values, a reference level)\n",
+                unread.join(", ")
+            );
+        }
+    }
+    out
+}
+
 fn hms(secs: f64) -> String {
     let s = secs.ceil().max(0.0) as u64;
     format!("{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
@@ -75,6 +108,7 @@ fn hms(secs: f64) -> String {
 /// accountant's warnings.
 pub fn validate_text(job: &Job, threads: usize) -> String {
     let mut out = job.to_string();
+    out += &unread_axes(job);
     let per_fed = crate::sim::max_memory_per_federation(job);
     let rows: u64 = job
         .cells
@@ -374,4 +408,30 @@ pub(super) fn privacy_warnings(job: &Job) -> Vec<String> {
             format!("privacy ({cells} {first}): {w}")
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::validate_text;
+    use crate::job::Job;
+
+    /// An axis some algorithms do not read is named with them: they run
+    /// once across its values (3 cells, not 4), and `validate` says so.
+    #[test]
+    fn validate_names_the_algorithms_an_axis_does_not_reach() {
+        let text = "name: a\nhorizon: 50\nalgorithm: [local_ucb, gossip_ucb]\nenvironment: mab_heterogeneous\n\
+                    params: {m: 4, arms: 3}\ngrid: {graph: [complete, ring], confidence_scale: [1, 2]}\n";
+        let job = Job::parse(std::path::Path::new("a.yaml"), text).expect("parses");
+        assert_eq!(
+            job.cells.len(),
+            6,
+            "local_ucb: 2 cells (confidence_scale), gossip_ucb: 4"
+        );
+        let out = validate_text(&job, 1);
+        assert!(
+            out.contains("grid axis graph: not read by local_ucb (one cell each across its values"),
+            "{out}"
+        );
+        assert!(!out.contains("grid axis confidence_scale"), "{out}");
+    }
 }
