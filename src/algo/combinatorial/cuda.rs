@@ -55,7 +55,7 @@ struct Bufs {
 
 /// The device state of every federation of a combinatorial batch.
 pub struct CudaComb<'a> {
-    l: std::sync::MutexGuard<'a, Box<dyn Launcher + Send>>,
+    l: crate::backend::cuda::Lease<'a>,
     b: Bufs,
     /// Federations, agents, producers.
     shape: (usize, usize, usize),
@@ -144,9 +144,11 @@ impl Instances {
 impl<'a> CudaComb<'a> {
     /// Uploads the initial state of every federation of `batch`.
     pub fn new(
-        mut l: std::sync::MutexGuard<'a, Box<dyn Launcher + Send>>,
+        l: crate::backend::cuda::LauncherGuard<'a>,
         batch: &CombBatch,
     ) -> Result<Self, CudaError> {
+        // Frees what was allocated if building fails part-way.
+        let mut l = crate::backend::cuda::Lease::new(l);
         supports(batch)?;
         let nf = batch.federations();
         let Some(first) = batch.instances.first() else {
@@ -297,20 +299,9 @@ impl<'a> CudaComb<'a> {
     }
 }
 
-impl Drop for CudaComb<'_> {
-    fn drop(&mut self) {
-        self.l.free_all();
-    }
-}
-
 impl CombOps for CudaComb<'_> {
     fn rounds(&mut self, t0: u64, count: u64) -> Result<(), BatchError> {
-        let mut done = 0;
-        while done < count {
-            let c = (count - done).min(CHUNK);
-            self.launch(t0 + done, c)?;
-            done += c;
-        }
+        crate::backend::cuda::in_chunks(t0, count, CHUNK, |t, c| self.launch(t, c))?;
         if count > 0 {
             self.t = self.t.max(t0 + count - 1);
         }

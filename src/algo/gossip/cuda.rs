@@ -50,7 +50,7 @@ struct Bufs {
 
 /// The device state of every federation of a gossip batch.
 pub struct CudaGossip<'a> {
-    l: std::sync::MutexGuard<'a, Box<dyn Launcher + Send>>,
+    l: crate::backend::cuda::Lease<'a>,
     b: Bufs,
     envs: Vec<MabEnv>,
     policy: GossipPolicy,
@@ -172,9 +172,11 @@ fn scalars(batch: &GossipBatch, n: usize, m: usize) -> Result<[Arg; 11], CudaErr
 impl<'a> CudaGossip<'a> {
     /// Uploads the initial state of every federation of `batch`.
     pub fn new(
-        mut l: std::sync::MutexGuard<'a, Box<dyn Launcher + Send>>,
+        l: crate::backend::cuda::LauncherGuard<'a>,
         batch: &GossipBatch,
     ) -> Result<Self, CudaError> {
+        // Frees what was allocated if building fails part-way.
+        let mut l = crate::backend::cuda::Lease::new(l);
         supports(batch)?;
         let nf = batch.federations();
         let Some(first) = batch.envs.first() else {
@@ -286,21 +288,9 @@ impl<'a> CudaGossip<'a> {
     }
 }
 
-impl Drop for CudaGossip<'_> {
-    fn drop(&mut self) {
-        self.l.free_all();
-    }
-}
-
 impl GossipOps for CudaGossip<'_> {
     fn rounds(&mut self, t0: u64, count: u64) -> Result<(), BatchError> {
-        let mut done = 0;
-        while done < count {
-            let c = (count - done).min(CHUNK);
-            self.launch(t0 + done, c)?;
-            done += c;
-        }
-        Ok(())
+        Ok(crate::backend::cuda::in_chunks(t0, count, CHUNK, |t, c| self.launch(t, c))?)
     }
 
     fn observe(&mut self, out: &mut Vec<GossipObservation>) -> Result<(), BatchError> {

@@ -101,6 +101,54 @@ impl CudaBackend {
 /// The device's launcher while a batch holds it.
 pub type LauncherGuard<'a> = std::sync::MutexGuard<'a, Box<dyn launcher::Launcher + Send>>;
 
+/// The device as one batch's operations hold it: the launcher's lock, and
+/// every allocation freed when they are dropped (or when building them
+/// fails part-way).
+pub struct Lease<'a>(LauncherGuard<'a>);
+
+impl<'a> Lease<'a> {
+    /// The launcher held until the lease is dropped.
+    pub fn new(guard: LauncherGuard<'a>) -> Self {
+        Lease(guard)
+    }
+}
+
+impl std::ops::Deref for Lease<'_> {
+    type Target = Box<dyn launcher::Launcher + Send>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Lease<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        self.0.free_all();
+    }
+}
+
+/// Runs rounds `t0 .. t0 + count` as launches of at most `chunk` rounds
+/// each (`launch(first round, rounds)`), which bounds a launch's duration.
+pub fn in_chunks(
+    t0: u64,
+    count: u64,
+    chunk: u64,
+    mut launch: impl FnMut(u64, u64) -> Result<(), CudaError>,
+) -> Result<(), CudaError> {
+    let mut done = 0;
+    while done < count {
+        let c = (count - done).min(chunk.max(1));
+        launch(t0 + done, c)?;
+        done += c;
+    }
+    Ok(())
+}
+
 impl super::Backend for CudaBackend {
     fn name(&self) -> &'static str {
         "cuda"

@@ -124,7 +124,7 @@ struct Bufs {
 /// implement the batched operations on it ([`LinearOps`]). Holds the
 /// launcher for its lifetime and frees the device memory when dropped.
 pub struct CudaLinear<'a> {
-    l: std::sync::MutexGuard<'a, Box<dyn Launcher + Send>>,
+    l: crate::backend::cuda::Lease<'a>,
     bufs: Bufs,
     nf: usize,
     m: usize,
@@ -333,9 +333,11 @@ impl<'a> CudaLinear<'a> {
     /// Uploads the initial state of every federation of `batch` (exactly as
     /// the CPU builds it: same streams, V = lambda I, b = 0).
     pub fn new(
-        mut l: std::sync::MutexGuard<'a, Box<dyn Launcher + Send>>,
+        l: crate::backend::cuda::LauncherGuard<'a>,
         batch: &LinearBatch,
     ) -> Result<Self, CudaError> {
+        // Frees what was allocated if building fails part-way.
+        let mut l = crate::backend::cuda::Lease::new(l);
         let shared_limit = l.max_shared_per_block();
         supports(batch, shared_limit)?;
         let (nf, m, d, k) = (batch.federations(), batch.m, batch.env.d, batch.env.k);
@@ -441,12 +443,6 @@ impl<'a> CudaLinear<'a> {
 
     fn ops(&mut self, f: impl FnOnce(&mut Self) -> Result<(), CudaError>) -> Result<(), BatchError> {
         Ok(f(self)?)
-    }
-}
-
-impl Drop for CudaLinear<'_> {
-    fn drop(&mut self) {
-        self.l.free_all();
     }
 }
 
