@@ -193,7 +193,8 @@ def growth_curves(lf: pl.LazyFrame, out: Path, title: str) -> Path:
     line of slope 1 (linear growth) for reference. The regret is the one
     the exponent measures: `regret_after_exploration` where the family
     writes it (combinatorial), else `group_regret`, per agent."""
-    value = "regret_after_exploration" if lf.select(pl.col("regret_after_exploration").is_not_null().any()).collect().item() else "group_regret"
+    after = "regret_after_exploration" in lf.collect_schema().names()
+    value = "regret_after_exploration" if after and lf.select(pl.col("regret_after_exploration").is_not_null().any()).collect().item() else "group_regret"
     by = varying(lf, ["algorithm", "epsilon", "reward_on"]) or ["algorithm"]
     df = (
         lf.with_columns((pl.col(value) / pl.col("m").cast(pl.Float64)).alias("y"))

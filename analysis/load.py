@@ -50,20 +50,21 @@ REQUIRED = {
 #: Engine semantics versions this loader understands.
 SUPPORTED_SEMANTICS = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16", "17"}
 
-#: Columns an engine added since semantics 9, with their types and the
-#: column they follow: `scan` gives older files each as nulls, in the
-#: engine's order (`regret_exponents` computes the exponent from any
-#: file's curves). regret_exponent: 10; acct_mu, acct_epsilon_sums: 11;
-#: estimate_error: 16 (the gossip family's consensus_error measured it
-#: before).
+#: Columns an engine added since semantics 9, with their types, the
+#: column they follow and the semantics that added them: `scan` gives each
+#: file of an older engine each as nulls, in the engine's order
+#: (`regret_exponents` computes the exponent from any file's curves). A
+#: newer file lacks a column only where its families do not fill it (a
+#: job's files carry their own families' columns): that stays absent from
+#: the file and null in the union.
 ADDED_COLUMNS = {
-    "regret_exponent": (pl.Float64, "agent_regret_max"),
-    "acct_mu": (pl.Float64, "acct_epsilon"),
-    "acct_epsilon_sums": (pl.Float64, "acct_epsilon_pure"),
-    "estimate_error": (pl.Float64, "consensus_error"),
-    "acct_sensitivity": (pl.Float64, "acct_noise_multiplier"),
-    "paper_epsilon_spent": (pl.Float64, "messages_rejected"),
-    "paper_delta_spent": (pl.Float64, "paper_epsilon_spent"),
+    "regret_exponent": (pl.Float64, "agent_regret_max", 10),
+    "acct_mu": (pl.Float64, "acct_epsilon", 11),
+    "acct_epsilon_sums": (pl.Float64, "acct_epsilon_pure", 11),
+    "estimate_error": (pl.Float64, "consensus_error", 16),
+    "acct_sensitivity": (pl.Float64, "acct_noise_multiplier", 17),
+    "paper_epsilon_spent": (pl.Float64, "messages_rejected", 17),
+    "paper_delta_spent": (pl.Float64, "paper_epsilon_spent", 17),
 }
 
 #: `regret_exponent` at or above this: regret growing linearly over the
@@ -453,23 +454,33 @@ def scan(path: str | Path, allow_partial: bool = False) -> pl.LazyFrame:
     incomplete run is read as it is, and the Boolean column
     `results_complete` says which rows come from a complete one."""
     files, complete = checked_files(path, allow_partial)
-    missing = {f: [c for c in ADDED_COLUMNS if c not in pq.read_schema(f).names] for f in files}
-    if allow_partial or any(missing.values()):
+    names = {f: pq.read_schema(f).names for f in files}
+
+    def semantics(f: Path) -> int:
+        raw = (pq.read_metadata(f).metadata or {}).get(b"fedbandits.semantics_version", b"0").decode()
+        return int(raw) if raw.isdigit() else 0
+
+    missing = {f: [c for c in ADDED_COLUMNS if c not in names[f]] for f in files}
+    missing = {f: [c for c in cs if semantics(f) < ADDED_COLUMNS[c][2]] if cs else cs for f, cs in missing.items()}
+    if allow_partial or any(missing.values()) or len({tuple(n) for n in names.values()}) > 1:
 
         def one(f: Path) -> pl.LazyFrame:
             lf = pl.scan_parquet(str(f))
-            names = lf.collect_schema().names()
+            cols = list(names[f])
             for c in missing[f]:
                 # In the engine's column order (after the column it follows;
                 # at the end when an older file lacks that one too).
-                dtype, after = ADDED_COLUMNS[c]
-                at = names.index(after) + 1 if after in names else len(names)
-                names = [*names[:at], c, *names[at:]]
+                dtype, after, _ = ADDED_COLUMNS[c]
+                at = cols.index(after) + 1 if after in cols else len(cols)
+                cols = [*cols[:at], c, *cols[at:]]
                 lf = lf.with_columns(pl.lit(None, dtype).alias(c))
-            lf = lf.select(names)
+            lf = lf.select(cols)
             return lf.with_columns(results_complete=pl.lit(complete[f])) if allow_partial else lf
 
-        lf = pl.concat([one(f) for f in files], how="vertical")
+        # The union of the files' columns (a job's files carry its own
+        # families' columns; engines may order them differently), each
+        # column null in the files that lack it.
+        lf = pl.concat([one(f) for f in files], how="diagonal")
     else:
         lf = pl.scan_parquet([str(f) for f in files])
     schema = lf.collect_schema()

@@ -36,7 +36,8 @@
 //! is attacked the same way (its first request round).
 
 use super::CellConfig;
-use super::combinatorial::{CombAlgorithm, p_fcb};
+use super::combinatorial::{CombAlgorithm, CombConfig, p_fcb};
+use super::gossip::GossipConfig;
 use super::linear::{LinearAlgorithm, LinearConfig, Protocol, fedlinucb, feducb};
 use crate::algo::combinatorial::batch::{p_fcb_message, p_fcb_noise_scale};
 use crate::algo::linear::cpu::CpuLinear;
@@ -49,20 +50,43 @@ use crate::privacy::audit::{AuditOutcome, Harness, audit, leaf_of};
 use crate::privacy::tree::{dubey_noise, symmetric_gaussian};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// A cell as the auditor sees it: one of the families whose mechanisms it
+/// covers, or another family's (which it names and does not audit: a new
+/// family's private mechanism gets its arm here).
+enum Audited<'a> {
+    Linear(&'a LinearConfig),
+    Gossip(&'a GossipConfig),
+    Comb(&'a CombConfig),
+    Other(&'static str),
+}
+
+fn audited(cell: &CellConfig) -> Audited<'_> {
+    if let Some(c) = cell.get::<LinearConfig>() {
+        Audited::Linear(c)
+    } else if let Some(c) = cell.get::<GossipConfig>() {
+        Audited::Gossip(c)
+    } else if let Some(c) = cell.get::<CombConfig>() {
+        Audited::Comb(c)
+    } else {
+        Audited::Other(cell.family_name())
+    }
+}
+
 /// The name of a private cell's mechanism, as the audit table writes it:
 /// Private-FedLinUCB's protocol (`ldp`, `sdp_amp`, `sdp_vecsum`, `alt`),
 /// FedUCB's `privatizer`, the gossip family's `partial_sums`, `p_fcb`.
 pub fn mechanism_name(cell: &CellConfig) -> &'static str {
-    match cell {
-        CellConfig::Linear(c) => match (c.algorithm, c.protocol) {
+    match audited(cell) {
+        Audited::Linear(c) => match (c.algorithm, c.protocol) {
             (LinearAlgorithm::PrivateFedlinucb, Protocol::Ldp) => "ldp",
             (LinearAlgorithm::PrivateFedlinucb, Protocol::SdpAmp) => "sdp_amp",
             (LinearAlgorithm::PrivateFedlinucb, Protocol::SdpVecsum) => "sdp_vecsum",
             (LinearAlgorithm::PrivateFedlinucb, Protocol::Alt) => "alt",
             _ => "privatizer",
         },
-        CellConfig::Gossip(_) => "partial_sums",
-        CellConfig::Comb(_) => "p_fcb",
+        Audited::Gossip(_) => "partial_sums",
+        Audited::Comb(_) => "p_fcb",
+        Audited::Other(_) => "none",
     }
 }
 
@@ -70,8 +94,8 @@ pub fn mechanism_name(cell: &CellConfig) -> &'static str {
 /// times depend on the data (FedUCB, both forms) or are fixed
 /// (Private-FedLinUCB, the control).
 pub fn schedule_attackable(cell: &CellConfig) -> bool {
-    match cell {
-        CellConfig::Linear(c) => {
+    match audited(cell) {
+        Audited::Linear(c) => {
             c.privacy.is_some()
                 && matches!(
                     c.algorithm,
@@ -80,7 +104,7 @@ pub fn schedule_attackable(cell: &CellConfig) -> bool {
                         | LinearAlgorithm::PrivateFedlinucb
                 )
         }
-        CellConfig::Gossip(_) | CellConfig::Comb(_) => false,
+        Audited::Gossip(_) | Audited::Comb(_) | Audited::Other(_) => false,
     }
 }
 
@@ -89,9 +113,9 @@ pub fn schedule_attackable(cell: &CellConfig) -> bool {
 /// figure the schedule attack is tested against at delta = 0. None where
 /// the schedule is not the sparse vector test.
 pub fn schedule_view_epsilon(cell: &CellConfig) -> Option<f64> {
-    match cell {
-        CellConfig::Linear(c) if is_feducb(c) => feducb::schedule_epsilon(c),
-        CellConfig::Linear(_) | CellConfig::Gossip(_) | CellConfig::Comb(_) => None,
+    match audited(cell) {
+        Audited::Linear(c) if is_feducb(c) => feducb::schedule_epsilon(c),
+        Audited::Linear(_) | Audited::Gossip(_) | Audited::Comb(_) | Audited::Other(_) => None,
     }
 }
 
@@ -134,6 +158,9 @@ pub enum AuditError {
     /// The algorithm has no mechanism this auditor covers.
     #[error("{0} has no privacy mechanism")]
     NoMechanism(String),
+    /// A family whose mechanisms the auditor does not cover.
+    #[error("the auditor covers no mechanism of family {0}")]
+    NoAuditor(&'static str),
     /// P-FCB without a communication round within the horizon.
     #[error("no communication round up to T = {0}")]
     NoCommunication(u64),
@@ -155,8 +182,8 @@ pub enum AuditError {
 /// `noise_scale`, and the delta to audit at; `Err(why)` when the cell has
 /// no mechanism this auditor covers.
 pub fn harness(cell: &CellConfig, noise_scale: f64) -> Result<(Harness, f64), AuditError> {
-    match cell {
-        CellConfig::Linear(cfg) => {
+    match audited(cell) {
+        Audited::Linear(cfg) => {
             let Some((eps, delta)) = cfg.privacy else {
                 return Err(AuditError::NotPrivate);
             };
@@ -210,7 +237,7 @@ pub fn harness(cell: &CellConfig, noise_scale: f64) -> Result<(Harness, f64), Au
                 a => Err(AuditError::NoMechanism(format!("{a:?}"))),
             }
         }
-        CellConfig::Gossip(g) if g.privacy.epsilon.is_finite() => {
+        Audited::Gossip(g) if g.privacy.epsilon.is_finite() => {
             let p = &g.privacy;
             let levels = crate::privacy::partial_sum::blocks_per_observation(g.horizon);
             let scale = (p.clip.1 - p.clip.0) / super::gossip::fed_ucb_gossip::block_epsilon(p, g.horizon);
@@ -223,7 +250,7 @@ pub fn harness(cell: &CellConfig, noise_scale: f64) -> Result<(Harness, f64), Au
                 0.0,
             ))
         }
-        CellConfig::Comb(c) if c.algorithm == CombAlgorithm::PFcb => {
+        Audited::Comb(c) if c.algorithm == CombAlgorithm::PFcb => {
             // Round 1's message (the largest budget) about one producer of
             // capacity k = 1 (the noise scales with k): the sensitive round
             // procured k good units, or none (the data of every other round
@@ -246,7 +273,8 @@ pub fn harness(cell: &CellConfig, noise_scale: f64) -> Result<(Harness, f64), Au
             ))
         }
         // Every other cell (a non-private one) has nothing to audit.
-        CellConfig::Gossip(_) | CellConfig::Comb(_) => Err(AuditError::NotPrivate),
+        Audited::Gossip(_) | Audited::Comb(_) => Err(AuditError::NotPrivate),
+        Audited::Other(family) => Err(AuditError::NoAuditor(family)),
     }
 }
 
@@ -661,7 +689,7 @@ mod tests {
                 "horizon: 64\nalgorithm: {algo}\nenvironment: linear_gap\n\
                  params: {{m: 2, d: 3, k: 4, epsilon: 1, delta: 0.1, l_bound: {l}, neighbours: {rel}}}\n"
             ));
-            let CellConfig::Linear(cfg) = &c else { panic!() };
+            let cfg = c.get::<LinearConfig>().expect("a linear cell");
             let [(x, y), (x2, y2)] = neighbouring_points(cfg);
             let d = x.len();
             let mut gram = 0.0;

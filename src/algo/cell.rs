@@ -1,16 +1,51 @@
 //! What the generic layers ask of a cell's configuration, whatever its
 //! family ([`FamilyConfig`]; each family implements it in its folder, and
-//! [`super::CellConfig::family`] is the one place a variant is opened), and
-//! the cost model it answers with ([`Cost`]); and what they ask of a
-//! batch of its repetitions ([`FamilyBatch`]: run it, place it) and of one
-//! repetition in flight on the CPU ([`FamilyRep`]: snapshotted, resumed).
+//! [`super::CellConfig`] holds it as a trait object, so the set of families
+//! is open: the registry's list), and the cost model it answers with
+//! ([`Cost`]); and what they ask of a batch of its repetitions
+//! ([`FamilyBatch`]: run it, place it, start or resume one repetition) and
+//! of one repetition in flight on the CPU ([`FamilyRep`]: snapshotted,
+//! resumed; seen by the runner as a [`RepObject`]).
 
 use crate::algo::curve::CurvePoint;
 use crate::backend::{Backend, BatchError, Placeable};
+use std::any::Any;
+
+/// What every family's configuration gives for free (a blanket
+/// implementation over serializable configurations): its bytes, which
+/// identify it (two cells of one family receive the same configuration
+/// exactly when these are equal), and a view for downcasting where code
+/// of the family itself needs its own type back.
+pub trait ConfigData: Send + Sync + std::fmt::Debug + Any {
+    /// The configuration serialized (bincode).
+    fn bytes(&self) -> Vec<u8>;
+    /// The configuration as `Any`.
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<T: serde::Serialize + Send + Sync + std::fmt::Debug + Any> ConfigData for T {
+    fn bytes(&self) -> Vec<u8> {
+        bincode::serialize(self).unwrap_or_default()
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
 
 /// A family's configuration as the job, plan, accountant and run summary
-/// see it.
-pub trait FamilyConfig {
+/// see it. The methods without a default are what a family must write
+/// (the compiler lists the missing ones).
+pub trait FamilyConfig: ConfigData {
+    /// The batch of repetitions of this configuration with these
+    /// environment and algorithm keys (one pair per repetition), or why it
+    /// cannot be built (a graph that cannot be built).
+    fn batch(
+        &self,
+        env_keys: Vec<Vec<u64>>,
+        algo_keys: &[Vec<u64>],
+    ) -> Result<Box<dyn FamilyBatch>, crate::graph::GraphError>;
+
     /// Agents per federation.
     fn agents(&self) -> usize;
 
@@ -108,7 +143,7 @@ impl Cost {
 
 /// A family's batch of repetitions as the simulation layer runs it; its
 /// [`Placeable`] side says where it may run.
-pub trait FamilyBatch: Placeable {
+pub trait FamilyBatch: Placeable + Send + Sync + Any {
     /// Runs the batch to its horizon on `backend`'s batched operations:
     /// one curve per federation; `progress` receives agent-steps.
     fn run(
@@ -117,6 +152,19 @@ pub trait FamilyBatch: Placeable {
         backend: &dyn Backend,
         progress: &dyn Fn(u64),
     ) -> Result<Vec<Vec<CurvePoint>>, BatchError>;
+
+    /// Round 0 of a repetition on the CPU whose batch (of one federation)
+    /// is this one ([`start_rep`] of the family's [`FamilyRep`]).
+    fn start_rep(&self) -> Result<Box<dyn RepObject>, BatchError>;
+
+    /// A repetition's state read back from a snapshot's bytes
+    /// ([`resume_rep`] of the family's [`FamilyRep`]).
+    fn resume_rep(&self, bytes: &[u8]) -> Result<Box<dyn RepObject>, bincode::Error>;
+}
+
+/// The batch as `Any`, for a repetition to find its family's batch type.
+fn batch_any(b: &dyn FamilyBatch) -> &dyn Any {
+    b
 }
 
 /// How often (in rounds) a batch reports progress.
@@ -168,6 +216,74 @@ pub trait FamilyRep: Sized {
 
     /// The repetition's curve.
     fn into_points(self, batch: &Self::Batch) -> Vec<CurvePoint>;
+}
+
+/// A family's repetition in flight as the runner holds it, whatever the
+/// family (a blanket implementation over every [`FamilyRep`] that can be
+/// snapshotted): its plan is a `dyn FamilyBatch`, which it takes back as
+/// its family's batch type (another family's plan is
+/// [`BatchError::StateMismatch`]).
+pub trait RepObject: Send {
+    /// Rounds done.
+    fn rounds_done(&self) -> u64;
+    /// Runs rounds up to `until` (at most the plan's horizon).
+    fn advance_to(&mut self, plan: &dyn FamilyBatch, until: u64, checkpoints: &[u64]) -> Result<(), BatchError>;
+    /// The repetition's curve.
+    fn points(self: Box<Self>, plan: &dyn FamilyBatch) -> Result<Vec<CurvePoint>, BatchError>;
+    /// Its snapshot's size in bytes.
+    fn snapshot_size(&self) -> bincode::Result<u64>;
+    /// Appends its snapshot's bytes to `buf`.
+    fn write_snapshot(&self, buf: &mut Vec<u8>) -> bincode::Result<()>;
+}
+
+impl<R> RepObject for R
+where
+    R: FamilyRep + serde::Serialize + Send,
+    R::Batch: Any,
+{
+    fn rounds_done(&self) -> u64 {
+        FamilyRep::t(self)
+    }
+
+    fn advance_to(&mut self, plan: &dyn FamilyBatch, until: u64, checkpoints: &[u64]) -> Result<(), BatchError> {
+        let b = batch_any(plan)
+            .downcast_ref::<R::Batch>()
+            .ok_or(BatchError::StateMismatch)?;
+        FamilyRep::advance(self, b, until, checkpoints)
+    }
+
+    fn points(self: Box<Self>, plan: &dyn FamilyBatch) -> Result<Vec<CurvePoint>, BatchError> {
+        let b = batch_any(plan)
+            .downcast_ref::<R::Batch>()
+            .ok_or(BatchError::StateMismatch)?;
+        Ok(FamilyRep::into_points(*self, b))
+    }
+
+    fn snapshot_size(&self) -> bincode::Result<u64> {
+        bincode::serialized_size(self)
+    }
+
+    fn write_snapshot(&self, buf: &mut Vec<u8>) -> bincode::Result<()> {
+        bincode::serialize_into(buf, self)
+    }
+}
+
+/// [`FamilyBatch::start_rep`] for a family whose repetition type is `R`.
+pub fn start_rep<R>(batch: &R::Batch) -> Result<Box<dyn RepObject>, BatchError>
+where
+    R: FamilyRep + serde::Serialize + Send + 'static,
+    R::Batch: Any,
+{
+    Ok(Box::new(R::start(batch)?))
+}
+
+/// [`FamilyBatch::resume_rep`] for a family whose repetition type is `R`.
+pub fn resume_rep<R>(bytes: &[u8]) -> Result<Box<dyn RepObject>, bincode::Error>
+where
+    R: FamilyRep + serde::Serialize + serde::de::DeserializeOwned + Send + 'static,
+    R::Batch: Any,
+{
+    Ok(Box::new(bincode::deserialize::<R>(bytes)?))
 }
 
 /// The curve of a batch of one federation.

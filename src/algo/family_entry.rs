@@ -5,14 +5,14 @@
 //! the registry that lists them is [`super::family`] (kept apart so that the
 //! families and the registry form no import cycle).
 
-use super::params::PARAMS;
+use super::params::{ParamDef, SHARED, Share};
 
-/// A family: its algorithms, environments and the metric columns it adds to
-/// the output (beyond the regret columns every family writes). Parameters
-/// name the algorithms and environments they apply to ([`ParamDef::used_by`]),
-/// so a family's parameters are those used by its members. The job loader,
-/// `fedbandits list`, the Parquet schema and the analysis package read this
-/// registry.
+/// A family: its algorithms, environments, parameters and the metric
+/// columns it adds to the output (beyond the regret columns every family
+/// writes). Its own parameters name the members they apply to
+/// ([`ParamDef::used_by`]), and its uses of the shared ones say the same
+/// ([`Share`]). The job loader, `fedbandits list`, the Parquet schema and
+/// the analysis package read this registry.
 #[derive(Clone, Copy, Debug)]
 pub struct Family {
     /// Name in `fedbandits list` (unique: two names are one family exactly
@@ -24,7 +24,15 @@ pub struct Family {
     pub algorithms: &'static [(&'static str, &'static str)],
     /// (name, description).
     pub environments: &'static [(&'static str, &'static str)],
-    /// Output columns only this family fills (null for the others).
+    /// Its own parameters (`table.rs` of its folder), in output-column
+    /// order: no other family declares one of these names.
+    pub params: &'static [ParamDef],
+    /// Its members' uses of the parameters shared between families
+    /// ([`super::params::SHARED`]), with their defaults for them.
+    pub shares: &'static [Share],
+    /// Output columns not every family fills, this family's (another
+    /// family may fill one too): a job's files carry those of its families
+    /// only (`output::job_schema`), null in its cells of another.
     pub columns: &'static [&'static str],
     /// Resolves a cell's raw parameters into its configuration.
     pub resolve: Resolve,
@@ -99,34 +107,33 @@ impl CostTerm {
 /// resolves and every problem) and builds the cell's configuration; the
 /// registry's dispatcher ([`crate::algo::family::resolve`]) makes the
 /// reader and finishes it.
-pub type Resolve = fn(&mut super::resolve::Params<'_>) -> super::CellConfig;
+pub type Resolve = fn(&mut super::resolve::Params<'_>) -> Box<dyn super::FamilyConfig>;
 
 impl Family {
-    /// The parameters its algorithms and environments use, in output-column
-    /// order.
+    /// The parameters its algorithms and environments use (the shared ones
+    /// it uses, then its own), in output-column order.
     pub fn parameters(&self) -> Vec<&'static str> {
-        let members: Vec<&str> = self.algorithms.iter().chain(self.environments).map(|m| m.0).collect();
-        PARAMS
-            .iter()
-            .filter(|p| p.used_by.iter().any(|u| members.contains(u)))
-            .map(|p| p.name)
-            .collect()
+        self.definitions().map(|p| p.name).collect()
     }
 
     /// Its parameters that make a variant of an algorithm
     /// ([`super::params::ParamDef::variant`]), in output-column order.
     pub fn variant_params(&self) -> Vec<&'static str> {
-        self.parameters()
-            .into_iter()
-            .filter(|p| super::params::param(p).is_some_and(|d| d.variant))
-            .collect()
+        self.definitions().filter(|d| d.variant).map(|p| p.name).collect()
+    }
+
+    /// The definitions of [`Family::parameters`].
+    fn definitions(&self) -> impl Iterator<Item = &'static ParamDef> + '_ {
+        SHARED
+            .iter()
+            .filter(|p| self.shares.iter().any(|s| s.params.contains(&p.name)))
+            .chain(self.params)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use crate::algo::family::FAMILIES;
-    use crate::algo::params::PARAMS;
 
     /// The registry's names are the engine's: every `widths` entry names one of the
     /// family's algorithms and parameters that algorithm uses, and every
@@ -138,10 +145,7 @@ mod tests {
             for (algo, widths) in f.widths {
                 assert!(algos.contains(algo), "{}: widths names {algo}", f.name);
                 for w in *widths {
-                    let def = PARAMS
-                        .iter()
-                        .find(|p| p.name == *w)
-                        .unwrap_or_else(|| panic!("{w} is no parameter"));
+                    let def = crate::algo::family::param(w).unwrap_or_else(|| panic!("{w} is no parameter"));
                     let uses = def.used_by.contains(algo) || f.environments.iter().any(|e| def.used_by.contains(&e.0));
                     assert!(uses, "{}: {algo} does not use {w}", f.name);
                 }

@@ -5,14 +5,11 @@
 
 pub mod audit;
 pub mod cell;
-pub mod combinatorial;
 pub mod curve;
 pub mod defaults;
 pub mod family;
 pub mod family_entry;
-pub mod gossip;
 pub mod kind;
-pub mod linear;
 pub mod params;
 pub mod resolve;
 pub mod rounds;
@@ -22,27 +19,81 @@ pub mod value_check;
 
 pub use cell::{Cost, FamilyBatch, FamilyConfig, FamilyRep};
 
-/// A cell's resolved configuration, whatever its family.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub enum CellConfig {
-    /// Linear contextual family.
-    Linear(linear::LinearConfig),
-    /// Decentralized multi-armed family.
-    Gossip(gossip::GossipConfig),
-    /// Combinatorial procurement family.
-    Comb(combinatorial::CombConfig),
+/// Declares each family's folder as a module and lists its `FAMILY` entry
+/// in [`REGISTERED`] (read as [`family::FAMILIES`]), in one line per family.
+macro_rules! families {
+    ($($(#[$attr:meta])* $name:ident),* $(,)?) => {
+        $($(#[$attr])* pub mod $name;)*
+        /// Every family's registry entry, in registry order.
+        pub const REGISTERED: &[family_entry::Family] = &[$($(#[$attr])* $name::FAMILY),*];
+    };
+}
+
+// The families: a family is its folder under `src/algo/` (its `FAMILY`
+// entry in its `mod.rs`) and its line here. The toy family is the worked
+// example, compiled into the library's tests only.
+families! {
+    linear,
+    gossip,
+    combinatorial,
+    #[cfg(test)] toy,
+}
+
+/// A cell's resolved configuration, whatever its family: the family's own
+/// configuration behind [`FamilyConfig`], with the family's name. Two are
+/// equal exactly when they are of one family and their bytes are equal
+/// (what the algorithm receives).
+#[derive(Clone)]
+pub struct CellConfig {
+    family: &'static str,
+    config: std::sync::Arc<dyn FamilyConfig>,
+}
+
+impl std::fmt::Debug for CellConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {:?}", self.family, self.config)
+    }
+}
+
+impl PartialEq for CellConfig {
+    fn eq(&self, other: &Self) -> bool {
+        self.family == other.family && self.config.bytes() == other.config.bytes()
+    }
 }
 
 impl CellConfig {
-    /// The configuration as its family states it: the one place a family's
-    /// variant is opened (each family implements [`FamilyConfig`] in its
-    /// folder).
-    pub fn family(&self) -> &dyn FamilyConfig {
-        match self {
-            CellConfig::Linear(c) => c,
-            CellConfig::Gossip(c) => c,
-            CellConfig::Comb(c) => c,
+    /// The configuration `config` of family `family` (the registry's
+    /// dispatcher makes it from the family's resolver).
+    pub fn new(family: &'static str, config: Box<dyn FamilyConfig>) -> Self {
+        CellConfig {
+            family,
+            config: config.into(),
         }
+    }
+
+    /// The configuration as its family states it.
+    pub fn family(&self) -> &dyn FamilyConfig {
+        self.config.as_ref()
+    }
+
+    /// The family's name.
+    pub fn family_name(&self) -> &'static str {
+        self.family
+    }
+
+    /// The family's own configuration type, where it is `T` (for the
+    /// family's code and tests: the generic layers use [`FamilyConfig`]).
+    pub fn get<T: std::any::Any>(&self) -> Option<&T> {
+        self.config.as_any().downcast_ref()
+    }
+
+    /// The configuration's bytes, prefixed by its family's name: equal
+    /// exactly when the configurations are ([`cell::ConfigData::bytes`]).
+    pub fn bytes(&self) -> Vec<u8> {
+        let mut b = self.family.as_bytes().to_vec();
+        b.push(0);
+        b.extend(self.config.bytes());
+        b
     }
 
     /// What the cell read from input files, as its identity hashes it
@@ -102,10 +153,7 @@ impl CellConfig {
 
     /// The linear configuration, if the cell is of that family.
     pub fn linear(&self) -> Option<&linear::LinearConfig> {
-        match self {
-            CellConfig::Linear(c) => Some(c),
-            CellConfig::Gossip(_) | CellConfig::Comb(_) => None,
-        }
+        self.get()
     }
 }
 

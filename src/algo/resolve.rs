@@ -39,6 +39,8 @@ pub struct Params<'a> {
     /// The cell's algorithm, environment and horizon (whose defaults
     /// apply).
     cell: (&'a str, &'a str, u64),
+    /// The parameter table whose defaults apply (the registry's union).
+    table: &'static [super::params::ParamDef],
     /// The parameters that apply, resolved.
     pub out: BTreeMap<&'static str, Value>,
     /// Problems so far: (parameter, message).
@@ -47,13 +49,19 @@ pub struct Params<'a> {
 
 impl<'a> Params<'a> {
     /// Nothing resolved yet for a cell of `algo` on `env` over `horizon`
-    /// rounds; input files' relative paths start at `dir` (the job file's
-    /// folder).
-    pub fn new(raw: &'a BTreeMap<String, Value>, dir: &'a Path, (algo, env, horizon): (&'a str, &'a str, u64)) -> Self {
+    /// rounds, whose defaults are `table`'s; input files' relative paths
+    /// start at `dir` (the job file's folder).
+    pub fn new(
+        raw: &'a BTreeMap<String, Value>,
+        dir: &'a Path,
+        (algo, env, horizon): (&'a str, &'a str, u64),
+        table: &'static [super::params::ParamDef],
+    ) -> Self {
         Self {
             raw,
             dir,
             cell: (algo, env, horizon),
+            table,
             out: BTreeMap::new(),
             errs: Vec::new(),
         }
@@ -101,7 +109,11 @@ impl<'a> Params<'a> {
             return Some(v.clone());
         }
         let (algorithm, environment, horizon) = self.cell;
-        let def = super::params::param(k).and_then(|p| p.default_for(algorithm, environment));
+        let def = self
+            .table
+            .iter()
+            .find(|p| p.name == k)
+            .and_then(|p| p.default_for(algorithm, environment));
         let cx = super::params::DefaultContext {
             algorithm,
             environment,

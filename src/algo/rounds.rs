@@ -96,9 +96,9 @@ pub trait RoundsFamily: Sized + Send + Sync + 'static {
     /// Its batched operations (a trait object: `dyn GossipOps`).
     type Ops<'a>: ?Sized + 'a;
     /// Its CPU operations: a repetition's state, snapshotted.
-    type Cpu: serde::Serialize + serde::de::DeserializeOwned;
+    type Cpu: serde::Serialize + serde::de::DeserializeOwned + Send;
     /// One federation's curve at one checkpoint (snapshotted).
-    type Point: Clone + serde::Serialize + serde::de::DeserializeOwned;
+    type Point: Clone + serde::Serialize + serde::de::DeserializeOwned + Send;
     /// Its kind, as placement and the calibration name it.
     const KIND: &'static str;
 
@@ -156,6 +156,14 @@ impl<F: RoundsFamily> crate::algo::FamilyBatch for F {
                 RoundsFamily::run(self, ops.as_mut(), t, u, checkpoints, c)
             })?;
         Ok(curves.iter().enumerate().map(|(f, c)| self.curve(f, c)).collect())
+    }
+
+    fn start_rep(&self) -> Result<Box<dyn crate::algo::cell::RepObject>, BatchError> {
+        crate::algo::cell::start_rep::<RoundsRep<F>>(self)
+    }
+
+    fn resume_rep(&self, bytes: &[u8]) -> Result<Box<dyn crate::algo::cell::RepObject>, bincode::Error> {
+        crate::algo::cell::resume_rep::<RoundsRep<F>>(bytes)
     }
 }
 

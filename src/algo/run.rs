@@ -2,40 +2,35 @@
 //! repetitions as one batch of the family's description), run on a
 //! backend's batched operations ([`CellBatch::run`]), or one repetition on
 //! the CPU with a state that can be snapshotted and resumed
-//! ([`RepState`]). Each arm hands over to the family's own round loop and
-//! checkpoint-to-curve-point function; the simulation layer above sees
-//! only these types.
+//! ([`RepState`]). Both hold the family's own types behind its traits
+//! ([`FamilyBatch`], [`super::cell::RepObject`]), so the set of families is
+//! the registry's; the simulation layer above sees only these types.
 
+use super::cell::RepObject;
 use super::curve::CurvePoint;
-use super::{CellConfig, FamilyBatch, FamilyRep};
-use super::{combinatorial, gossip, linear};
-use crate::algo::combinatorial::batch::CombBatch;
-use crate::algo::gossip::batch::GossipBatch;
-use crate::algo::linear::batch::LinearBatch;
+use super::{CellConfig, FamilyBatch};
 use crate::backend::{Backend, BatchError, Placeable, Unsupported};
+
+/// Repetitions of one cell as one batch, of the cell's family.
+pub struct CellBatch {
+    /// The family's name (a snapshot's state is read back only into a
+    /// plan of its own family).
+    family: &'static str,
+    batch: Box<dyn FamilyBatch>,
+}
 
 impl Placeable for CellBatch {
     fn kind(&self) -> &'static str {
-        self.family().kind()
+        self.batch.kind()
     }
 
     fn federations(&self) -> usize {
-        Placeable::federations(self.family())
+        self.batch.federations()
     }
 
     fn cuda_supports(&self, dev: &crate::backend::cuda::CudaBackend) -> Result<(), Unsupported> {
-        self.family().cuda_supports(dev)
+        self.batch.cuda_supports(dev)
     }
-}
-
-/// Repetitions of one cell as one batch, of the cell's family.
-pub enum CellBatch {
-    /// Linear contextual family.
-    Linear(LinearBatch),
-    /// Decentralized multi-armed family.
-    Gossip(GossipBatch),
-    /// Combinatorial procurement family.
-    Comb(CombBatch),
 }
 
 impl CellBatch {
@@ -47,54 +42,15 @@ impl CellBatch {
         env_keys: Vec<Vec<u64>>,
         algo_keys: &[Vec<u64>],
     ) -> Result<Self, crate::graph::GraphError> {
-        match cfg {
-            CellConfig::Linear(c) => linear::linear_batch(c, env_keys, algo_keys).map(CellBatch::Linear),
-            CellConfig::Gossip(c) => gossip::gossip_batch(c, &env_keys, algo_keys).map(CellBatch::Gossip),
-            CellConfig::Comb(c) => Ok(CellBatch::Comb(combinatorial::comb_batch(c, &env_keys, algo_keys))),
-        }
+        Ok(CellBatch {
+            family: cfg.family_name(),
+            batch: cfg.family().batch(env_keys, algo_keys)?,
+        })
     }
 
-    /// The batch as its family states it: the one place a family's
-    /// variant is opened for running and placement.
+    /// The batch as its family states it.
     pub fn family(&self) -> &dyn FamilyBatch {
-        match self {
-            CellBatch::Linear(b) => b,
-            CellBatch::Gossip(b) => b,
-            CellBatch::Comb(b) => b,
-        }
-    }
-
-    /// The family's name, for matching a snapshot's state to its plan.
-    fn family_name(&self) -> &'static str {
-        match self {
-            CellBatch::Linear(_) => linear::FAMILY.name,
-            CellBatch::Gossip(_) => gossip::FAMILY.name,
-            CellBatch::Comb(_) => combinatorial::FAMILY.name,
-        }
-    }
-
-    /// The linear batch, or the mismatch a state of that family meets.
-    fn linear(&self) -> Result<&LinearBatch, BatchError> {
-        match self {
-            CellBatch::Linear(b) => Ok(b),
-            CellBatch::Gossip(_) | CellBatch::Comb(_) => Err(BatchError::StateMismatch),
-        }
-    }
-
-    /// The gossip batch, or the mismatch.
-    fn gossip(&self) -> Result<&GossipBatch, BatchError> {
-        match self {
-            CellBatch::Gossip(b) => Ok(b),
-            CellBatch::Linear(_) | CellBatch::Comb(_) => Err(BatchError::StateMismatch),
-        }
-    }
-
-    /// The combinatorial batch, or the mismatch.
-    fn comb(&self) -> Result<&CombBatch, BatchError> {
-        match self {
-            CellBatch::Comb(b) => Ok(b),
-            CellBatch::Linear(_) | CellBatch::Gossip(_) => Err(BatchError::StateMismatch),
-        }
+        self.batch.as_ref()
     }
 
     /// Runs the batch to its horizon on `backend`'s batched operations:
@@ -105,73 +61,88 @@ impl CellBatch {
         backend: &dyn Backend,
         progress: &dyn Fn(u64),
     ) -> Result<Vec<Vec<CurvePoint>>, BatchError> {
-        self.family().run(checkpoints, backend, progress)
+        self.batch.run(checkpoints, backend, progress)
     }
 }
 
 /// The state of one repetition in flight on the CPU (a batch of one
-/// federation), as its family keeps it ([`FamilyRep`]). A closed enum
-/// because it is serialized into snapshots (serde needs the set of types);
-/// each variant wraps its family's state.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub enum RepState {
-    /// Linear family.
-    Lockstep(linear::Rep),
-    /// Gossip family.
-    Gossip(gossip::Rep),
-    /// Combinatorial family.
-    Comb(combinatorial::Rep),
+/// federation), as its family keeps it, with its family's name: a
+/// snapshot holds the name and then the family's own bytes, and is read
+/// back only by a plan of that family.
+pub struct RepState {
+    family: &'static str,
+    rep: Box<dyn RepObject>,
+}
+
+/// Why a snapshot's state cannot be read back into its plan.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// The snapshot is of another family than the plan.
+    #[error("the snapshot holds a repetition of family {found}, the plan is of family {plan}")]
+    Family {
+        /// The snapshot's family.
+        found: String,
+        /// The plan's family.
+        plan: &'static str,
+    },
+    /// The family's bytes do not decode.
+    #[error("the repetition's state does not decode: {0}")]
+    Decode(#[from] bincode::Error),
 }
 
 impl RepState {
     /// Round 0 of a repetition whose batch (of one federation) is `plan`.
     pub fn start(plan: &CellBatch) -> Result<Self, BatchError> {
-        Ok(match plan {
-            CellBatch::Linear(b) => RepState::Lockstep(FamilyRep::start(b)?),
-            CellBatch::Gossip(b) => RepState::Gossip(FamilyRep::start(b)?),
-            CellBatch::Comb(b) => RepState::Comb(FamilyRep::start(b)?),
+        Ok(RepState {
+            family: plan.family,
+            rep: plan.batch.start_rep()?,
         })
     }
 
-    /// Whether a snapshot's state fits the plan of this engine: both of one
-    /// family. (Every match here names each family: a new one does not
-    /// compile until it is written in.)
-    pub fn fits(&self, plan: &CellBatch) -> bool {
-        let family = match self {
-            RepState::Lockstep(_) => linear::FAMILY.name,
-            RepState::Gossip(_) => gossip::FAMILY.name,
-            RepState::Comb(_) => combinatorial::FAMILY.name,
-        };
-        family == plan.family_name()
+    /// The state a snapshot holds (written by [`RepState::write`]) of
+    /// `family`, read back for `plan`.
+    pub fn read(plan: &CellBatch, family: &str, bytes: &[u8]) -> Result<Self, StateError> {
+        if family != plan.family {
+            return Err(StateError::Family {
+                found: family.to_string(),
+                plan: plan.family,
+            });
+        }
+        Ok(RepState {
+            family: plan.family,
+            rep: plan.batch.resume_rep(bytes)?,
+        })
+    }
+
+    /// The family's name (written before its bytes).
+    pub fn family(&self) -> &'static str {
+        self.family
+    }
+
+    /// The size of [`RepState::write`]'s bytes.
+    pub fn size(&self) -> bincode::Result<u64> {
+        self.rep.snapshot_size()
+    }
+
+    /// Appends the family's bytes of the state to `buf`.
+    pub fn write(&self, buf: &mut Vec<u8>) -> bincode::Result<()> {
+        self.rep.write_snapshot(buf)
     }
 
     /// Rounds done.
     pub fn t(&self) -> u64 {
-        match self {
-            RepState::Lockstep(r) => r.t(),
-            RepState::Gossip(r) => r.t(),
-            RepState::Comb(r) => r.t(),
-        }
+        self.rep.rounds_done()
     }
 
     /// Runs rounds up to `until`, which the caller keeps within the plan's
     /// horizon (no batch holds one).
     pub fn advance(&mut self, plan: &CellBatch, until: u64, checkpoints: &[u64]) -> Result<(), BatchError> {
-        match self {
-            RepState::Lockstep(r) => r.advance(plan.linear()?, until, checkpoints),
-            RepState::Gossip(r) => r.advance(plan.gossip()?, until, checkpoints),
-            RepState::Comb(r) => r.advance(plan.comb()?, until, checkpoints),
-        }
+        self.rep.advance_to(plan.family(), until, checkpoints)
     }
 
-    /// The repetition's curve (empty for a plan of another family, which
-    /// [`RepState::fits`] rules out before any state is used).
-    pub fn into_points(self, plan: &CellBatch) -> Vec<CurvePoint> {
-        match self {
-            RepState::Lockstep(r) => plan.linear().map(|b| r.into_points(b)),
-            RepState::Gossip(r) => plan.gossip().map(|b| r.into_points(b)),
-            RepState::Comb(r) => plan.comb().map(|b| r.into_points(b)),
-        }
-        .unwrap_or_default()
+    /// The repetition's curve ([`BatchError::StateMismatch`] for a plan of
+    /// another family, which [`RepState::read`] rules out).
+    pub fn into_points(self, plan: &CellBatch) -> Result<Vec<CurvePoint>, BatchError> {
+        self.rep.points(plan.family())
     }
 }

@@ -12,7 +12,8 @@
 
 use super::text::list_text;
 use crate::algo::family::{FAMILIES, resolve};
-use crate::algo::params::{DefaultContext, DefaultValue, Kind, PARAMS, ParamDef, Value, param};
+use crate::algo::family::{param, params};
+use crate::algo::params::{DefaultContext, DefaultValue, Kind, ParamDef, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -59,7 +60,7 @@ fn variants(algo: &str, env: &str) -> Vec<BTreeMap<String, Value>> {
         }
     }
     let mut out = vec![base.clone()];
-    for p in PARAMS
+    for p in params()
         .iter()
         .filter(|p| used(p, algo, env) && !base.contains_key(p.name))
     {
@@ -159,7 +160,7 @@ fn every_default_list_prints_is_what_validate_resolves() {
         unread.is_empty(),
         "the table says these (algorithm, environment) use a parameter that no resolution of them reads: {unread:?}"
     );
-    for p in PARAMS {
+    for p in params() {
         for (at, (who, def)) in p.defaults.iter().enumerate() {
             if !matches!(def, DefaultValue::Required(_)) {
                 assert!(
@@ -190,7 +191,7 @@ fn unread(dir: &Path) -> Vec<(&'static str, &'static str, &'static str)> {
                         recorded.extend(resolved.into_keys());
                     }
                 }
-                for p in PARAMS.iter().filter(|p| used(p, algo, env)) {
+                for p in params().iter().filter(|p| used(p, algo, env)) {
                     let required = matches!(p.default_for(algo, env), Some(DefaultValue::Required(_)) | None);
                     if !required && !recorded.contains(p.name) {
                         out.push((*algo, *env, p.name));

@@ -2,7 +2,7 @@
 //! totals, memory and time estimates, and each private cell's figures.
 
 use crate::algo::family::FAMILIES;
-use crate::algo::params::PARAMS;
+use crate::algo::family::params;
 use crate::job::Job;
 use crate::sim::memory::human;
 
@@ -20,7 +20,10 @@ pub(super) fn list_text() -> String {
             out += &format!("    {n:<20} {d}\n");
         }
         out += &format!("  parameters (output columns): {}\n", f.parameters().join(", "));
-        out += &format!("  output columns of this family only: {}\n", f.columns.join(", "));
+        out += &format!(
+            "  its output columns (not every family's; in its jobs' files): {}\n",
+            f.columns.join(", ")
+        );
         if !f.metrics.is_empty() {
             out += "  metrics:\n";
             for (m, d) in f.metrics {
@@ -52,7 +55,7 @@ pub(super) fn list_text() -> String {
         crate::job::HORIZON_AXIS
     );
     out += "parameters (in params: or grid:):\n";
-    for p in PARAMS {
+    for p in params() {
         out += &format!(
             "  {:<17} {}; default {}; {}\n",
             p.name,
@@ -78,7 +81,7 @@ fn unread_axes(job: &Job) -> String {
     };
     let mut out = String::new();
     for key in grid.keys().filter_map(serde_yaml::Value::as_str) {
-        let Some(def) = crate::algo::params::param(key) else {
+        let Some(def) = crate::algo::family::param(key) else {
             continue;
         };
         let mut unread: Vec<&str> = Vec::new();

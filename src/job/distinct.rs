@@ -48,7 +48,7 @@ impl Distinct {
         let identity = twox_hash::XxHash64::oneshot(0, format!("{scope}{canonical}").as_bytes());
         // A configuration that cannot be serialized is keyed by its
         // identity alone (never the case for the families' configurations).
-        let bytes = bincode::serialize(config).unwrap_or_default();
+        let bytes = config.bytes();
         let mut keyed = scope.into_bytes();
         keyed.extend_from_slice(&bytes);
         let config = twox_hash::XxHash64::oneshot(1, &keyed);

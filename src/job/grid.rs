@@ -7,7 +7,8 @@ use super::distinct::{Distinct, Seen, fault_message};
 use super::parse::{Parser, key_text};
 use super::{Cell, CheckpointSpec, HORIZON_AXIS, MAX_CELLS};
 use crate::algo::family::family_of;
-use crate::algo::params::{Kind, Value, param};
+use crate::algo::family::param;
+use crate::algo::params::{Kind, Value};
 use std::collections::BTreeMap;
 
 /// A key equal for two grid values exactly when `==` says they are equal

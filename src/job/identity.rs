@@ -24,7 +24,7 @@ fn canonical(algo: &str, env: &str, params: &BTreeMap<&'static str, Value>, hori
 /// parameter leaves every earlier cell's streams as they were).
 fn random_scope(algo: &str, env: &str, params: &BTreeMap<&'static str, Value>, horizon: u64) -> String {
     let mut p = params.clone();
-    p.retain(|k, _| !crate::algo::params::param(k).is_some_and(|d| d.common_random_numbers));
+    p.retain(|k, _| !crate::algo::family::param(k).is_some_and(|d| d.common_random_numbers));
     canonical(algo, env, &p, horizon)
 }
 

@@ -5,7 +5,8 @@
 
 use super::{CheckpointSpec, HORIZON_AXIS, Job, MAX_CHECKPOINTS, MAX_UNITS, Problem, checked_total, locate, name};
 use crate::algo::family::{self, family_of};
-use crate::algo::params::{PARAMS, Value, param};
+use crate::algo::family::{param, params};
+use crate::algo::params::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -565,7 +566,7 @@ impl Parser<'_> {
     }
 
     pub(super) fn unknown_param(&mut self, path: &[&str]) {
-        let names: Vec<&str> = PARAMS.iter().map(|p| p.name).collect();
+        let names: Vec<&str> = params().iter().map(|p| p.name).collect();
         let hint = crate::algo::params::did_you_mean(path.last().copied().unwrap_or_default(), &names);
         self.problem(
             path,

@@ -454,7 +454,7 @@ pub fn check_directory(dir: &Path, job: &Job) -> Result<Directory, DirectoryErro
 fn input_files(job: &Job) -> String {
     let mut files: Vec<String> = Vec::new();
     for c in &job.cells {
-        for p in crate::algo::params::PARAMS {
+        for p in crate::algo::family::params() {
             if let (crate::algo::params::Kind::Text, Some(v)) = (p.kind, c.params.get(p.name)) {
                 let f = format!("{} = {}", p.name, v.as_str().unwrap_or_default());
                 if !files.contains(&f) {

@@ -5,7 +5,7 @@
 //! [`lock`] (one job version per directory), [`audit`] (the audit table),
 //! [`unit`] (one finished repetition, as small as its data).
 //!
-//! Every parameter of the registry ([`crate::algo::params::PARAMS`]) is its own
+//! Every parameter of the registry ([`crate::algo::family::params`]) is its own
 //! typed, nullable column (null where the cell's algorithm or environment does
 //! not use it). Files carry key-value metadata: the job YAML, crate version,
 //! git commit, semantics version. Files are written atomically
@@ -33,7 +33,7 @@ pub use read::{
     Metadata, canonical_rows, install_quiet_decoder_hook, read_metadata, read_metadata_key, read_parquet,
     read_parquet_checked, read_parquet_stream,
 };
-pub use schema::{NONDETERMINISTIC_COLUMNS, cell_batch, schema};
+pub use schema::{NONDETERMINISTIC_COLUMNS, cell_batch, job_schema, schema};
 pub use write::{PartWriter, write_parquet_atomic, write_parquet_atomic_with};
 
 /// Output errors.

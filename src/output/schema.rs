@@ -1,15 +1,21 @@
 //! The results table: its long-format schema (one row per cell, repetition
 //! and checkpoint) and the record batch of a cell's repetitions.
 //!
-//! Every parameter of the registry ([`crate::algo::params::PARAMS`]) is its
+//! Every parameter of the registry ([`crate::algo::family::params`]) is its
 //! own typed, nullable column (null where the cell's algorithm or
 //! environment does not use it); every metric column of
 //! [`crate::algo::curve::METRICS`] likewise (null where the cell's family
-//! does not set it). The schema names no family.
+//! does not set it): [`schema`], the union over families. A job's files
+//! carry the columns of its own families only ([`job_schema`]): the
+//! parameters some family of the job uses, and of the columns a family
+//! lists as its own ([`crate::algo::family_entry::Family::columns`]) those
+//! of the job's families; the common columns always. The loader's frame
+//! across files is the union of their columns. The schema names no family.
 
 use super::OutputError;
 use crate::algo::curve::{CurvePoint, METRICS, Metric, MetricKind, RepResult};
-use crate::algo::params::{Kind, PARAMS, Value};
+use crate::algo::family::params;
+use crate::algo::params::{Kind, Value};
 use crate::job::{Cell, Job};
 use crate::privacy::accountant::Accounting;
 use arrow_array::builder::{Float64Builder, StringBuilder, UInt32Builder, UInt64Builder};
@@ -35,7 +41,41 @@ fn param_type(kind: Kind) -> DataType {
     }
 }
 
-/// The output schema.
+/// The columns of [`schema`] a job's files carry, by position: every column
+/// but the parameters no family of the job uses and the columns only other
+/// families fill.
+fn job_columns(job: &Job) -> Vec<usize> {
+    let mut families: Vec<&'static crate::algo::family::Family> = Vec::new();
+    for c in &job.cells {
+        if let Some(f) = crate::algo::family::family_of(&c.algorithm)
+            && !families.iter().any(|g| g.name == f.name)
+        {
+            families.push(f);
+        }
+    }
+    let used: Vec<&str> = families.iter().flat_map(|f| f.parameters()).collect();
+    let own = |col: &str| families.iter().any(|f| f.columns.contains(&col));
+    let other = |col: &str| crate::algo::family::FAMILIES.iter().any(|f| f.columns.contains(&col));
+    schema()
+        .fields()
+        .iter()
+        .enumerate()
+        .filter(|(_, field)| {
+            let name = field.name().as_str();
+            let is_param = params().iter().any(|p| p.name == name);
+            (!is_param || used.contains(&name)) && (!other(name) || own(name))
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// The schema of a job's files ([`job_columns`] of [`schema`]).
+pub fn job_schema(job: &Job) -> Result<SchemaRef, OutputError> {
+    Ok(Arc::new(schema().project(&job_columns(job))?))
+}
+
+/// The output schema: every family's columns (the union of the job
+/// schemas).
 pub fn schema() -> SchemaRef {
     let mut f = vec![
         Field::new("job", DataType::Utf8, false),
@@ -45,7 +85,7 @@ pub fn schema() -> SchemaRef {
         Field::new("environment", DataType::Utf8, false),
         Field::new("horizon", DataType::UInt64, false),
     ];
-    for p in PARAMS {
+    for p in params() {
         f.push(Field::new(p.name, param_type(p.kind), true));
     }
     f.extend([
@@ -88,9 +128,10 @@ pub fn schema() -> SchemaRef {
 /// reproducibility comparisons).
 pub const NONDETERMINISTIC_COLUMNS: &[&str] = &["wall_seconds"];
 
-/// Builds the record batch of one cell (repetitions in order): the cell's
-/// identity and parameters, the per-point regret and counters, the
-/// accountant's figures, the metric columns, the backend and wall time.
+/// Builds the record batch of one cell (repetitions in order), in its job's
+/// schema ([`job_schema`]): the cell's identity and parameters, the
+/// per-point regret and counters, the accountant's figures, the metric
+/// columns, the backend and wall time.
 pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> Result<RecordBatch, OutputError> {
     let n: usize = reps.iter().map(|r| r.points.len()).sum();
     let mut cols: Vec<ArrayRef> = vec![
@@ -101,7 +142,11 @@ pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> 
         repeat_str(&cell.environment, n),
         Arc::new(UInt64Array::from(vec![cell.horizon(); n])),
     ];
-    cols.extend(PARAMS.iter().map(|p| param_column(p.kind, cell.params.get(p.name), n)));
+    cols.extend(
+        params()
+            .iter()
+            .map(|p| param_column(p.kind, cell.params.get(p.name), n)),
+    );
     let mut b = UInt32Builder::new();
     for r in reps {
         b.append_value_n(r.rep, r.points.len());
@@ -122,7 +167,7 @@ pub fn cell_batch(job: &Job, cell: &Cell, reps: &[RepResult], backend: &str) -> 
     cols.extend(metric_columns(reps, acct.as_ref()));
     cols.push(repeat_str(backend, n));
     cols.push(per_point_f64(reps, |r, _| r.wall_seconds));
-    Ok(RecordBatch::try_new(schema(), cols)?)
+    Ok(RecordBatch::try_new(schema(), cols)?.project(&job_columns(job))?)
 }
 
 /// `s` repeated `n` times.

@@ -241,7 +241,20 @@ fn points_of(b: &RecordBatch, rows: std::ops::Range<usize>) -> Result<Vec<CurveP
             .ok_or_else(|| typed(name, "Float64"))
     };
     let (t, g, a, m) = (u("t")?, f("group_regret")?, f("agent_regret")?, f("agent_regret_max")?);
-    let counters: Vec<_> = POINT_COLUMNS[4..].iter().map(|c| u(c.0)).collect::<Result<_, _>>()?;
+    // A counter only some families fill is absent from the files of the
+    // others ([`super::job_schema`]): 0 there, as those families count none.
+    let counter = |name: &str| {
+        let own = crate::algo::family::FAMILIES.iter().any(|f| f.columns.contains(&name));
+        match b.column_by_name(name) {
+            None if own => Ok(None),
+            _ => u(name).map(Some),
+        }
+    };
+    let counters: Vec<_> = POINT_COLUMNS[4..]
+        .iter()
+        .map(|c| counter(c.0))
+        .collect::<Result<_, _>>()?;
+    let count = |i: usize, r: usize| counters[i].map_or(0, |c| c.value(r));
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
         let mut metrics = [None; N_METRICS];
@@ -260,10 +273,10 @@ fn points_of(b: &RecordBatch, rows: std::ops::Range<usize>) -> Result<Vec<CurveP
             agent_regret_mean: a.value(r),
             agent_regret_max: m.value(r),
             counters: Counters {
-                sync_rounds: counters[0].value(r),
-                messages: counters[1].value(r),
-                cholesky_failures: counters[2].value(r),
-                beta_clamps: counters[3].value(r),
+                sync_rounds: count(0, r),
+                messages: count(1, r),
+                cholesky_failures: count(2, r),
+                beta_clamps: count(3, r),
                 clipped_rewards: 0,
             },
             metrics,

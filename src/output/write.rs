@@ -14,10 +14,12 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use std::path::Path;
 
-/// Writes `batches` (of the results [`schema`]) to `path` atomically
+/// Writes `batches` (of one job's schema, [`super::job_schema`]; the
+/// results [`schema`] when there are none) to `path` atomically
 /// (temporary file, fsync, rename).
 pub fn write_parquet_atomic(path: &Path, batches: &[RecordBatch], kv: Vec<KeyValue>) -> Result<(), OutputError> {
-    write_parquet_atomic_with(path, schema(), batches, kv)
+    let schema = batches.first().map_or_else(schema, RecordBatch::schema);
+    write_parquet_atomic_with(path, schema, batches, kv)
 }
 
 /// Writes `batches` of schema `schema` to `path` atomically (temporary

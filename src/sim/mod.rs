@@ -34,7 +34,9 @@ const CHECK_EVERY: u64 = 256;
 /// 10: combinatorial federations carry the good-unit draws' workspace (their
 /// cached CDF tables are not stored: rebuilt on resume).
 /// 11: P-FCB's policy says whether its messages carry noise.
-const SNAPSHOT_VERSION: u32 = 11;
+/// 12: the header names the repetition's family, whose own bytes follow
+/// it (the set of families is the registry's, not a closed enum).
+const SNAPSHOT_VERSION: u32 = 12;
 
 /// Periodic snapshots of a running repetition.
 pub struct Snapshots<'a> {
@@ -84,15 +86,16 @@ impl Resumed {
     }
 }
 
-/// A repetition in flight, with everything needed to continue it.
+/// A repetition in flight, with everything needed to continue it: this
+/// header, then its family's state ([`RepState::write`]).
 #[derive(serde::Serialize, serde::Deserialize)]
-struct RepSnapshot<S> {
+struct RepSnapshot {
     version: u32,
     semantics: u32,
     cell_key: String,
     rep: u32,
     wall_before: f64,
-    state: S,
+    family: String,
 }
 
 /// Result of a resumable repetition.
@@ -161,18 +164,19 @@ pub fn run_rep_resumable(
             };
             let bytes = std::fs::read(&s.path).map_err(|e| invalid(e.to_string()))?;
             let payload = crate::output::unseal(&bytes).map_err(|e| invalid(e.to_string()))?;
-            let snapshot: RepSnapshot<RepState> = bincode::deserialize(payload).map_err(|e| invalid(e.to_string()))?;
+            let mut rest = payload;
+            let snapshot: RepSnapshot = bincode::deserialize_from(&mut rest).map_err(|e| invalid(e.to_string()))?;
             if snapshot.version != SNAPSHOT_VERSION
                 || snapshot.semantics != crate::job::SEMANTICS_VERSION
                 || snapshot.cell_key != cell.key
                 || snapshot.rep != rep
-                || !snapshot.state.fits(&plan)
             {
                 return Err(invalid("written for another cell, repetition or engine version".into()));
             }
-            progress(snapshot.state.t() * m);
-            s.resumed.record(snapshot.state.t(), snapshot.state.t() * m);
-            (snapshot.state, snapshot.wall_before)
+            let state = RepState::read(&plan, &snapshot.family, rest).map_err(|e| invalid(e.to_string()))?;
+            progress(state.t() * m);
+            s.resumed.record(state.t(), state.t() * m);
+            (state, snapshot.wall_before)
         }
         None => (RepState::start(&plan)?, 0.0),
     };
@@ -194,9 +198,9 @@ pub fn run_rep_resumable(
                 cell_key: cell.key.clone(),
                 rep,
                 wall_before: wall_before + start.elapsed().as_secs_f64(),
-                state: &state,
+                family: state.family().to_string(),
             };
-            crate::output::write_bytes_atomic(&s.path, &sealed_snapshot(&snapshot, &s.path)?)?;
+            crate::output::write_bytes_atomic(&s.path, &sealed_snapshot(&snapshot, &state, &s.path)?)?;
             if stop {
                 return Ok(RepOutcome::Stopped);
             }
@@ -205,23 +209,24 @@ pub fn run_rep_resumable(
     }
     Ok(RepOutcome::Done(RepResult {
         rep,
-        points: state.into_points(&plan),
+        points: state.into_points(&plan)?,
         wall_seconds: wall_before + start.elapsed().as_secs_f64(),
     }))
 }
 
-/// A snapshot serialized behind its seal's header, in one buffer of its
-/// exact size (the runner's memory model counts it once per thread,
-/// [`crate::sim::memory`]).
-fn sealed_snapshot<T: serde::Serialize>(snapshot: &T, path: &std::path::Path) -> Result<Vec<u8>, SnapshotError> {
+/// A snapshot (its header, then the family's state) serialized behind its
+/// seal's header, in one buffer of its exact size (the runner's memory
+/// model counts it once per thread, [`crate::sim::memory`]).
+fn sealed_snapshot(snapshot: &RepSnapshot, state: &RepState, path: &std::path::Path) -> Result<Vec<u8>, SnapshotError> {
     let invalid = |e: bincode::Error| SnapshotError::Invalid {
         path: path.to_path_buf(),
         message: e.to_string(),
     };
-    let size = bincode::serialized_size(snapshot).map_err(invalid)? as usize;
+    let size = (bincode::serialized_size(snapshot).map_err(invalid)? + state.size().map_err(invalid)?) as usize;
     let mut buf = Vec::with_capacity(crate::output::SEAL_HEADER + size);
     buf.resize(crate::output::SEAL_HEADER, 0);
     bincode::serialize_into(&mut buf, snapshot).map_err(invalid)?;
+    state.write(&mut buf).map_err(invalid)?;
     crate::output::seal_in_place(&mut buf);
     Ok(buf)
 }

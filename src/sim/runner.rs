@@ -450,7 +450,7 @@ impl Work<'_> {
             ],
         );
         let skipped: std::collections::HashSet<&Unit> = skipped.iter().collect();
-        let mut writer = output::PartWriter::create(&part, output::schema(), kv)?;
+        let mut writer = output::PartWriter::create(&part, output::job_schema(job)?, kv)?;
         let mut summaries = Vec::new();
         for group in mine.chunk_by(|a, b| a.0 == b.0) {
             let cell = &job.cells[group[0].0];

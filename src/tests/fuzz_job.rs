@@ -27,7 +27,8 @@
 //! `corpus_files_are_handled` replays with their expected outcome.
 
 use fedbandits::algo::family;
-use fedbandits::algo::params::{self, Kind, PARAMS};
+use fedbandits::algo::family::params as all_params;
+use fedbandits::algo::params::{self, Kind};
 use fedbandits::cli::{plan_text, validate_text};
 use fedbandits::job::{Job, JobError, MAX_CELLS};
 use proptest::prelude::*;
@@ -259,20 +260,20 @@ fn yaml_float(x: f64) -> String {
 /// A parameter: mostly one used by the chosen algorithms or environments,
 /// sometimes any registered one, rarely an unknown name.
 fn param_entry(members: Vec<&'static str>) -> BoxedStrategy<(&'static str, BoxedStrategy<String>)> {
-    let used: Vec<usize> = (0..PARAMS.len())
-        .filter(|&i| PARAMS[i].used_by.iter().any(|u| members.contains(u)))
+    let used: Vec<usize> = (0..all_params().len())
+        .filter(|&i| all_params()[i].used_by.iter().any(|u| members.contains(u)))
         .collect();
     let used = if used.is_empty() {
-        (0..PARAMS.len()).collect()
+        (0..all_params().len()).collect()
     } else {
         used
     };
     prop_oneof![
         80 => prop::sample::select(used),
-        2 => 0..PARAMS.len(),
+        2 => 0..all_params().len(),
         1 => Just(usize::MAX),
     ]
-    .prop_map(|i| match PARAMS.get(i) {
+    .prop_map(|i| match all_params().get(i) {
         Some(p) => (p.name, param_value(p.kind)),
         None => ("bogus_param", any_scalar().boxed()),
     })
@@ -283,7 +284,7 @@ fn param_entry(members: Vec<&'static str>) -> BoxedStrategy<(&'static str, Boxed
 /// the private algorithms, so that more jobs reach expansion).
 fn params_block(members: Vec<&'static str>) -> impl Strategy<Value = Vec<(&'static str, String)>> {
     let privacy = |name: &'static str| {
-        let kind = params::param(name).map(|p| p.kind).unwrap();
+        let kind = family::param(name).map(|p| p.kind).unwrap();
         prop::option::weighted(0.9, param_value(kind).prop_map(move |v| (name, v)))
     };
     (

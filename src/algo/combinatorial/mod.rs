@@ -21,6 +21,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod p_fcb;
 pub mod params;
+pub mod table;
 
 use crate::algo::family_entry::CostTerm;
 use crate::backend::{Backend, BatchError, Device};
@@ -295,6 +296,8 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     )],
     workloads: WORKLOADS,
     parity: PARITY,
+    params: table::PARAMS,
+    shares: table::SHARES,
     columns: &[
         "regret_after_exploration",
         "constraint_violations",
@@ -302,6 +305,8 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
         "messages_rejected",
         "paper_epsilon_spent",
         "paper_delta_spent",
+        "acct_rho_zcdp",
+        "acct_epsilon_zcdp",
     ],
     non_private: &[("p_fcb", "fcb")],
     metrics: &[
@@ -354,6 +359,14 @@ pub fn ops<'a>(batch: &CombBatch, backend: &'a dyn Backend) -> Result<Box<dyn Co
 }
 
 impl crate::algo::FamilyConfig for CombConfig {
+    fn batch(
+        &self,
+        env_keys: Vec<Vec<u64>>,
+        algo_keys: &[Vec<u64>],
+    ) -> Result<Box<dyn crate::algo::FamilyBatch>, crate::graph::GraphError> {
+        Ok(Box::new(comb_batch(self, &env_keys, algo_keys)))
+    }
+
     fn agents(&self) -> usize {
         self.env.agents
     }

@@ -3,7 +3,6 @@
 
 use super::p_fcb::{Budget, PFcbConfig, TauStart};
 use super::{CombAlgorithm, CombConfig};
-use crate::algo::CellConfig;
 use crate::algo::params::Value;
 use crate::algo::resolve::Params;
 use crate::env::procurement::{EXACT_LIMIT, InstanceKind, Oracle, ProcurementSpec};
@@ -14,7 +13,7 @@ use crate::env::procurement::{EXACT_LIMIT, InstanceKind, Oracle, ProcurementSpec
 /// `epsilon` (required; `.inf`: no noise) and `delta` (required where
 /// epsilon is finite), `t_low`, `t_high`, `omega1`, `omega2`, `tau_start`,
 /// `calibration`, `budget`, `window`.
-pub fn resolve(p: &mut Params<'_>) -> CellConfig {
+pub fn resolve(p: &mut Params<'_>) -> Box<dyn crate::algo::FamilyConfig> {
     let (algo, _, horizon) = p.cell();
     let algorithm = match algo {
         "fcb" => CombAlgorithm::Fcb,
@@ -50,7 +49,7 @@ pub fn resolve(p: &mut Params<'_>) -> CellConfig {
     } else {
         PFcbConfig::default()
     };
-    CellConfig::Comb(CombConfig {
+    Box::new(CombConfig {
         algorithm,
         env,
         horizon,

@@ -23,6 +23,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod fed_ucb_gossip;
 pub mod params;
+pub mod table;
 
 use crate::algo::family_entry::CostTerm;
 use crate::backend::{Backend, BatchError, Device};
@@ -372,6 +373,8 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     )],
     workloads: WORKLOADS,
     parity: PARITY,
+    params: table::PARAMS,
+    shares: table::SHARES,
     columns: &[
         "consensus_error",
         "estimate_error",
@@ -432,6 +435,14 @@ pub fn ops<'a>(batch: &GossipBatch, backend: &'a dyn Backend) -> Result<Box<dyn 
 }
 
 impl crate::algo::FamilyConfig for GossipConfig {
+    fn batch(
+        &self,
+        env_keys: Vec<Vec<u64>>,
+        algo_keys: &[Vec<u64>],
+    ) -> Result<Box<dyn crate::algo::FamilyBatch>, crate::graph::GraphError> {
+        Ok(Box::new(gossip_batch(self, &env_keys, algo_keys)?))
+    }
+
     fn agents(&self) -> usize {
         self.env.agents
     }

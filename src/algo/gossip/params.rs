@@ -3,7 +3,6 @@
 
 use super::fed_ucb_gossip::{BudgetSplit, PrivacyConfig};
 use super::{GossipAlgorithm, GossipConfig};
-use crate::algo::CellConfig;
 use crate::algo::params::Value;
 use crate::algo::resolve::Params;
 use crate::env::mab::MabEnvSpec;
@@ -14,7 +13,7 @@ use crate::env::mab::MabEnvSpec;
 /// and for `fed_ucb_gossip` the
 /// privatizer (`epsilon` required, `.inf` for none; `budget_split`,
 /// `clip_lo` < `clip_hi`, `c_priv`).
-pub fn resolve(p: &mut Params<'_>) -> CellConfig {
+pub fn resolve(p: &mut Params<'_>) -> Box<dyn crate::algo::FamilyConfig> {
     let (algo, env, horizon) = p.cell();
     let algorithm = match algo {
         "fed_ucb_gossip" => GossipAlgorithm::FedUcbGossip,
@@ -68,7 +67,7 @@ pub fn resolve(p: &mut Params<'_>) -> CellConfig {
         PrivacyConfig::default()
     };
     let graph = graph.unwrap_or(crate::graph::GraphSpec::Complete);
-    CellConfig::Gossip(GossipConfig {
+    Box::new(GossipConfig {
         algorithm,
         env: MabEnvSpec {
             agents: agents as usize,

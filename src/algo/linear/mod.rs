@@ -17,6 +17,7 @@ pub mod feducb_decentralized;
 pub mod lockstep;
 pub mod oful;
 pub mod params;
+pub mod table;
 pub mod random;
 pub mod step;
 pub mod workloads;
@@ -326,6 +327,8 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     ],
     workloads: workloads::WORKLOADS,
     parity: workloads::PARITY,
+    params: table::PARAMS,
+    shares: table::SHARES,
     columns: &[
         "cholesky_failures",
         "beta_clamps",
@@ -398,6 +401,14 @@ pub fn ops<'a>(
 }
 
 impl crate::algo::FamilyConfig for LinearConfig {
+    fn batch(
+        &self,
+        env_keys: Vec<Vec<u64>>,
+        algo_keys: &[Vec<u64>],
+    ) -> Result<Box<dyn crate::algo::FamilyBatch>, crate::graph::GraphError> {
+        Ok(Box::new(linear_batch(self, env_keys, algo_keys)?))
+    }
+
     fn agents(&self) -> usize {
         self.m
     }
@@ -506,6 +517,14 @@ impl crate::algo::FamilyBatch for batch::LinearBatch {
             .into_iter()
             .map(|c| c.into_iter().map(|p| curve_point(p, self.m)).collect())
             .collect())
+    }
+
+    fn start_rep(&self) -> Result<Box<dyn crate::algo::cell::RepObject>, crate::backend::BatchError> {
+        crate::algo::cell::start_rep::<Rep>(self)
+    }
+
+    fn resume_rep(&self, bytes: &[u8]) -> Result<Box<dyn crate::algo::cell::RepObject>, bincode::Error> {
+        crate::algo::cell::resume_rep::<Rep>(bytes)
     }
 }
 

@@ -6,14 +6,13 @@
 //! action norm).
 
 use super::{Calibration, LinearAlgorithm, LinearConfig, Protocol, SyncRegime};
-use crate::algo::CellConfig;
 use crate::algo::params::Value;
 use crate::algo::resolve::Params;
 use crate::env::{LinearEnvKind, LinearEnvSpec};
 use crate::graph::GraphSpec;
 
 /// Resolves a linear-family cell.
-pub fn resolve(p: &mut Params<'_>) -> CellConfig {
+pub fn resolve(p: &mut Params<'_>) -> Box<dyn crate::algo::FamilyConfig> {
     let (algo, env, horizon) = p.cell();
     let algorithm = match algo {
         "linucb" => LinearAlgorithm::Linucb,
@@ -81,7 +80,7 @@ pub fn resolve(p: &mut Params<'_>) -> CellConfig {
         );
     }
     vecsum_reachable(p, &cfg);
-    CellConfig::Linear(cfg)
+    Box::new(cfg)
 }
 
 /// `sdp_vecsum` under `calibration: exact`: a target its exact accountant

@@ -1,0 +1,165 @@
+//! The combinatorial family's parameters ([`PARAMS`], in output-column order after
+//! the shared ones) and its uses of the shared parameters ([`SHARES`]):
+//! the one place each is declared; the registry's union
+//! ([`crate::algo::family::params`]) is what the resolver, `list`,
+//! `validate` and the Parquet schema read.
+
+use crate::algo::defaults::DefaultValue as D;
+use crate::algo::params::{ALL, Kind, POS, ParamDef, Share, UNIT_OPEN};
+
+/// Its environment.
+const PROCUREMENT: &[&str] = &["procurement"];
+
+/// Its members' uses of the shared parameters.
+pub const SHARES: &[Share] = &[
+    Share {
+        params: &["m"],
+        by: &["non_federated", "fcb", "p_fcb"],
+        defaults: &[],
+    },
+    Share {
+        params: &["epsilon", "delta", "neighbours", "calibration"],
+        by: &["p_fcb"],
+        defaults: &[],
+    },
+];
+
+/// Its own parameters, in output-column order.
+pub const PARAMS: &[ParamDef] = &[
+    ParamDef {
+        name: "producers",
+        kind: Kind::Int { min: 1, max: 100_000 },
+        defaults: &[(ALL, D::Int(30))],
+        doc: "producers m (Solanki et al.)",
+        used_by: PROCUREMENT,
+        variant: false,
+        common_random_numbers: false,
+    },
+    ParamDef {
+        name: "instance_kind",
+        kind: Kind::Choice(&["uniform", "normal"]),
+        defaults: &[(ALL, D::Word("uniform"))],
+        doc: "qualities and costs U[0,1] or N(quality_threshold, 0.1) clipped to [0,1]",
+        used_by: PROCUREMENT,
+        variant: false,
+        common_random_numbers: false,
+    },
+    ParamDef {
+        name: "quality_threshold",
+        kind: UNIT_OPEN,
+        defaults: &[(ALL, D::Float(0.4))],
+        doc: "alpha of the quality constraint sum l q >= alpha sum l",
+        used_by: PROCUREMENT,
+        variant: false,
+        common_random_numbers: false,
+    },
+    ParamDef {
+        name: "rho",
+        kind: POS,
+        defaults: &[(ALL, D::Float(1.0))],
+        doc: "revenue per unit of quality (r = rho q - c)",
+        used_by: PROCUREMENT,
+        variant: false,
+        common_random_numbers: false,
+    },
+    ParamDef {
+        name: "max_capacity",
+        kind: Kind::Int { min: 1, max: 1_000_000 },
+        defaults: &[(ALL, D::Int(50))],
+        doc: "capacities k ~ U{1..max_capacity}",
+        used_by: PROCUREMENT,
+        variant: false,
+        common_random_numbers: false,
+    },
+    ParamDef {
+        name: "instances",
+        kind: Kind::Int { min: 1, max: 1_000_000 },
+        defaults: &[(ALL, D::Int(5))],
+        doc: "distinct instances; repetition r uses instance r mod instances",
+        used_by: PROCUREMENT,
+        variant: false,
+        common_random_numbers: false,
+    },
+    ParamDef {
+        name: "zeta",
+        kind: UNIT_OPEN,
+        defaults: &[(ALL, D::Float(0.1))],
+        doc: "exploration length ceil(3 ln(n T) / (2 n zeta^2))",
+        used_by: &["non_federated", "fcb", "p_fcb"],
+        variant: false,
+        common_random_numbers: false,
+    },
+    ParamDef {
+        name: "oracle",
+        kind: Kind::Choice(&["greedy", "exact"]),
+        defaults: &[(ALL, D::Word("greedy"))],
+        doc: "the agents' oracle and the regret benchmark: greedy (GSS, the paper's) or exact \
+              (exhaustive; at most 100000 choices, (max_capacity+1)^producers)",
+        used_by: &["non_federated", "fcb", "p_fcb"],
+        variant: false,
+        common_random_numbers: true,
+    },
+    ParamDef {
+        name: "t_low",
+        kind: Kind::Int { min: 1, max: i64::MAX },
+        defaults: &[(ALL, D::Int(200))],
+        doc: "first round P-FCB may communicate",
+        used_by: &["p_fcb"],
+        variant: false,
+        common_random_numbers: false,
+    },
+    ParamDef {
+        name: "t_high",
+        kind: Kind::Int { min: 1, max: i64::MAX },
+        defaults: &[(ALL, D::Int(40_000))],
+        doc: "last round P-FCB may communicate",
+        used_by: &["p_fcb"],
+        variant: false,
+        common_random_numbers: false,
+    },
+    ParamDef {
+        name: "omega1",
+        kind: POS,
+        defaults: &[(ALL, D::Float(0.1))],
+        doc: "P-FCB acceptance window scale",
+        used_by: &["p_fcb"],
+        variant: false,
+        common_random_numbers: false,
+    },
+    ParamDef {
+        name: "omega2",
+        kind: POS,
+        defaults: &[(ALL, D::Float(10.0))],
+        doc: "P-FCB weight of accepted messages (the paper's text: [0, 1]; its experiments: 10)",
+        used_by: &["p_fcb"],
+        variant: false,
+        common_random_numbers: false,
+    },
+    ParamDef {
+        name: "tau_start",
+        kind: Kind::Choice(&["one", "t_low"]),
+        defaults: &[(ALL, D::Word("one"))],
+        doc: "P-FCB's tau starts at 1 (the paper) or t_low, doubling after each communication",
+        used_by: &["p_fcb"],
+        variant: false,
+        common_random_numbers: false,
+    },
+    ParamDef {
+        name: "budget",
+        kind: Kind::Choice(&["paper", "normalized"]),
+        defaults: &[(ALL, D::Word("paper"))],
+        doc: "epsilon_z = eps/(2 ln T) + eps/2^(z+1) (the paper; sums above eps) or scaled to sum to eps",
+        used_by: &["p_fcb"],
+        variant: true,
+        common_random_numbers: false,
+    },
+    ParamDef {
+        name: "window",
+        kind: Kind::Choice(&["procedure", "prose"]),
+        defaults: &[(ALL, D::Word("procedure"))],
+        doc: "acceptance window: Procedure 1 (total units, ln(n t)) or the prose (own units, ln t)",
+        used_by: &["p_fcb"],
+        variant: false,
+        common_random_numbers: false,
+    },
+];
