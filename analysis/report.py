@@ -290,6 +290,14 @@ def main_effects(s: Study, out: Path, effects: dict[str, pl.DataFrame], mode: st
     )
     for axis in s.axes:
         eff, refs = effects[axis.name], reference_levels(s, axis)
+        if not eff.height:
+            # An axis no variant varies in: a job of several families whose
+            # algorithms each run on their own family's environment.
+            blocks += [
+                ("h3", f"`{axis.name}`"),
+                ("p", f"No variant runs at more than one value of `{axis.name}` (each runs at its own): no main effect to show."),
+            ]
+            continue
         name = f"{s.job}_effect_{axis.name}.png"
         drawn, spread = eff, []
         title = f"{s.job}: final {s.regret_word()} ({center}) vs {axis.name}"

@@ -49,3 +49,15 @@ def test_each_file_carries_its_families_columns_and_the_frame_is_their_union(tmp
     assert df.filter(df["job"] == "gos")["d"].is_null().all()
     assert df.filter(df["job"] == "gos")["consensus_error"].is_not_null().all()
     assert df.height == 3 * 2 * 2 * 2
+
+
+def test_a_study_of_two_families_reports(tmp_path: Path) -> None:
+    """The environment axis of a job whose families each run on their own
+    environment has no main effect (no variant varies in it): the report
+    says so instead of failing."""
+    from fedbandits_analysis.report import report
+
+    run(tmp_path, "mix")
+    report(tmp_path / "results" / "mix", tmp_path / "rep")
+    text = (tmp_path / "rep" / "report.md").read_text()
+    assert "No variant runs at more than one value of `environment`" in text
