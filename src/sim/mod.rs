@@ -164,8 +164,19 @@ pub fn run_rep_resumable(
             };
             let bytes = std::fs::read(&s.path).map_err(|e| invalid(e.to_string()))?;
             let payload = crate::output::unseal(&bytes).map_err(|e| invalid(e.to_string()))?;
-            let mut rest = payload;
-            let snapshot: RepSnapshot = bincode::deserialize_from(&mut rest).map_err(|e| invalid(e.to_string()))?;
+            // The format's version first (its first field): a snapshot of
+            // another format is not decoded further. The header is read
+            // from the slice (no length it holds is allocated before the
+            // bytes are there), and the family's bytes follow it.
+            let version: u32 = bincode::deserialize(payload).map_err(|e| invalid(e.to_string()))?;
+            if version != SNAPSHOT_VERSION {
+                return Err(invalid(format!(
+                    "snapshot format {version}, this engine reads {SNAPSHOT_VERSION}"
+                )));
+            }
+            let snapshot: RepSnapshot = bincode::deserialize(payload).map_err(|e| invalid(e.to_string()))?;
+            let header = bincode::serialized_size(&snapshot).map_err(|e| invalid(e.to_string()))? as usize;
+            let rest = payload.get(header..).unwrap_or_default();
             if snapshot.version != SNAPSHOT_VERSION
                 || snapshot.semantics != crate::job::SEMANTICS_VERSION
                 || snapshot.cell_key != cell.key

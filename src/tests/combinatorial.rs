@@ -342,3 +342,41 @@ fn the_exact_oracle_is_a_job_option_with_nonnegative_regret() {
         assert!(g[299] > 0.0);
     }
 }
+
+/// A snapshot of another format is refused by its version, before anything
+/// after it is decoded: an old format's state bytes read as a header field
+/// could hold any length (here 2^62), and nothing of it is allocated.
+#[test]
+fn a_snapshot_of_another_format_is_refused_by_its_version() {
+    use fedbandits::job::Job;
+    use fedbandits::sim::{Resumed, SnapshotError, Snapshots, run_rep_resumable};
+    let job = Job::parse(
+        std::path::Path::new("c.yaml"),
+        "horizon: 2000\nalgorithm: fcb\nenvironment: procurement\nparams: {m: 3, producers: 6}\n",
+    )
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("fedbandits-snapfmt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("old.snap");
+    // Format 11's first field, a semantics, then eight bytes that the
+    // next header field (the cell key) would read as its length, 2^62.
+    let mut payload = 11u32.to_le_bytes().to_vec();
+    payload.extend_from_slice(&17u32.to_le_bytes());
+    payload.extend_from_slice(&(1u64 << 62).to_le_bytes());
+    std::fs::write(&path, fedbandits::output::seal(&payload)).unwrap();
+    let (stop, tally) = (std::sync::atomic::AtomicBool::new(false), Resumed::default());
+    let snap = Snapshots {
+        path: path.clone(),
+        every: std::time::Duration::ZERO,
+        stop: &stop,
+        resumed: &tally,
+    };
+    let ck = job.checkpoint_rounds();
+    let Err(SnapshotError::Invalid { message, .. }) =
+        run_rep_resumable(&job.cells[0], job.seed, 0, &ck, &|_| {}, Some(&snap))
+    else {
+        panic!("an old format was not refused");
+    };
+    assert_eq!(message, "snapshot format 11, this engine reads 12");
+    let _ = std::fs::remove_dir_all(&dir);
+}
