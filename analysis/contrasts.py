@@ -125,13 +125,26 @@ def interaction_of(part: pl.DataFrame, variant: str, a: Axis, b: Axis, metric: s
     if found is None:
         return None
     cube, av, bv = found
-    subs = [(i, j, k, l) for i, j in combinations(range(len(av)), 2) for k, l in combinations(range(len(bv)), 2)]
-    d = np.stack([(cube[:, j, l] - cube[:, i, l]) - (cube[:, j, k] - cube[:, i, k]) for i, j, k, l in subs], axis=1)
+    subs = [(i, j, k, n) for i, j in combinations(range(len(av)), 2) for k, n in combinations(range(len(bv)), 2)]
+    d = np.stack([(cube[:, j, n] - cube[:, i, n]) - (cube[:, j, k] - cube[:, i, k]) for i, j, k, n in subs], axis=1)
     best = int(np.argmax(np.abs(d.mean(axis=0))))
-    i, j, k, l = subs[best]
+    i, j, k, n = subs[best]
     table = part.group_by([a.name, b.name]).agg(mean=_center(metric, scale), cells=pl.col("cell_id").n_unique())
     step = lambda col: stats.back(float(np.mean(cube[:, j, col] - cube[:, i, col])), scale)  # noqa: E731
-    out = Interaction(variant, a, b, table, float("nan"), float("nan"), float("nan"), ((av[i], av[j]), (bv[k], bv[l])), (step(k), step(l)), len(subs), None, cube.shape[0])
+    out = Interaction(
+        variant,
+        a,
+        b,
+        table,
+        float("nan"),
+        float("nan"),
+        float("nan"),
+        ((av[i], av[j]), (bv[k], bv[n])),
+        (step(k), step(n)),
+        len(subs),
+        None,
+        cube.shape[0],
+    )
     out.contrasts = d[:, best]
     out.unit = within_sd(part, metric) if scale == "additive" else 1.0
     _set_level(out, stats.LEVEL, scale)

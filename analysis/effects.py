@@ -364,7 +364,11 @@ def _study(lf, job, files, problems, schema, params, scale) -> Study:
     keys = ["cell_id", "cell_index", "algorithm", VARIANT, "environment", *params]
     cell_keys = final.select(keys).unique()
     variant_params = variant_params_of(fams_of(meta))
-    axes = swept_axes(cell_keys, [k for k in grid_keys(meta.get("job_yaml", "")) if k not in variant_params], [p for p in params if p not in variant_params])
+    axes = swept_axes(
+        cell_keys,
+        [k for k in grid_keys(meta.get("job_yaml", "")) if k not in variant_params],
+        [p for p in params if p not in variant_params],
+    )
     cell_cols = [a.name for a in axes if a.name != "environment"]
     cells = _cell_table(final, REGRET, ["cell_id", "cell_index", "algorithm", VARIANT, "environment", *cell_cols])
     fams = fams_of(meta)
@@ -380,7 +384,23 @@ def _study(lf, job, files, problems, schema, params, scale) -> Study:
         bad = final.filter(~(pl.col(REGRET) > 0)).height
         scale, why = "additive", f"{bad} final value(s) are 0 or below, which the ratio scale cannot read"
     return Study(
-        job, meta, files, reason, rows, final, cells, axes, family, baseline, lf, privacy, fams, metric=REGRET, params=params, scale=scale, scale_why=why
+        job,
+        meta,
+        files,
+        reason,
+        rows,
+        final,
+        cells,
+        axes,
+        family,
+        baseline,
+        lf,
+        privacy,
+        fams,
+        metric=REGRET,
+        params=params,
+        scale=scale,
+        scale_why=why,
     )
 
 
@@ -505,10 +525,20 @@ def paired_steps(study: Study, axis: Axis) -> pl.DataFrame:
     for (variant,), part in _levels(study, axis).group_by([VARIANT], maintain_order=True):
         used = [v for v in axis.values if v in set(part[axis.name].to_list())]
         found = level_contrasts(part, axis.name, used, study.scale)
-        for a, b in zip(used, used[1:]):
+        for a, b in zip(used, used[1:], strict=False):
             e = found[(a, b)]
-            rows.append({VARIANT: variant, "from": fmt(a), "to": fmt(b), "contrast": e.value, "lo": e.lo, "hi": e.hi, "resolved": e.resolved})
-    schema = {VARIANT: pl.String, "from": pl.String, "to": pl.String, "contrast": pl.Float64, "lo": pl.Float64, "hi": pl.Float64, "resolved": pl.Boolean}
+            rows.append(
+                {VARIANT: variant, "from": fmt(a), "to": fmt(b), "contrast": e.value, "lo": e.lo, "hi": e.hi, "resolved": e.resolved}
+            )
+    schema = {
+        VARIANT: pl.String,
+        "from": pl.String,
+        "to": pl.String,
+        "contrast": pl.Float64,
+        "lo": pl.Float64,
+        "hi": pl.Float64,
+        "resolved": pl.Boolean,
+    }
     return pl.DataFrame(rows, schema=schema).sort([VARIANT], maintain_order=True)
 
 
@@ -572,7 +602,7 @@ def ranking(study: Study, effects: dict[str, pl.DataFrame]) -> pl.DataFrame:
                     "extreme_hi": ext.hi,
                     "extreme_pair": f"{axis.name}={fmt(high)} / {axis.name}={fmt(low)}",
                     "flat": _flat(found),
-                    "paired": f"{sum(bool(found[(a, b)].resolved) for a, b in zip(used, used[1:]))} of {len(used) - 1}",
+                    "paired": f"{sum(bool(found[(a, b)].resolved) for a, b in zip(used, used[1:], strict=False))} of {len(used) - 1}",
                 }
             )
     df = pl.DataFrame(rows, schema=RANKING_SCHEMA)
@@ -696,5 +726,3 @@ def curve_cells(study: Study) -> dict[str, list[tuple[str, str]]]:
         chosen += [(c, "corner") for c in corners if c not in taken][:MAX_CORNERS]
         out[algo] = chosen
     return dict(sorted(out.items()))
-
-

@@ -128,7 +128,13 @@ def _styles(groups: list[dict], by: list[str]) -> list[dict]:
         # The wide solid lines underneath are pale so that a dashed line of
         # the same colour on top of them shows.
         out.append(
-            {"ls": _DASHES[i % len(_DASHES)], "lw": max(3.5 - 1.5 * i, 1.5), "color": colors[j % len(colors)], "alpha": 0.45 if i == 0 else 1.0, "zorder": 2 + i}
+            {
+                "ls": _DASHES[i % len(_DASHES)],
+                "lw": max(3.5 - 1.5 * i, 1.5),
+                "color": colors[j % len(colors)],
+                "alpha": 0.45 if i == 0 else 1.0,
+                "zorder": 2 + i,
+            }
         )
     return out
 
@@ -171,7 +177,7 @@ def regret_curves(lf: pl.LazyFrame, by: list[str], out: Path, title: str, value:
     s = summarize(per_round_regret(time_average_regret(lf)), by, value)
     fig, ax = _figure(title)
     groups = s.select(by).unique(maintain_order=True).to_dicts() if by else [{}]
-    for g, style in zip(groups, _styles(groups, by)):
+    for g, style in zip(groups, _styles(groups, by), strict=True):
         part = s
         for k, v in g.items():
             part = part.filter(pl.col(k).is_null() if v is None else pl.col(k) == v)
@@ -194,7 +200,11 @@ def growth_curves(lf: pl.LazyFrame, out: Path, title: str) -> Path:
     the exponent measures: `regret_after_exploration` where the family
     writes it (combinatorial), else `group_regret`, per agent."""
     after = "regret_after_exploration" in lf.collect_schema().names()
-    value = "regret_after_exploration" if after and lf.select(pl.col("regret_after_exploration").is_not_null().any()).collect().item() else "group_regret"
+    value = (
+        "regret_after_exploration"
+        if after and lf.select(pl.col("regret_after_exploration").is_not_null().any()).collect().item()
+        else "group_regret"
+    )
     by = varying(lf, ["algorithm", "epsilon", "reward_on"]) or ["algorithm"]
     df = (
         lf.with_columns((pl.col(value) / pl.col("m").cast(pl.Float64)).alias("y"))
@@ -214,7 +224,9 @@ def growth_curves(lf: pl.LazyFrame, out: Path, title: str) -> Path:
             rep = rep.filter(pl.col("y") > 0)
             e = rep["regret_exponent"].drop_nulls()
             wide = bool(len(e)) and e[0] >= LINEAR_GROWTH_EXPONENT
-            ax.plot(rep["t"].to_numpy(), rep["y"].to_numpy(), color=color, lw=2.6 if wide else 1.0, alpha=0.85, label=label if j == 0 else None)
+            ax.plot(
+                rep["t"].to_numpy(), rep["y"].to_numpy(), color=color, lw=2.6 if wide else 1.0, alpha=0.85, label=label if j == 0 else None
+            )
     horizon = float(df["horizon"].max())
     top = float(df["y"].max())
     ax.plot([horizon / 1e3, horizon], [top / 1e3, top], ls=":", color="0.4", lw=1.2, label="slope 1 (linear growth)")
@@ -259,7 +271,7 @@ def communication(lf: pl.LazyFrame, by: list[str], out: Path, title: str) -> Pat
     s = summarize(lf, by, "sync_rounds")
     fig, ax = _figure(title)
     groups = s.select(by).unique(maintain_order=True).to_dicts()
-    for g, style in zip(groups, _styles(groups, by)):
+    for g, style in zip(groups, _styles(groups, by), strict=True):
         part = s
         for k, v in g.items():
             part = part.filter(pl.col(k) == v)
@@ -365,19 +377,31 @@ def figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
             made.append(final_vs(lf, "m", ["epsilon"], out / f"{job}_vs_m.png", f"Dubey & Pentland Fig. 1A{small}: regret vs M"))
         made.append(
             regret_curves(
-                lf, varying(lf, ["m", "private", "epsilon"]), out / f"{job}_round.png", f"Dubey & Pentland Fig. 1A{small}: regret per round", value="round_regret"
+                lf,
+                varying(lf, ["m", "private", "epsilon"]),
+                out / f"{job}_round.png",
+                f"Dubey & Pentland Fig. 1A{small}: regret per round",
+                value="round_regret",
             )
         )
     elif base == "dubey_onset":
         made.append(
             regret_curves(
-                lf, varying(lf, ["m", "private", "epsilon"]), out / f"{job}.png", f"Dubey & Pentland: learning onset{small}", value="round_regret"
+                lf,
+                varying(lf, ["m", "private", "epsilon"]),
+                out / f"{job}.png",
+                f"Dubey & Pentland: learning onset{small}",
+                value="round_regret",
             )
         )
     elif base == "dubey_fig1b":
         # The paper's Fig. 1B and 1C: regret curves against T on linear axes.
-        made.append(regret_curves(lf, ["private", "sync"], out / f"{job}_regret.png", f"Dubey & Pentland Fig. 1B{small}: regret", logx=False))
-        made.append(communication(lf, ["private", "sync"], out / f"{job}_communication.png", f"Dubey & Pentland Fig. 1B{small}: communication"))
+        made.append(
+            regret_curves(lf, ["private", "sync"], out / f"{job}_regret.png", f"Dubey & Pentland Fig. 1B{small}: regret", logx=False)
+        )
+        made.append(
+            communication(lf, ["private", "sync"], out / f"{job}_communication.png", f"Dubey & Pentland Fig. 1B{small}: communication")
+        )
     elif base == "dubey_fig1c":
         made.append(regret_curves(lf, ["d"], out / f"{job}.png", f"Dubey & Pentland Fig. 1C{small}: regret per d", logx=False))
         made.append(final_vs(lf, "d", [], out / f"{job}_vs_d.png", f"Dubey & Pentland Fig. 1C{small}: final regret vs d"))
@@ -385,10 +409,19 @@ def figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
         # The authors' plot script: time-average regret against the round
         # on linear axes (their band is +-1 standard error; ours 95%).
         by = ["protocol", "epsilon"]
-        made.append(regret_curves(lf, by, out / f"{job}.png", f"Zhou & Chowdhury Fig. {base[-2:]}{small}", value="time_avg_regret", logx=False))
+        made.append(
+            regret_curves(lf, by, out / f"{job}.png", f"Zhou & Chowdhury Fig. {base[-2:]}{small}", value="time_avg_regret", logx=False)
+        )
     elif base == "zhou_fig2c":
         made.append(
-            regret_curves(lf, ["algorithm", "epsilon"], out / f"{job}.png", f"Zhou & Chowdhury Fig. 2c{small} (synthetic data)", value="time_avg_regret", logx=False)
+            regret_curves(
+                lf,
+                ["algorithm", "epsilon"],
+                out / f"{job}.png",
+                f"Zhou & Chowdhury Fig. 2c{small} (synthetic data)",
+                value="time_avg_regret",
+                logx=False,
+            )
         )
     elif base in ("zhu_fig1a", "zhu_fig1b"):
         size = small
@@ -421,10 +454,22 @@ def figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
         after = lf.with_columns((pl.col("regret_after_exploration") / pl.col("m").cast(pl.Float64)).alias("agent_regret"))
         for kind in ("uniform", "normal"):
             sel = pl.col("instance_kind") == kind
-            made.append(regret_curves(lf.filter(sel), ["algorithm"], out / f"{job}_{kind}.png", f"Solanki et al. EXP1{small}: {kind} instances, total regret", logx=False))
             made.append(
                 regret_curves(
-                    after.filter(sel), ["algorithm"], out / f"{job}_{kind}_after.png", f"Solanki et al. EXP1{small}: {kind}, regret after exploration", logx=False
+                    lf.filter(sel),
+                    ["algorithm"],
+                    out / f"{job}_{kind}.png",
+                    f"Solanki et al. EXP1{small}: {kind} instances, total regret",
+                    logx=False,
+                )
+            )
+            made.append(
+                regret_curves(
+                    after.filter(sel),
+                    ["algorithm"],
+                    out / f"{job}_{kind}_after.png",
+                    f"Solanki et al. EXP1{small}: {kind}, regret after exploration",
+                    logx=False,
                 )
             )
     elif base == "solanki_exp2":
@@ -441,6 +486,8 @@ def figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line (`python -m fedbandits_analysis.figures RESULTS
+    --out DIR`): every paper figure the results can draw; 0 on success."""
     p = argparse.ArgumentParser(prog="python -m fedbandits_analysis.figures", description=__doc__.split("\n\n")[0])
     p.add_argument("results", help="results directory (one job's or a root of several)")
     p.add_argument("--out", default="figures", help="where to write the PNG files (default: figures/)")

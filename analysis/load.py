@@ -84,15 +84,9 @@ def parquet_files(path: str | Path) -> list[Path]:
         return [p]
     if not p.exists():
         raise ResultsError(f"{p}: no such results directory (run `fedbandits run JOB.yaml` first)")
-    files = sorted(
-        f
-        for f in p.rglob("part-*.parquet")
-        if not any(part.startswith((".", "_")) for part in f.relative_to(p).parts)
-    )
+    files = sorted(f for f in p.rglob("part-*.parquet") if not any(part.startswith((".", "_")) for part in f.relative_to(p).parts))
     if not files:
-        raise ResultsError(
-            f"{p}: no Parquet part files found (expected part-*.parquet from `fedbandits run`){_grown_hint(p)}"
-        )
+        raise ResultsError(f"{p}: no Parquet part files found (expected part-*.parquet from `fedbandits run`){_grown_hint(p)}")
     return files
 
 
@@ -104,10 +98,7 @@ def _grown_hint(d: Path) -> str:
     old = d / ".superseded" / d.name
     if not any(old.glob("part-*.parquet")):
         return ""
-    return (
-        f"; this study is being grown: the study it grew from stays loadable at {old} until "
-        f"`fedbandits merge {d}` completes this one"
-    )
+    return f"; this study is being grown: the study it grew from stays loadable at {old} until `fedbandits merge {d}` completes this one"
 
 
 #: The metadata key holding the XXH64 of a file's bytes before its footer.
@@ -216,9 +207,7 @@ def check_file(f: Path) -> dict[bytes, bytes]:
             f"fedbandits): move it away and rerun the job (only its units are recomputed)"
         )
     if stated.decode() != f"{data_checksum(f):016x}":
-        raise ResultsError(
-            f"{f}: checksum mismatch (the file is damaged): move it away and rerun the job (only its units are recomputed)"
-        )
+        raise ResultsError(f"{f}: checksum mismatch (the file is damaged): move it away and rerun the job (only its units are recomputed)")
     names = set(schema.names)
     missing = [c for c in REQUIRED if c not in names]
     if missing:
@@ -231,7 +220,7 @@ def check_overlap(files: list[Path], metadata: list[dict[bytes, bytes]]) -> None
     repetition): part files of two shard layouts (or a copied file) in one
     directory would otherwise be counted twice."""
     owner: dict[tuple[str, str], tuple[Path, str]] = {}
-    for f, md in zip(files, metadata):
+    for f, md in zip(files, metadata, strict=True):
         job = md.get(b"fedbandits.job_name", b"").decode()
         shard = md.get(b"fedbandits.shard", b"?").decode()
         units = md.get(b"fedbandits.units", b"").decode()
@@ -315,7 +304,7 @@ def _check_one_job(d: Path, files: list[Path], mds: list[dict[bytes, bytes]]) ->
     every part, and every part's job name the directory's."""
     first = _meta(mds[0], "job_identity", "none")
     semantics = _meta(mds[0], "semantics_version")
-    for f, md in zip(files, mds):
+    for f, md in zip(files, mds, strict=True):
         if _meta(md, "semantics_version") != semantics:
             raise ResultsError(
                 f"{d}: mixes engine semantics: {files[0].name} was written by semantics {semantics}, {f.name} by "
@@ -360,7 +349,7 @@ def _completeness(d: Path, files: list[Path], mds: list[dict[bytes, bytes]]) -> 
         listed = manifest["parts"]
         # The manifest names each part's shard: a part of another layout
         # copied over a listed name is not the part it lists.
-        for f, md in zip(files, mds):
+        for f, md in zip(files, mds, strict=True):
             want = listed.get(f.name)
             got = _meta(md, "shard", "?")
             if want is not None and got != want:
@@ -414,7 +403,7 @@ def _checked_groups(p: Path) -> list[tuple[list[Path], str | None]]:
     files = parquet_files(p)
     mds = [check_file(f) for f in files]
     dirs = [] if p.is_file() else sorted({f.parent for f in files})
-    by_dir = {d: ([f for f in files if f.parent == d], [m for f, m in zip(files, mds) if f.parent == d]) for d in dirs}
+    by_dir = {d: ([f for f in files if f.parent == d], [m for f, m in zip(files, mds, strict=True) if f.parent == d]) for d in dirs}
     for d, (fs, ms) in by_dir.items():
         _check_one_job(d, fs, ms)
     check_overlap(files, mds)
@@ -531,9 +520,7 @@ def private_regret(lf: pl.LazyFrame, by: tuple[str, ...] = ("c_priv", "clip")) -
         raise ResultsError("private_regret needs exactly one fed_ucb_gossip cell with epsilon = .inf")
     base = inf["regret"][0]
     private = means.filter(pl.col("epsilon").is_finite()).with_columns(private=pl.col("regret") - base)
-    return private.sort([*by, "epsilon"]).with_columns(
-        ratio=pl.col("private") / pl.col("private").first().over(list(by))
-    )
+    return private.sort([*by, "epsilon"]).with_columns(ratio=pl.col("private") / pl.col("private").first().over(list(by)))
 
 
 def federated_regret_ratio(
@@ -590,7 +577,7 @@ def window_regret(lf: pl.LazyFrame, edges: list[int], by: list[str], column: str
         return 0 if e <= 0 else min(ts, key=lambda t: abs(t - e))
 
     rows = []
-    for a, b in zip(edges, edges[1:]):
+    for a, b in zip(edges, edges[1:], strict=False):
         ta, tb = nearest(a), nearest(b)
         if tb <= ta:
             raise ResultsError(f"window_regret: edges {a} and {b} map to the same checkpoint {tb}")
@@ -612,7 +599,7 @@ def growth_exponent(ts, regrets, horizon: int) -> float | None:
     around it; None when the checkpoints do not span the decade (none at T,
     none at or before T/10, the two around it more than a factor 2 apart)
     or the regret at either end is not positive. `ts` ascending."""
-    pts = dict(zip(ts, regrets))
+    pts = dict(zip(ts, regrets, strict=True))
     if horizon not in pts:
         return None
     t0 = horizon / 10
@@ -697,8 +684,10 @@ def swept_columns(frame) -> list[str]:
         raise ResultsError("swept_columns needs a fedbandits frame (columns horizon ... repetition)")
     candidates = ["environment", *names[names.index("horizon") : names.index("repetition")]]
     if isinstance(frame, (pl.LazyFrame, pl.DataFrame)):
-        counts = frame.lazy().group_by("algorithm").agg([pl.col(c).n_unique() for c in candidates]).select(pl.all().exclude("algorithm").max())
+        counts = (
+            frame.lazy().group_by("algorithm").agg([pl.col(c).n_unique() for c in candidates]).select(pl.all().exclude("algorithm").max())
+        )
         most = counts.collect().row(0)
     else:
         most = frame.groupby("algorithm")[candidates].nunique(dropna=False).max().tolist()
-    return ["algorithm", *[c for c, n in zip(candidates, most) if n > 1]]
+    return ["algorithm", *[c for c, n in zip(candidates, most, strict=True) if n > 1]]

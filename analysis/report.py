@@ -46,12 +46,11 @@ import polars as pl
 from . import report_comms as comms
 from . import report_contrasts as contrast
 from . import report_plots as plots
-from . import report_warnings
-from . import stats
+from . import report_warnings, stats
 from .effects import (
-    VARIANT,
     MIN_REPETITIONS,
     PRIVACY_COLUMNS,
+    VARIANT,
     Study,
     curve_cells,
     fmt,
@@ -108,7 +107,8 @@ def header(s: Study) -> list[Block]:
         ("job", f"`{s.job}` ({m.get('job_path', '?')}, identity {m.get('job_identity', '?')})"),
         (
             "engine",
-            f"fedbandits {m.get('version', '?')}, commit {short_commit(m.get('git_commit', '?'))}, semantics {m.get('semantics_version', '?')}",
+            f"fedbandits {m.get('version', '?')}, commit {short_commit(m.get('git_commit', '?'))}, "
+            f"semantics {m.get('semantics_version', '?')}",
         ),
         ("family", f"{s.family or '?'}" + (f" (baseline of the federated regret ratio: `{s.baseline}`)" if s.baseline else "")),
         (
@@ -192,7 +192,9 @@ def ranking_blocks(s: Study, ranked: pl.DataFrame) -> list[Block]:
     rows = []
     for i, r in enumerate(ranked.iter_rows(named=True)):
         ext = stats.Estimate.of(r["extreme"], r["extreme_lo"], r["extreme_hi"])
-        score = stats.fmt_ratio(r["score"]) if ratio else (_num(r["score"], 3) if r["score"] is not None else "n/a (one repetition per cell)")
+        score = (
+            stats.fmt_ratio(r["score"]) if ratio else (_num(r["score"], 3) if r["score"] is not None else "n/a (one repetition per cell)")
+        )
         rows.append(
             [
                 str(i + 1),
@@ -274,6 +276,10 @@ def _interval(center, lo, hi) -> str:
 
 
 def main_effects(s: Study, out: Path, effects: dict[str, pl.DataFrame], mode: str = "target") -> list[Block]:
+    """The report's "Main effects" section: per swept axis, the final
+    regret of each variant against it (a plot in `out` and its table), and
+    the federated regret ratio where the family has a baseline; `mode`
+    "accounted" draws epsilon at each cell's accounted figure."""
     blocks: list[Block] = [("h2", "Main effects")]
     if not s.axes:
         return blocks + [("p", "The job sweeps no parameter (one cell per algorithm): no main effect to draw.")]
@@ -304,7 +310,9 @@ def main_effects(s: Study, out: Path, effects: dict[str, pl.DataFrame], mode: st
         if axis.name == "epsilon" and mode == "accounted" and "acct_epsilon" in s.final.columns:
             drawn, spread = contrast.accounted_x(s, eff)
             title = f"{s.job}: final {s.regret_word()} ({center}) vs accounted epsilon (points labelled with their target)"
-        plots.effect_plot(axis, drawn, refs, out / name, title, palette, label=plots.ylabel_of(s.scale, s.regret_word()), log_y=s.scale == "ratio")
+        plots.effect_plot(
+            axis, drawn, refs, out / name, title, palette, label=plots.ylabel_of(s.scale, s.regret_word()), log_y=s.scale == "ratio"
+        )
         table, note = _effect_table(eff, refs, scale=s.scale)
         if spread:
             note += " Points whose cells provide different accounted figures: " + "; ".join(spread) + "."
@@ -348,6 +356,9 @@ def _frr_blocks(s: Study, out: Path, axis, eff: pl.DataFrame, palette: dict) -> 
 
 
 def curve_blocks(s: Study, out: Path, phases: dict | None = None) -> list[Block]:
+    """The report's "Regret curves" section: per variant, the curves of its
+    best, worst and grid-corner cells (plots in `out`), with each cell's
+    learning phases where `phases` holds them."""
     blocks: list[Block] = [
         ("h2", "Regret curves"),
         (
@@ -396,7 +407,9 @@ def matched_groups(s: Study) -> list[tuple[str, list[tuple[str, str]]]]:
     variants = s.cells["variant"].unique(maintain_order=True).to_list()
     if len(variants) < 2:
         return []
-    shared = [(sum(1 for v in variants if s.cells.filter((pl.col("variant") == v) & pl.col(a.name).is_not_null()).height), a) for a in s.axes]
+    shared = [
+        (sum(1 for v in variants if s.cells.filter((pl.col("variant") == v) & pl.col(a.name).is_not_null()).height), a) for a in s.axes
+    ]
     shared = [x for x in shared if x[0] >= 2]
     if not shared:
         return []
@@ -462,6 +475,8 @@ def _inline_md(text: str) -> str:
 
 
 def to_markdown(blocks: list[Block]) -> str:
+    """The report's blocks (headings, paragraphs, tables, images, lists)
+    as Markdown text."""
     lines: list[str] = []
     for b in blocks:
         kind = b[0]
@@ -554,6 +569,9 @@ def report(
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line (`python -m fedbandits_analysis.report RESULTS
+    --out DIR`): the sensitivity report of every job under RESULTS; 0 on
+    success."""
     p = argparse.ArgumentParser(prog="python -m fedbandits_analysis.report", description=__doc__.split("\n\n")[0])
     p.add_argument("results", help="a job's results directory (merged or sharded), a root of several, or a Parquet file")
     p.add_argument("--out", required=True, help="directory for report.md and its figures (created)")

@@ -118,15 +118,15 @@ def break_even(study: Study, ratios: pl.DataFrame) -> list[list[str]]:
         if part.height < 2:
             continue
         eps = part["epsilon"].to_list()
-        ln = lambda col: [math.log(v) if v is not None and v > 0 else float("nan") for v in part[col].to_list()]  # noqa: E731
+        ln = lambda col, part=part: [math.log(v) if v is not None and v > 0 else float("nan") for v in part[col].to_list()]  # noqa: E731
         mid, low, high = ln("frr"), ln("lo"), ln("hi")
         kind, x = _crossing(eps, mid)
         text = _say(kind, x)
         if not any(math.isnan(v) for v in low + high):
             (k_lo, x_lo), (k_hi, x_hi) = _crossing(eps, low), _crossing(eps, high)
             text += f" [{_say(k_lo, x_lo)}, {_say(k_hi, x_hi)}]"
-        setting = ", ".join(f"{n}={fmt(v)}" for n, v in zip(others, key[1:]) if v is not None) or "-"
-        at = "; ".join(f"{fmt(e)}: {stats.fmt_ratio(r)}" for e, r in zip(eps, part["frr"].to_list()))
+        setting = ", ".join(f"{n}={fmt(v)}" for n, v in zip(others, key[1:], strict=True) if v is not None) or "-"
+        at = "; ".join(f"{fmt(e)}: {stats.fmt_ratio(r)}" for e, r in zip(eps, part["frr"].to_list(), strict=True))
         rows.append([key[0], setting, at, text])
     return rows
 
@@ -145,7 +145,9 @@ def clipping_warnings(study: Study) -> list[str]:
     ]
     if not hit:
         return []
-    shown = "; ".join(f"{study.label(p)}: {100 * p['clipped_share']:.3g}% (counterpart {100 * (c['clipped_share'] or 0):.3g}%)" for p, c in hit[:5])
+    shown = "; ".join(
+        f"{study.label(p)}: {100 * p['clipped_share']:.3g}% (counterpart {100 * (c['clipped_share'] or 0):.3g}%)" for p, c in hit[:5]
+    )
     return [
         f"{len(hit)} private cell(s) clip a larger share of their observations than their non-private counterpart "
         f"({shown}{'; ...' if len(hit) > 5 else ''}): part of their cost of privacy is clipping bias, not noise"
@@ -165,9 +167,18 @@ def _table(study: Study, cells: pl.DataFrame, first: dict, phases: dict, base: d
     rows = []
     for r in cells.iter_rows(named=True):
         f = first.get(r["cell_id"], {})
-        sync = "never" if f.get("first_sync") is None else f"<= {f['first_sync']:,.0f}" + (f" ({f['never']} never)" if f.get("never") else "")
+        sync = (
+            "never" if f.get("first_sync") is None else f"<= {f['first_sync']:,.0f}" + (f" ({f['never']} never)" if f.get("never") else "")
+        )
         label = study.label(r).removeprefix(r[VARIANT]).strip() or "-"
-        row = [label, _count(r.get("sync_rounds")), _count(r.get("messages")), sync, describe(phases.get(r["cell_id"], {})), f"{r['level']:.4g}"]
+        row = [
+            label,
+            _count(r.get("sync_rounds")),
+            _count(r.get("messages")),
+            sync,
+            describe(phases.get(r["cell_id"], {})),
+            f"{r['level']:.4g}",
+        ]
         if base:
             row.append(_est(base.get(r["cell_id"])))
         if cost:
@@ -191,7 +202,9 @@ def comms_blocks(study: Study, out: Path, phases: pl.DataFrame) -> list[Block]:
     base = {r["cell_id"]: r for r in ratios.iter_rows(named=True)}
     cost_pairs, _ = counterparts(study)
     cost = {r["cell_id"]: r for r in pair_ratios(study, cost_pairs).iter_rows(named=True)}
-    level = study.final.group_by("cell_id").agg(level=pl.col(study.metric).log().mean().exp() if study.scale == "ratio" else pl.col(study.metric).mean())
+    level = study.final.group_by("cell_id").agg(
+        level=pl.col(study.metric).log().mean().exp() if study.scale == "ratio" else pl.col(study.metric).mean()
+    )
     cells = study.cells.join(level, on="cell_id").sort("cell_index")
     blocks.append(
         (
@@ -238,4 +251,3 @@ def long_phase_warnings(study: Study, phases: pl.DataFrame) -> list[str]:
         f"({shown}{'; ...' if len(rows) > 10 else ''}): these cells learn late (a private schedule's first sync, "
         f"a wide private width), which the last-decade exponent cannot see"
     ]
-

@@ -87,9 +87,14 @@ def privacy_table(s: Study, columns: list[str]) -> list[Block]:
     axes = [a.name for a in s.axes if a.name in private.columns and private[a.name].drop_nulls().n_unique() > 1]
     keep = figure_axes(private, axes, shown)
     loose = [a for a in axes if a not in keep]
-    groups = private.group_by([VARIANT, *keep, *shown], maintain_order=True).agg(cells=pl.len(), first=pl.col("cell_index").min()).sort("first")
+    groups = (
+        private.group_by([VARIANT, *keep, *shown], maintain_order=True).agg(cells=pl.len(), first=pl.col("cell_index").min()).sort("first")
+    )
     cols = [*keep, *shown]
-    rows = [[r[VARIANT], *[_num(r[c]) if not isinstance(r[c], bool) else str(r[c]).lower() for c in cols], str(r["cells"])] for r in groups.iter_rows(named=True)]
+    rows = [
+        [r[VARIANT], *[_num(r[c]) if not isinstance(r[c], bool) else str(r[c]).lower() for c in cols], str(r["cells"])]
+        for r in groups.iter_rows(named=True)
+    ]
     same = f" The figures are the same at every value of {', '.join(f'`{a}`' for a in loose)} (within each row)." if loose else ""
     return [
         (
@@ -144,9 +149,14 @@ def interaction_blocks(s: Study, out: Path) -> list[Block]:
     detected = [i for i in found if i.detected]
     if not detected:
         top = found[0]
-        blocks.append(("p", f"None detected: every pair's strongest contrast has an interval including no effect (largest: {_line(top, s.scale)})."))
+        blocks.append(
+            ("p", f"None detected: every pair's strongest contrast has an interval including no effect (largest: {_line(top, s.scale)}).")
+        )
         return blocks
-    rows = [[i.variant, f"`{i.a.name}` x `{i.b.name}`", _ratio(i.strength, i.lo, i.hi, s.scale), _effects(i, s.scale)] for i in detected[:MAX_LISTED]]
+    rows = [
+        [i.variant, f"`{i.a.name}` x `{i.b.name}`", _ratio(i.strength, i.lo, i.hi, s.scale), _effects(i, s.scale)]
+        for i in detected[:MAX_LISTED]
+    ]
     head = ["variant", "axes", f"strength [{100 * level:.4g}% interval]", "the step of the first axis at each end of the second"]
     blocks.append(("table", head, rows))
     rest = len(found) - len(detected)
@@ -154,7 +164,8 @@ def interaction_blocks(s: Study, out: Path) -> list[Block]:
         blocks.append(("p", f"{max(len(detected) - MAX_LISTED, 0)} more detected not listed; {rest} pair(s) with no interaction detected."))
     for k, i in enumerate(detected[:MAX_DRAWN]):
         name = f"{s.job}_interaction_{k + 1}.png"
-        title = f"{s.job}: {i.variant}, {i.a.name} x {i.b.name} ({'ratio of ratios' if s.scale == 'ratio' else 'strength'} {_num(i.strength, 3)})"
+        kind = "ratio of ratios" if s.scale == "ratio" else "strength"
+        title = f"{s.job}: {i.variant}, {i.a.name} x {i.b.name} ({kind} {_num(i.strength, 3)})"
         plots.interaction_plot(i, out / name, title, plots.ylabel_of(s.scale, s.regret_word()))
         blocks.append(("img", name, f"{i.variant}: {i.a.name} x {i.b.name}"))
     return blocks
@@ -207,14 +218,24 @@ def cost_blocks(s: Study, out: Path, mode: str) -> list[Block]:
             "p",
             "Each private cell paired by repetition with its non-private counterpart (same environment and parameters "
             "but privacy; contrasts.py): the ratio of final regret per agent ("
-            + ("the geometric mean of the per-repetition ratios, Student-t interval on the log scale"
-               if s.scale == "ratio" else "the ratio of the means, paired delta-method interval")
+            + (
+                "the geometric mean of the per-repetition ratios, Student-t interval on the log scale"
+                if s.scale == "ratio"
+                else "the ratio of the means, paired delta-method interval"
+            )
             + ") and the difference (95% percentile-bootstrap interval over the paired repetitions). "
             + stats.scale_note(s.scale),
         )
     )
     if missing:
-        blocks.append(("p", f"No non-private counterpart in this job for {len(missing)} private cell(s): " + "; ".join(missing[:10]) + ("; ..." if len(missing) > 10 else "")))
+        blocks.append(
+            (
+                "p",
+                f"No non-private counterpart in this job for {len(missing)} private cell(s): "
+                + "; ".join(missing[:10])
+                + ("; ..." if len(missing) > 10 else ""),
+            )
+        )
     if table.height == 0:
         return blocks
     blocks.append(_cost_table(s, table))
@@ -239,7 +260,9 @@ def _other_algorithm_note(s: Study, table: pl.DataFrame) -> list[Block]:
     """A note where a private cell is compared with another algorithm:
     the cost then includes whatever else the two algorithms differ in."""
     algo = {r["cell_id"]: r["algorithm"] for r in s.cells.iter_rows(named=True)}
-    pairs = sorted({(algo[r["cell_id"]], algo[r["counterpart"]]) for r in table.iter_rows(named=True) if algo[r["cell_id"]] != algo[r["counterpart"]]})
+    pairs = sorted(
+        {(algo[r["cell_id"]], algo[r["counterpart"]]) for r in table.iter_rows(named=True) if algo[r["cell_id"]] != algo[r["counterpart"]]}
+    )
     if not pairs:
         return []
     named = ", ".join(f"{a} with {b}" for a, b in pairs)
@@ -276,11 +299,16 @@ def _cost_dependence(s: Study, rows: pl.DataFrame) -> list[Block]:
             table.append([variant, f"`{a.name}`", text])
     what = "geometric mean over repetitions of the paired ratio" if scale == "ratio" else "mean over repetitions of the paired difference"
     if table:
-        out += [("p", f"The cost of privacy against each other axis ({what}, other axes pooled):"), ("table", ["variant", "axis", "cost at each value [95% interval]"], sorted(table))]
+        out += [
+            ("p", f"The cost of privacy against each other axis ({what}, other axes pooled):"),
+            ("table", ["variant", "axis", "cost at each value [95% interval]"], sorted(table)),
+        ]
     found = interactions(rows, s.axes, column, scale)
     detected = [i for i in found if i.detected]
     if detected:
-        out.append(("p", f"Interaction on the cost (family-wise 95% over {searched_tables(found)} sub-tables): {_line(detected[0], scale)}."))
+        out.append(
+            ("p", f"Interaction on the cost (family-wise 95% over {searched_tables(found)} sub-tables): {_line(detected[0], scale)}.")
+        )
     elif found:
         out.append(("p", f"No interaction of two axes on the cost detected ({searched_tables(found)} sub-tables searched)."))
     return out

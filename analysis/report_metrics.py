@@ -74,7 +74,10 @@ def metrics_blocks(study: Study, out: Path) -> list[Block]:
     shares = {c for c, h in heads.items() if "share" in h}
     blocks: list[Block] = [
         ("h2", "Family metrics"),
-        ("p", "Definitions (the family registry, as `fedbandits list` prints them); each value below is the mean over repetitions at t = T:"),
+        (
+            "p",
+            "Definitions (the family registry, as `fedbandits list` prints them); each value below is the mean over repetitions at t = T:",
+        ),
         ("ul", [f"`{c}`: {d}" for c, d in defs.items()]),
     ]
     means = rows.group_by("cell_id").agg([pl.col(c).mean() for c in heads])
@@ -83,7 +86,10 @@ def metrics_blocks(study: Study, out: Path) -> list[Block]:
         mine = [c for c in heads if part[c].null_count() < part.height]
         if not mine:
             continue
-        table = [[study.label(r).removeprefix(variant).strip() or "-", *[_cell(r[c], c in shares) for c in mine]] for r in part.iter_rows(named=True)]
+        table = [
+            [study.label(r).removeprefix(variant).strip() or "-", *[_cell(r[c], c in shares) for c in mine]]
+            for r in part.iter_rows(named=True)
+        ]
         blocks += [("h3", variant), ("table", ["cell", *[heads[c] for c in mine]], table)]
     return blocks + _figures(study, rows, heads, out)
 
@@ -105,10 +111,25 @@ def _figures(study: Study, rows: pl.DataFrame, heads: dict[str, str], out: Path)
         if not moving.filter((pl.col("n") > 1) & (pl.col("spread") > 0)).height:
             continue
         name = f"{study.job}_metric_{c}.png"
-        plots.effect_plot(axis, eff, eff.head(0), out / name, f"{study.job}: {heads[c].replace('`', '')} vs {axis.name}", palette, label=heads[c].replace("`", ""))
+        plots.effect_plot(
+            axis,
+            eff,
+            eff.head(0),
+            out / name,
+            f"{study.job}: {heads[c].replace('`', '')} vs {axis.name}",
+            palette,
+            label=heads[c].replace("`", ""),
+        )
         blocks.append(("img", name, f"{c} vs {axis.name}"))
         if len(blocks) >= MAX_FIGURES:
             break
     if blocks:
-        blocks.insert(0, ("p", f"Metrics that move along `{axis.name}` (mean over repetitions, 95% bootstrap interval, the other axes pooled; values {', '.join(fmt(v) for v in axis.values)}):"))
+        blocks.insert(
+            0,
+            (
+                "p",
+                f"Metrics that move along `{axis.name}` (mean over repetitions, 95% bootstrap interval, the other axes pooled; "
+                f"values {', '.join(fmt(v) for v in axis.values)}):",
+            ),
+        )
     return blocks

@@ -108,7 +108,7 @@ def effect_plot(
         if "x" in part.columns:
             # The accounted epsilon: each point where its cells' privacy is.
             xs = part["x"].fill_null(float("nan")).to_numpy()
-            for xv, yv, t in zip(xs, part[y].to_list(), part["value"].to_list()):
+            for xv, yv, t in zip(xs, part[y].to_list(), part["value"].to_list(), strict=True):
                 ax.annotate(f"{fmt(t)}", (xv, yv), fontsize=6, xytext=(3, 3), textcoords="offset points", color=palette[algo])
         else:
             xs = np.array(_positions(axis, part["value"].to_list())) + spread * (i - (len(algos) - 1) / 2)
@@ -258,7 +258,14 @@ def interaction_plot(inter, out: Path, title: str, metric_label: str = YLABEL) -
 
 
 def cost_plot(
-    lines: pl.DataFrame, x: str, out: Path, title: str, xlabel: str, log_x: bool, palette: dict[str, str] | None = None, scale: str = "additive"
+    lines: pl.DataFrame,
+    x: str,
+    out: Path,
+    title: str,
+    xlabel: str,
+    log_x: bool,
+    palette: dict[str, str] | None = None,
+    scale: str = "additive",
 ) -> Path:
     """The cost of privacy against the privacy axis, one line per variant
     with its 95% interval: on the ratio scale the paired ratio private /
@@ -274,7 +281,7 @@ def cost_plot(
         color = (palette or {}).get(variant, f"C{i % 10}")
         ax.errorbar(xs, m, yerr=[np.nan_to_num(m - lo), np.nan_to_num(hi - m)], marker="o", capsize=3, color=color, label=variant)
         if x != "value":
-            for xv, yv, t in zip(xs, m, part["value"].to_list()):
+            for xv, yv, t in zip(xs, m, part["value"].to_list(), strict=True):
                 ax.annotate(f"target {fmt(t)}", (xv, yv), fontsize=6, xytext=(3, 3), textcoords="offset points")
     ax.axhline(1.0 if scale == "ratio" else 0.0, color="grey", lw=0.8)
     if log_x:
@@ -282,7 +289,11 @@ def cost_plot(
     if scale == "ratio":
         ax.set_yscale("log")
     ax.set_xlabel(textwrap.fill(xlabel, 2 * LABEL_WIDTH))
-    what = "final regret, private over non-private (paired ratio, geometric mean)" if scale == "ratio" else "final regret per agent, private minus non-private (paired)"
+    what = (
+        "final regret, private over non-private (paired ratio, geometric mean)"
+        if scale == "ratio"
+        else "final regret per agent, private minus non-private (paired)"
+    )
     ylabel(ax, f"cost of privacy: {what}")
     _legend(ax)
     return save(fig, out)

@@ -145,7 +145,9 @@ def growth_warnings(study: Study) -> list[str]:
         "growing linearly": "grows linearly (too few checkpoints to tell whether it ever learned)",
     }
     for verdict, cells in by_verdict.items():
-        shown = "; ".join(cells[:MAX_WARNED_CELLS]) + (f"; and {len(cells) - MAX_WARNED_CELLS} more" if len(cells) > MAX_WARNED_CELLS else "")
+        shown = "; ".join(cells[:MAX_WARNED_CELLS]) + (
+            f"; and {len(cells) - MAX_WARNED_CELLS} more" if len(cells) > MAX_WARNED_CELLS else ""
+        )
         out.append(
             f"Regret grows linearly over the last decade (`regret_exponent` >= {LINEAR_GROWTH_EXPONENT}), "
             f"{verdict} in {len(cells)} of {study.cells.height} cells: the cell {why[verdict]}. Where all repetitions "

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 
 import polars as pl
-
 from fedbandits_analysis.effects import Axis, Study, _cell_table, with_variants
 
 REPS = 20

@@ -12,10 +12,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from fedbandits_analysis import figures
 from fedbandits_analysis.load import REQUIRED, ResultsError, scan, summarize
-
 from tiny import ENGINE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,7 +78,9 @@ def test_scan_errors_are_helpful(tmp_path: Path, results: Path) -> None:
     part = next(results.glob("part-*.parquet"))
     t = pq.read_table(part)
     md = {
-        k: v for k, v in pq.read_metadata(part).metadata.items() if k not in (b"ARROW:schema", b"fedbandits.data_xxh64", b"fedbandits.footer_xxh64")
+        k: v
+        for k, v in pq.read_metadata(part).metadata.items()
+        if k not in (b"ARROW:schema", b"fedbandits.data_xxh64", b"fedbandits.footer_xxh64")
     }
     broken = tmp_path / "broken"
     broken.mkdir()
@@ -166,7 +166,7 @@ def test_time_average_regret_and_typed_pandas(results: Path) -> None:
     assert len(pdf) == df.height
     # Parameters null for some cells keep nullable integer / boolean types.
     assert str(pdf["batch_size"].dtype) == "Int64" and str(pdf["private"].dtype) == "boolean", pdf.dtypes
-    assert not [c for c, t in pdf.dtypes.items() if t == object], pdf.dtypes
+    assert not [c for c, t in pdf.dtypes.items() if t == np.dtype(object)], pdf.dtypes
 
 
 def test_per_round_regret_is_the_slope_between_checkpoints(results: Path) -> None:
@@ -242,8 +242,8 @@ def test_federated_regret_ratio_divides_by_non_federated(tmp_path: Path) -> None
     lf = scan(tmp_path / "frr")
     df = federated_regret_ratio(lf)
     final = lf.filter(pl.col("t") == 600).group_by("algorithm").agg(pl.col("agent_regret").mean()).collect()
-    mean = dict(zip(final["algorithm"].to_list(), final["agent_regret"].to_list()))
-    got = dict(zip(df["algorithm"].to_list(), df["frr"].to_list()))
+    mean = dict(zip(final["algorithm"].to_list(), final["agent_regret"].to_list(), strict=True))
+    got = dict(zip(df["algorithm"].to_list(), df["frr"].to_list(), strict=True))
     assert set(got) == {"fcb", "p_fcb"}
     for a in got:
         assert abs(got[a] - mean[a] / mean["non_federated"]) < 1e-12
@@ -288,7 +288,7 @@ def test_readme_snippets_work_after_merge_and_audit(tmp_path: Path) -> None:
             # Nullable parameter columns keep their types in pandas.
             dtypes = env["df"].dtypes
             assert str(dtypes["private"]) == "boolean" and str(dtypes["batch_size"]) == "Int64", dtypes
-            assert not [c for c, t in dtypes.items() if t == object], dtypes
+            assert not [c for c, t in dtypes.items() if t == np.dtype(object)], dtypes
     # README's column list names every column the engine writes.
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = readme[readme.index("Columns (`fedbandits list`") : readme.index("**Privacy columns.**")]

@@ -13,7 +13,6 @@ import subprocess
 from pathlib import Path
 
 from fedbandits_analysis import load
-
 from tiny import ENGINE, JOB
 
 

@@ -9,9 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pyarrow.parquet as pq
-
 from fedbandits_analysis import load
-
 from tiny import ENGINE
 
 JOBS = {
@@ -42,7 +40,17 @@ def test_each_file_carries_its_families_columns_and_the_frame_is_their_union(tmp
     assert {"arms", "consensus_error", "gossip_lambda2", "acct_epsilon_pure", "clipped_observations"} <= set(gos)
     assert not {"d", "cholesky_failures", "beta_clamps", "producers", "acct_epsilon_zcdp"} & set(gos)
     # A job of two families carries both families' columns.
-    assert set(lin) | set(gos) <= set(mix) | {"epsilon", "neighbours", "budget_split", "clip", "clip_lo", "clip_hi", "c_priv", "calibration", "delta"}
+    assert set(lin) | set(gos) <= set(mix) | {
+        "epsilon",
+        "neighbours",
+        "budget_split",
+        "clip",
+        "clip_lo",
+        "clip_hi",
+        "c_priv",
+        "calibration",
+        "delta",
+    }
     df = load.scan(tmp_path / "results").collect()
     assert set(df.columns) == set(lin) | set(gos) | set(mix)
     assert df.filter(df["job"] == "lin")["consensus_error"].is_null().all()

@@ -10,10 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from fedbandits_analysis import load
 from fedbandits_analysis.load import ResultsError
-
 from tiny import ENGINE, JOB
 
 
@@ -37,9 +35,7 @@ def test_the_study_a_job_grew_from_stays_loadable_until_the_merge(tmp_path: Path
     assert (old / "_manifest.yaml").exists() and not (out / "g" / "_manifest.yaml").exists()
     # The old study, whole, where the message says; the grown one refused
     # with a pointer to it.
-    assert load.scan(old).collect().sort(load.scan(old).collect().columns).equals(
-        before.sort(before.columns)
-    )
+    assert load.scan(old).collect().sort(load.scan(old).collect().columns).equals(before.sort(before.columns))
     with pytest.raises(ResultsError, match=r"being grown: the study it grew from stays loadable at .*\.superseded/g"):
         load.scan(out / "g")
     # The rest of the grown job, then its merge: the old copy goes.

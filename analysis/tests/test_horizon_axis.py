@@ -9,10 +9,8 @@ import subprocess
 from pathlib import Path
 
 import polars as pl
-
 from fedbandits_analysis import load
 from fedbandits_analysis.report import report
-
 from tiny import ENGINE
 
 JOB = """\

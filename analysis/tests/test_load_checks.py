@@ -12,7 +12,6 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
 from fedbandits_analysis.load import ResultsError, families, scan, scan_family, to_pandas
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,7 +122,11 @@ def test_a_part_rewritten_without_its_checksum_is_refused(tmp_path: Path) -> Non
     d = sharded(tmp_path, shards=("0/1",))
     f = d / "part-00000-of-00001.parquet"
     t = pq.read_table(f)
-    md = {k: v for k, v in pq.read_metadata(f).metadata.items() if k not in (b"ARROW:schema", b"fedbandits.data_xxh64", b"fedbandits.footer_xxh64")}
+    md = {
+        k: v
+        for k, v in pq.read_metadata(f).metadata.items()
+        if k not in (b"ARROW:schema", b"fedbandits.data_xxh64", b"fedbandits.footer_xxh64")
+    }
     i = t.schema.get_field_index("agent_regret")
     t = t.set_column(i, "agent_regret", pc.divide(t["agent_regret"], 2.0))
     pq.write_table(t.replace_schema_metadata(md), f)
@@ -146,7 +149,6 @@ def test_rows_of_another_job_are_refused(tmp_path: Path) -> None:
     another (units reused under a renamed job, as the engine before issue
     39 wrote it) was accepted, and counted twice beside the original."""
     import pyarrow.parquet as pq
-
     from fedbandits_analysis.load import data_checksum
 
     d = sharded(tmp_path, shards=("0/1",))
@@ -154,7 +156,11 @@ def test_rows_of_another_job_are_refused(tmp_path: Path) -> None:
     other.mkdir()
     src = d / "part-00000-of-00001.parquet"
     t = pq.read_table(src)
-    md = {k: v for k, v in pq.read_metadata(src).metadata.items() if k not in (b"ARROW:schema", b"fedbandits.data_xxh64", b"fedbandits.footer_xxh64")}
+    md = {
+        k: v
+        for k, v in pq.read_metadata(src).metadata.items()
+        if k not in (b"ARROW:schema", b"fedbandits.data_xxh64", b"fedbandits.footer_xxh64")
+    }
     md[b"fedbandits.job_name"] = b"kjob2"
     f = other / src.name
     pq.write_table(t.replace_schema_metadata(md), f)
@@ -176,7 +182,6 @@ def test_scan_from_inside_a_job_directory(tmp_path: Path, monkeypatch) -> None:
 def test_a_failed_figure_write_leaves_no_temporary_file(tmp_path: Path, monkeypatch) -> None:
     """Issue 39: a report onto a full disk left an empty `.*.png.tmp`."""
     import matplotlib.pyplot as plt
-
     from fedbandits_analysis import figures
 
     fig, _ = plt.subplots()

@@ -132,9 +132,7 @@ def figures(tmp_path_factory: pytest.TempPathFactory) -> pl.DataFrame:
         # others are null here, as the loader's union makes them.
         df = pl.read_parquet(tmp / "out" / name / "*.parquet").filter(pl.col("t") == pl.col("horizon"))
         cols = ACCOUNTANT_COLUMNS
-        frames.append(
-            df.with_columns(pl.lit(None, pl.Float64).alias(c) for c in cols if c not in df.columns).select(cols)
-        )
+        frames.append(df.with_columns(pl.lit(None, pl.Float64).alias(c) for c in cols if c not in df.columns).select(cols))
     return pl.concat(frames, how="vertical_relaxed")
 
 

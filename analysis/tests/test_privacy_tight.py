@@ -30,7 +30,6 @@ import polars as pl
 import pytest
 
 dp = pytest.importorskip("dp_accounting")
-from dp_accounting.pld import privacy_loss_distribution as pld  # noqa: E402
 from scipy import integrate, optimize, stats  # noqa: E402
 from test_privacy_exact import gaussian_bounds  # noqa: E402
 
@@ -63,7 +62,7 @@ def levels(leaves: int) -> int:
     return int(math.floor(math.log2(max(1, leaves)))) + 1
 
 
-def worst_pair_sq(kind: str, relation: str, l: float = 1.0) -> float:
+def worst_pair_sq(kind: str, relation: str, bound: float = 1.0) -> float:
     """The squared L2 distance of a node's statistic between the worst pair
     of neighbouring observations, by a search over ||x||, ||x'|| <= L, the
     cosine between them and rewards in {-1, 1} (the squared distance is
@@ -73,7 +72,7 @@ def worst_pair_sq(kind: str, relation: str, l: float = 1.0) -> float:
     ||db||^2)."""
     bias_weight = 1.0 if kind == "zhou" else 2.0
     best = 0.0
-    grid = [l * i / 40 for i in range(41)]
+    grid = [bound * i / 40 for i in range(41)]
     if relation == "add_remove":
         return max(a**4 + bias_weight * a * a for a in grid)
     for a in grid:

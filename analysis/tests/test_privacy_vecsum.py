@@ -67,8 +67,8 @@ def shift_pld(trials: int, k: int, pessimistic: bool) -> pld.PrivacyLossDistribu
     ys = np.arange(lo, hi + 1)
     base = binom.logpmf(ys, trials, P)
     moved = binom.logpmf(ys - k, trials, P)
-    lower = {int(y): float(v) for y, v in zip(ys, base) if v > -np.inf}
-    upper = {int(y): float(v) for y, v in zip(ys, moved) if v > -np.inf}
+    lower = {int(y): float(v) for y, v in zip(ys, base, strict=True) if v > -np.inf}
+    upper = {int(y): float(v) for y, v in zip(ys, moved, strict=True) if v > -np.inf}
     return pld.from_two_probability_mass_functions(
         lower,
         upper,
@@ -119,9 +119,7 @@ params: {{m: {m}, d: 2, k: 4, batch_size: {batch}, protocol: sdp_vecsum, epsilon
         (2, 5, 40, 0.5, 1.7),
     ],
 )
-def test_the_vecsum_figure_covers_the_extreme_shifts(
-    tmp_path: Path, m: int, batch: int, horizon: int, eps: float, looser: float
-) -> None:
+def test_the_vecsum_figure_covers_the_extreme_shifts(tmp_path: Path, m: int, batch: int, horizon: int, eps: float, looser: float) -> None:
     text = VECSUM.format(m=m, batch=batch, horizon=horizon, eps=eps)
     row = run(tmp_path, text).row(0, named=True)
     figure, delta = row["acct_epsilon"], 1e-3

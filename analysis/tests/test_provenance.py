@@ -13,9 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import xxhash
-
 from fedbandits_analysis import load
-
 from tiny import ENGINE, JOB
 
 

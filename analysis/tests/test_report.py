@@ -15,7 +15,6 @@ import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
-
 from fedbandits_analysis import report as rep
 from fedbandits_analysis.effects import load_studies, main_effect, ranking, reference_levels
 from fedbandits_analysis.report_warnings import warnings

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-
 from fedbandits_analysis import report as rep
 from fedbandits_analysis.contrasts import counterparts
 from fedbandits_analysis.effects import load_studies
@@ -41,7 +40,11 @@ def test_never_started_stalled_and_still_learning_are_told_apart() -> None:
         "exploring": 0.1 * ts - 4e-5 * ts**1.5,
         "learner": 10 * np.sqrt(ts),
     }
-    rows = [{"cell_id": c, "repetition": 0, "t": int(t), "horizon": horizon, "agent_regret": float(r)} for c, rs in curves.items() for t, r in zip(ts, rs)]
+    rows = [
+        {"cell_id": c, "repetition": 0, "t": int(t), "horizon": horizon, "agent_regret": float(r)}
+        for c, rs in curves.items()
+        for t, r in zip(ts, rs, strict=True)
+    ]
     levels = {r["cell_id"]: r for r in per_round_levels(pl.DataFrame(rows).lazy(), list(curves)).iter_rows(named=True)}
     assert levels["random"]["verdict"] == "never started"
     assert abs(levels["random"]["early"] - 0.1) < 1e-9 and abs(levels["random"]["late"] - 0.1) < 1e-9

@@ -15,10 +15,9 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import planted
 import polars as pl
 import pytest
-
-import planted
 from fedbandits_analysis import report as rep
 from fedbandits_analysis import report_plots
 from fedbandits_analysis.contrasts import interactions
@@ -67,7 +66,13 @@ PARAMS = ["epsilon", "m", "confidence_scale"]
 def test_a_x4_effect_under_strong_instance_variation_is_found_and_ranked_first(tmp_path: Path) -> None:
     rng, inst = _instances(531)
     # regret ~ epsilon^-1/2: x4 from 0.5 to 8; m a small x1.1; confidence_scale none.
-    s = planted.study(_cells(rng, inst, lambda e, m: 2.0e4 * (e / 0.5) ** -0.5 * (1.1 if m == 20 else 1.0)), AXES, PARAMS, {"private_fedlinucb"}, reps=REPS)
+    s = planted.study(
+        _cells(rng, inst, lambda e, m: 2.0e4 * (e / 0.5) ** -0.5 * (1.1 if m == 20 else 1.0)),
+        AXES,
+        PARAMS,
+        {"private_fedlinucb"},
+        reps=REPS,
+    )
     ranked = ranking(s, {a.name: main_effect(s, a) for a in s.axes})
     top = ranked.row(0, named=True)
     assert top["axis"] == "epsilon" and top["flat"] is False
@@ -95,7 +100,11 @@ def test_a_pure_product_reports_no_interaction_and_a_real_one_is_detected(tmp_pa
     # The benefit of m: x3 at epsilon 0.5, none at epsilon 8: detected.
     rng, inst = _instances(533)
     real = planted.study(
-        _cells(rng, inst, lambda e, m: 2.0e4 * e**-0.5 * ((1 / 3 if m == 20 else 1.0) if e < 1 else 1.0)), AXES, PARAMS, {"private_fedlinucb"}, reps=REPS
+        _cells(rng, inst, lambda e, m: 2.0e4 * e**-0.5 * ((1 / 3 if m == 20 else 1.0) if e < 1 else 1.0)),
+        AXES,
+        PARAMS,
+        {"private_fedlinucb"},
+        reps=REPS,
     )
     found = interactions(real.final, real.axes, real.metric, real.scale)
     first = found[0]
@@ -223,6 +232,10 @@ def test_break_even_epsilon_first_sync_and_clipping_gap() -> None:
     assert float(ldp.split(" ")[0]) == pytest.approx(2.0, rel=0.02), ldp
     assert found["private_fedlinucb (protocol=sdp_vecsum)"].startswith("beyond the grid (> 8)")
     first = comms.first_syncs(s)
-    assert set(first.filter(pl.col("cell_id").is_in(s.cells.filter(pl.col("algorithm") == "fedlinucb")["cell_id"].to_list()))["first_sync"].to_list()) == {30.0}
+    assert set(
+        first.filter(pl.col("cell_id").is_in(s.cells.filter(pl.col("algorithm") == "fedlinucb")["cell_id"].to_list()))[
+            "first_sync"
+        ].to_list()
+    ) == {30.0}
     warned = comms.clipping_warnings(s)
     assert len(warned) == 1 and warned[0].startswith("8 private cell(s) clip a larger share") and "25% (counterpart 0%)" in warned[0]

@@ -10,15 +10,12 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-import polars as pl
-
 import planted
-from planted import REPS
-
+import polars as pl
 from fedbandits_analysis.contrasts import interactions, privacy_cost
 from fedbandits_analysis.effects import Axis, main_effect, ranking
 from fedbandits_analysis.report_warnings import warnings
-
+from planted import REPS
 
 
 def study(rows, axes, params, private):
@@ -68,7 +65,13 @@ def test_a_planted_interaction_is_found_first_and_a_missing_cross_is_never_drawn
         # Additive in epsilon and m; epsilon x batch_size: the sign of the
         # batch-size effect flips with epsilon (the finding).
         value = 200.0 - 20.0 * np.log2(eps) + 3.0 * (m == 10) + (25.0 if b == 125 else -25.0) * (1 if eps < 4 else -1)
-        rows.append({"algorithm": "private_fedlinucb", "cell": {"epsilon": eps, "batch_size": b, "m": m}, "value": lambda rep, v=value, o=own: v + shared[rep] + o[rep]})
+        rows.append(
+            {
+                "algorithm": "private_fedlinucb",
+                "cell": {"epsilon": eps, "batch_size": b, "m": m},
+                "value": lambda rep, v=value, o=own: v + shared[rep] + o[rep],
+            }
+        )
     # Another variant whose axes never cross (fedlinucb has no epsilon).
     for b in [5, 125]:
         own = rng.normal(0, 4, REPS)
@@ -96,7 +99,9 @@ def test_a_planted_constant_cost_of_privacy_is_recovered_within_its_interval() -
         own = rng.normal(0, 5, REPS)
         base[(m, b)] = own
         v = 40.0 + 2.0 * m + 0.1 * b
-        rows.append({"algorithm": "fedlinucb", "cell": {"m": m, "batch_size": b}, "value": lambda rep, v=v, o=own: v + shared[rep] + o[rep]})
+        rows.append(
+            {"algorithm": "fedlinucb", "cell": {"m": m, "batch_size": b}, "value": lambda rep, v=v, o=own: v + shared[rep] + o[rep]}
+        )
     for eps, m, b in itertools.product([1.0, 4.0], [5, 10], [5, 25]):
         extra = rng.normal(0, 3, REPS)
         v = 40.0 + 2.0 * m + 0.1 * b + 60.0  # the planted cost: 60 whatever the setting
@@ -123,6 +128,11 @@ def test_a_planted_constant_cost_of_privacy_is_recovered_within_its_interval() -
     assert abs(per_rep["cost"].mean() - 60.0) < 1.0
     # A private cell whose counterpart is absent is named, not paired.
     lone = rows + [{"algorithm": "private_fedlinucb", "cell": {"epsilon": 1.0, "m": 20, "batch_size": 5}, "value": lambda rep: 200.0}]
-    s2 = study(lone, [Axis("epsilon", [1.0, 4.0], True, False), Axis("m", [5, 10, 20], True, False), Axis("batch_size", [5, 25], True, False)], ["epsilon", "m", "batch_size"], {"private_fedlinucb"})
+    s2 = study(
+        lone,
+        [Axis("epsilon", [1.0, 4.0], True, False), Axis("m", [5, 10, 20], True, False), Axis("batch_size", [5, 25], True, False)],
+        ["epsilon", "m", "batch_size"],
+        {"private_fedlinucb"},
+    )
     _, _, missing2 = privacy_cost(s2)
     assert len(missing2) == 1 and "m=20" in missing2[0]
