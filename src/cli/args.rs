@@ -142,7 +142,12 @@ pub enum Command {
         threads: Option<usize>,
     },
     /// List algorithms, environments and parameters.
-    List,
+    List {
+        /// The parameter reference and each family's columns as Markdown
+        /// (README's generated section).
+        #[arg(long)]
+        markdown: bool,
+    },
     /// Run the canonical benchmark workloads and print agent-steps per second.
     Bench(BenchArgs),
     /// Measure every bench workload on every backend that works here (the

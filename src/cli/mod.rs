@@ -13,12 +13,13 @@ pub mod bench;
 pub mod calibrate;
 #[cfg(test)]
 mod list_defaults;
+pub mod reference;
 pub mod shapes;
 pub mod summary;
 pub mod text;
 
 pub use args::{ArgError, BenchArgs, CalibrateArgs, Cli, Command};
-use text::{list_text, privacy_warnings};
+use text::privacy_warnings;
 pub use text::{plan_text, validate_text};
 
 use crate::backend::{self, BackendChoice};
@@ -173,8 +174,8 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             emit(&calibrate::run(&opts)?);
             Ok(())
         }
-        Command::List => {
-            emit(&list_text());
+        Command::List { markdown } => {
+            emit(&reference::list(markdown));
             Ok(())
         }
         Command::Bench(b) => bench_command(b),
