@@ -2,7 +2,7 @@
 //! as a matrix product (Y = V^{-1} X, then one column dot per action) and
 //! the SPD inverse by faer's blocked Cholesky. Below the crossovers
 //! ([`SCORE_GEMM_MIN_D`], [`INVERSE_FAER_MIN_D`], measured with
-//! `fedbandits bench --linalg`, README "faer crossover") the hand-written
+//! `fedbandits bench --linalg`, analysis/PERFORMANCE.md "faer crossover") the hand-written
 //! kernels (the linear family's scorer, `algo::linear::cpu::score`, and
 //! [`crate::linalg`]) are faster.
 //!
