@@ -75,8 +75,14 @@ pub fn job_schema(job: &Job) -> Result<SchemaRef, OutputError> {
 }
 
 /// The output schema: every family's columns (the union of the job
-/// schemas).
+/// schemas). Built once per process (the registry is fixed).
 pub fn schema() -> SchemaRef {
+    static SCHEMA: std::sync::OnceLock<SchemaRef> = std::sync::OnceLock::new();
+    SCHEMA.get_or_init(union_schema).clone()
+}
+
+/// [`schema`], built.
+fn union_schema() -> SchemaRef {
     let mut f = vec![
         Field::new("job", DataType::Utf8, false),
         Field::new("cell_id", DataType::Utf8, false),
