@@ -62,7 +62,7 @@ import yaml
 from . import stats
 from .load import LINEAR_GROWTH_EXPONENT, checked_files, incomplete_runs, scan
 
-#: The accountant's and the job's privacy columns (README, "Privacy columns").
+#: The accountant's and the job's privacy columns (analysis/PRIVACY.md).
 PRIVACY_COLUMNS = (
     "target_epsilon",
     "target_delta",

@@ -593,8 +593,8 @@ def window_regret(lf: pl.LazyFrame, edges: list[int], by: list[str], column: str
 
 def growth_exponent(ts, regrets, horizon: int) -> float | None:
     """The growth exponent of cumulative regret over the last decade of the
-    horizon, as the engine writes it in `regret_exponent` (README,
-    "Does learning stall?"): (ln R(T) - ln R(T/10)) / ln 10, with R(T/10)
+    horizon, as the engine writes it in `regret_exponent` (analysis/README.md,
+    "Long horizons"): (ln R(T) - ln R(T/10)) / ln 10, with R(T/10)
     at a checkpoint or interpolated in (log t, log R) between the two
     around it; None when the checkpoints do not span the decade (none at T,
     none at or before T/10, the two around it more than a factor 2 apart)
@@ -678,7 +678,7 @@ def swept_columns(frame) -> list[str]:
     more values within one algorithm's rows. Group by them (with `t` for curves) and nothing is averaged
     across a swept parameter: not `ldp` with `sdp_vecsum`, not one
     calibration with another. Takes a Polars LazyFrame or DataFrame, or a
-    pandas DataFrame (README, "Reading the results")."""
+    pandas DataFrame (README, "A first study")."""
     names = frame.collect_schema().names() if isinstance(frame, pl.LazyFrame) else list(frame.columns)
     if "horizon" not in names or "repetition" not in names:
         raise ResultsError("swept_columns needs a fedbandits frame (columns horizon ... repetition)")
@@ -691,3 +691,25 @@ def swept_columns(frame) -> list[str]:
     else:
         most = frame.groupby("algorithm")[candidates].nunique(dropna=False).max().tolist()
     return ["algorithm", *[c for c, n in zip(candidates, most, strict=True) if n > 1]]
+
+
+def final_summary(frame: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
+    """Final per-agent regret of every cell a study tells apart: the rows at
+    t = horizon grouped by `swept_columns(frame)`, with the number of
+    repetitions `n`, `mean`, `geo_mean` (the geometric mean, the level the
+    report reads: regret effects are multiplicative; null where a value is
+    0 or below), `median` and `sd` over repetitions. The value is the
+    family's final regret per agent: `agent_regret`, and for the
+    combinatorial family `regret_after_exploration` / m (its exploration
+    phase costs every algorithm alike), as the report reads it."""
+    lf = frame.lazy()
+    keys = swept_columns(lf)
+    value = pl.col("agent_regret")
+    if "regret_after_exploration" in lf.collect_schema().names():
+        after = pl.col("regret_after_exploration") / pl.col("m").cast(pl.Float64)
+        value = pl.when(pl.col("regret_after_exploration").is_not_null()).then(after).otherwise(value)
+    final = lf.filter(pl.col("t") == pl.col("horizon")).with_columns(value.alias("final_regret"))
+    v = pl.col("final_regret")
+    geo = pl.when((v > 0).all()).then(v.log().mean().exp()).otherwise(None)
+    out = final.group_by(keys).agg(n=pl.len(), mean=v.mean(), geo_mean=geo, median=v.median(), sd=v.std())
+    return out.sort(keys, nulls_last=True).collect()

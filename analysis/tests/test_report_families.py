@@ -99,8 +99,9 @@ def test_p_fcb_is_paired_with_itself_without_noise_and_read_after_exploration(tm
 
 
 def test_readme_defines_every_family_metric_as_the_registry_does(tmp_path: Path) -> None:
-    """README's "Family metrics" list is the registry's definitions, word
-    for word (what `fedbandits list` prints and the report shows)."""
+    """README's column table gives the registry's definition of every
+    family metric, word for word (what `fedbandits list` prints and the
+    report shows)."""
     import json
 
     import pyarrow.parquet as pq
@@ -111,11 +112,12 @@ def test_readme_defines_every_family_metric_as_the_registry_does(tmp_path: Path)
     meta = pq.read_metadata(next((tmp_path / "proc").glob("part-*.parquet"))).metadata
     fams = json.loads(meta[b"fedbandits.families"])
     readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("**Family metrics.**") : readme.index("**Calibration: at a given epsilon")]
+    section = readme[readme.index("### Output columns") : readme.index("<!-- END generated -->")]
     defined = [(name, col, d) for name, f in fams.items() for col, d in f["metrics"].items()]
     assert len(defined) >= 12
     for name, col, d in defined:
-        assert f"- `{col}` ({name}): {d}" in section, col
+        row = next(ln for ln in section.splitlines() if ln.startswith(f"| `{col}` |"))
+        assert name in row.split(" | ")[2] and d.replace("|", "\\|") in row, col
 
 
 RANKED = """\

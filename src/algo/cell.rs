@@ -62,8 +62,8 @@ pub trait FamilyConfig: ConfigData {
     /// algorithm assumes none). Only linear environments can be: the
     /// gossip family's arms have stationary local means whose average is
     /// what its algorithms estimate, and the procurement environment's
-    /// units are Bernoulli(q_i), what the combinatorial UCB counts (README,
-    /// "Is the model right?").
+    /// units are Bernoulli(q_i), what the combinatorial UCB counts (analysis/README.md,
+    /// "Long horizons").
     fn misspecification(&self) -> Option<crate::env::Misspecification> {
         None
     }

@@ -4,7 +4,7 @@
 //! [`FAMILIES`], the one list the job loader, `fedbandits list`, the Parquet
 //! schema and the analysis package read. Adding a family is a folder under
 //! `src/algo/` with its `FAMILY` constant and one line in `families!`
-//! (`algo/mod.rs`; README, "Adding a family"; `algo/toy` is the example).
+//! (`algo/mod.rs`; `src/algo/README.md`; `algo/toy` is the example).
 
 use super::params::{ParamDef, SHARED, Value};
 use std::collections::BTreeMap;

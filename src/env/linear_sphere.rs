@@ -16,7 +16,7 @@
 //!   <x, theta*>: once a random row is offered too (K > d), no single
 //!   theta' gives every action's mean as <x, theta'> ([`misspecified`]),
 //!   and a learner can settle on a wrong
-//!   action for good (regret linear in T; README, "Is the model right?").
+//!   action for good (regret linear in T; analysis/README.md, "Long horizons").
 //!
 //! Random rows have ||z|| = sqrt(2) exactly, so x = z / sqrt(2). Requires
 //! d >= 2.

@@ -1,7 +1,7 @@
 //! `uci_diabetes`: Zhu et al.'s real-data experiment on the UCI "Diabetes
 //! 130-US hospitals for years 1999-2008" data (101,766 encounters), read
 //! from a user-supplied `diabetic_data.csv` (the file cannot be downloaded
-//! here; README says where to get it).
+//! here; README, "Job files", says where to get it).
 //!
 //! Choices, as a researcher reproducing the paper would make them (the
 //! paper's supplementary data processing is not in the seed):

@@ -130,6 +130,96 @@ fn union_schema() -> SchemaRef {
     Arc::new(Schema::new(f))
 }
 
+/// What each column holds that is neither a parameter (the parameter
+/// table's `doc`) nor a family's metric (its registry entry's `metrics`):
+/// `fedbandits list --markdown` prints them, and a test fails on a column
+/// with no definition anywhere.
+pub const COLUMN_DOCS: &[(&str, &str)] = &[
+    ("job", "the job's name"),
+    (
+        "cell_id",
+        "the cell's key: a hash of its algorithm, environment and parameters (the same in every job that has the cell)",
+    ),
+    ("cell_index", "the cell's position in the job's expanded grid (0-based)"),
+    ("algorithm", "the cell's algorithm"),
+    ("environment", "the cell's environment"),
+    ("horizon", "T, the rounds of the run"),
+    (
+        "repetition",
+        "0-based; repetition r of every cell of a job draws the same environment (common random numbers)",
+    ),
+    ("seed", "the job's seed"),
+    ("t", "the checkpoint's round (T is always a checkpoint)"),
+    (
+        "group_regret",
+        "cumulative pseudo-regret summed over agents, on the true means",
+    ),
+    ("agent_regret", "group_regret / m: the regret per agent"),
+    ("agent_regret_max", "the largest single agent's cumulative regret"),
+    (
+        "regret_exponent",
+        "on a repetition's final row only: the slope of ln regret against ln t over the last decade of the horizon \
+         (1: a policy that has stopped learning; a learner's is below 1); null on other rows and where the \
+         checkpoints do not span the decade",
+    ),
+    ("sync_rounds", "rounds with a synchronization (or communication) so far"),
+    ("messages", "messages sent so far, all agents"),
+    (
+        "target_epsilon",
+        "the privacy target epsilon of a private cell; null otherwise",
+    ),
+    (
+        "target_delta",
+        "the privacy target delta; null where not private or pure DP",
+    ),
+    (
+        "acct_epsilon",
+        "the accountant's epsilon at target_delta for everything the agent releases over the run: an upper \
+         bound under the cell's neighbouring relation, the figure to report; null (the reason in the file's \
+         metadata and in `validate`) where something released is covered by no figure",
+    ),
+    ("acct_mu", "the mu-GDP parameter of the run where the noise is Gaussian"),
+    ("acct_releases_per_observation", "noisy releases one observation enters"),
+    (
+        "acct_noise_multiplier",
+        "each release's noise standard deviation over its L2 sensitivity",
+    ),
+    (
+        "acct_sensitivity",
+        "the L2 sensitivity of each release under the cell's relation",
+    ),
+    (
+        "paper_claimed_epsilon",
+        "what the paper's own argument claims for the noise used: a claim, not a bound (`fedbandits list` defines \
+         it per algorithm)",
+    ),
+    (
+        "acct_rho_zcdp",
+        "zCDP rho of the Gaussian releases (looser than acct_epsilon)",
+    ),
+    (
+        "acct_epsilon_zcdp",
+        "acct_rho_zcdp converted to epsilon at target_delta",
+    ),
+    (
+        "acct_epsilon_pure",
+        "pure epsilon of the Laplace partial sums by basic composition; null without clipping",
+    ),
+    (
+        "acct_epsilon_sums",
+        "FedUCB: the exact figure of its noisy sums alone, a bound on that view, not on the run",
+    ),
+    (
+        "schedule_private",
+        "false where the communication schedule depends on the data and no figure covers it",
+    ),
+    ("backend", "where the repetition ran: cpu or cuda"),
+    (
+        "wall_seconds",
+        "the repetition's wall time (the only column that differs between identical runs)",
+    ),
+];
+
 /// Columns that vary between runs of the same job (excluded from
 /// reproducibility comparisons).
 pub const NONDETERMINISTIC_COLUMNS: &[&str] = &["wall_seconds"];

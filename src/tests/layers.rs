@@ -2,7 +2,7 @@
 //! names a higher one, the module graph has no cycle, and the generic
 //! layers (job, sim, output) name no family.
 //!
-//! Layers, bottom up (README "Layout"): math, rng, linalg, env, graph,
+//! Layers, bottom up (README, "Layout and documents"): math, rng, linalg, env, graph,
 //! privacy, backend | algo | job | output | sim | cli. The first group are
 //! the lower layers of DESIGN.md: mechanisms, environments and backends,
 //! which must never reach the algorithms, the job files, the results or the
@@ -160,7 +160,7 @@ fn module_graph_has_no_cycle() {
 /// The generic layers (job, sim, output) know no family: their non-test,
 /// non-comment code quotes no family, algorithm or environment name of the
 /// registry (as a special case would: `== "non_federated"`) and names no
-/// family's types or functions (README, "Adding a family").
+/// family's types or functions (`src/algo/README.md`).
 #[test]
 fn generic_layers_name_no_family() {
     use fedbandits::algo::family::FAMILIES;

@@ -278,7 +278,7 @@ pub const PARITY: &[(&str, &str)] = &[(
 /// ([`crate::algo::family::FAMILIES`]).
 pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry::Family {
     name: "combinatorial",
-    doc: "federated combinatorial bandits with quality constraints: n agents procure from m producers (README, \"Algorithms (combinatorial procurement family)\")",
+    doc: "federated combinatorial bandits with quality constraints: n agents procure from m producers (Solanki et al.; definitions in src/algo/combinatorial/)",
     algorithms: ALGORITHMS,
     environments: ENVIRONMENTS,
     resolve: params::resolve,

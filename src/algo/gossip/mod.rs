@@ -361,7 +361,7 @@ pub const PARITY: &[(&str, &str)] = &[(
 /// ([`crate::algo::family::FAMILIES`]).
 pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry::Family {
     name: "gossip",
-    doc: "decentralized multi-armed bandits: N agents on a graph, M arms, locally biased means (README, \"Algorithms (decentralized multi-armed family)\")",
+    doc: "decentralized multi-armed bandits: N agents on a graph, M arms, locally biased means (Zhu et al.; definitions in src/algo/gossip/)",
     algorithms: ALGORITHMS,
     environments: ENVIRONMENTS,
     resolve: params::resolve,
@@ -389,13 +389,13 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
             "consensus_error",
             "how far the agents disagree: max over arms and agents of |estimate_{i,k} - the agents' mean estimate \
              of arm k|, the estimate an agent plays on (gossip: theta, local: its own mean; 0 for the oracle, which \
-             plays on the pooled mean); at the checkpoint (since semantics 16; before, estimate_error)",
+             plays on the pooled mean); at the checkpoint",
         ),
         (
             "estimate_error",
             "how far the agents' estimates are from the target: max over agents and arms of |estimate_{i,k} - \
              mu_k|, mu_k the agents' average mean; includes the bias the privatizer's clipping adds; at the \
-             checkpoint; null in files before semantics 16",
+             checkpoint",
         ),
         (
             "forced_pulls",

@@ -305,7 +305,7 @@ const FEDUCB_WIDTHS: &[&str] = &[
 /// ([`crate::algo::family::FAMILIES`]).
 pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry::Family {
     name: "linear",
-    doc: "linear contextual bandits: M agents, d-dimensional actions (README, \"Algorithms (linear contextual family)\")",
+    doc: "linear contextual bandits: M agents, d-dimensional actions (Dubey & Pentland; Zhou & Chowdhury; definitions in src/algo/linear/)",
     algorithms: ALGORITHMS,
     environments: ENVIRONMENTS,
     resolve: params::resolve,
@@ -349,7 +349,7 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
         (
             "beta_clamps",
             "rounds an agent's FedUCB confidence radius had a negative argument (log det V below its offset) and was \
-             clamped to 0; cumulative count per repetition, all agents; null for the other algorithms",
+             clamped to 0; cumulative count per repetition, all agents; 0 for the other algorithms",
         ),
         (
             "clipped_observations",
