@@ -554,7 +554,7 @@ def per_round_regret(lf: pl.LazyFrame, column: str = "agent_regret") -> pl.LazyF
     consecutive checkpoints of a repetition, (`column`(t) - `column`(t')) /
     (t - t'), and `column` / t for the first checkpoint. A policy that does
     not learn keeps it at its per-round gap; learning shows as the curve
-    falling below that level (Dubey & Pentland's learning onset, issue 15)."""
+    falling below that level (Dubey & Pentland's learning onset, REPRODUCTION.md)."""
     keys = ["job", "cell_id", "repetition"]
     t = pl.col("t").cast(pl.Float64)
     window = pl.col(column).diff().over(keys) / t.diff().over(keys)

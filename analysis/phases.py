@@ -106,7 +106,7 @@ def describe(row: dict) -> str:
 #: still exploring (Fed_UCB under a wide private width at epsilon = 0.5:
 #: 0.117 per round at t = 100, 0.116 to 0.113 over the decades after, 0.099
 #: over the last, at T = 10^6: 0.84 of its first level). Heuristics, set on
-#: the gossip study of issue 54 (its closing note) and the planted curves
+#: a gossip study at T = 10^6 and the planted curves
 #: of tests/test_report_families.py.
 UNMOVED = 0.9
 NEVER_STARTED = 0.8

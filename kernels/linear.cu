@@ -444,7 +444,7 @@ FB_DEV double fb_inv_norm(double n2) {
 }
 
 // Coordinate j of action c of an agent's linear_gap decision set
-// (env/linear_gap.rs, the Householder construction of semantics 15):
+// (env/linear_gap.rs, the Householder construction):
 // x_0 = `x0`[c], and x_j = fma(c, h_j, alpha theta_j) for j >= 1 from the
 // round's f32 normals `g` (h's coordinates 1..d: [coordinate - 1][action]),
 // `alpha` and the scale `cs`, with the CPU's operations, so the set is

@@ -85,7 +85,7 @@ def test_scan_errors_are_helpful(tmp_path: Path, results: Path) -> None:
     broken.mkdir()
     f = broken / "part-0.parquet"
     pq.write_table(t.drop(["group_regret"]).replace_schema_metadata(md), f)
-    # Without its checksum the file is refused as rewritten (issue 39) ...
+    # Without its checksum the file is refused as rewritten ...
     with pytest.raises(ResultsError, match="no fedbandits.data_xxh64 checksum"):
         scan(broken)
     # ... and with a valid one, for the column it lacks.

@@ -1,5 +1,5 @@
 """A damaged part footer never escapes the loader as anything but its own
-error, and is never read as other data (issue 56): one bit of every third
+error, and is never read as other data: one bit of every third
 byte of a small part's footer and tail flipped, `load.scan(...).collect()`
 raises `ResultsError` naming the file or returns the intact rows. The
 footer checksum is checked on the raw bytes before pyarrow or polars read

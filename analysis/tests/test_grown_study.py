@@ -1,4 +1,4 @@
-"""A grown study stays loadable until its new merge (issue 58 item 6): the
+"""A grown study stays loadable until its new merge: the
 first task of a grown job moves the superseded parts and their manifest to
 `.superseded/<job>/`, where the loader reads the old study; the grown
 directory, incomplete, is refused with a pointer to it; the grown job's

@@ -1,4 +1,4 @@
-"""Tests of the long-horizon checks (issue 37) on results the engine writes:
+"""Tests of the long-horizon checks on results the engine writes:
 `regret_exponent` equals the loader's own computation from the curves for
 every family (on the family's `growth_regret`), a policy that never learns
 has exponent 1, the report lists cells that grow linearly and cells whose

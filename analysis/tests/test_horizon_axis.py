@@ -1,4 +1,4 @@
-"""A study that sweeps `horizon` (issue 57 item 4): the loader's
+"""A study that sweeps `horizon`: the loader's
 `swept_columns` names it, and the report reads it as an axis and pairs
 each private cell with its non-private counterpart of the same horizon
 (never across horizons)."""

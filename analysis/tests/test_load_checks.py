@@ -1,5 +1,5 @@
-"""The loader trusts a results directory only as far as it can check it
-(issue 25): a missing shard part, two versions of a job, a part in another
+"""The loader trusts a results directory only as far as it can check it:
+a missing shard part, two versions of a job, a part in another
 job's directory, a single shard read alone, a part written after the last
 merge. Each case returned wrong data silently before these checks."""
 

@@ -1,4 +1,4 @@
-"""The engine's exact privacy figure (`acct_epsilon`, issue 27) against
+"""The engine's exact privacy figure (`acct_epsilon`) against
 Google's `dp-accounting` privacy loss distributions, for a probe
 configuration of every private algorithm.
 
@@ -216,7 +216,7 @@ def test_laplace_figures_match_the_library(figures: pl.DataFrame) -> None:
 
 
 #: Every private algorithm and protocol with an exact calibration, at the
-#: default calibration (issue 38): Private-FedLinUCB ldp, sdp_amp, alt,
+#: default calibration: Private-FedLinUCB ldp, sdp_amp, alt,
 #: sdp_vecsum;
 #: FedUCB centralized (its private schedule, the default, with its sums)
 #: and decentralized (its noisy sums); Fed_UCB; P-FCB.

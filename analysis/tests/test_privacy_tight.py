@@ -1,4 +1,4 @@
-"""The engine's privacy figures are tight, not only safe (issue 55): for
+"""The engine's privacy figures are tight, not only safe: for
 every private mechanism with a Gaussian or Laplace view, at three targets
 under the default calibration, `acct_epsilon` is within 10% of a figure
 computed here independently of the engine's accounting:

@@ -1,6 +1,5 @@
-"""The vector-summation protocol's exact figure (`sdp_vecsum`, issue 38
-item 2) against an independent computation: dp-accounting's privacy-loss
-distributions built from the same Binomial probability mass functions.
+"""The vector-summation protocol's exact figure (`sdp_vecsum`) against an
+independent computation: dp-accounting's privacy-loss distributions built from the same Binomial probability mass functions.
 
 The engine bounds the protocol's privacy loss over every lattice shift k
 of the shuffler's sums that one changed point can cause at a tree level

@@ -1,4 +1,4 @@
-"""What the loader says of a part's provenance (issue 56): the parts of one
+"""What the loader says of a part's provenance: the parts of one
 job directory come from one engine semantics; a part whose metadata lacks a
 key every part has is refused naming the key (the messages once read
 `--shard ` and "rerun the job ''"); a part with a footer checksum that

@@ -23,11 +23,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # epsilon over two decades moves Private-FedLinUCB's regret by several
 # within-cell sds; refactor_every (how often V is refactorized exactly
-# instead of updated by Sherman-Morrison: rounding only) does not. Until
-# semantics 16 the flat axis was confidence_scale over +-2%, a small real
-# effect (+4% regret at 1.02) that paired ratios resolve once the noise is
-# calibrated to the tight sensitivity: an axis flat by construction is the
-# honest fixture.
+# instead of updated by Sherman-Morrison: rounding only) does not: an
+# axis flat by construction is the honest fixture (confidence_scale over
+# +-2% has a small real effect, +4% regret at 1.02, that paired ratios
+# resolve).
 PLANTED = """\
 name: planted
 seed: 11

@@ -176,8 +176,7 @@ grid:
 
 def test_the_linear_stretch_is_the_engines_and_a_late_learner_is_warned(tmp_path: Path) -> None:
     """Private FedUCB's first sync comes late: its regret grows linearly for
-    two decades and more (over three until semantics 16, whose loose
-    accounting gave FedUCB about twice the noise it needed), which the
+    two decades and more, which the
     report's stall check (phases.py) and
     the engine's run summary (algo::curve::linear_stretch) both find, at the
     same checkpoints; FedLinUCB, syncing every 25 rounds, has no long one."""

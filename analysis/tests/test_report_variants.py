@@ -1,4 +1,4 @@
-"""Planted effects (issue 41): the report compares algorithm variants, finds
+"""Planted effects: the report compares algorithm variants, finds
 the interaction that exists, and recovers the cost of privacy. The data are
 synthetic final rows with known effects (fixed seed), built as the engine
 writes them (one row per cell and repetition at t = horizon, a per-repetition

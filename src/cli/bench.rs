@@ -306,7 +306,7 @@ pub fn kernels() {
         let ns = start.elapsed().as_secs_f64() * 1e9 / f64::from(iters);
         super::emit(&format!("kernel {name} ns_per_call={ns:.1}\n"));
     };
-    // f32: what both linear environments draw since semantics 14.
+    // f32: what both linear environments draw.
     let mut buf = vec![0.0f32; (k - d) * (d - 1)];
     time("normals_810", 100_000, &mut || {
         fill_normals_f32(&mut streams.lanes, black_box(&mut buf))

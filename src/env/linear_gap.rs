@@ -7,7 +7,7 @@
 //! theta* and r ~ U[0, 1], so ||x|| <= 1 and <x, theta*> = v exactly. Rewards
 //! are Bernoulli(v). For d = 1 there is no orthogonal direction and x = v theta*.
 //!
-//! u is built from d - 1 normals h (semantics 15; d before it): with
+//! u is built from d - 1 normals h: with
 //! sigma = sign(theta*_0) (+1 at 0), the Householder reflection H = I - 2 w
 //! w^T / ||w||^2, w = theta* + sigma e_0, is orthogonal and maps e_0 to
 //! -sigma theta*, so it maps e_0's orthogonal complement onto theta*'s: for

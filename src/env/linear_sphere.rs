@@ -7,7 +7,7 @@
 //! last column set to 1. theta* = 0.5 (unit vector in R^{d-1}) appended with
 //! 0.5. The agent observes x = z / ||z||. Rewards are mean + N(0,
 //! noise_std^2), the mean being
-//! - `reward_on: normalized` (the default since semantics 10): <x, theta*>,
+//! - `reward_on: normalized` (the default): <x, theta*>,
 //!   the linear model every learner assumes;
 //! - `reward_on: raw` (the authors' code, kept to reproduce their figures):
 //!   <z, theta*> on the raw vector. The rows e_i + e_{d-1} and the random

@@ -118,7 +118,7 @@ pub fn feasible(l: &[u32], q: &[f64], alpha: f64) -> bool {
 /// with r_i > 0 and q_i >= alpha at full capacity, slack s = sum l_i (q_i -
 /// alpha); (2) the remaining profitable producers (q_i < alpha) by r_i /
 /// (alpha - q_i), largest first (ties: lower index), each l_i = min(k_i,
-/// floor(s / (alpha - q_i))) (since semantics 9 without dividing where
+/// floor(s / (alpha - q_i))) (without dividing where
 /// the slack buys none, s < alpha - q_i, or all, s >= k_i (alpha - q_i), so
 /// a quotient rounded across an integer cannot decide), s reduced by l_i
 /// (alpha - q_i). Writes the

@@ -27,7 +27,7 @@
 //! Memory: 2 x levels x (d(d+1)/2 + d) values per federation. Tested against
 //! the literal protocol in this module.
 //!
-//! Randomness is keyed (semantics 7): a point's rounding draws are
+//! Randomness is keyed: a point's rounding draws are
 //! `uniform_at(point key, coordinate x levels + level)` and the shuffler's
 //! Binomial of coordinate e at batch k is `binomial_at(fold_more(shuffler
 //! key, k), e * STRIDE, ...)` ([`crate::rng::binomial`]), so a GPU thread per

@@ -401,7 +401,7 @@ fn rerun_skips_complete_cells_and_keeps_results() {
     );
 }
 
-/// Results are verified before reuse (issue 14): a unit with damaged data
+/// Results are verified before reuse: a unit with damaged data
 /// pages, a unit copied under another repetition's name and a rerun of an
 /// edited job are refused with the file and the remedy, and leave every
 /// earlier file as it was.

@@ -37,7 +37,7 @@ fn every_kernel_compiles_with_nvrtc_for_sm_90() {
             c.log
         );
     }
-    // No kernel spills registers to local memory at sm_90 (issue 28 item 3).
+    // No kernel spills registers to local memory at sm_90.
     for (name, _, st, ld) in &usage {
         assert_eq!((*st, *ld), (0, 0), "{name} spills at sm_90:\n{}", c.log);
     }

@@ -1,4 +1,4 @@
-//! Nothing silently lost or mixed outside the run loop (issue 25): job
+//! Nothing silently lost or mixed outside the run loop: job
 //! names stay inside the output root, oversized grids are refused before
 //! anything is built, one version of a job writes a directory at a time
 //! (shards of one job in parallel), an unwritable directory is found before
@@ -496,7 +496,7 @@ fn a_run_without_a_terminal_logs_its_progress() {
     assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
 }
 
-/// Every numeric flag is range-checked (issue 56): out-of-range, NaN and
+/// Every numeric flag is range-checked: out-of-range, NaN and
 /// infinite values exit 2 naming the flag and the allowed range, before
 /// anything runs (`--snapshot-every 1e18` panicked converting to a
 /// duration; -1, nan and inf silently disabled snapshots; `plan --rate
@@ -552,7 +552,7 @@ fn every_numeric_flag_is_range_checked() {
 }
 
 /// `plan` and `validate` print one memory figure for the same job and
-/// threads (issue 40: they disagreed, 64.1 against 30.6 MiB), and it grows
+/// threads (they disagreed, 64.1 against 30.6 MiB), and it grows
 /// with the threads and with the part's assembly.
 #[test]
 fn plan_and_validate_share_one_memory_model() {

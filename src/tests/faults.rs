@@ -1,4 +1,4 @@
-//! Fault injection on the files a study relies on (issue 56): every byte of
+//! Fault injection on the files a study relies on: every byte of
 //! a unit's and of a part's Parquet footer flipped once (one bit each), each
 //! damaged file read by the engine's reader. No read may panic (a damaged
 //! footer once made the decoder index out of bounds: exit 101); each read

@@ -20,8 +20,7 @@
 //! Cases per generator: 1000 in the normal run; `FEDBANDITS_FUZZ_CASES=N`
 //! for long runs, `FEDBANDITS_FUZZ_SEED` for other inputs,
 //! `FEDBANDITS_FUZZ_LAST=DIR` to keep each generator's current input in
-//! DIR/<generator> (what an abort leaves behind) (`cargo test --release --test fuzz_job`; the closing note
-//! of issue 14 reports a run of 10^6). Failures are shrunk by proptest and
+//! DIR/<generator> (what an abort leaves behind) (`cargo test --release --test fuzz_job`). Failures are shrunk by proptest and
 //! saved next to this file (`fuzz_job.proptest-regressions`, replayed first
 //! on every run); minimal inputs worth keeping go to `job_corpus/`, which
 //! `corpus_files_are_handled` replays with their expected outcome.
@@ -672,8 +671,7 @@ fn corpus_files_are_handled() {
     assert!(n >= 5, "corpus has only {n} files");
 }
 
-/// An epsilon beyond what the accountant can calibrate (issue 56 item 8:
-/// 1e7 was written as `acct_epsilon = inf`, and at 1e12 mu was capped so
+/// An epsilon beyond what the accountant can calibrate (1e7 was written as `acct_epsilon = inf`, and at 1e12 mu was capped so
 /// the noise met a far smaller epsilon) is refused when the job loads,
 /// naming the largest reachable value; at that value every Gaussian
 /// mechanism's figure is finite and in [0.99, 1] x the target.

@@ -1,4 +1,4 @@
-//! Studies that grow (issue 40): a finished or partly finished job extended
+//! Studies that grow: a finished or partly finished job extended
 //! by repetitions, a grid value or an algorithm reuses every unit it shares
 //! with the earlier job and computes only the rest, and its parts equal a
 //! from-scratch run of the extended job bit for bit (every column but wall
@@ -202,8 +202,7 @@ fn other_edits_are_refused_and_change_nothing() {
     ok(run(&base, &out, &[]));
     let before = rows(&out.join("g"));
     for (name, spec, needle) in [
-        // The changed job-level key is named with both values (issue 56:
-        // it was only a category, "its seed, horizon, checkpoints or ...").
+        // The changed job-level key is named with both values (it was only a category, "its seed, horizon, checkpoints or ...").
         (
             "seed",
             Spec { seed: 8, ..BASE },
@@ -390,7 +389,7 @@ fn gossip_and_combinatorial_units_grow_bit_identically() {
     assert_eq!(a, b);
 }
 
-/// An input file is keyed by its content, not its name (issue 56 item 1):
+/// An input file is keyed by its content, not its name:
 /// a `graph: edges` job run on a ring, the file changed to a line, then the
 /// job grown by two repetitions reuses nothing (it was "reused 2": one
 /// cell, repetitions 0-1 on the ring and 2-3 on the line), and every row's
@@ -459,8 +458,8 @@ fn a_changed_input_file_is_a_changed_cell() {
     assert_eq!(reused(&err), 2, "the ring's units are found again: {err}");
 }
 
-/// Growth verifies the units it relies on before it removes anything
-/// (issue 56 item 2): with one byte of a unit flipped, growing the job
+/// Growth verifies the units it relies on before it removes anything:
+/// with one byte of a unit flipped, growing the job
 /// fails naming the unit and says nothing was removed, the part (the only
 /// intact copy of that repetition) is still there, byte for byte; with the
 /// damaged unit moved away, the rerun restores it from the part and grows

@@ -1,4 +1,4 @@
-//! `horizon` as a grid axis (issue 57 item 4): each value is a cell of its
+//! `horizon` as a grid axis: each value is a cell of its
 //! own with its own checkpoints and summary; the federated regret ratio
 //! and the report pair cells of one horizon; a job grown by a horizon
 //! reuses every unit of the others and equals a run from scratch bit for

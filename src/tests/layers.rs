@@ -346,7 +346,7 @@ fn first_cycle(g: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Option<Vec<S
 }
 
 /// No two files of a layer import each other, directly or around a loop
-/// (issue 42: algo's parameter reader, registry and families did).
+/// (algo's parameter reader, registry and families did).
 #[test]
 fn files_within_a_layer_form_no_cycle() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");

@@ -1,4 +1,4 @@
-//! Long horizons you can trust (issue 37).
+//! Long horizons you can trust.
 //!
 //! 1. Is the model right? For every linear environment, decision sets drawn
 //!    for several theta* must have every action's mean equal to <x, theta'>
@@ -150,7 +150,7 @@ fn the_engine_says_misspecified_exactly_where_no_theta_fits() {
 #[test]
 #[should_panic(expected = "is misspecified")]
 fn raw_fails_the_specification_test() {
-    // The authors' reward (the default until semantics 9) at the quickstart's
+    // The authors' reward (`reward_on: raw`) at the quickstart's
     // shape.
     assert_well_specified(&LinearEnvSpec {
         kind: sphere(true),

@@ -1,11 +1,11 @@
-//! The memory model holds (issue 56): a job of 10^6 output rows runs, is
+//! The memory model holds: a job of 10^6 output rows runs, is
 //! compacted and grows (reading its compacted part back) under an
 //! address-space limit of 1.2x what `validate` states for it
 //! ([`fedbandits::sim::memory::estimate`]), because assembly and reading
-//! back stream a repetition (a record batch) at a time. Before, assembly
-//! held a cell's rows as Arrow arrays and reading back the whole part: the
-//! same job needed about twice the old model's figure and died at assembly
-//! after computing everything. And a shard is sized as a shard: `run
+//! back stream a repetition (a record batch) at a time (holding a cell's
+//! rows as Arrow arrays, or a whole part read back, would need about twice
+//! the figure and die at assembly after computing everything). And a
+//! shard is sized as a shard: `run
 //! --shard` under a limit the whole job would exceed runs.
 
 use fedbandits::job::Job;

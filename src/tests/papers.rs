@@ -125,7 +125,7 @@ fn dubey_fig1a_regret_falls_with_epsilon() {
     assert!(z1 > 3.0 && z0 > 3.0);
 }
 
-/// The learning-onset finding of REPRODUCTION.md (issue 15): under the `log`
+/// The learning-onset finding of REPRODUCTION.md: under the `log`
 /// regime private FedUCB's first synchronization comes at a fraction of the
 /// horizon, because the threshold D grows with T and the privacy term makes
 /// the log-det statistic about d log 2 whatever the data; the non-private

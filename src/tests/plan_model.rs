@@ -1,4 +1,4 @@
-//! `plan`'s time model fitted on the user's machine (issue 57):
+//! `plan`'s time model fitted on the user's machine:
 //! `calibrate --shapes` times shapes on one thread and records them with
 //! this machine's calibration; `plan` then prices cells with the fit and
 //! states its error on those shapes. A job of one timed shape is planned

@@ -1,4 +1,4 @@
-//! Where a job's input files and a part's provenance come from (issue 56):
+//! Where a job's input files and a part's provenance come from:
 //! an input file's relative path starts at the job file's folder for `run`,
 //! `validate` and `merge`, whatever their working directory (a file of that
 //! name in the working directory alone is named, not used); `merge`

@@ -103,7 +103,7 @@ fn wait_for_snapshot(out: &Path, child: &mut Child) {
 }
 
 /// A stopped run's last progress line says "stopped:", not "done:"
-/// (issue 56: SIGTERM's log said "done: 0/12 units" before "stopped").
+/// (SIGTERM's log said "done: 0/12 units" before "stopped").
 #[test]
 fn a_stopped_run_says_stopped_not_done() {
     let dir = tempdir("term-log");

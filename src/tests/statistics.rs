@@ -231,7 +231,7 @@ fn linucb_learns_and_threshold_regime_orders_sync_counts() {
     assert!(counts[0] >= counts[1] && counts[1] >= counts[2] && counts[0] > counts[2]);
 }
 
-/// Reward clipping (issue 13, fix 4): private linear runs clip rewards to
+/// Reward clipping: private linear runs clip rewards to
 /// [-1, 1] by default, so on linear_sphere the accountant's figures exist
 /// (and equal linear_gap's, whose {0, 1} rewards already satisfy the bound);
 /// `clip_rewards: false` keeps the authors' unclipped rewards and nulls every

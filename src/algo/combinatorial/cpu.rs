@@ -159,7 +159,7 @@ fn choice_regret(inst: &Instance, r_true: &[f64], best: f64, l: &[u32]) -> Optio
 /// (2 W_i)) (`lt` = ln t), element by element (vectorized in
 /// [`run_rounds`]' clones for wider registers; the same bits), computed as
 /// (Y_i + sqrt(1.5 ln t W_i)) / W_i, one division where the textbook form
-/// has two (semantics 9; the kernel's phase 1 computes the same).
+/// has two (the kernel's phase 1 computes the same).
 #[inline(always)]
 fn ucb(w: &[f64], y: &[f64], lt: f64, q_plus: &mut [f64]) {
     for ((q, &w), &y) in q_plus.iter_mut().zip(w).zip(y) {
@@ -269,7 +269,7 @@ impl Fed {
             // i x STRIDE, l_i, q_i)` (counter-based: common across
             // algorithms; `fb_small_binomial_at` in the kernel draws the
             // same bits; here through the cached tables, the same bits
-            // again). Since semantics 9; before, one keyed uniform per unit.
+            // again).
             let key = fold_more(self.keys[j], t);
             // Every producer's uniform at once (in vectors), then the draws.
             for (i, u) in self.u.iter_mut().enumerate() {

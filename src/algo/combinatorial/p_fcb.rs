@@ -1,7 +1,7 @@
 //! `p_fcb` (Solanki et al.'s P-FCB): the communication schedule, the
 //! per-round privacy budget and what the accountant can say.
 //!
-//! `calibration: exact` (the default since semantics 12) replaces the
+//! `calibration: exact` (the default) replaces the
 //! paper's budget split below by one noise level for every message, solved
 //! from the target by the exact accountant ([`epsilons`]); `calibration:
 //! paper` is the paper's.
@@ -45,9 +45,8 @@
 //!   message, where the paper's epsilon_z would understate it once
 //!   sqrt(2) epsilon_z >= 1; 4.27 rather than 3.44 at T = 200, epsilon =
 //!   10). Bookkeeping, not a bound under the one-round relation (one
-//!   message covers a round); until semantics 17 it was written as
-//!   `acct_epsilon_basic`, which is now null for P-FCB (one release: nothing
-//!   to compose).
+//!   message covers a round); `acct_epsilon_basic` is null for P-FCB (one
+//!   release: nothing to compose).
 //!
 //! The definition treats the procurement history as the data; later rounds'
 //! quantities chosen from what the sensitive round taught the agent are not

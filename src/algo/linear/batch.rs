@@ -129,8 +129,8 @@ pub struct AdaptiveSync {
 ///   Delta_e + rho; after `cap` requests (the algorithm's abort), or while
 ///   Delta_e is not finite (S + c I not factorized exactly), it requests
 ///   syncs on a data-independent schedule instead: at its own rounds that
-///   are powers of two (on a graph a slot's own rounds are ceil(t / gamma):
-///   before semantics 17 the global round, which some slots never play).
+///   are powers of two (on a graph a slot's own rounds, ceil(t / gamma),
+///   not the global round, which some slots never play).
 ///
 /// The schedule is then eps-DP per agent (post-processing of the agents'
 /// instances and of released sums). Laplace draws are keyed
@@ -156,7 +156,7 @@ impl Svt {
     /// d): ln(1 + L^2 b), b = min(||inv||_F, the largest absolute row sum),
     /// both above inv's largest eigenvalue (every induced norm is; the row
     /// sums are exactly it for a diagonal inverse, where the Frobenius norm
-    /// is up to sqrt(d) above: the bound of semantics 12-16), each sum in
+    /// is up to sqrt(d) above), each sum in
     /// row-major order (as the kernels' `fb_spectral_bound` sums them);
     /// +inf when `inv` is not an exact inverse (`exact` false: the
     /// factorization failed or needed jitter).

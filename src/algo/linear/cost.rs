@@ -150,10 +150,10 @@ pub const SHAPES: &[(&str, &str, u64)] = &[
 
 /// The cell's units of [`COST_TERMS`] per agent-step.
 pub fn cost(c: &LinearConfig) -> Cost {
-    // Above INTRINSICS_MAX_D the step runs the portable code, which issue 43
-    // left as it was (feducb_d128 1.02x): its cost against the new
-    // reference is the old model's (reference 5e5, `linear_gap` 1.2x) times
-    // the reference's own speed-up.
+    // Above INTRINSICS_MAX_D the step runs the portable code, which the
+    // AVX-512 paths did not speed up (feducb_d128 1.02x): its cost is the
+    // portable model's (reference 5e5, `linear_gap` 1.2x) times the
+    // reference's own speed-up.
     let (portable, gap) = if c.env.d > INTRINSICS_MAX_D {
         (REFERENCE_RATE / 5.0e5, GAP_FACTOR_PORTABLE)
     } else {
@@ -354,8 +354,7 @@ mod tests {
         assert_eq!(get(&["private_fedlinucb", "ldp"]), [220.0 / 25.0]);
         assert_eq!(get(&["private_fedlinucb", "sdp_vecsum"]), [0.0]);
         // Private every_round at d = 10: 0.6 us more per agent-step, about
-        // the 1.48x `bench --threads 2` measured (issue 43:
-        // feducb_every_d10 1.57e6, feducb_private_every_d10 1.07e6
+        // the 1.48x `bench --threads 2` measured (feducb_every_d10 1.57e6, feducb_private_every_d10 1.07e6
         // agent-steps/s), at the rate measured with it (8.75e5 per thread;
         // the reference rate is rounded down, which would dilute the
         // release's share).

@@ -18,8 +18,8 @@
 //! sigma = L sqrt(N (log(1/delta) + eps)) / eps, N = floor(log2(T/B)) + 1;
 //! `theorem`: sigma^2 = 8 kappa (log(2/delta) + eps) / eps^2, kappa = 1 + log(T/B),
 //! times the ratio of the node's sensitivity at L to that at L = 1 (the
-//! theorem's bounds; 1 at the default L = 1). `exact` (the default since
-//! semantics 12; `ldp`, `alt`, `sdp_amp`): sigma = sqrt(N) Delta / mu with
+//! theorem's bounds; 1 at the default L = 1). `exact` (the default;
+//! `ldp`, `alt`, `sdp_amp`): sigma = sqrt(N) Delta / mu with
 //! Delta the node's sensitivity under the cell's relation and mu the
 //! largest Gaussian-DP parameter whose figure is at most the target
 //! ([`crate::privacy::accountant::exact_sigma`]), so `acct_epsilon` lies in
@@ -288,7 +288,7 @@ pub fn vecsum_exact_floor(cfg: &LinearConfig) -> Option<f64> {
 /// The `theorem` calibration's scale for L: the slides' Theorem 1 is
 /// stated for L = 1, and the calibration scales its sigma by the
 /// substitute sensitivity's bound 2 L^4 + 4 L^2 at L over that at 1 (sqrt((2
-/// L^4 + 4 L^2) / 6)), as it has since semantics 6. The accountant's
+/// L^4 + 4 L^2) / 6)). The accountant's
 /// sensitivity is the tight one ([`zhou_sensitivity_sq`]); this ratio only
 /// keeps the papers' calibration, and its claim, what they were.
 ///

@@ -21,8 +21,8 @@
 //! rho_min = Lambda, rho_max = 3 Lambda, shift = 2 Lambda;
 //! kappa = sqrt(m (L^2+1)) (sqrt(d) + 2 log(2 n M / alpha)) / (sqrt(2) eps).
 //! Non-private: no noise, rho_min = rho_max = shift = lambda, kappa = 0.
-//! These are `calibration: paper`; `calibration: exact` (the default since
-//! semantics 12) solves sigma_N from the target with the exact accountant
+//! These are `calibration: paper`; `calibration: exact` (the default)
+//! solves sigma_N from the target with the exact accountant
 //! ([`exact_sigma_n`]: the sums' figure in [0.99, 1] x epsilon) and scales
 //! Lambda, rho_min, rho_max, shift and kappa by the same factor as sigma_N,
 //! keeping the paper's regularization relative to its noise.
