@@ -91,3 +91,23 @@ fn readmes_quickstart_summary_is_a_fresh_runs() {
         "README's quickstart summary has another number of lines"
     );
 }
+
+/// README's annotated quickstart job is `jobs/quickstart.yaml`: the same
+/// keys and values (comments aside; the file's `description` is not shown).
+#[test]
+fn readmes_quickstart_job_is_the_bundled_one() {
+    let text = std::fs::read_to_string(Path::new(ROOT).join("README.md")).expect("README.md reads");
+    let start = text.find("### The job file").expect("README has the job file section");
+    let block = text[start..]
+        .split("```yaml\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("a yaml block");
+    let shown: serde_yaml::Value = serde_yaml::from_str(block).expect("README's job parses");
+    let file = std::fs::read_to_string(Path::new(ROOT).join("jobs/quickstart.yaml")).expect("the job reads");
+    let mut bundled: serde_yaml::Value = serde_yaml::from_str(&file).expect("the job parses");
+    if let Some(map) = bundled.as_mapping_mut() {
+        map.remove("description");
+    }
+    assert_eq!(shown, bundled, "README's quickstart job differs from jobs/quickstart.yaml");
+}
