@@ -25,21 +25,25 @@ fn every_kernel_compiles_with_nvrtc_for_sm_90() {
     let sources = fedbandits::algo::family::kernel_sources();
     let c = nvrtc::compile("sm_90", &["--ptxas-options=-v"], &sources).unwrap_or_else(|e| panic!("{e}"));
     assert!(c.cubin_bytes.unwrap_or(0) > 0);
-    let usage = nvrtc::ptxas_usage(&c.log);
-    println!("kernel registers/spills at sm_90 (ptxas):");
-    for (name, regs, st, ld) in &usage {
-        println!("  {name:<20} {regs:>4} registers  {st:>5} bytes spill stores  {ld:>5} bytes spill loads");
+    let usage = nvrtc::ptxas_stats(&c.log);
+    println!("kernel registers/spills/static shared memory at sm_90 (ptxas):");
+    for k in &usage {
+        let (st, ld) = k.spills;
+        println!(
+            "  {:<22} {:>4} registers  {st:>5} bytes spill stores  {ld:>5} bytes spill loads  {:>6} bytes smem",
+            k.name, k.registers, k.static_shared
+        );
     }
     for k in sources.iter().flat_map(|s| s.kernels) {
         assert!(
-            usage.iter().any(|(n, ..)| n == k),
+            usage.iter().any(|u| u.name == *k),
             "no ptxas report for {k}:\n{}",
             c.log
         );
     }
     // No kernel spills registers to local memory at sm_90.
-    for (name, _, st, ld) in &usage {
-        assert_eq!((*st, *ld), (0, 0), "{name} spills at sm_90:\n{}", c.log);
+    for k in &usage {
+        assert_eq!(k.spills, (0, 0), "{} spills at sm_90:\n{}", k.name, c.log);
     }
     // PTX for a virtual architecture (what a GPU run loads) also compiles.
     let p = nvrtc::compile("compute_80", &[], &sources).unwrap_or_else(|e| panic!("{e}"));

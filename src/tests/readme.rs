@@ -109,5 +109,8 @@ fn readmes_quickstart_job_is_the_bundled_one() {
     if let Some(map) = bundled.as_mapping_mut() {
         map.remove("description");
     }
-    assert_eq!(shown, bundled, "README's quickstart job differs from jobs/quickstart.yaml");
+    assert_eq!(
+        shown, bundled,
+        "README's quickstart job differs from jobs/quickstart.yaml"
+    );
 }

@@ -70,6 +70,24 @@ pub struct Traffic {
     pub uploaded: std::sync::atomic::AtomicU64,
     /// Bytes copied device to host.
     pub downloaded: std::sync::atomic::AtomicU64,
+    /// Each kernel's launches and largest launch shape since the last
+    /// [`Traffic::take_shapes`].
+    shapes: std::sync::Mutex<std::collections::BTreeMap<String, Shape>>,
+}
+
+/// How a kernel was launched: its launches and its largest block, dynamic
+/// shared memory and grid (what its occupancy depends on, with its
+/// registers and static shared memory).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// Launches.
+    pub launches: u64,
+    /// Threads per block (the largest launched).
+    pub block: usize,
+    /// Dynamic shared memory per block, bytes (the largest launched).
+    pub shared: usize,
+    /// Blocks per launch (the largest launched).
+    pub grid: usize,
 }
 
 impl Traffic {
@@ -81,6 +99,25 @@ impl Traffic {
             self.uploaded.load(Relaxed),
             self.downloaded.load(Relaxed),
         )
+    }
+
+    /// Each kernel's launch shape since the last call, by name (and starts
+    /// afresh).
+    pub fn take_shapes(&self) -> Vec<(String, Shape)> {
+        self.shapes
+            .lock()
+            .map(|mut m| std::mem::take(&mut *m).into_iter().collect())
+            .unwrap_or_default()
+    }
+
+    fn record(&self, kernel: &str, grid: usize, block: usize, shared: usize) {
+        if let Ok(mut m) = self.shapes.lock() {
+            let s = m.entry(kernel.to_string()).or_default();
+            s.launches += 1;
+            s.block = s.block.max(block);
+            s.shared = s.shared.max(shared);
+            s.grid = s.grid.max(grid);
+        }
     }
 }
 
@@ -124,6 +161,7 @@ impl Launcher for Counted {
         args: &[Arg],
     ) -> Result<(), CudaError> {
         self.traffic.launches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.traffic.record(kernel, grid, block, shared_bytes);
         self.inner.launch_grid(kernel, grid, block, shared_bytes, args)
     }
     fn free_all(&mut self) {

@@ -10,6 +10,7 @@ pub mod device;
 pub mod emulation;
 pub mod launcher;
 pub mod nvrtc;
+pub mod occupancy;
 
 use thiserror::Error;
 
@@ -75,6 +76,12 @@ impl CudaBackend {
     /// Kernel launches, bytes uploaded and bytes downloaded so far.
     pub fn traffic(&self) -> (u64, u64, u64) {
         self.traffic.get()
+    }
+
+    /// Each kernel's launches and largest launch shape since the last call
+    /// ([`launcher::Traffic::take_shapes`]).
+    pub fn take_shapes(&self) -> Vec<(String, launcher::Shape)> {
+        self.traffic.take_shapes()
     }
 
     /// Device name and compute capability.

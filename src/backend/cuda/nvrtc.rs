@@ -144,38 +144,61 @@ pub fn compile_source(source: &str, arch: &str, extra: &[&str]) -> Result<Compil
     }
 }
 
-/// Registers and spills per kernel, parsed from a `--ptxas-options=-v` log.
-pub fn ptxas_usage(log: &str) -> Vec<(String, u32, u32, u32)> {
+/// What ptxas reports of one kernel (`--ptxas-options=-v`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelStats {
+    /// The kernel's name.
+    pub name: String,
+    /// Registers per thread.
+    pub registers: u32,
+    /// Bytes spilled to local memory (stores, loads).
+    pub spills: (u32, u32),
+    /// Static shared memory per block, bytes (`__shared__` arrays; the
+    /// launch adds its dynamic shared memory).
+    pub static_shared: u32,
+}
+
+/// Registers, spills and static shared memory per kernel, parsed from a
+/// `--ptxas-options=-v` log, in the log's order.
+pub fn ptxas_stats(log: &str) -> Vec<KernelStats> {
     // Lines look like:
     //   ptxas info    : Compiling entry function 'fb_linear_step' for 'sm_90'
     //   ptxas info    : Function properties for fb_linear_step
     //       0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-    //   ptxas info    : Used 72 registers, ...
+    //   ptxas info    : Used 72 registers, used 1 barriers, 96 bytes smem, 400 bytes cmem[0]
     let mut out = Vec::new();
     let mut current: Option<String> = None;
-    let mut spill_st = 0;
-    let mut spill_ld = 0;
+    let mut spills = (0, 0);
     for line in log.lines() {
         if let Some(rest) = line.split("Compiling entry function '").nth(1) {
             current = rest.split('\'').next().map(str::to_owned);
-            spill_st = 0;
-            spill_ld = 0;
+            spills = (0, 0);
         } else if line.contains("spill stores") {
             let nums: Vec<u32> = line
                 .split(',')
                 .filter_map(|p| p.split_whitespace().next().and_then(|n| n.parse().ok()))
                 .collect();
             if nums.len() >= 3 {
-                spill_st = nums[1];
-                spill_ld = nums[2];
+                spills = (nums[1], nums[2]);
             }
         } else if let Some(rest) = line.split("Used ").nth(1)
-            && let (Some(name), Some(regs)) = (
+            && let (Some(name), Some(registers)) = (
                 current.take(),
                 rest.split_whitespace().next().and_then(|n| n.parse().ok()),
             )
         {
-            out.push((name, regs, spill_st, spill_ld));
+            let static_shared = rest
+                .split(',')
+                .find(|p| p.trim_end().ends_with("bytes smem"))
+                .and_then(|p| p.split_whitespace().next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            out.push(KernelStats {
+                name,
+                registers,
+                spills,
+                static_shared,
+            });
         }
     }
     out

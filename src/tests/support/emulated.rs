@@ -29,6 +29,16 @@ pub fn emulated() -> CudaBackend {
     CudaBackend::with_launcher(Box::new(emu), "host emulation")
 }
 
+/// The same with a device's shared memory per block (`bytes`: an H100's
+/// opt-in 227 KiB shapes the kernels as that device would).
+#[allow(dead_code)] // not every test binary that includes this file uses it
+pub fn emulated_with_shared(bytes: usize) -> CudaBackend {
+    let emu = Emulator::load(emulator_lib())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .with_shared_limit(bytes);
+    CudaBackend::with_launcher(Box::new(emu), "host emulation")
+}
+
 /// Runs a job's cells through the driver under emulation and through the
 /// CPU backend, and compares the curves bit for bit.
 pub fn assert_parity(yaml: &str) -> u64 {
