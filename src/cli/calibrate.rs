@@ -118,8 +118,9 @@ pub fn run(opts: &CalibrateOptions) -> Result<String, CliError> {
         path.display()
     );
     if let Some(report) = &opts.report {
-        std::fs::write(report, markdown(&cal, &text))
-            .map_err(|e| CliError::Usage(format!("{}: {e}", report.display())))?;
+        eprintln!("calibrate: the kernels' table (launches, registers, shared memory, occupancy)");
+        let md = markdown(&cal, &text) + &super::kernels::section(device.as_ref());
+        std::fs::write(report, md).map_err(|e| CliError::Usage(format!("{}: {e}", report.display())))?;
         text += &format!("wrote {}\n", report.display());
     }
     Ok(text)

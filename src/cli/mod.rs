@@ -11,6 +11,7 @@ pub mod args;
 pub mod audit;
 pub mod bench;
 pub mod calibrate;
+pub mod kernels;
 #[cfg(test)]
 mod list_defaults;
 pub mod reference;

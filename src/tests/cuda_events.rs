@@ -273,41 +273,34 @@ fn every_bench_workload_runs_on_the_emulated_device_with_its_traffic() {
 /// shapes the cooperative kernel; 2 federations, 128 rounds or more):
 /// launches per round, threads and dynamic shared memory per block, with
 /// ptxas' registers, spills and static shared memory at sm_90, and the
-/// theoretical occupancy they give on an H100 (`backend::cuda::occupancy`). The table is printed for the
-/// record (`--nocapture`); asserted: every kernel launched has a ptxas
-/// report and fits an SM, and no kernel spills.
+/// theoretical occupancy they give on an H100: the table `fedbandits
+/// calibrate --report` writes. Printed for the record (`--nocapture`);
+/// asserted: every kernel launched has a ptxas report and fits an SM, no
+/// kernel spills, and only FedUCB at d = 128 is refused.
 #[test]
 fn every_workloads_kernels_have_their_occupancy_and_launches_per_round() {
-    use fedbandits::backend::cuda::{nvrtc, occupancy};
-    use fedbandits::cli::bench::{On, measure, min_rounds, workloads};
-    assert!(
-        nvrtc::available(),
-        "libnvrtc.so.12 not found: run the tests through .ci/run"
-    );
-    let sources = fedbandits::algo::family::kernel_sources();
-    let c = nvrtc::compile("sm_90", &["--ptxas-options=-v"], &sources).unwrap_or_else(|e| panic!("{e}"));
-    let stats = nvrtc::ptxas_stats(&c.log);
-    let dev = emulated_with_shared(227 * 1024);
-    for (name, _, yaml) in workloads() {
-        let rounds = min_rounds(yaml).max(128);
-        dev.take_shapes();
-        if measure(name, yaml, 2, rounds, On::Cuda(&dev)).is_err() {
-            continue; // refused (feducb_d128): the traffic test checks why
-        }
-        let rows = occupancy::rows(&stats, &dev.take_shapes(), &occupancy::SM_90);
-        let launches: u64 = rows.iter().map(|r| r.shape.launches).sum();
-        println!(
-            "\n{name}: {:.3} launches per round at sm_90\n{}",
-            launches as f64 / rounds as f64,
-            occupancy::markdown(&rows, rounds)
-        );
-        assert!(!rows.is_empty(), "{name} launched nothing");
-        for r in &rows {
+    use fedbandits::backend::cuda::occupancy::SM_90;
+    use fedbandits::cli::kernels;
+    let stats = kernels::stats(&SM_90).unwrap_or_else(|e| panic!("{e}"));
+    let dev = emulated_with_shared(kernels::H100_SHARED_PER_BLOCK);
+    let (tables, refused) = kernels::tables(&dev, &stats, &SM_90);
+    println!("{}", kernels::markdown(&tables, &refused));
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(refused[0].starts_with("feducb_d128: "), "{refused:?}");
+    for t in &tables {
+        assert!(!t.rows.is_empty(), "{} launched nothing", t.workload);
+        for r in &t.rows {
             let o = r
                 .occupancy
-                .unwrap_or_else(|| panic!("{name}: no ptxas report for {}", r.kernel));
-            assert!(o.blocks >= 1, "{name}: {} does not fit an SM: {r:?}", r.kernel);
-            assert_eq!(r.stats.as_ref().map(|k| k.spills), Some((0, 0)), "{name}: {}", r.kernel);
+                .unwrap_or_else(|| panic!("{}: no ptxas report for {}", t.workload, r.kernel));
+            assert!(o.blocks >= 1, "{}: {} does not fit an SM: {r:?}", t.workload, r.kernel);
+            assert_eq!(
+                r.stats.as_ref().map(|k| k.spills),
+                Some((0, 0)),
+                "{}: {}",
+                t.workload,
+                r.kernel
+            );
         }
     }
 }

@@ -1,0 +1,142 @@
+//! The kernels' table of `fedbandits calibrate --report`: for every bench
+//! workload, each kernel it launches, how often per round, its launch shape
+//! (threads and dynamic shared memory per block), ptxas' registers, spills
+//! and static shared memory, and the theoretical occupancy they give
+//! ([`crate::backend::cuda::occupancy`]). On a machine with a device the
+//! workloads run on it; without one, through the host emulation shaped as
+//! an H100 (its 227 KiB of shared memory per block) when g++ and the
+//! repository's `kernels/` are at hand; so the table is measured with a GPU
+//! or without. The `cuda_events` tests print the same table.
+
+use super::bench::{On, measure, min_rounds, workloads};
+use crate::backend::cuda::CudaBackend;
+use crate::backend::cuda::nvrtc::{self, KernelStats};
+use crate::backend::cuda::occupancy::{self, Arch, Row};
+
+/// One workload's kernels.
+pub struct WorkloadKernels {
+    /// The bench workload.
+    pub workload: &'static str,
+    /// Rounds it ran.
+    pub rounds: u64,
+    /// Its kernels, most launched first.
+    pub rows: Vec<Row>,
+}
+
+/// Shared memory per block an H100 lets a kernel opt into (bytes).
+pub const H100_SHARED_PER_BLOCK: usize = 227 * 1024;
+
+/// ptxas' statistics of every family's kernels compiled for `arch`.
+pub fn stats(arch: &Arch) -> Result<Vec<KernelStats>, nvrtc::NvrtcError> {
+    let sources = crate::algo::family::kernel_sources();
+    let c = nvrtc::compile(arch.name, &["--ptxas-options=-v"], &sources)?;
+    Ok(nvrtc::ptxas_stats(&c.log))
+}
+
+/// Runs every bench workload once on `dev` (2 federations, 128 rounds or
+/// its minimum) and tables its kernels with `stats` on `arch`; the
+/// workloads the device refuses, with the reason.
+pub fn tables(dev: &CudaBackend, stats: &[KernelStats], arch: &Arch) -> (Vec<WorkloadKernels>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut refused = Vec::new();
+    for (name, _, yaml) in workloads() {
+        let rounds = min_rounds(yaml).max(128);
+        dev.take_shapes();
+        match measure(name, yaml, 2, rounds, On::Cuda(dev)) {
+            Ok(_) => out.push(WorkloadKernels {
+                workload: name,
+                rounds,
+                rows: occupancy::rows(stats, &dev.take_shapes(), arch),
+            }),
+            Err(e) => refused.push(format!("{name}: {e}")),
+        }
+    }
+    (out, refused)
+}
+
+/// The tables as Markdown, one per workload.
+pub fn markdown(tables: &[WorkloadKernels], refused: &[String]) -> String {
+    let mut md = String::new();
+    for t in tables {
+        let launches: u64 = t.rows.iter().map(|r| r.shape.launches).sum();
+        md += &format!(
+            "\n**{}**: {:.3} launches per round ({} rounds, 2 federations)\n\n{}",
+            t.workload,
+            launches as f64 / t.rounds as f64,
+            t.rounds,
+            occupancy::markdown(&t.rows, t.rounds)
+        );
+    }
+    for r in refused {
+        md += &format!("\nnot run: {r}\n");
+    }
+    md
+}
+
+/// The architecture a device description names (`... (sm_80)`), else
+/// sm_90's limits.
+fn arch_of(description: &str) -> Arch {
+    if description.contains("(sm_8") {
+        occupancy::SM_80
+    } else {
+        occupancy::SM_90
+    }
+}
+
+/// The report's section: on `device` when there is one, else through the
+/// host emulation shaped as an H100, else the reason it could not be made.
+pub fn section(device: Option<&CudaBackend>) -> String {
+    let mut md = String::from("\n## Kernels: launches, registers, shared memory, occupancy\n\n");
+    let (emulated, dev, arch, how);
+    match device {
+        Some(d) => {
+            dev = d;
+            arch = arch_of(d.description());
+            how = format!("as {} launched them", d.description());
+        }
+        None => match emulated_h100() {
+            Ok(e) => {
+                emulated = e;
+                dev = &emulated;
+                arch = occupancy::SM_90;
+                how = "as an H100 would launch them (no device here: the host emulation with 227 KiB of shared \
+                       memory per block)"
+                    .to_string();
+            }
+            Err(why) => return md + &format!("Not measured: {why}.\n"),
+        },
+    }
+    let stats = match stats(&arch) {
+        Ok(s) => s,
+        Err(e) => return md + &format!("Not measured: NVRTC could not compile for {}: {e}.\n", arch.name),
+    };
+    let (tables, refused) = tables(dev, &stats, &arch);
+    md += &format!(
+        "Each workload's kernels {how}; registers, spills and static shared memory from ptxas for {}; \
+         theoretical occupancy by the CUDA occupancy calculator's rule for {} (an upper bound on the \
+         achieved occupancy).\n",
+        arch.name, arch.name
+    );
+    md + &markdown(&tables, &refused)
+}
+
+/// The host emulation built from the repository's `kernels/` (g++), with an
+/// H100's shared memory per block.
+fn emulated_h100() -> Result<CudaBackend, String> {
+    use crate::backend::cuda::emulation::{self, Emulator};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+    if !dir.join("emulation.hpp").exists() {
+        return Err(format!(
+            "no device, and the kernels' host emulation needs the repository's kernels/ ({} is missing)",
+            dir.display()
+        ));
+    }
+    let out = std::env::temp_dir().join("fedbandits-calibrate-emulation");
+    let lib = emulation::build(&dir, &out, &crate::algo::family::kernel_sources())
+        .map_err(|e| format!("no device, and the host emulation could not be built: {e}"))?;
+    let emu = Emulator::load(&lib).map_err(|e| format!("the host emulation could not be loaded: {e}"))?;
+    Ok(CudaBackend::with_launcher(
+        Box::new(emu.with_shared_limit(H100_SHARED_PER_BLOCK)),
+        "host emulation (H100 shapes)",
+    ))
+}
