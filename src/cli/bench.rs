@@ -4,7 +4,7 @@
 //! Workloads are job files of either family (so they exercise the real engine path minus
 //! Parquet) run for a fixed number of rounds, federations spread over the
 //! thread pool, or as one batch on the GPU where the backend has kernels for
-//! the workload. `model_gflop_s` applies DESIGN.md's cost model, 2 K (d^2 + 2d)
+//! the workload. `model_gflop_s` applies the linear family's cost model, 2 K (d^2 + 2d)
 //! flops per agent-step for scoring, to the measured rate, and `model_gb_s` a
 //! byte count per agent-step; on a GPU both are also given as fractions of the
 //! device's approximate peaks.
@@ -59,7 +59,7 @@ pub struct Measurement {
     pub rounds: u64,
     /// The workload's kind ([`crate::backend::Placeable::kind`]).
     pub kind: &'static str,
-    /// DESIGN.md's cost model at this rate: (GFLOP/s, GB/s), linear only.
+    /// The linear cost model at this rate: (GFLOP/s, GB/s), linear only.
     pub model: Option<(f64, f64)>,
     /// On CUDA: kernel launches, bytes uploaded and downloaded by the run
     /// (setup and results included).
@@ -105,7 +105,7 @@ pub fn measure(name: &str, yaml: &str, feds: u32, rounds: u64, on: On<'_>) -> Re
     }
     let seconds = start.elapsed().as_secs_f64();
     let rate = (cell.agent_steps_per_rep() * u64::from(feds.max(1))) as f64 / seconds;
-    // The cost model is the linear family's (DESIGN.md): 2 K (d^2 + 2d)
+    // The cost model is the linear family's: 2 K (d^2 + 2d)
     // flops per agent-step; bytes: V^{-1} read twice and written once, the
     // Gram sums read and written, the decision set written and read back
     // (f64), the normals written and read (f32).

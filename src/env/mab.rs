@@ -1,5 +1,5 @@
-//! Environments of the decentralized multi-armed family (ALGORITHMS.md 2
-//! and 4): N agents, M arms, agent i's observations of arm k have a locally
+//! Environments of the decentralized multi-armed family (Zhu et
+//! al.): N agents, M arms, agent i's observations of arm k have a locally
 //! biased mean mu_{i,k}; the true mean of arm k is mu_k = (1/N) sum_i
 //! mu_{i,k}, and regret is measured against the best true arm.
 //!

@@ -1,4 +1,4 @@
-//! Environments (ALGORITHMS.md section 4): the linear contextual family here,
+//! Environments: the linear contextual family here,
 //! the decentralized multi-armed family in [`mab`].
 //!
 //! An environment owns the federation's hidden parameter theta* and knows the

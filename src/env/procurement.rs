@@ -1,4 +1,4 @@
-//! `procurement` (Solanki et al., ALGORITHMS.md 3): m producers, n agents
+//! `procurement` (Solanki et al.): m producers, n agents
 //! (manufacturers). Producer i has a common quality q_i (each procured unit
 //! is good with probability q_i); agent j has a cost c_{ij} and a capacity
 //! k_{ij} per producer and chooses quantities l_{ij} in {0..k_{ij}}. The

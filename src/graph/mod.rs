@@ -1,4 +1,4 @@
-//! Communication graphs (ALGORITHMS.md 2.3): `complete`, `ring`, `line`,
+//! Communication graphs: `complete`, `ring`, `line`,
 //! `star`, `grid` (rows x cols), `erdos_renyi` (p; redrawn until connected,
 //! seeded), `random_regular` (degree; configuration model, redrawn until
 //! simple and connected) and `edges` (an edge-list file: one `u v` pair of

@@ -1,4 +1,4 @@
-//! The privacy accountant (ALGORITHMS.md section 5): what a private run
+//! The privacy accountant: what a private run
 //! actually provides, next to the target (epsilon, delta) the user asked for.
 //! Every figure it writes is an upper bound on the privacy loss of the
 //! released view, or null with the reason in [`Accounting::warnings`].

@@ -1,6 +1,6 @@
 //! The shuffle-model vector-summation protocol (Cheu et al. 2021) inside the
 //! binary-counter tree, as `private_fedlinucb` with protocol `sdp_vecsum`
-//! uses it (ALGORITHMS.md 1.4), in memory independent of the horizon.
+//! uses it, in memory independent of the horizon.
 //!
 //! A node of tree level j covers 2^j batches, i.e. n_j = 2^j B M data points
 //! (every agent's x x^T upper triangle and x y of every round in the window).

@@ -1,4 +1,4 @@
-//! The combinatorial family (ALGORITHMS.md 3) against what the spec and an
+//! The combinatorial family against what the paper and an
 //! independent implementation found: P-FCB's schedule and budget sums,
 //! the exploration length, identical exploration regret across algorithms,
 //! sharing helping after exploration, rare constraint violations, rejected

@@ -1,5 +1,5 @@
 //! The gossip family's algorithms against what the paper and the spec say
-//! must hold (ALGORITHMS.md 2): Lemma 2's local consistency at every step,
+//! must hold (Zhu et al.): Lemma 2's local consistency at every step,
 //! the ordering oracle <= gossip <= local on a complete graph, linear
 //! against sub-linear regret on a biased instance, exact clipping counts,
 //! and a batch of federations equal to each federation alone.

@@ -4,7 +4,7 @@
 //!
 //! Layers, bottom up (README, "Layout and documents"): math, rng, linalg, env, graph,
 //! privacy, backend | algo | job | output | sim | cli. The first group are
-//! the lower layers of DESIGN.md: mechanisms, environments and backends,
+//! the lower layers: mechanisms, environments and backends,
 //! which must never reach the algorithms, the job files, the results or the
 //! simulation. A reference is any `crate::<module>` (or a member of a
 //! `crate::{...}` group) in a file's non-test code (everything before its

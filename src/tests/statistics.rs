@@ -132,7 +132,7 @@ fn feducb_sync_counts() {
             assert!(n >= 1, "{sync}: never synced");
         }
     }
-    // Private runs: recorded, not forced (ALGORITHMS.md 1.2).
+    // Private runs: recorded, not forced.
     for sync in ["log", "sqrt_m"] {
         let j = job(&format!(
             "seed: 5\nrepetitions: 1\nhorizon: 2000\nalgorithm: feducb_centralized\nenvironment: linear_gap\nparams: {{m: 10, d: 5, k: 10, epsilon: 1, delta: 0.1, sync: {sync}}}\n"

@@ -1,5 +1,5 @@
-//! The combinatorial procurement family's batched contract (ALGORITHMS.md 3,
-//! Solanki et al.): a batch of federations of one configuration and the
+//! The combinatorial procurement family's batched contract (Solanki et
+//! al.): a batch of federations of one configuration and the
 //! operations each device runs over all of them (the CPU's in
 //! [`super::cpu`], the CUDA host code in [`super::cuda`]; [`super::ops`]
 //! picks one for a backend).

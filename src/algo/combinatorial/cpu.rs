@@ -320,7 +320,7 @@ impl Fed {
     /// noisy message, then every receiver's decisions, then the resets.
     /// Each message is tested against the receiver's (W, Y) as it stood
     /// before the round (a snapshot), so the order of senders has no
-    /// effect. ALGORITHMS.md 3.2 names this reading and the sequential one
+    /// effect. The paper's text admits this reading and the sequential one
     /// (each acceptance narrowing the window for the next sender); the
     /// paper says neither. The engine takes the snapshot: the round is one
     /// exchange of simultaneous messages, the outcome does not depend on an

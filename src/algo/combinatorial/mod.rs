@@ -1,5 +1,5 @@
-//! The federated combinatorial family with quality constraints (ALGORITHMS.md
-//! 3, Solanki et al.): `non_federated`, `fcb` and `p_fcb` ([`p_fcb`]), all
+//! The federated combinatorial family with quality constraints (Solanki
+//! et al.): `non_federated`, `fcb` and `p_fcb` ([`p_fcb`]), all
 //! with a pure-exploration phase and the greedy oracle on upper confidence
 //! qualities. Each algorithm is a description of its batch
 //! ([`comb_batch`]); the round loop ([`run`]) is the one of

@@ -1,4 +1,4 @@
-//! The combinatorial family's parameters (ALGORITHMS.md 3): a cell's raw
+//! The combinatorial family's parameters (Solanki et al.): a cell's raw
 //! parameters resolved into its [`CombConfig`].
 
 use super::p_fcb::{Budget, PFcbConfig, TauStart};

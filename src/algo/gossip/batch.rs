@@ -1,4 +1,4 @@
-//! The gossip family's batched contract (ALGORITHMS.md 2): a batch of
+//! The gossip family's batched contract (Zhu et al.): a batch of
 //! federations of one multi-armed configuration, and the batched operations
 //! each device runs over all of them (the CPU's in [`super::cpu`], the CUDA
 //! host code in [`super::cuda`]; [`super::ops`] picks one for a backend).

@@ -1,4 +1,4 @@
-//! The decentralized multi-armed family (ALGORITHMS.md 2, Zhu et al.):
+//! The decentralized multi-armed family (Zhu et al.):
 //! `gossip_ucb`, its epsilon-DP form `fed_ucb_gossip`, and the baselines
 //! `local_ucb` and `oracle_ucb`.
 //!

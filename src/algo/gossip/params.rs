@@ -1,4 +1,4 @@
-//! The gossip family's parameters (ALGORITHMS.md 2): a cell's raw
+//! The gossip family's parameters (Zhu et al.): a cell's raw
 //! parameters resolved into its [`GossipConfig`].
 
 use super::fed_ucb_gossip::{BudgetSplit, PrivacyConfig};

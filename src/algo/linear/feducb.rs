@@ -1,5 +1,5 @@
 //! `feducb_centralized`: Dubey & Pentland (NeurIPS 2020), Algorithm 1 with the
-//! PRIVATIZER (Algorithm 2), as specified in ALGORITHMS.md 1.2.
+//! PRIVATIZER (Algorithm 2) of Dubey & Pentland (2020).
 //!
 //! Agent i plays with V = S + U_i, theta_hat = V^{-1} (s + u_i) and
 //! beta_{i,t} = sigma sqrt(2 log(2/alpha) + log det V - d log(M rho_min)) +

@@ -2,7 +2,7 @@
 //! FedUCB on a peer-to-peer graph with gamma-hop delayed messages.
 //!
 //! The paper's appendix (with the full pseudocode) is not in the seeds; this
-//! is the project's reconstruction of Section 4.2, following ALGORITHMS.md 1.3:
+//! is the project's reconstruction of the paper's Section 4.2:
 //!
 //! * Agents sit on a connected graph G; a message moves one hop per round and
 //!   is dropped after gamma hops, so agent v hears v' with delay dist(v, v')

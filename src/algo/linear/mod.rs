@@ -1,4 +1,5 @@
-//! The linear contextual family (ALGORITHMS.md section 1).
+//! The linear contextual family (Dubey & Pentland 2020; Zhou &
+//! Chowdhury 2023).
 //!
 //! [`LinearConfig`] is a cell's fully resolved configuration (every default
 //! filled in). Every algorithm describes itself as a

@@ -1,4 +1,4 @@
-//! The linear family's parameters (ALGORITHMS.md 1): a cell's raw
+//! The linear family's parameters: a cell's raw
 //! parameters resolved into its [`LinearConfig`] -- the environment, the
 //! agents, the learners' confidence parameters, then each algorithm's own
 //! (FedLinUCB's batch and protocol, FedUCB's privacy, sync regime and
