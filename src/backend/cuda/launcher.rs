@@ -112,11 +112,17 @@ impl Traffic {
 
     fn record(&self, kernel: &str, grid: usize, block: usize, shared: usize) {
         if let Ok(mut m) = self.shapes.lock() {
-            let s = m.entry(kernel.to_string()).or_default();
-            s.launches += 1;
-            s.block = s.block.max(block);
-            s.shared = s.shared.max(shared);
-            s.grid = s.grid.max(grid);
+            // No allocation once a kernel has launched (launches are per
+            // round of a batch).
+            if !m.contains_key(kernel) {
+                m.insert(kernel.to_string(), Shape::default());
+            }
+            if let Some(s) = m.get_mut(kernel) {
+                s.launches += 1;
+                s.block = s.block.max(block);
+                s.shared = s.shared.max(shared);
+                s.grid = s.grid.max(grid);
+            }
         }
     }
 }
