@@ -28,7 +28,11 @@ extern __shared__ __align__(16) unsigned char fb_dyn_smem[];
 #define FB_CTZ64(x) (__ffsll((long long)(x)) - 1)
 #define FB_ATOMIC_ADD_U64(p, v) atomicAdd((unsigned long long*)(p), (unsigned long long)(v))
 #define FB_ATOMIC_ADD_I32(p, v) atomicAdd((int*)(p), (int)(v))
+// A kernel's register budget: at most `threads` per block and at least
+// `blocks` resident per SM (ptxas caps the registers to fit them).
+#define FB_LAUNCH_BOUNDS(threads, blocks) __launch_bounds__(threads, blocks)
 #else
+#define FB_LAUNCH_BOUNDS(threads, blocks)
 // The emulation runs the threads of a grid one after another.
 #define FB_ATOMIC_ADD_U64(p, v) (*(p) += (v))
 #define FB_ATOMIC_ADD_I32(p, v) (*(p) += (v))

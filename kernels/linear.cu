@@ -314,7 +314,14 @@ extern "C" __global__ void fb_sync_broadcast(int n, int m, int d, const int* mas
 
 // ------------------------------------------------- cooperative scoring
 
-#define FB_COOP_LANES 8
+// Threads per agent of the cooperative kernels: one warp. The first
+// FB_LANES of them draw the decision set's xoshiro lanes; all of them split
+// the actions (scoring, means) and the rows (theta_hat, Sherman-Morrison).
+#define FB_COOP_LANES 32
+// Threads per block of fb_linear_rounds_coop (4 agents), and the blocks per
+// SM its register budget must allow (src/algo/linear/cuda/mod.rs COOP_BLOCK).
+#define FB_COOP_BLOCK 128
+#define FB_COOP_MIN_BLOCKS 6
 
 // Keeps the better of two (score, index, quad) candidates: higher score,
 // lower index on ties (the CPU scorer's Best::finish).
@@ -326,7 +333,7 @@ FB_DEV void fb_argmax_combine(double* s, int* i, double* q, double os, int oi, d
     }
 }
 
-// One lane's share of the UCB argmax: actions lane, lane + 8, ... < k, each
+// One lane's share of the UCB argmax: actions lane, lane + FB_COOP_LANES, ... < k, each
 // scored <theta, x> + beta sqrt(x^T A x) with exactly the CPU scorer's
 // operation order (backend/cpu.rs score_group: symmetric quadratic form, fma
 // where it uses mul_add); `x(j, c)` gives coordinate j of action c, read
@@ -369,13 +376,14 @@ FB_DEV void fb_lanes_combine(double* bs, int* bi, double* bq) {
 }
 
 // UCB scoring with FB_COOP_LANES threads per agent: lane l scores actions
-// l, l + 8, l + 16, ... with exactly the CPU scorer's operation order per
-// action (backend/cpu.rs score_argmax, whose lane l holds the same actions),
+// l, l + FB_COOP_LANES, ... with exactly the CPU scorer's operation order per
+// action (backend/cpu.rs score_argmax; the argmax, lowest index on ties, does
+// not depend on how the actions are split),
 // then the lanes combine their candidates through warp shuffles, so the
 // chosen arm and its x^T A x equal the CPU's bit for bit. Reads of the
 // column-major decision set are coalesced across lanes (consecutive
 // actions). V^{-1} and theta of the block's agents are staged in dynamic
-// shared memory when `stage` is set (blockDim / 8 agents x (d^2 + d)
+// shared memory when `stage` is set (blockDim / FB_COOP_LANES agents x (d^2 + d)
 // doubles), else read from global memory. Every thread reaches every barrier
 // and shuffle (agents past n compute nothing and write nothing).
 // x: n x (d x kp); a: n x d x d; theta: n x d. blockDim.x: a multiple of 32.
@@ -457,7 +465,7 @@ FB_DEV double fb_gap_x(int j, int c, int k, const double* th, const float* g, co
 // Doubles of dynamic shared memory one agent of fb_linear_rounds_coop uses
 // (src/algo/linear/cuda/mod.rs coop_step_shape repeats this): V^{-1} (d*d),
 // mean (kp), aux (kp: inverse norms or projections), theta_hat, w,
-// x_chosen, b (d each), 4 scalars, the lanes' x scratch (8 d); linear_gap
+// x_chosen, b (d each), 4 scalars, the lanes' x scratch (FB_COOP_LANES d); linear_gap
 // adds the scales (kp) and the
 // round's uniforms (2 kp); then the f32 normals (sphere (K - d)(d - 1),
 // gap K (d - 1)), rounded up to whole doubles.
@@ -473,15 +481,17 @@ FB_DEV long long fb_coop_agent_doubles(int gap, int d, int k, int kp) {
 // other kernels (refactorization, sync, checkpoint), so the rounds of one
 // launch touch only the agent's own state: V^{-1} and b stay in shared
 // memory for all of them, and log det and the regret in registers. Per
-// round: lane l draws the normals of xoshiro lane l (the 8 lanes of a
-// decision set's stream are independent); the lanes split the inverse norms
-// and means over actions, theta_hat and the Sherman-Morrison update over
-// rows, and the UCB scores over actions (lane l: actions l, l+8, ...;
-// combined by warp shuffles, lowest index on ties). The decision set is never
+// round: lane l < FB_LANES draws the normals of xoshiro lane l (the 8 lanes
+// of a decision set's stream are independent); all FB_COOP_LANES lanes split
+// the inverse norms and means over actions, theta_hat and the
+// Sherman-Morrison update over rows, and the UCB scores over actions (lane
+// l: actions l, l + FB_COOP_LANES, ...; combined by warp shuffles, lowest
+// index on ties). Blocks of FB_COOP_BLOCK threads (4 agents), registers
+// budgeted for FB_COOP_MIN_BLOCKS blocks per SM. The decision set is never
 // written to global memory (its coordinates are recomputed from the normals
 // when scored). Round r's regret of agent g goes to rr[r * n + g] for
 // fb_rounds_reduce. Every thread reaches every barrier and shuffle.
-extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int kp, int reward_raw,
+extern "C" __global__ void FB_LAUNCH_BOUNDS(FB_COOP_BLOCK, FB_COOP_MIN_BLOCKS) fb_linear_rounds_coop(int n, int m, int d, int k, int kp, int reward_raw,
                                                  double noise_std, double reward_bound, int gap, fb_u64* ustate,
                                                  int random_policy, fb_u64* pstate, int rounds,
                                                  const double* betas, const double* widths, double wscale,
@@ -517,14 +527,17 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
     const double* th = theta_star + (gg / m) * d;
     fb_u64* st = lanes + gg * 32;
     fb_u64 s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    bool draws = lane < FB_LANES;  // this lane holds xoshiro lane `lane`
     double ld = 0.0, reg = 0.0;
     if (live) {
         for (int e = lane; e < dd; e += FB_COOP_LANES) A[e] = vinv[gg * dd + e];
         for (int e = lane; e < d; e += FB_COOP_LANES) bs_[e] = b[gg * d + e];
-        s0 = st[lane];
-        s1 = st[8 + lane];
-        s2 = st[16 + lane];
-        s3 = st[24 + lane];
+        if (draws) {
+            s0 = st[lane];
+            s1 = st[8 + lane];
+            s2 = st[16 + lane];
+            s3 = st[24 + lane];
+        }
         ld = logdet[gg];
         reg = regret[gg];
     }
@@ -542,14 +555,31 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
         __syncthreads();
         // This lane's share of the round's normals (then, for linear_gap, the
         // optimal index from the scalar stream and this lane's uniforms).
-        if (live && total > 0) {
-            for (int base = 0; base < total; base += FB_NORMALS_PER_BLOCK) {
-                fb_u64 out2[2];
-                for (int step = 0; step < 2; ++step) out2[step] = fb_lane_step(&s0, &s1, &s2, &s3);
-                for (int h = 0; h < 2; ++h) {
-                    int p = h * FB_LANES + lane;
+        if (total > 0) {
+            // Two blocks of FB_NORMALS_PER_BLOCK normals at a time: lane l <
+            // FB_LANES steps its xoshiro lane twice per block, in order, and
+            // leaves the words in the agent's x scratch (word q of lane l at
+            // 8 q + l; two halves, alternating, so one barrier a pass
+            // suffices); lane L then transforms word L / 8 of lane L % 8,
+            // which holds positions p = 8 h + l of block L / 16 (h = L / 8 %
+            // 2), as that lane itself would: the same normals, bit for bit,
+            // with every lane doing Box-Muller. Block-uniform (agents past n
+            // take part and write nothing): every thread reaches every barrier.
+            fb_u64* words = (fb_u64*)(sc + 4);  // 2 x 32 words (FB_COOP_LANES d >= 64 doubles)
+            int blocks = (total + FB_NORMALS_PER_BLOCK - 1) / FB_NORMALS_PER_BLOCK;
+            for (int b0 = 0; b0 < blocks; b0 += 2) {
+                int nb = blocks - b0 < 2 ? blocks - b0 : 2;
+                fb_u64* half = words + ((b0 >> 1) & 1) * 32;
+                if (live && draws)
+                    for (int step = 0; step < 2 * nb; ++step) half[step * FB_LANES + lane] = fb_lane_step(&s0, &s1, &s2, &s3);
+                __syncthreads();
+                int blk = lane >> 4;
+                if (live && blk < nb) {
+                    fb_u64 mine = half[lane];  // word lane / 8 of lane lane % 8
+                    int base = (b0 + blk) * FB_NORMALS_PER_BLOCK;
+                    int p = ((lane >> 3) & 1) * FB_LANES + (lane & 7);
                     float c, s;
-                    fb_box_muller((fb_u32)(out2[h] >> 32), (fb_u32)out2[h], &c, &s);
+                    fb_box_muller((fb_u32)(mine >> 32), (fb_u32)mine, &c, &s);
                     if (base + p < total) gn[base + p] = c;
                     if (base + 2 * FB_LANES + p < total) gn[base + 2 * FB_LANES + p] = s;
                 }
@@ -560,7 +590,7 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
                 fb_u64 word = fb_xoshiro_next(ustate + gg * 4);
                 sc[2] = (double)FB_MULHI(word, (fb_u64)k);
             }
-            for (int c0 = 0; c0 < 2 * k; c0 += FB_LANES) {
+            for (int c0 = 0; draws && c0 < 2 * k; c0 += FB_LANES) {
                 fb_u64 word = fb_lane_step(&s0, &s1, &s2, &s3);
                 if (c0 + lane < 2 * k) un[c0 + lane] = (double)(word >> 11) * 1.1102230246251565e-16;
             }
@@ -707,10 +737,12 @@ extern "C" __global__ void fb_linear_rounds_coop(int n, int m, int d, int k, int
     if (live) {
         for (int e = lane; e < dd; e += FB_COOP_LANES) vinv[gg * dd + e] = A[e];
         for (int e = lane; e < d; e += FB_COOP_LANES) b[gg * d + e] = bs_[e];
-        st[lane] = s0;
-        st[8 + lane] = s1;
-        st[16 + lane] = s2;
-        st[24 + lane] = s3;
+        if (draws) {
+            st[lane] = s0;
+            st[8 + lane] = s1;
+            st[16 + lane] = s2;
+            st[24 + lane] = s3;
+        }
         if (lane == 0) {
             logdet[gg] = ld;
             regret[gg] = reg;

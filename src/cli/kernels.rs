@@ -21,6 +21,8 @@ pub struct WorkloadKernels {
     pub rounds: u64,
     /// Its kernels, most launched first.
     pub rows: Vec<Row>,
+    /// Launches, bytes uploaded and bytes downloaded in the run.
+    pub traffic: (u64, u64, u64),
 }
 
 /// Shared memory per block an H100 lets a kernel opt into (bytes).
@@ -43,10 +45,11 @@ pub fn tables(dev: &CudaBackend, stats: &[KernelStats], arch: &Arch) -> (Vec<Wor
         let rounds = min_rounds(yaml).max(128);
         dev.take_shapes();
         match measure(name, yaml, 2, rounds, On::Cuda(dev)) {
-            Ok(_) => out.push(WorkloadKernels {
+            Ok(m) => out.push(WorkloadKernels {
                 workload: name,
                 rounds,
                 rows: occupancy::rows(stats, &dev.take_shapes(), arch),
+                traffic: m.traffic.unwrap_or_default(),
             }),
             Err(e) => refused.push(format!("{name}: {e}")),
         }
@@ -58,11 +61,14 @@ pub fn tables(dev: &CudaBackend, stats: &[KernelStats], arch: &Arch) -> (Vec<Wor
 pub fn markdown(tables: &[WorkloadKernels], refused: &[String]) -> String {
     let mut md = String::new();
     for t in tables {
-        let launches: u64 = t.rows.iter().map(|r| r.shape.launches).sum();
+        let (launches, up, down) = t.traffic;
+        let per = t.rounds as f64;
         md += &format!(
-            "\n**{}**: {:.3} launches per round ({} rounds, 2 federations)\n\n{}",
+            "\n**{}**: {:.3} launches, {:.0} bytes up and {:.0} down per round ({} rounds, 2 federations)\n\n{}",
             t.workload,
-            launches as f64 / t.rounds as f64,
+            launches as f64 / per,
+            up as f64 / per,
+            down as f64 / per,
             t.rounds,
             occupancy::markdown(&t.rows, t.rounds)
         );

@@ -1,6 +1,6 @@
 //! The linear family's batched operations ([`LinearOps`]) on a
-//! [`Launcher`]: all repetitions of a cell step in lockstep, eight device
-//! threads per agent in the cooperative kernel (one per agent in the
+//! [`Launcher`]: all repetitions of a cell step in lockstep, a warp per
+//! agent in the cooperative kernel (one thread per agent in the
 //! fallback); the algorithm layer's lockstep loop sequences the operations,
 //! and each is one or a few kernel launches.
 //!
@@ -617,12 +617,14 @@ fn int_arg(v: usize) -> Result<Arg, CudaError> {
 }
 
 /// Agents per block and dynamic shared memory of `fb_linear_rounds_coop` for
-/// the environment (`gap`: linear_gap, else linear_sphere) and (d, K): as
-/// many agents as fit the device's shared memory per block (its opt-in
-/// limit, read when it opens), a multiple of 4 (whole warps) up to 16 (the
-/// layout is kernels/linear.cu's fb_coop_agent_doubles); `None` when not
-/// even 4 fit (large d): then linear_sphere runs on the one-thread-per-agent
-/// `fb_linear_step` and linear_gap is unsupported.
+/// the environment (`gap`: linear_gap, else linear_sphere) and (d, K): four
+/// agents of one warp each (a block of [`COOP_BLOCK`] threads, the size its
+/// register budget assumes; small blocks let more of them share an SM),
+/// their state in shared memory (the layout is kernels/linear.cu's
+/// fb_coop_agent_doubles); `None` when four do not fit the device's shared
+/// memory per block (its opt-in limit, read when it opens; large d): then
+/// linear_sphere runs on the one-thread-per-agent `fb_linear_step` and
+/// linear_gap is unsupported.
 pub fn coop_step_shape(gap: bool, d: usize, k: usize, shared_limit: usize) -> Option<(usize, usize)> {
     let kp = k.div_ceil(8) * 8;
     let fixed = d.min(k);
@@ -633,8 +635,8 @@ pub fn coop_step_shape(gap: bool, d: usize, k: usize, shared_limit: usize) -> Op
     };
     let doubles = d * d + 2 * kp + (4 + COOP_LANES) * d + 4 + if gap { 3 * kp } else { 0 } + normals.div_ceil(2);
     let bytes = doubles * 8;
-    let agents = (shared_limit / bytes.max(1)).min(16) / 4 * 4;
-    (agents >= 4).then_some((agents, agents * bytes))
+    let agents = COOP_BLOCK / COOP_LANES;
+    (agents * bytes <= shared_limit).then_some((agents, agents * bytes))
 }
 
 /// Most rounds one launch of `fb_linear_rounds_coop` runs.
@@ -643,10 +645,12 @@ const CHUNK_MAX: usize = 64;
 /// very large batches).
 const RR_BUDGET: usize = 256 << 20;
 
-/// Threads per block of the cooperative kernels (a multiple of 32).
+/// Threads per block of the cooperative kernels (a multiple of 32; the
+/// kernels' FB_COOP_BLOCK, which their register budget assumes).
 pub const COOP_BLOCK: usize = 128;
-/// Threads per agent in `fb_score_coop`.
-pub const COOP_LANES: usize = 8;
+/// Threads per agent of the cooperative kernels (`fb_linear_rounds_coop`,
+/// `fb_score_coop`): one warp (the kernels' FB_COOP_LANES).
+pub const COOP_LANES: usize = 32;
 
 /// Scores `n` agents' column-major decision sets (`x`: n x d x kp) with
 /// their V^{-1} (`a`: n x d x d) and theta_hat (`theta`: n x d) on the
