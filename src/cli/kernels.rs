@@ -79,14 +79,12 @@ pub fn markdown(tables: &[WorkloadKernels], refused: &[String]) -> String {
     md
 }
 
-/// The architecture a device description names (`... (sm_80)`), else
-/// sm_90's limits.
-fn arch_of(description: &str) -> Arch {
-    if description.contains("(sm_8") {
-        occupancy::SM_80
-    } else {
-        occupancy::SM_90
-    }
+/// The architecture a device description names (`... (sm_80)`), if its
+/// limits are known ([`occupancy::KNOWN`]).
+fn arch_of(description: &str) -> Option<Arch> {
+    occupancy::KNOWN
+        .into_iter()
+        .find(|a| description.contains(&format!("({})", a.name)))
 }
 
 /// The report's section: on `device` when there is one, else through the
@@ -96,8 +94,15 @@ pub fn section(device: Option<&CudaBackend>) -> String {
     let (emulated, dev, arch, how);
     match device {
         Some(d) => {
+            let Some(a) = arch_of(d.description()) else {
+                return md
+                    + &format!(
+                        "Not measured: the occupancy limits of {} are not known here (sm_80, sm_86, sm_89, sm_90).\n",
+                        d.description()
+                    );
+            };
             dev = d;
-            arch = arch_of(d.description());
+            arch = a;
             how = format!("as {} launched them", d.description());
         }
         None => match emulated_h100() {
@@ -145,4 +150,21 @@ fn emulated_h100() -> Result<CudaBackend, String> {
         Box::new(emu.with_shared_limit(H100_SHARED_PER_BLOCK)),
         "host emulation (H100 shapes)",
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    /// A device's description names its architecture; only known limits
+    /// are used (sm_75's would be guessed).
+    #[test]
+    fn the_architecture_is_read_from_the_device_description() {
+        let name = |d: &str| super::arch_of(d).map(|a| a.name);
+        assert_eq!(name("NVIDIA H100 80GB HBM3 (sm_90)"), Some("sm_90"));
+        assert_eq!(name("NVIDIA A100-SXM4-40GB (sm_80)"), Some("sm_80"));
+        assert_eq!(name("NVIDIA A40 (sm_86)"), Some("sm_86"));
+        assert_eq!(name("Tesla T4 (sm_75)"), None);
+        // sm_86's 48 warp slots: twelve 4-warp blocks fill them.
+        let o = crate::backend::cuda::occupancy::occupancy(&crate::backend::cuda::occupancy::SM_86, 32, 128, 0);
+        assert_eq!((o.blocks, o.warps, o.fraction), (12, 48, 1.0));
+    }
 }

@@ -40,6 +40,29 @@ pub const SM_80: Arch = Arch {
     shared: 164 * 1024,
 };
 
+/// RTX 30xx / A40 (compute capability 8.6): 48 warps, 16 blocks, 64 K
+/// registers, 100 KiB of shared memory per SM.
+pub const SM_86: Arch = Arch {
+    name: "sm_86",
+    max_warps: 48,
+    max_blocks: 16,
+    registers: 65_536,
+    shared: 100 * 1024,
+};
+
+/// L4 / RTX 40xx (compute capability 8.9): 48 warps, 24 blocks, 64 K
+/// registers, 100 KiB of shared memory per SM.
+pub const SM_89: Arch = Arch {
+    name: "sm_89",
+    max_warps: 48,
+    max_blocks: 24,
+    registers: 65_536,
+    shared: 100 * 1024,
+};
+
+/// The architectures whose limits are known here.
+pub const KNOWN: [Arch; 4] = [SM_80, SM_86, SM_89, SM_90];
+
 /// H100/H200 (compute capability 9.0): 64 warps, 32 blocks, 64 K
 /// registers, 228 KiB of shared memory per SM.
 pub const SM_90: Arch = Arch {
