@@ -90,45 +90,48 @@ fn arch_of(description: &str) -> Option<Arch> {
 /// The report's section: on `device` when there is one, else through the
 /// host emulation shaped as an H100, else the reason it could not be made.
 pub fn section(device: Option<&CudaBackend>) -> String {
-    let mut md = String::from("\n## Kernels: launches, registers, shared memory, occupancy\n\n");
-    let (emulated, dev, arch, how);
-    match device {
-        Some(d) => {
-            let Some(a) = arch_of(d.description()) else {
+    let md = String::from("\n## Kernels: launches, registers, shared memory, occupancy\n\n");
+    // The architecture, then ptxas' statistics (NVRTC), before any run.
+    let arch = match device {
+        Some(d) => match arch_of(d.description()) {
+            Some(a) => a,
+            None => {
                 return md
                     + &format!(
                         "Not measured: the occupancy limits of {} are not known here (sm_80, sm_86, sm_89, sm_90).\n",
                         d.description()
                     );
-            };
-            dev = d;
-            arch = a;
-            how = format!("as {} launched them", d.description());
-        }
-        None => match emulated_h100() {
-            Ok(e) => {
-                emulated = e;
-                dev = &emulated;
-                arch = occupancy::SM_90;
-                how = "as an H100 would launch them (no device here: the host emulation with 227 KiB of shared \
-                       memory per block)"
-                    .to_string();
             }
-            Err(why) => return md + &format!("Not measured: {why}.\n"),
         },
-    }
+        None => occupancy::SM_90,
+    };
     let stats = match stats(&arch) {
         Ok(s) => s,
         Err(e) => return md + &format!("Not measured: NVRTC could not compile for {}: {e}.\n", arch.name),
     };
+    let emulated;
+    let (dev, how) = match device {
+        Some(d) => (d, format!("as {} launched them", d.description())),
+        None => match emulated_h100() {
+            Ok(e) => {
+                emulated = e;
+                (
+                    &emulated,
+                    "as an H100 would launch them (no device here: the host emulation with 227 KiB of shared \
+                     memory per block)"
+                        .to_string(),
+                )
+            }
+            Err(why) => return md + &format!("Not measured: {why}.\n"),
+        },
+    };
     let (tables, refused) = tables(dev, &stats, &arch);
-    md += &format!(
+    md + &format!(
         "Each workload's kernels {how}; registers, spills and static shared memory from ptxas for {}; \
          theoretical occupancy by the CUDA occupancy calculator's rule for {} (an upper bound on the \
          achieved occupancy).\n",
         arch.name, arch.name
-    );
-    md + &markdown(&tables, &refused)
+    ) + &markdown(&tables, &refused)
 }
 
 /// The host emulation built from the repository's `kernels/` (g++), with an
