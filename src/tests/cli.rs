@@ -770,10 +770,20 @@ fn calibrate_records_the_cpu_and_auto_says_why_it_stays_there() {
     assert_eq!(files.len(), 1);
     let text = std::fs::read_to_string(files[0].path()).unwrap();
     assert!(text.contains("device: null") && text.contains("kind: gossip"), "{text}");
+    let md = std::fs::read_to_string(&report).unwrap();
+    assert!(md.contains("| gossip_n10_m5 | gossip | cpu | 8 |"), "{md}");
+    // The kernels' table, without a device through the host emulation
+    // (`.ci/run` provides NVRTC and g++): the main kernel's row, with its
+    // occupancy on an H100.
     assert!(
-        std::fs::read_to_string(&report)
-            .unwrap()
-            .contains("| gossip_n10_m5 | gossip | cpu | 8 |")
+        md.contains("## Kernels: launches, registers, shared memory, occupancy"),
+        "{md}"
+    );
+    assert!(md.contains("as an H100 would launch them"), "{md}");
+    assert!(
+        md.lines()
+            .any(|l| l.starts_with("| `fb_linear_rounds_coop` |") && l.contains("| 24 | 37.5% |")),
+        "{md}"
     );
     // auto: the calibration names no device, so the CPU, with the reason.
     let job = write_job(&dir, "auto.yaml", GOOD);
