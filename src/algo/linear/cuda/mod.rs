@@ -763,3 +763,20 @@ pub const KERNELS: &[KernelSource] = &[
         coop: &[],
     },
 ];
+
+#[cfg(test)]
+mod tests {
+    /// The kernels' block shape is the host's: the emulation ignores
+    /// `__launch_bounds__`, so a mismatch would only show on a device (a
+    /// launch larger than the budgeted block fails there).
+    #[test]
+    fn the_cooperative_kernels_shape_constants_match_the_host() {
+        let source = crate::algo::family::kernel_sources()
+            .iter()
+            .find(|s| s.kernels.contains(&"fb_linear_rounds_coop"))
+            .map(|s| s.source)
+            .expect("the linear kernels");
+        assert!(source.contains(&format!("#define FB_COOP_LANES {}\n", super::COOP_LANES)));
+        assert!(source.contains(&format!("#define FB_COOP_BLOCK {}\n", super::COOP_BLOCK)));
+    }
+}
