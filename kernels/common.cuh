@@ -31,7 +31,12 @@ extern __shared__ __align__(16) unsigned char fb_dyn_smem[];
 // A kernel's register budget: at most `threads` per block and at least
 // `blocks` resident per SM (ptxas caps the registers to fit them).
 #define FB_LAUNCH_BOUNDS(threads, blocks) __launch_bounds__(threads, blocks)
+#define FB_SYNC_OR(pred) __syncthreads_or(pred)
+// A load of data another block wrote before a group barrier (bypasses the
+// SM's L1, which is not coherent across SMs).
+#define FB_LDCG(p) __ldcg(p)
 #else
+#define FB_LDCG(p) (*(p))
 #define FB_LAUNCH_BOUNDS(threads, blocks)
 // The emulation runs the threads of a grid one after another.
 #define FB_ATOMIC_ADD_U64(p, v) (*(p) += (v))
@@ -570,4 +575,77 @@ FB_DEV fb_u64 fb_small_binomial_at(fb_u64 key, fb_u64 index, fb_u64 n, double p)
         c += r;
     }
     return flip ? n - x : x;
+}
+
+// ------------------------------------------------ groups of blocks
+
+// The block's place in the launch, in the order blocks start: a ticket
+// from a counter the launch's last block resets (fb_block_done). Blocks
+// that synchronize in groups (fb_group_barrier) take their work by ticket,
+// so that every block a started block waits for has started too, and a
+// group never waits for a block that cannot become resident while the
+// device holds at least a group's blocks at once (the host checks). The
+// emulation runs each group's blocks together: the ticket is the block
+// index. `slot`: a block-shared int.
+FB_DEV unsigned fb_block_ticket(unsigned* counter, unsigned* slot) {
+#ifndef FB_HOST_EMULATION
+    if (threadIdx.x == 0) *slot = atomicAdd(counter, 1u);
+    __syncthreads();
+    return *slot;
+#else
+    (void)counter;
+    (void)slot;
+    return blockIdx.x;
+#endif
+}
+
+// At the end of a launch that took tickets: the last block to finish
+// resets the counters for the next launch (every block has taken its
+// ticket by then). counter[0]: tickets; counter[1]: blocks done.
+FB_DEV void fb_block_done(unsigned* counter) {
+#ifndef FB_HOST_EMULATION
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        if (atomicAdd(counter + 1, 1u) == gridDim.x - 1) {
+            atomicExch(counter, 0u);
+            atomicExch(counter + 1, 0u);
+        }
+    }
+#else
+    (void)counter;
+#endif
+}
+
+// A barrier of the `blocks` blocks of one group (a federation that spans
+// blocks): what any of them wrote before it, every one reads after it
+// (readers load such data with FB_LDCG). bar[0]: arrivals, bar[1]: the
+// generation; both per group, reset by the last arrival, so the barrier
+// serves every launch. The pattern of a grid-wide barrier (fence,
+// arrive, spin on the generation, fence), scoped to a group. Under the
+// emulation the group's blocks run as one fiber set and this is the
+// barrier where they meet (each runs on its own between two).
+FB_DEV void fb_group_barrier(unsigned* bar, int blocks) {
+#ifndef FB_HOST_EMULATION
+    __syncthreads();
+    if (blocks > 1 && threadIdx.x == 0) {
+        volatile unsigned* gen = bar + 1;
+        unsigned g0 = *gen;
+        __threadfence();
+        if (atomicAdd(bar, 1u) == (unsigned)blocks - 1) {
+            atomicExch(bar, 0u);
+            __threadfence();
+            atomicAdd(bar + 1, 1u);
+        } else {
+            while (*gen == g0) {
+            }
+        }
+        __threadfence();
+    }
+    __syncthreads();
+#else
+    (void)bar;
+    (void)blocks;
+    fb_group_wait();
+#endif
 }

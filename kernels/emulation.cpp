@@ -43,19 +43,27 @@ static int fb_run_seq(void (*f)(A...), unsigned grid, unsigned block, void** p) 
 // A cooperative kernel: every block of the grid in order, each through the
 // fiber scheduler. Returns 0, or 2 when a block's threads diverged at a
 // barrier.
+// A cooperative kernel: every group of `group` consecutive blocks of the
+// grid in order (group 1: block by block), each group's threads together
+// through the fiber scheduler. Returns 0, or 2 when threads diverged at a
+// barrier.
 template <typename... A>
-static int fb_run(void (*f)(A...), unsigned grid, unsigned block, unsigned shared_bytes, void** p) {
+static int fb_run(void (*f)(A...), unsigned grid, unsigned block, unsigned shared_bytes, void** p,
+                  unsigned group = 1) {
     gridDim = {grid, 1, 1};
     blockDim = {block, 1, 1};
+    if (group < 1) group = 1;
     static thread_local fb_block_state state;
-    state.dyn_shared.assign(shared_bytes, 0);
     std::function<void()> body = [&]() { fb_call(f, p, std::index_sequence_for<A...>{}); };
-    for (unsigned bx = 0; bx < grid; ++bx) {
-        blockIdx = {bx, 0, 0};
-        if (fb_run_block(state, body) != 0) return 2;
+    int rc = 0;
+    for (unsigned bx = 0; bx < grid && rc == 0; bx += group) {
+        unsigned blocks = grid - bx < group ? grid - bx : group;
+        state.shared_bytes = shared_bytes;
+        state.dyn_shared.assign((size_t)shared_bytes * blocks, 0);
+        if (fb_run_blocks(state, body, bx, blocks) != 0) rc = 2;
     }
     fb_blk = nullptr;
-    return 0;
+    return rc;
 }
 
 #define FB_KERNEL(name)                               \
@@ -65,6 +73,11 @@ static int fb_run(void (*f)(A...), unsigned grid, unsigned block, unsigned share
 #define FB_COOP_KERNEL(name)                                     \
     if (std::strcmp(kernel, #name) == 0) {                       \
         return fb_run(name, grid, block, shared_bytes, params);  \
+    }
+// A grouped kernel's first parameter is its blocks per group (an int).
+#define FB_GROUP_KERNEL(name)                                                                     \
+    if (std::strcmp(kernel, #name) == 0) {                                                        \
+        return fb_run(name, grid, block, shared_bytes, params, (unsigned)*static_cast<int*>(params[0])); \
     }
 
 // Runs `kernel` over grid x block threads with `shared_bytes` of dynamic

@@ -7,15 +7,22 @@
 // Cooperative kernels (FB_COOP_KERNEL): inside a block every
 // CUDA thread is a fiber (ucontext) on one host thread, and the scheduler
 // runs the block phase by phase: each fiber runs until it reaches a barrier
-// (__syncthreads, __syncwarp, or a warp shuffle, which exchanges values
-// through the block's exchange buffer between two barriers) or returns; the
-// next phase starts when every fiber has arrived. A barrier that some
-// threads of the block reach while others have returned is reported as an
-// error (it would hang or be undefined on a device). Shared memory:
-// `__shared__` arrays are per host thread (blocks run one at a time) and
-// dynamic shared memory (FB_DYN_SHARED) is a per-block buffer of the size the
-// launch asked for. Warp-level barriers synchronize the whole block here, a
-// stricter order than a device's, which any correct kernel also satisfies.
+// (__syncthreads, __syncwarp, FB_SYNC_OR, or a warp shuffle, which exchanges
+// values through the block's exchange buffer between two barriers) or
+// returns; the next phase starts when every fiber has arrived. A barrier
+// that some threads reach while others have returned is reported as an
+// error (it would hang or be undefined on a device). Grouped kernels
+// (FB_GROUP_KERNEL, whose first parameter is the blocks per group) run the
+// blocks of each group of consecutive blocks as one fiber set: each block
+// runs on its own through its block barriers until it waits at a group
+// barrier (fb_group_barrier in common.cuh: a federation that spans blocks),
+// the blocks in turn, forwards and backwards at alternate group barriers,
+// so that data read across blocks without a group barrier between shows.
+// Shared memory: `__shared__` arrays are per host thread (so a grouped
+// kernel must not use them: its blocks run at once) and dynamic shared
+// memory (FB_DYN_SHARED) is a per-block buffer of the size the launch asked
+// for. Warp-level barriers synchronize the whole block here, a stricter
+// order than a device's, which any correct kernel also satisfies.
 // Transcendental libm functions are poisoned below (see there).
 // Build: src/backend/cuda/emulation.rs generates the translation unit (this
 // header, the families' sources, their launch table, emulation.cpp) and runs
@@ -51,13 +58,16 @@ static thread_local fb_dim3 threadIdx, blockIdx, blockDim, gridDim;
 
 // ------------------------------------------------------ fiber scheduler
 
+// The fibers of one block, or of a group of consecutive blocks (fiber t is
+// thread t % blockDim.x of block first_block + t / blockDim.x).
 struct fb_block_state {
     ucontext_t scheduler;
     std::vector<ucontext_t> fibers;
     std::vector<std::vector<char>> stacks;
-    std::vector<int> state;  // 0 running, 1 at barrier, 2 returned
+    std::vector<int> state;  // 0 ready, 1 at a block barrier, 2 returned, 3 at a group barrier
     std::vector<long long> exchange_i64;
-    std::vector<unsigned char> dyn_shared;
+    std::vector<unsigned char> dyn_shared;  // blocks x shared_bytes
+    size_t shared_bytes = 0;
     std::function<void()> body;
     unsigned current = 0;
     int error = 0;  // 1: barrier divergence
@@ -84,6 +94,18 @@ static inline void fb_barrier() {
     swapcontext(&b->fibers[me], &b->scheduler);
 }
 static inline void __syncthreads() { fb_barrier(); }
+// A group barrier (fb_group_barrier): this fiber waits until every thread
+// of every block of its group arrives.
+static inline void fb_group_wait() {
+    fb_block_state* b = fb_blk;
+    if (b == nullptr) {
+        fb_seq_barrier = 1;
+        return;
+    }
+    unsigned me = b->current;
+    b->state[me] = 3;
+    swapcontext(&b->fibers[me], &b->scheduler);
+}
 static inline void __syncwarp(unsigned = 0xffffffffu) { fb_barrier(); }
 
 // Shuffles through the block's exchange buffer: publish, barrier, read,
@@ -97,12 +119,12 @@ static inline T fb_shfl_xor(T v, int lane_mask) {
         fb_seq_barrier = 1;
         return v;
     }
-    unsigned me = threadIdx.x;
+    unsigned me = b->current;
     long long bits = 0;
     std::memcpy(&bits, &v, sizeof(T));
     b->exchange_i64[me] = bits;
     fb_barrier();
-    unsigned lane = me & 31u, base = me - lane;
+    unsigned lane = threadIdx.x & 31u, base = me - lane;
     bits = b->exchange_i64[base + (lane ^ (unsigned)lane_mask)];
     fb_barrier();
     T got;
@@ -111,12 +133,50 @@ static inline T fb_shfl_xor(T v, int lane_mask) {
 }
 #define FB_SHFL_XOR_F64(v, m) fb_shfl_xor<double>((v), (m))
 #define FB_SHFL_XOR_I32(v, m) fb_shfl_xor<int>((v), (m))
-#define FB_DYN_SHARED(type, name) type* name = reinterpret_cast<type*>(fb_blk->dyn_shared.data())
+// __syncthreads_or: every thread of the block publishes its predicate;
+// each gets whether any was non-zero.
+static inline int fb_sync_or(int pred) {
+    fb_block_state* b = fb_blk;
+    if (b == nullptr) {
+        fb_seq_barrier = 1;
+        return pred;
+    }
+    b->exchange_i64[b->current] = pred != 0;
+    fb_barrier();
+    unsigned first = b->current - threadIdx.x;
+    int any = 0;
+    for (unsigned t = 0; t < blockDim.x; ++t) any |= (int)b->exchange_i64[first + t];
+    fb_barrier();
+    return any;
+}
+#define FB_SYNC_OR(pred) fb_sync_or(pred)
+#define FB_DYN_SHARED(type, name) \
+    type* name = reinterpret_cast<type*>(fb_blk->dyn_shared.data() + (fb_blk->current / blockDim.x) * fb_blk->shared_bytes)
 
-// Runs one block of `body` with blockDim.x fibers; returns 0, or 1 when a
-// barrier was reached by only part of the block.
-static inline int fb_run_block(fb_block_state& b, const std::function<void()>& body) {
-    unsigned n = blockDim.x;
+// Runs each fiber of [lo, hi) that is ready (state 0) until it waits or
+// returns.
+static inline void fb_run_ready(fb_block_state& b, unsigned first_block, unsigned lo, unsigned hi) {
+    for (unsigned t = lo; t < hi; ++t) {
+        if (b.state[t] != 0) continue;
+        b.current = t;
+        threadIdx = {t % blockDim.x, 0, 0};
+        blockIdx = {first_block + t / blockDim.x, 0, 0};
+        swapcontext(&b.scheduler, &b.fibers[t]);
+    }
+}
+
+// Runs blocks first_block .. first_block + blocks - 1 of `body` together,
+// blockDim.x fibers each. Each block runs on its own as far as it can
+// (through its block barriers) until all its threads wait at a group
+// barrier or return; then the group barrier opens. The blocks take turns
+// in order, then in reverse order at the next group barrier, so that a
+// block reading what another writes before a group barrier, without one
+// between, sees the wrong data in one of the two orders. Returns 0, or 1
+// when threads diverged: some returned or waited at another barrier while
+// others waited.
+static inline int fb_run_blocks(fb_block_state& b, const std::function<void()>& body, unsigned first_block,
+                                unsigned blocks) {
+    unsigned bd = blockDim.x, n = bd * blocks;
     const size_t stack_bytes = 64 * 1024;
     b.fibers.resize(n);
     b.stacks.resize(n);
@@ -132,22 +192,32 @@ static inline int fb_run_block(fb_block_state& b, const std::function<void()>& b
         b.fibers[t].uc_link = &b.scheduler;
         makecontext(&b.fibers[t], fb_fiber_entry, 0);
     }
-    for (;;) {
-        for (unsigned t = 0; t < n; ++t) {
-            if (b.state[t] == 2) continue;
-            b.state[t] = 0;
-            b.current = t;
-            threadIdx = {t, 0, 0};
-            swapcontext(&b.scheduler, &b.fibers[t]);
+    for (unsigned phase = 0;; ++phase) {
+        unsigned waiting = 0, done = 0;
+        for (unsigned k = 0; k < blocks; ++k) {
+            unsigned blk = phase % 2 == 0 ? k : blocks - 1 - k;
+            unsigned lo = blk * bd, hi = lo + bd;
+            for (;;) {
+                fb_run_ready(b, first_block, lo, hi);
+                unsigned at_block = 0, returned = 0, at_group = 0;
+                for (unsigned t = lo; t < hi; ++t) {
+                    at_block += b.state[t] == 1;
+                    returned += b.state[t] == 2;
+                    at_group += b.state[t] == 3;
+                }
+                if (at_block == bd) {
+                    for (unsigned t = lo; t < hi; ++t) b.state[t] = 0;
+                    continue;
+                }
+                if (at_block > 0 || (returned > 0 && at_group > 0)) return 1;
+                waiting += at_group == bd;
+                done += returned == bd;
+                break;
+            }
         }
-        unsigned at_barrier = 0, returned = 0;
-        for (unsigned t = 0; t < n; ++t) {
-            at_barrier += b.state[t] == 1;
-            returned += b.state[t] == 2;
-        }
-        if (returned == n) return 0;
-        if (returned > 0) return 1;  // some threads wait at a barrier others never reach
-        (void)at_barrier;
+        if (done == blocks) return 0;
+        if (waiting != blocks) return 1;  // some blocks returned while others wait
+        for (unsigned t = 0; t < n; ++t) b.state[t] = 0;
     }
 }
 

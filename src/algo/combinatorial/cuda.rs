@@ -352,4 +352,5 @@ pub const KERNELS: &[crate::backend::cuda::nvrtc::KernelSource] = &[crate::backe
     source: include_str!("../../../kernels/combinatorial.cu"),
     kernels: &["fb_comb_rounds"],
     coop: &["fb_comb_rounds"],
+    grouped: &[],
 }];

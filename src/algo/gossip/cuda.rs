@@ -329,4 +329,5 @@ pub const KERNELS: &[crate::backend::cuda::nvrtc::KernelSource] = &[crate::backe
     source: include_str!("../../../kernels/gossip.cu"),
     kernels: &["fb_gossip_rounds"],
     coop: &["fb_gossip_rounds"],
+    grouped: &[],
 }];

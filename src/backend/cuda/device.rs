@@ -125,6 +125,24 @@ impl Launcher for CudaDevice {
         self.shared_optin
     }
 
+    fn resident_blocks(&self, kernel: &str, block: usize, shared: usize) -> Option<usize> {
+        use cudarc::driver::sys::{CUdevice_attribute as A, CUfunction_attribute as F};
+        let f = self.functions.get(kernel)?;
+        if shared > super::launcher::DEFAULT_SHARED_PER_BLOCK {
+            // The occupancy of an opted-in size counts only once opted in.
+            f.set_attribute(
+                F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                i32::try_from(shared).ok()?,
+            )
+            .ok()?;
+        }
+        let per_sm = f
+            .occupancy_max_active_blocks_per_multiprocessor(u32::try_from(block).ok()?, shared, None)
+            .ok()?;
+        let sms = self.ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).ok()?;
+        Some(per_sm as usize * usize::try_from(sms).ok()?)
+    }
+
     fn alloc_zeroed(&mut self, bytes: usize) -> Result<DevPtr, CudaError> {
         let s = self.stream.alloc_zeros::<u8>(bytes.max(8)).map_err(drv)?;
         let p = {

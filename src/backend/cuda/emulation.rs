@@ -35,7 +35,9 @@ fn translation_unit(sets: &[super::nvrtc::KernelSource]) -> String {
     s += "#define FB_EMU_TABLE";
     for k in sets {
         for name in k.kernels {
-            let how = if k.coop.contains(name) {
+            let how = if k.grouped.contains(name) {
+                "FB_GROUP_KERNEL"
+            } else if k.coop.contains(name) {
                 "FB_COOP_KERNEL"
             } else {
                 "FB_KERNEL"

@@ -58,6 +58,13 @@ pub trait Launcher {
     fn max_shared_per_block(&self) -> usize {
         DEFAULT_SHARED_PER_BLOCK
     }
+    /// How many blocks of `kernel` (`block` threads, `shared` bytes of
+    /// dynamic shared memory) the device holds at once: its SMs times the
+    /// blocks one SM holds. None where unknown or unbounded (the
+    /// emulation runs a group's blocks together).
+    fn resident_blocks(&self, _kernel: &str, _block: usize, _shared: usize) -> Option<usize> {
+        None
+    }
 }
 
 /// Launches and host-device copies so far (shared by a [`Counted`]
@@ -178,6 +185,9 @@ impl Launcher for Counted {
     }
     fn max_shared_per_block(&self) -> usize {
         self.inner.max_shared_per_block()
+    }
+    fn resident_blocks(&self, kernel: &str, block: usize, shared: usize) -> Option<usize> {
+        self.inner.resident_blocks(kernel, block, shared)
     }
 }
 

@@ -28,6 +28,11 @@ pub struct KernelSource {
     /// the host emulation runs their threads as fibers, the others in
     /// order.
     pub coop: &'static [&'static str],
+    /// Those of them whose blocks also synchronize in groups of
+    /// consecutive blocks (`fb_group_barrier`; the kernel's first parameter
+    /// is the blocks per group): the emulation runs each group's threads
+    /// together as fibers.
+    pub grouped: &'static [&'static str],
 }
 
 /// The single translation unit NVRTC compiles: `common.cuh`, then each

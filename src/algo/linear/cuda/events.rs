@@ -1,8 +1,9 @@
 //! The driver's event operations: refactorizations and syncs (all
-//! federations, or those a device-side mask selects), FedUCB's after-round
-//! kernels and the vector-summation protocol's per-round randomization
-//! (kernels/feducb.cu, kernels/vecsum.cu). Split from the driver for size;
-//! they act on its state.
+//! federations, or those a device-side mask selects) and the
+//! vector-summation protocol's per-round randomization (kernels/linear.cu,
+//! kernels/vecsum.cu). Split from the driver for size; they act on its
+//! state. FedUCB's events run inside its multi-round kernel
+//! (kernels/feducb.cu).
 
 use super::{CudaLinear, int_arg};
 use crate::backend::cuda::CudaError;
@@ -81,7 +82,9 @@ impl CudaLinear<'_> {
                 ],
             )?;
         }
-        let total = self.adaptive.as_ref().map_or(DevPtr(0), |a| a.total);
+        // The cumulative release (mode 2) is FedUCB's, whose syncs run in
+        // fb_feducb_rounds: no running total here.
+        let total = DevPtr(0);
         if self.mode != 3 {
             self.l.launch(
                 "fb_sync_reduce",
@@ -134,112 +137,6 @@ impl CudaLinear<'_> {
                 p(self.bufs.bias),
             ],
         )
-    }
-
-    /// After a round of an adaptive batch, on the device: every agent's
-    /// determinant test, each federation's decisions, the refactorizations
-    /// due and the syncs fired (kernels/feducb.cu).
-    pub(super) fn after_round(&mut self, round: u64) -> Result<(), CudaError> {
-        let Some(a) = self.adaptive.as_ref() else {
-            return Ok(());
-        };
-        let p = Arg::Ptr;
-        // The private schedule's arguments (zeros and null pointers without).
-        let (svt, cap, qscale, l2, skeys, srho, ssens, sused) = match &a.svt {
-            Some(s) => (
-                1,
-                i32::try_from(s.cap).unwrap_or(i32::MAX),
-                s.qscale,
-                s.l2,
-                s.keys,
-                s.rho,
-                s.sens,
-                s.used,
-            ),
-            None => (0, 0, 0.0, 0.0, DevPtr(0), DevPtr(0), DevPtr(0), DevPtr(0)),
-        };
-        let (n, nf) = (self.nf * self.m, self.nf);
-        let (ni, nfi, mi, di) = (int_arg(n)?, int_arg(nf)?, int_arg(self.m)?, int_arg(self.d)?);
-        let shifted = Arg::I32(i32::from(a.shifted));
-        let (vinvc, logdetc, shift, do_refactor, do_sync) = (a.vinvc, a.logdetc, a.shift, a.do_refactor, a.do_sync);
-        let (logdets, leaves) = (a.logdets, a.leaves);
-        let test = [
-            ni,
-            mi,
-            di,
-            shifted,
-            Arg::F64(a.threshold),
-            p(a.xlast),
-            p(vinvc),
-            p(logdetc),
-            p(self.bufs.logdet),
-            p(logdets),
-            p(a.dt),
-            p(a.work),
-            p(a.fire),
-            Arg::I32(svt),
-            Arg::U64(round),
-            Arg::I32(cap),
-            Arg::F64(qscale),
-            p(skeys),
-            p(srho),
-            p(ssens),
-            p(sused),
-        ];
-        let events = [
-            nfi,
-            mi,
-            Arg::I32(i32::from(a.every_round)),
-            Arg::I32(a.refactor_every),
-            p(a.fire),
-            p(a.since),
-            p(a.dt),
-            p(do_refactor),
-            p(do_sync),
-            p(leaves),
-        ];
-        let is_shifted = a.shifted;
-        self.l.launch("fb_det_test", n, &test)?;
-        self.l.launch("fb_adaptive_events", nf, &events)?;
-        self.launch_refactor(do_refactor)?;
-        let bufs = &self.bufs;
-        if is_shifted {
-            let args = [
-                ni,
-                mi,
-                di,
-                p(do_refactor),
-                p(shift),
-                p(bufs.base),
-                p(bufs.gram),
-                p(vinvc),
-                p(logdetc),
-                p(bufs.scratch),
-                p(bufs.failures),
-            ];
-            self.l.launch("fb_refactor_shifted", n, &args)?;
-        }
-        self.launch_sync(do_sync, 0, leaves)?;
-        let bufs = &self.bufs;
-        let args = [
-            nfi,
-            mi,
-            di,
-            shifted,
-            p(do_sync),
-            p(shift),
-            p(bufs.base),
-            p(bufs.logdet),
-            p(logdets),
-            p(vinvc),
-            p(logdetc),
-            p(bufs.scratch),
-            p(bufs.failures),
-            Arg::I32(svt),
-            Arg::F64(l2),
-            p(ssens),
-        ];
-        self.l.launch("fb_sync_shifted", nf, &args)
     }
 
     /// After round `round` of a `sdp_vecsum` batch: every agent's point

@@ -143,7 +143,7 @@ pub struct CudaLinear<'a> {
     dubey: bool,
     /// Messages one sync sends.
     messages_per_sync: u64,
-    /// FedUCB's data-dependent sync (one round per launch).
+    /// FedUCB's data-dependent sync (its events inside `fb_feducb_rounds`).
     adaptive: Option<AdaptiveState>,
     /// The vector-summation protocol (one round per launch).
     vecsum: Option<VecSumState>,
@@ -367,15 +367,31 @@ impl<'a> CudaLinear<'a> {
         // lockstep loop ends chunks at every event needing other kernels);
         // the fallback kernel runs one round per launch.
         let peer = PeerState::new(lr, batch)?;
-        let adaptive = if batch.adaptive() && peer.is_none() {
-            Some(AdaptiveState::new(lr, batch)?)
-        } else {
-            None
+        let adaptive = match coop {
+            Some((agents, shared)) if batch.adaptive() && peer.is_none() => {
+                let a = AdaptiveState::new(lr, batch, agents, &adaptive::Shared {
+                    akey: bufs.akey,
+                    tsum: bufs.tsum,
+                    nsum: bufs.nsum,
+                    base: bufs.base,
+                    usyn: bufs.usyn,
+                    failures: bufs.failures,
+                    scratch: bufs.scratch,
+                    mode,
+                    dubey,
+                    sigma,
+                    diag: batch.sync.as_ref().map_or(lambda, |r| r.diag),
+                })?;
+                check_resident(lr, a.blocks, shared)?;
+                Some(a)
+            }
+            _ => None,
         };
         let vecsum = VecSumState::new(lr, batch)?;
-        // An adaptive batch decides after every round whether to sync; the
-        // vector-summation protocol randomizes every round's points.
-        let chunk_max = if coop.is_some() && adaptive.is_none() && vecsum.is_none() && peer.is_none() {
+        // The vector-summation protocol randomizes every round's points
+        // and decentralized FedUCB exchanges messages every round (one
+        // round per launch); FedUCB's events run inside the launch.
+        let chunk_max = if coop.is_some() && vecsum.is_none() && peer.is_none() {
             (RR_BUDGET / (n * 8).max(1)).clamp(1, CHUNK_MAX)
         } else {
             1
@@ -447,13 +463,14 @@ impl<'a> CudaLinear<'a> {
 }
 
 impl CudaLinear<'_> {
-    /// One launch of the cooperative kernel: `rounds` rounds with the
-    /// widths in `betas_dev` or, adaptive, each agent's own.
-    fn launch_coop(&mut self, agents: usize, shared: usize, rounds: usize) -> Result<(), CudaError> {
+    /// One launch of the cooperative kernel: `rounds` rounds from round
+    /// `t0` with the widths in `betas_dev` or, adaptive, each agent's own
+    /// (FedUCB: `fb_feducb_rounds`, the events inside).
+    fn launch_coop(&mut self, t0: u64, agents: usize, shared: usize, rounds: usize) -> Result<(), CudaError> {
         let (n, p) = (self.nf * self.m, Arg::Ptr);
         let ri = i32::try_from(rounds).map_err(|_| CudaError::Unsupported("chunk too long".into()))?;
         let (widths, wscale, wsigma, clamps, mut xlast) = match (&self.adaptive, &self.peer) {
-            (Some(a), _) => (a.widths, a.wscale, a.wsigma, a.clamps, a.xlast),
+            (Some(a), _) => (a.widths, a.wscale, a.wsigma, a.clamps, DevPtr(0)),
             (None, Some(a)) => (a.widths, a.wscale, a.wsigma, a.clamps, a.xlast),
             (None, None) => (DevPtr(0), 0.0, 0.0, DevPtr(0), DevPtr(0)),
         };
@@ -481,13 +498,28 @@ impl CudaLinear<'_> {
             &[p(self.rr)],
         ]
         .concat();
-        self.l.launch_grid(
-            "fb_linear_rounds_coop",
-            n.div_ceil(agents),
-            agents * COOP_LANES,
-            shared,
-            &args,
-        )?;
+        match &self.adaptive {
+            // FedUCB: every federation's blocks (by ticket), its events
+            // inside, from round t0.
+            Some(a) => {
+                let fed = [int_arg(a.blocks)?];
+                let tail = [p(a.args), Arg::U64(t0)];
+                self.l.launch_grid(
+                    "fb_feducb_rounds",
+                    self.nf * a.blocks,
+                    agents * COOP_LANES,
+                    shared,
+                    &[&fed[..], &args[..], &tail[..]].concat(),
+                )?;
+            }
+            None => self.l.launch_grid(
+                "fb_linear_rounds_coop",
+                n.div_ceil(agents),
+                agents * COOP_LANES,
+                shared,
+                &args,
+            )?,
+        }
         self.l.launch(
             "fb_rounds_reduce",
             self.nf,
@@ -524,8 +556,7 @@ impl LinearOps for CudaLinear<'_> {
                         s.l.upload(s.betas_dev, bytemuck_like::as_bytes(betas))?;
                     }
                     s.peer_exchange(t0)?;
-                    s.launch_coop(agents, shared, count)?;
-                    s.after_round(t0)?;
+                    s.launch_coop(t0, agents, shared, count)?;
                     s.peer_after(t0)?;
                     s.randomize_points(t0)?;
                 }
@@ -601,6 +632,20 @@ impl LinearOps for CudaLinear<'_> {
             p.count(&mut **self.l, m, out)?;
         }
         Ok(())
+    }
+}
+
+/// A federation's blocks of `fb_feducb_rounds` meet at group barriers, so
+/// all of them must be resident at once: refused where the device holds
+/// fewer (a very large federation on a small device).
+fn check_resident(l: &dyn Launcher, blocks: usize, shared: usize) -> Result<(), CudaError> {
+    match l.resident_blocks("fb_feducb_rounds", COOP_BLOCK, shared) {
+        Some(r) if r < blocks => Err(CudaError::Unsupported(format!(
+            "a federation spans {blocks} blocks of fb_feducb_rounds ({} agents each), but this device holds {r} \
+             at once; fewer agents per federation or the CPU backend",
+            COOP_BLOCK / COOP_LANES
+        ))),
+        _ => Ok(()),
     }
 }
 
@@ -712,9 +757,9 @@ pub fn score_batch(
     Ok(arm.into_iter().map(|v| v.max(0) as usize).zip(quad).collect())
 }
 
-/// The family's kernel sources, for NVRTC: the lockstep rounds, FedUCB's
-/// events and private schedule, the vector-summation protocol, FedUCB on a
-/// graph.
+/// The family's kernel sources, for NVRTC: the step, sync and scoring
+/// kernels, FedUCB's events (device functions), the multi-round kernels,
+/// the vector-summation protocol, FedUCB on a graph.
 pub const KERNELS: &[KernelSource] = &[
     KernelSource {
         file: "linear.cu",
@@ -728,27 +773,30 @@ pub const KERNELS: &[KernelSource] = &[
             "fb_sync_factor",
             "fb_sync_broadcast",
             "fb_score_coop",
-            "fb_linear_rounds_coop",
-            "fb_rounds_reduce",
         ],
-        coop: &["fb_score_coop", "fb_linear_rounds_coop"],
+        coop: &["fb_score_coop"],
+        grouped: &[],
     },
     KernelSource {
         file: "feducb.cu",
         source: include_str!("../../../../kernels/feducb.cu"),
-        kernels: &[
-            "fb_det_test",
-            "fb_adaptive_events",
-            "fb_refactor_shifted",
-            "fb_sync_shifted",
-        ],
+        kernels: &[],
         coop: &[],
+        grouped: &[],
+    },
+    KernelSource {
+        file: "rounds.cu",
+        source: include_str!("../../../../kernels/rounds.cu"),
+        kernels: &["fb_linear_rounds_coop", "fb_feducb_rounds", "fb_rounds_reduce"],
+        coop: &["fb_linear_rounds_coop", "fb_feducb_rounds"],
+        grouped: &["fb_feducb_rounds"],
     },
     KernelSource {
         file: "vecsum.cu",
         source: include_str!("../../../../kernels/vecsum.cu"),
         kernels: &["fb_vecsum_add", "fb_vecsum_clipcount", "fb_vecsum_close"],
         coop: &[],
+        grouped: &[],
     },
     KernelSource {
         file: "peer.cu",
@@ -761,6 +809,7 @@ pub const KERNELS: &[KernelSource] = &[
             "fb_peer_test",
         ],
         coop: &[],
+        grouped: &[],
     },
 ];
 
@@ -773,9 +822,9 @@ mod tests {
     fn the_cooperative_kernels_shape_constants_match_the_host() {
         let source = crate::algo::family::kernel_sources()
             .iter()
-            .find(|s| s.kernels.contains(&"fb_linear_rounds_coop"))
+            .filter(|s| s.file == "linear.cu" || s.file == "rounds.cu")
             .map(|s| s.source)
-            .expect("the linear kernels");
+            .collect::<String>();
         assert!(source.contains(&format!("#define FB_COOP_LANES {}\n", super::COOP_LANES)));
         assert!(source.contains(&format!("#define FB_COOP_BLOCK {}\n", super::COOP_BLOCK)));
     }
