@@ -3,9 +3,11 @@
 // fb_linear_rounds_coop steps every agent of every federation (a launch
 // ends where a refactorization, sync, checkpoint or progress report needs
 // other kernels), and fb_feducb_rounds runs FedUCB, whose syncs depend on
-// the data, with its events inside the launch (feducb.cu): a federation's
-// agents in consecutive blocks that meet at group barriers. Both run one
-// body (fb_rounds_body), so their steps are the same bits. The host
+// the data, with its events inside the launch (feducb.cu), and
+// fb_peer_rounds its decentralized form, each agent's exchange, test and
+// broadcasts inside the launch (peer.cu): a federation's agents in
+// consecutive blocks that meet at group barriers. All run one body
+// (fb_rounds_body), so their steps are the same bits. The host
 // emulation runs them phase by phase between barriers, a grouped kernel's
 // federation at once (emulation.hpp).
 #include "common.cuh"
@@ -72,20 +74,27 @@ FB_DEV long long fb_coop_agent_doubles(int gap, int d, int k, int kp) {
 // written to global memory (its coordinates are recomputed from the normals
 // when scored). Round r's regret of agent g goes to rr[r * n + g] for
 // fb_rounds_reduce. Every thread reaches every barrier and shuffle.
-// FED (fb_feducb_rounds): block `ticket` is block j = ticket % group of
-// federation ticket / group (agents 4 j .. 4 j + 3 of it, those below m),
-// and after each round t0 + r the federation's events run
-// (fb_fed_after_round), its state held alike by all its threads; else block
-// b holds agents 4 b .. 4 b + 3 of the batch and the widths are betas[r]
-// or each agent's own from its log det.
-template <bool FED>
+// MODE FB_CENTRAL (fb_feducb_rounds) and FB_PEER (fb_peer_rounds): block
+// `ticket` is block j = ticket % group of federation ticket / group (agents
+// 4 j .. 4 j + 3 of it, those below m), every agent's width is its own from
+// its log det, and round t = t0 + r is FedUCB's: FB_CENTRAL runs the
+// federation's events after it (fb_fed_after_round; its state held alike
+// by all its threads), FB_PEER plays slot t mod gamma of the per-slot
+// arrays, with the exchange before it and the test and broadcasts after
+// (fb_peer_before_round, fb_peer_after_round). FB_PLAIN
+// (fb_linear_rounds_coop): block b holds agents 4 b .. 4 b + 3 of the
+// batch and the widths are betas[r] or each agent's own.
+#define FB_PLAIN 0
+#define FB_CENTRAL 1
+#define FB_PEER 2
+template <int MODE>
 FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int reward_raw, double noise_std,
                            double reward_bound, int gap, fb_u64* ustate, int random_policy, fb_u64* pstate,
                            int rounds, const double* betas, const double* widths, double wscale, double wsigma,
                            fb_u64* clamps, double* xlast, double* ylast, const double* theta_star, fb_u64* lanes,
                            fb_u64* rstate, double* rspare, int* rhas, double* vinv, double* logdet, double* b,
                            double* gram, double* bias, double* regret, fb_u64* clipped, double* rr,
-                           const fb_fed_args* ev, fb_u64 t0) {
+                           const fb_fed_args* ev, const fb_peer_args* pv, fb_u64 t0) {
     int lane = threadIdx.x % FB_COOP_LANES;
     int local = threadIdx.x / FB_COOP_LANES;
     int per_block = blockDim.x / FB_COOP_LANES;
@@ -97,10 +106,12 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
     // The scalars of the block's first agent (its last one holds the
     // ticket on a device).
     double* sc0 = smem + dd + 2 * kp + 4 * d;
+    const bool FED = MODE != FB_PLAIN;
     long long g = (long long)blockIdx.x * per_block + local, f = 0;
     int fj = 0;  // FED: the block's place in its federation
+    unsigned* tickets = MODE == FB_CENTRAL ? ev->tickets : MODE == FB_PEER ? pv->tickets : nullptr;
     if (FED) {
-        unsigned ticket = fb_block_ticket(ev->tickets, (unsigned*)(sc0 + 3));
+        unsigned ticket = fb_block_ticket(tickets, (unsigned*)(sc0 + 3));
         f = ticket / group;
         fj = ticket % group;
         g = fj * per_block + local;
@@ -127,8 +138,9 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
     bool draws = lane < FB_LANES;  // this lane holds xoshiro lane `lane`
     double ld = 0.0, reg = 0.0;
     if (live) {
-        for (int e = lane; e < dd; e += FB_COOP_LANES) A[e] = vinv[gg * dd + e];
-        for (int e = lane; e < d; e += FB_COOP_LANES) bs_[e] = b[gg * d + e];
+        // FB_PEER: each round loads its slot's.
+        for (int e = lane; MODE != FB_PEER && e < dd; e += FB_COOP_LANES) A[e] = vinv[gg * dd + e];
+        for (int e = lane; MODE != FB_PEER && e < d; e += FB_COOP_LANES) bs_[e] = b[gg * d + e];
         if (draws) {
             s0 = st[lane];
             s1 = st[8 + lane];
@@ -140,9 +152,11 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
     }
     // FED: the federation's state, and the agent's shifted log det.
     fb_fed_state fs = {0, 0, 0, 0.0, 0.0};
+    double* gram_r = gram;  // the played slot's local sums (FB_PEER)
+    double* bias_r = bias;
     fb_fed_agent ag = {f, gg, n, fj, (int)(gg - f * m), lane, local, live, A, bs_, xs, w, sc, smem, sc0};
     double ldc = 0.0;
-    if (FED) {
+    if (MODE == FB_CENTRAL) {
         fs.dt = ev->dt[f];
         fs.leaves = ev->leaves[f];
         fs.since = ev->since[f];
@@ -151,6 +165,19 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
         if (live) ldc = ev->logdetc[gg];
     }
     for (int r = 0; r < rounds; ++r) {
+        fb_u64 t = t0 + (fb_u64)r;
+        int sg = MODE == FB_PEER ? (int)(t % (fb_u64)pv->G) : 0;
+        long long so = (long long)sg * n + gg;  // the played slot
+        if (MODE == FB_PEER) {
+            fb_peer_before_round(*pv, ag, t, sg, vinv, logdet, b, gram, bias);
+            if (live) {
+                for (int e = lane; e < dd; e += FB_COOP_LANES) A[e] = vinv[so * dd + e];
+                for (int e = lane; e < d; e += FB_COOP_LANES) bs_[e] = b[so * d + e];
+                ld = logdet[so];
+            }
+            gram_r = gram + (long long)sg * n * dd;
+            bias_r = bias + (long long)sg * n * d;
+        }
         double beta = widths ? 0.0 : betas[r];
         if (widths && live) {
             // Proposition 2's width from the agent's own log det V
@@ -326,10 +353,10 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
                 double cwi = c * w[i];
                 for (int j = 0; j < d; ++j) {
                     A[i * d + j] += cwi * w[j];
-                    gram[gg * dd + i * d + j] += xs[i] * xs[j];
+                    gram_r[gg * dd + i * d + j] += xs[i] * xs[j];
                 }
                 bs_[i] += y * xs[i];
-                bias[gg * d + i] += y * xs[i];
+                bias_r[gg * d + i] += y * xs[i];
             }
             ld += fb_ln_1p(q);
         }
@@ -342,12 +369,21 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
             if (xlast)
                 for (int j = lane; j < d; j += FB_COOP_LANES) xlast[gg * d + j] = xs[j];
         }
-        if (FED) fb_fed_after_round(*ev, fs, ag, t0 + (fb_u64)r, vinv, logdet, gram, bias, &ld, &ldc);
+        if (MODE == FB_CENTRAL) fb_fed_after_round(*ev, fs, ag, t, vinv, logdet, gram, bias, &ld, &ldc);
+        if (MODE == FB_PEER) {
+            __syncthreads();
+            if (live) {
+                for (int e = lane; e < dd; e += FB_COOP_LANES) vinv[so * dd + e] = A[e];
+                for (int e = lane; e < d; e += FB_COOP_LANES) b[so * d + e] = bs_[e];
+                if (lane == 0) logdet[so] = ld;
+            }
+            fb_peer_after_round(*pv, ag, t, sg, logdet, gram, bias);
+        }
     }
     __syncthreads();
     if (live) {
-        for (int e = lane; e < dd; e += FB_COOP_LANES) vinv[gg * dd + e] = A[e];
-        for (int e = lane; e < d; e += FB_COOP_LANES) b[gg * d + e] = bs_[e];
+        for (int e = lane; MODE != FB_PEER && e < dd; e += FB_COOP_LANES) vinv[gg * dd + e] = A[e];
+        for (int e = lane; MODE != FB_PEER && e < d; e += FB_COOP_LANES) b[gg * d + e] = bs_[e];
         if (draws) {
             st[lane] = s0;
             st[8 + lane] = s1;
@@ -355,21 +391,19 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
             st[24 + lane] = s3;
         }
         if (lane == 0) {
-            logdet[gg] = ld;
+            if (MODE != FB_PEER) logdet[gg] = ld;
             regret[gg] = reg;
-            if (FED) ev->logdetc[gg] = ldc;
+            if (MODE == FB_CENTRAL) ev->logdetc[gg] = ldc;
         }
     }
-    if (FED) {
-        if (fj == 0 && threadIdx.x == 0) {
+    if (MODE == FB_CENTRAL && fj == 0 && threadIdx.x == 0) {
             ev->dt[f] = fs.dt;
             ev->leaves[f] = fs.leaves;
             ev->since[f] = fs.since;
             ev->logdets[f] = fs.logdets;
             if (ev->svt) ev->ssens[f] = fs.sens;
-        }
-        fb_block_done(ev->tickets);
     }
+    if (FED) fb_block_done(tickets);
 }
 
 // Every agent's rounds (fb_rounds_body), registers budgeted for
@@ -381,9 +415,9 @@ extern "C" __global__ void FB_LAUNCH_BOUNDS(FB_COOP_BLOCK, FB_COOP_MIN_BLOCKS)
                           double* ylast, const double* theta_star, fb_u64* lanes, fb_u64* rstate, double* rspare,
                           int* rhas, double* vinv, double* logdet, double* b, double* gram, double* bias,
                           double* regret, fb_u64* clipped, double* rr) {
-    fb_rounds_body<false>(1, n, m, d, k, kp, reward_raw, noise_std, reward_bound, gap, ustate, random_policy, pstate,
+    fb_rounds_body<FB_PLAIN>(1, n, m, d, k, kp, reward_raw, noise_std, reward_bound, gap, ustate, random_policy, pstate,
                           rounds, betas, widths, wscale, wsigma, clamps, xlast, ylast, theta_star, lanes, rstate,
-                          rspare, rhas, vinv, logdet, b, gram, bias, regret, clipped, rr, nullptr, 0);
+                          rspare, rhas, vinv, logdet, b, gram, bias, regret, clipped, rr, nullptr, nullptr, 0);
 }
 
 // FedUCB's rounds t0 .. t0 + rounds - 1 with its events inside
@@ -396,9 +430,25 @@ extern "C" __global__ void FB_LAUNCH_BOUNDS(FB_COOP_BLOCK, FB_FED_MIN_BLOCKS)
                      double* xlast, double* ylast, const double* theta_star, fb_u64* lanes, fb_u64* rstate,
                      double* rspare, int* rhas, double* vinv, double* logdet, double* b, double* gram, double* bias,
                      double* regret, fb_u64* clipped, double* rr, const fb_fed_args* ev, fb_u64 t0) {
-    fb_rounds_body<true>(group, n, m, d, k, kp, reward_raw, noise_std, reward_bound, gap, ustate, random_policy,
+    fb_rounds_body<FB_CENTRAL>(group, n, m, d, k, kp, reward_raw, noise_std, reward_bound, gap, ustate, random_policy,
                          pstate, rounds, betas, widths, wscale, wsigma, clamps, xlast, ylast, theta_star, lanes,
-                         rstate, rspare, rhas, vinv, logdet, b, gram, bias, regret, clipped, rr, ev, t0);
+                         rstate, rspare, rhas, vinv, logdet, b, gram, bias, regret, clipped, rr, ev, nullptr, t0);
+}
+
+// Decentralized FedUCB's rounds t0 .. t0 + rounds - 1 with each agent's
+// exchange, test and broadcasts inside (fb_rounds_body with FB_PEER):
+// `group` blocks per federation, by ticket; V^{-1}, log det, b and the
+// local sums are per slot (slot g x n + agent).
+extern "C" __global__ void FB_LAUNCH_BOUNDS(FB_COOP_BLOCK, FB_FED_MIN_BLOCKS)
+    fb_peer_rounds(int group, int n, int m, int d, int k, int kp, int reward_raw, double noise_std,
+                   double reward_bound, int gap, fb_u64* ustate, int random_policy, fb_u64* pstate, int rounds,
+                   const double* betas, const double* widths, double wscale, double wsigma, fb_u64* clamps,
+                   double* xlast, double* ylast, const double* theta_star, fb_u64* lanes, fb_u64* rstate,
+                   double* rspare, int* rhas, double* vinv, double* logdet, double* b, double* gram, double* bias,
+                   double* regret, fb_u64* clipped, double* rr, const fb_peer_args* pv, fb_u64 t0) {
+    fb_rounds_body<FB_PEER>(group, n, m, d, k, kp, reward_raw, noise_std, reward_bound, gap, ustate, random_policy,
+                            pstate, rounds, betas, widths, wscale, wsigma, clamps, xlast, ylast, theta_star, lanes,
+                            rstate, rspare, rhas, vinv, logdet, b, gram, bias, regret, clipped, rr, nullptr, pv, t0);
 }
 
 // Per federation: group += the agents' regret (summed in agent order) of

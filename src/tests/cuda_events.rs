@@ -1,8 +1,8 @@
-//! The CUDA backend's event-driven paths without a GPU: FedUCB (its events
-//! inside the multi-round kernel), decentralized FedUCB and `sdp_vecsum`
-//! (one round per launch) decide on the device; under the host emulation
-//! they must reproduce the CPU backend bit for bit, cost a fixed number of
-//! launches per round and no copy until an observation. Also the parity check `fedbandits calibrate`
+//! The CUDA backend's event-driven paths without a GPU: FedUCB and
+//! decentralized FedUCB (their events inside the multi-round kernel) and
+//! `sdp_vecsum` (one round per launch) decide on the device; under the host
+//! emulation they must reproduce the CPU backend bit for bit, cost a fixed
+//! number of launches per round and no copy until an observation. Also the parity check `fedbandits calibrate`
 //! runs, and every bench workload's kernels: launches and copies per round,
 //! shapes and theoretical occupancy.
 
@@ -116,7 +116,8 @@ fn emulated_kernels_match_cpu_backend_for_the_private_schedule() {
     };
     assert_parity(&yaml("private"));
     // The graph form: one instance per slot, each slot's sensitivity set at
-    // its refactorizations (fb_peer_refactor), the test in fb_peer_test.
+    // its refactorizations (fb_peer_refactor_agent), the test in
+    // fb_peer_test_agent.
     assert_parity(
         &yaml("private")
             .replace("feducb_centralized", "feducb_decentralized")
@@ -144,54 +145,47 @@ fn emulated_kernels_match_cpu_backend_for_the_private_schedule() {
     assert!(paper.iter().all(|&s| s > 100), "{paper:?}");
 }
 
-/// FedUCB's device path (log sync, private; M = 10, so a federation spans
-/// three blocks): the rounds of a chunk (up to 64) in one launch of
-/// fb_feducb_rounds, the test, the decisions, the refactorizations and
-/// the syncs inside it, then one reduction of the chunk's regrets: 2
-/// launches per 64 rounds whether or not a federation syncs, and no copy
-/// until an observation. Decentralized FedUCB still runs one round per
-/// launch (8 launches per round, 10 with privacy).
+/// FedUCB's device path, both forms (log sync, private; M = 10 and 5, so a
+/// federation spans three blocks and two): the rounds of a chunk (up to
+/// 64) in one launch of fb_feducb_rounds (fb_peer_rounds: on a ring,
+/// gamma 2, private or not), the test, the decisions, the
+/// refactorizations, the syncs or the exchange inside it, then one
+/// reduction of the chunk's regrets: 2 launches per 64 rounds whether or
+/// not a federation syncs, and no copy until an observation.
 #[test]
 fn feducb_device_rounds_cost_a_constant_number_of_launches() {
     use fedbandits::cli::bench::{On, measure};
     let dev = emulated();
-    let yaml = "algorithm: feducb_centralized\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 4, k: 8, m: 10, epsilon: 1, delta: 0.1, sync: log}\n";
-    let traffic = |t: u64| {
-        measure("feducb", yaml, 4, t, On::Cuda(&dev))
-            .unwrap_or_else(|e| panic!("{e}"))
-            .traffic
-            .unwrap()
-    };
-    let (a, b) = (traffic(64), traffic(192));
-    println!("feducb log sync: 64 rounds {a:?}, 192 rounds {b:?}");
-    assert_eq!(b.0 - a.0, 4, "launches per 128 rounds");
-    assert_eq!(b.1, a.1, "no upload per round");
-    assert_eq!(b.2, a.2, "no download per round");
-    // Decentralized: the exchange (asked, payload, deliver, refactor), the
-    // round and its reduction, the test and the requesters' payloads; with
-    // privacy a tree insert before each payload kernel.
-    for (private, per_round) in [(false, 8), (true, 10)] {
-        let yaml = format!(
+    let central = "algorithm: feducb_centralized\nenvironment: linear_sphere\nhorizon: {T}\nparams: {d: 4, k: 8, m: 10, epsilon: 1, delta: 0.1, sync: log}\n".to_string();
+    let peer = |private: bool| {
+        format!(
             "algorithm: feducb_decentralized\nenvironment: linear_sphere\nhorizon: {{T}}\n\
              params: {{d: 4, k: 8, m: 5, epsilon: 1, delta: 0.1, sync: log, graph: ring, gamma: 2, private: {private}}}\n"
-        );
+        )
+    };
+    for (name, yaml) in [
+        ("feducb", central),
+        ("decentralized", peer(false)),
+        ("decentralized", peer(true)),
+    ] {
         let traffic = |t: u64| {
-            measure("decentralized", &yaml, 4, t, On::Cuda(&dev))
+            measure(name, &yaml, 4, t, On::Cuda(&dev))
                 .unwrap_or_else(|e| panic!("{e}"))
                 .traffic
                 .unwrap()
         };
-        let (a, b) = (traffic(32), traffic(64));
-        println!("feducb_decentralized private={private}: 32 rounds {a:?}, 64 rounds {b:?}");
-        assert_eq!(b.0 - a.0, 32 * per_round, "launches per round");
+        let (a, b) = (traffic(64), traffic(192));
+        println!("{name}: 64 rounds {a:?}, 192 rounds {b:?}\n{yaml}");
+        assert_eq!(b.0 - a.0, 4, "launches per 128 rounds");
         assert_eq!(b.1, a.1, "no upload per round");
         assert_eq!(b.2, a.2, "no download per round");
     }
 }
 
-/// Decentralized FedUCB on the device path (one round per launch; per-slot
-/// state, the payload rings, each slot's deliveries in sender order, the
-/// test and the requests on the device): the emulated kernels reproduce the
+/// Decentralized FedUCB on the device path (fb_peer_rounds, the exchange
+/// inside; M = 6 and 7, so a federation spans two blocks; per-slot state,
+/// the payload rings, each slot's deliveries in sender order, the test and
+/// the requests on the device): the emulated kernels reproduce the
 /// CPU's curves and counters (syncs, messages, clamps, failures) bit for
 /// bit on both environments, every sync regime, private or not, gamma 1 to
 /// 3 on a ring and a line, and on complete, star and Erdos-Renyi graphs,
@@ -252,8 +246,8 @@ fn emulated_kernels_match_cpu_backend_for_sdp_vecsum() {
 /// (`--nocapture`); asserted: every workload runs there but FedUCB at d =
 /// 128 (refused: its cooperative kernel does not fit shared memory), every
 /// kernel launched has a ptxas report, spills nothing and holds 16 warps
-/// per SM or more on an H100, FedUCB's workloads cost at most one launch
-/// per 32 rounds (its events inside fb_feducb_rounds), and the other
+/// per SM or more on an H100, FedUCB's workloads (both forms) cost at most
+/// one launch per 32 rounds (their events inside the kernel), and the other
 /// workloads of the linear family without a per-round exchange less than
 /// one per round.
 #[test]
@@ -272,8 +266,8 @@ fn every_workloads_kernels_have_their_occupancy_and_launches_per_round() {
     for t in &tables {
         assert!(!t.rows.is_empty(), "{} launched nothing", t.workload);
         let name = t.workload;
-        let per_round = name.contains("decentralized") || name.contains("vecsum");
-        if name.contains("feducb") {
+        let per_round = name.contains("vecsum");
+        if name.contains("feducb") || name.contains("decentralized") {
             // FedUCB's rounds on the device: at most one launch per 32.
             assert!(
                 32 * t.traffic.0 <= t.rounds,

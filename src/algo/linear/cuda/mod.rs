@@ -12,14 +12,14 @@
 //! builds (`random`, `linucb`, `independent`, `fedlinucb`,
 //! `private_fedlinucb` with every protocol, FedUCB centralized and
 //! decentralized) on `linear_sphere`, and on `linear_gap` where the
-//! cooperative kernel fits ([`supports`]). FedUCB's after-round kernels are
-//! in `events`, decentralized FedUCB's exchange in `peer_ops` (its per-slot
-//! buffers are this driver's, gamma rows per agent).
+//! cooperative kernel fits ([`supports`]). FedUCB's rounds, both forms,
+//! run with their events inside one launch per chunk (`adaptive`, `peer`;
+//! decentralized FedUCB's per-slot buffers are this driver's, gamma rows
+//! per agent); the other events are in `events`.
 
 mod adaptive;
 mod events;
 mod peer;
-mod peer_ops;
 mod vecsum;
 
 use crate::backend::cuda::CudaError;
@@ -147,11 +147,9 @@ pub struct CudaLinear<'a> {
     adaptive: Option<AdaptiveState>,
     /// The vector-summation protocol (one round per launch).
     vecsum: Option<VecSumState>,
-    /// Decentralized FedUCB (one round per launch; per-slot state).
+    /// Decentralized FedUCB (per-slot state; its exchange inside
+    /// `fb_peer_rounds`).
     peer: Option<PeerState>,
-    /// The slot the agents play this round (decentralized FedUCB: t mod
-    /// gamma; else 0): the offset of the per-slot buffers.
-    slot: usize,
     gstride: usize,
     wstride: usize,
     chunk_max: usize,
@@ -366,32 +364,39 @@ impl<'a> CudaLinear<'a> {
         // A launch of the cooperative kernel runs a chunk of rounds (the
         // lockstep loop ends chunks at every event needing other kernels);
         // the fallback kernel runs one round per launch.
-        let peer = PeerState::new(lr, batch)?;
+        // FedUCB's events (both forms) run inside its multi-round kernel,
+        // with the driver's buffers they share.
+        let fed = adaptive::Shared {
+            akey: bufs.akey,
+            tsum: bufs.tsum,
+            nsum: bufs.nsum,
+            base: bufs.base,
+            usyn: bufs.usyn,
+            failures: bufs.failures,
+            scratch: bufs.scratch,
+            mode,
+            dubey,
+            sigma,
+            diag: batch.sync.as_ref().map_or(lambda, |r| r.diag),
+        };
+        let mut peer = PeerState::new(lr, batch)?;
         let adaptive = match coop {
             Some((agents, shared)) if batch.adaptive() && peer.is_none() => {
-                let a = AdaptiveState::new(lr, batch, agents, &adaptive::Shared {
-                    akey: bufs.akey,
-                    tsum: bufs.tsum,
-                    nsum: bufs.nsum,
-                    base: bufs.base,
-                    usyn: bufs.usyn,
-                    failures: bufs.failures,
-                    scratch: bufs.scratch,
-                    mode,
-                    dubey,
-                    sigma,
-                    diag: batch.sync.as_ref().map_or(lambda, |r| r.diag),
-                })?;
-                check_resident(lr, a.blocks, shared)?;
+                let a = AdaptiveState::new(lr, batch, agents, &fed)?;
+                check_resident(lr, "fb_feducb_rounds", a.blocks, shared)?;
                 Some(a)
             }
             _ => None,
         };
+        if let (Some(ps), Some((agents, shared))) = (peer.as_mut(), coop) {
+            let (blocks, args) = ps.args(lr, nf, m, d, agents, &fed)?;
+            check_resident(lr, "fb_peer_rounds", blocks, shared)?;
+            ps.fused = Some((blocks, args));
+        }
         let vecsum = VecSumState::new(lr, batch)?;
         // The vector-summation protocol randomizes every round's points
-        // and decentralized FedUCB exchanges messages every round (one
-        // round per launch); FedUCB's events run inside the launch.
-        let chunk_max = if coop.is_some() && vecsum.is_none() && peer.is_none() {
+        // (one round per launch).
+        let chunk_max = if coop.is_some() && vecsum.is_none() {
             (RR_BUDGET / (n * 8).max(1)).clamp(1, CHUNK_MAX)
         } else {
             1
@@ -399,7 +404,7 @@ impl<'a> CudaLinear<'a> {
         let rr = lr.alloc_zeroed(if coop.is_some() { chunk_max * n * 8 } else { 8 })?;
         let betas_dev = lr.alloc_zeroed(chunk_max * 8)?;
         let shape = shape_args(batch)?;
-        let mut linear = Self {
+        let linear = Self {
             l,
             bufs,
             nf,
@@ -416,7 +421,6 @@ impl<'a> CudaLinear<'a> {
             adaptive,
             vecsum,
             peer,
-            slot: 0,
             gstride,
             wstride,
             chunk_max,
@@ -430,28 +434,24 @@ impl<'a> CudaLinear<'a> {
             syncs: vec![0; nf],
             clamps: vec![0; n],
         };
-        linear.peer_init()?;
         Ok(linear)
     }
 
-    /// The step kernels' per-agent state arguments.
+    /// The step kernels' per-agent state arguments (decentralized FedUCB:
+    /// every slot's, slot g's rows from g x n).
     fn agent_state(&self) -> [Arg; 12] {
         let (b, p) = (&self.bufs, Arg::Ptr);
-        // This round's slot of the per-slot buffers.
-        let rows = (self.slot * self.nf * self.m) as u64 * 8;
-        let at = |ptr: DevPtr, per: usize| p(DevPtr(ptr.0 + rows * per as u64));
-        let (d, dd) = (self.d, self.d * self.d);
         [
             p(b.theta),
             p(b.lanes),
             p(b.rstate),
             p(b.rspare),
             p(b.rhas),
-            at(b.vinv, dd),
-            at(b.logdet, 1),
-            at(b.b, d),
-            at(b.gram, dd),
-            at(b.bias, d),
+            p(b.vinv),
+            p(b.logdet),
+            p(b.b),
+            p(b.gram),
+            p(b.bias),
             p(b.regret),
             p(b.clipped),
         ]
@@ -471,7 +471,7 @@ impl CudaLinear<'_> {
         let ri = i32::try_from(rounds).map_err(|_| CudaError::Unsupported("chunk too long".into()))?;
         let (widths, wscale, wsigma, clamps, mut xlast) = match (&self.adaptive, &self.peer) {
             (Some(a), _) => (a.widths, a.wscale, a.wsigma, a.clamps, DevPtr(0)),
-            (None, Some(a)) => (a.widths, a.wscale, a.wsigma, a.clamps, a.xlast),
+            (None, Some(a)) => (a.widths, a.wscale, a.wsigma, a.clamps, DevPtr(0)),
             (None, None) => (DevPtr(0), 0.0, 0.0, DevPtr(0), DevPtr(0)),
         };
         let ylast = self.vecsum.as_ref().map_or(DevPtr(0), |v| v.ylast);
@@ -498,15 +498,20 @@ impl CudaLinear<'_> {
             &[p(self.rr)],
         ]
         .concat();
-        match &self.adaptive {
-            // FedUCB: every federation's blocks (by ticket), its events
-            // inside, from round t0.
-            Some(a) => {
-                let fed = [int_arg(a.blocks)?];
-                let tail = [p(a.args), Arg::U64(t0)];
+        // FedUCB (both forms): every federation's blocks (by ticket), its
+        // events inside, from round t0.
+        let fused = match (&self.adaptive, &self.peer) {
+            (Some(a), _) => Some(("fb_feducb_rounds", a.blocks, a.args)),
+            (None, Some(ps)) => ps.fused.map(|(blocks, at)| ("fb_peer_rounds", blocks, at)),
+            (None, None) => None,
+        };
+        match fused {
+            Some((kernel, blocks, at)) => {
+                let fed = [int_arg(blocks)?];
+                let tail = [p(at), Arg::U64(t0)];
                 self.l.launch_grid(
-                    "fb_feducb_rounds",
-                    self.nf * a.blocks,
+                    kernel,
+                    self.nf * blocks,
                     agents * COOP_LANES,
                     shared,
                     &[&fed[..], &args[..], &tail[..]].concat(),
@@ -555,9 +560,7 @@ impl LinearOps for CudaLinear<'_> {
                     if s.adaptive.is_none() && s.peer.is_none() {
                         s.l.upload(s.betas_dev, bytemuck_like::as_bytes(betas))?;
                     }
-                    s.peer_exchange(t0)?;
                     s.launch_coop(t0, agents, shared, count)?;
-                    s.peer_after(t0)?;
                     s.randomize_points(t0)?;
                 }
                 None => {
@@ -635,13 +638,14 @@ impl LinearOps for CudaLinear<'_> {
     }
 }
 
-/// A federation's blocks of `fb_feducb_rounds` meet at group barriers, so
+/// A federation's blocks of `fb_feducb_rounds` or `fb_peer_rounds` meet at
+/// group barriers, so
 /// all of them must be resident at once: refused where the device holds
 /// fewer (a very large federation on a small device).
-fn check_resident(l: &dyn Launcher, blocks: usize, shared: usize) -> Result<(), CudaError> {
-    match l.resident_blocks("fb_feducb_rounds", COOP_BLOCK, shared) {
+fn check_resident(l: &dyn Launcher, kernel: &str, blocks: usize, shared: usize) -> Result<(), CudaError> {
+    match l.resident_blocks(kernel, COOP_BLOCK, shared) {
         Some(r) if r < blocks => Err(CudaError::Unsupported(format!(
-            "a federation spans {blocks} blocks of fb_feducb_rounds ({} agents each), but this device holds {r} \
+            "a federation spans {blocks} blocks of {kernel} ({} agents each), but this device holds {r} \
              at once; fewer agents per federation or the CPU backend",
             COOP_BLOCK / COOP_LANES
         ))),
@@ -665,7 +669,7 @@ fn int_arg(v: usize) -> Result<Arg, CudaError> {
 /// the environment (`gap`: linear_gap, else linear_sphere) and (d, K): four
 /// agents of one warp each (a block of [`COOP_BLOCK`] threads, the size its
 /// register budget assumes; small blocks let more of them share an SM),
-/// their state in shared memory (the layout is kernels/linear.cu's
+/// their state in shared memory (the layout is kernels/rounds.cu's
 /// fb_coop_agent_doubles); `None` when four do not fit the device's shared
 /// memory per block (its opt-in limit, read when it opens; large d): then
 /// linear_sphere runs on the one-thread-per-agent `fb_linear_step` and
@@ -757,9 +761,10 @@ pub fn score_batch(
     Ok(arm.into_iter().map(|v| v.max(0) as usize).zip(quad).collect())
 }
 
-/// The family's kernel sources, for NVRTC: the step, sync and scoring
-/// kernels, FedUCB's events (device functions), the multi-round kernels,
-/// the vector-summation protocol, FedUCB on a graph.
+/// The family's kernel sources, for NVRTC (in this order: each may use the
+/// device functions of those before it): the step, sync and scoring
+/// kernels, FedUCB's events, the vector-summation protocol, FedUCB on a
+/// graph, the multi-round kernels.
 pub const KERNELS: &[KernelSource] = &[
     KernelSource {
         file: "linear.cu",
@@ -785,13 +790,6 @@ pub const KERNELS: &[KernelSource] = &[
         grouped: &[],
     },
     KernelSource {
-        file: "rounds.cu",
-        source: include_str!("../../../../kernels/rounds.cu"),
-        kernels: &["fb_linear_rounds_coop", "fb_feducb_rounds", "fb_rounds_reduce"],
-        coop: &["fb_linear_rounds_coop", "fb_feducb_rounds"],
-        grouped: &["fb_feducb_rounds"],
-    },
-    KernelSource {
         file: "vecsum.cu",
         source: include_str!("../../../../kernels/vecsum.cu"),
         kernels: &["fb_vecsum_add", "fb_vecsum_clipcount", "fb_vecsum_close"],
@@ -801,15 +799,16 @@ pub const KERNELS: &[KernelSource] = &[
     KernelSource {
         file: "peer.cu",
         source: include_str!("../../../../kernels/peer.cu"),
-        kernels: &[
-            "fb_peer_asked",
-            "fb_peer_payload",
-            "fb_peer_deliver",
-            "fb_peer_refactor",
-            "fb_peer_test",
-        ],
+        kernels: &[],
         coop: &[],
         grouped: &[],
+    },
+    KernelSource {
+        file: "rounds.cu",
+        source: include_str!("../../../../kernels/rounds.cu"),
+        kernels: &["fb_linear_rounds_coop", "fb_feducb_rounds", "fb_peer_rounds", "fb_rounds_reduce"],
+        coop: &["fb_linear_rounds_coop", "fb_feducb_rounds", "fb_peer_rounds"],
+        grouped: &["fb_feducb_rounds", "fb_peer_rounds"],
     },
 ];
 

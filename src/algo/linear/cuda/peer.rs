@@ -1,10 +1,10 @@
 //! The device state of decentralized FedUCB (a [`LinearBatch`] with a
 //! [`crate::algo::linear::batch::Network`], `kernels/peer.cu`): per slot (slot s =
 //! g x n + agent, so that slot g's rows are an agent-indexed array the
-//! cooperative kernel plays on) S and s, log det S, the shifted inverse
+//! step plays on) S and s, log det S, the shifted inverse
 //! (private), Delta, the updates since the last factorization, the dirty
 //! and first-heard flags, the payload ring and the tree's leaf count; per
-//! agent the request ring, the widths and the round's action; every agent's
+//! agent the request ring and the widths; every agent's
 //! senders within gamma hops as a CSR list. The per-slot V^{-1}, log det,
 //! b, local sums and tree sums are the driver's own buffers, sized by slot
 //! ([`super::driver`]). The CPU's operations are
@@ -20,6 +20,9 @@ const NEVER: u64 = u64::MAX;
 
 /// Decentralized FedUCB's buffers and constants on the device.
 pub struct PeerState {
+    /// `fb_peer_rounds`' blocks per federation and its `fb_peer_args`
+    /// (set by the driver once the launch shape is known; see [`Self::args`]).
+    pub fused: Option<(usize, DevPtr)>,
     /// Slots per agent (gamma).
     pub gamma: usize,
     /// Whether the release is the PRIVATIZER tree.
@@ -40,12 +43,8 @@ pub struct PeerState {
     pub wsigma: f64,
     /// Per agent: clamped widths so far.
     pub clamps: DevPtr,
-    /// Per agent: the round's action (d).
-    pub xlast: DevPtr,
     /// Per agent: c (the shift of the private test).
     pub shift: DevPtr,
-    /// Per agent: d doubles of workspace.
-    pub work: DevPtr,
     /// CSR of every agent's senders: offsets (n + 1), local index, hops.
     pub start: DevPtr,
     /// Sender (local index).
@@ -195,6 +194,7 @@ impl PeerState {
             None => None,
         };
         Ok(Some(Self {
+            fused: None,
             gamma,
             private,
             threshold: a.threshold,
@@ -205,9 +205,7 @@ impl PeerState {
             wscale: *scale,
             wsigma: *sigma,
             clamps: z(l, n * 8)?,
-            xlast: z(l, n * d * 8)?,
             shift: upload_slice(l, &shifts)?,
-            work: z(l, n * d * 8)?,
             start: upload_slice(l, &start)?,
             nbr: upload_slice(l, &nbr)?,
             hops: upload_slice(l, &hops)?,
@@ -235,6 +233,82 @@ impl PeerState {
             nbc_host: vec![0; ns],
             svt,
         }))
+    }
+
+    /// `struct fb_peer_args` of kernels/peer.cu for `fb_peer_rounds`, `m`
+    /// agents per federation in blocks of `per_block`, uploaded: its
+    /// blocks per federation and the struct's address. `shared`: the
+    /// driver's buffers the exchange shares (tree sums and keys, failures,
+    /// workspace) and the tree's noise.
+    pub fn args(
+        &self,
+        l: &mut dyn Launcher,
+        nf: usize,
+        m: usize,
+        d: usize,
+        per_block: usize,
+        shared: &super::adaptive::Shared,
+    ) -> Result<(usize, DevPtr), CudaError> {
+        let blocks = m.div_ceil(per_block.max(1));
+        let svt = self.svt.as_ref();
+        let ptr = |p: Option<DevPtr>| p.map_or(0, |p| p.0);
+        // Field for field, in the C struct's order (every field 8 bytes).
+        let words: Vec<u64> = vec![
+            m as u64,
+            blocks as u64,
+            d as u64,
+            self.gamma as u64,
+            u64::from(self.private),
+            u64::from(self.every_round),
+            self.refactor_every.max(1) as u64,
+            u64::from(svt.is_some()),
+            svt.map_or(0, |s| u64::from(s.bufs.cap.min(i32::MAX as u32))),
+            u64::from(shared.dubey),
+            self.threshold.to_bits(),
+            self.first_heard.to_bits(),
+            svt.map_or(0.0, |s| s.bufs.qscale).to_bits(),
+            svt.map_or(0.0, |s| s.bufs.l2).to_bits(),
+            shared.sigma.to_bits(),
+            self.start.0,
+            self.nbr.0,
+            self.hops.0,
+            self.request_round.0,
+            self.nreq.0,
+            self.nbc.0,
+            self.asked.0,
+            self.bmask.0,
+            self.smat.0,
+            self.svec.0,
+            self.logdet_s.0,
+            self.vinvc.0,
+            self.logdetc.0,
+            self.dt.0,
+            self.since.0,
+            self.dirty.0,
+            self.last_bc.0,
+            self.heard.0,
+            self.prev.0,
+            if self.private { self.leaves.0 } else { 0 },
+            self.payload.0,
+            self.payload_round.0,
+            self.shift.0,
+            shared.akey.0,
+            shared.tsum.0,
+            shared.nsum.0,
+            shared.failures.0,
+            shared.scratch.0,
+            ptr(svt.map(|s| s.bufs.keys)),
+            ptr(svt.map(|s| s.bufs.rho)),
+            ptr(svt.map(|s| s.bufs.sens)),
+            ptr(svt.map(|s| s.bufs.used)),
+            ptr(svt.map(|s| s.sinv)),
+            l.alloc_zeroed(nf * 2 * 4)?.0,
+            l.alloc_zeroed(2 * 4)?.0,
+        ];
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let at = l.alloc_zeroed(bytes.len())?;
+        l.upload(at, &bytes)?;
+        Ok((blocks, at))
     }
 
     /// Each federation's requests (`syncs`) and deliveries (`messages`:
