@@ -589,7 +589,9 @@ FB_DEV fb_u64 fb_small_binomial_at(fb_u64 key, fb_u64 index, fb_u64 n, double p)
 // index. `slot`: a block-shared int.
 FB_DEV unsigned fb_block_ticket(unsigned* counter, unsigned* slot) {
 #ifndef FB_HOST_EMULATION
-    if (threadIdx.x == 0) *slot = atomicAdd(counter, 1u);
+    // Modulo the grid: should a launch ever stop short of resetting the
+    // counter, tickets stay a permutation of the blocks.
+    if (threadIdx.x == 0) *slot = atomicAdd(counter, 1u) % gridDim.x;
     __syncthreads();
     return *slot;
 #else
