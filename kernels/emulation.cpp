@@ -17,6 +17,26 @@ extern "C" __global__ void fb_emu_selftest_barrier_divergence(int* out) {
     out[threadIdx.x] = 1;
 }
 
+// Grouped kernels for the emulator's own test (first parameter: blocks per
+// group). Each block writes its mark, then reads its right neighbour's in
+// the group: correct only with the group barrier between (`barrier` 1;
+// without, one of the two block orders reads a mark not yet written).
+extern "C" __global__ void fb_emu_selftest_group(int group, int barrier, int* mark, int* seen) {
+    int b = blockIdx.x, first = b - b % group;
+    if (threadIdx.x == 0) mark[b] = b + 1;
+    if (barrier)
+        fb_group_barrier(nullptr, group);
+    else
+        __syncthreads();
+    if (threadIdx.x == 0) seen[b] = mark[first + (b - first + 1) % group];
+}
+// Block 0 of each group returns while the others wait at a group barrier.
+extern "C" __global__ void fb_emu_selftest_group_divergence(int group, int* out) {
+    if (blockIdx.x % group == 0) return;
+    fb_group_barrier(nullptr, group);
+    out[blockIdx.x] = 1;
+}
+
 template <typename... A, std::size_t... I>
 static void fb_call(void (*f)(A...), void** p, std::index_sequence<I...>) {
     f(*static_cast<typename std::remove_reference<A>::type*>(p[I])...);
@@ -88,5 +108,7 @@ extern "C" int fb_emu_launch(const char* kernel, unsigned grid, unsigned block, 
                              void** params) {
     FB_EMU_TABLE
     FB_COOP_KERNEL(fb_emu_selftest_barrier_divergence)
+    FB_GROUP_KERNEL(fb_emu_selftest_group)
+    FB_GROUP_KERNEL(fb_emu_selftest_group_divergence)
     return 1;
 }

@@ -82,30 +82,23 @@ static void fb_fiber_entry() {
     // Returning ends this fiber and resumes the scheduler (uc_link).
 }
 
-// A barrier: this fiber waits until every thread of the block arrives.
-static inline void fb_barrier() {
+// This fiber waits in `state` (1: at a block barrier, until every thread of
+// the block arrives; 3: at a group barrier, until every thread of every
+// block of its group arrives). In a sequential kernel: flagged as an error.
+static inline void fb_wait(int state) {
     fb_block_state* b = fb_blk;
     if (b == nullptr) {
         fb_seq_barrier = 1;
         return;
     }
     unsigned me = b->current;
-    b->state[me] = 1;
+    b->state[me] = state;
     swapcontext(&b->fibers[me], &b->scheduler);
 }
+static inline void fb_barrier() { fb_wait(1); }
 static inline void __syncthreads() { fb_barrier(); }
-// A group barrier (fb_group_barrier): this fiber waits until every thread
-// of every block of its group arrives.
-static inline void fb_group_wait() {
-    fb_block_state* b = fb_blk;
-    if (b == nullptr) {
-        fb_seq_barrier = 1;
-        return;
-    }
-    unsigned me = b->current;
-    b->state[me] = 3;
-    swapcontext(&b->fibers[me], &b->scheduler);
-}
+// A group barrier (fb_group_barrier in common.cuh).
+static inline void fb_group_wait() { fb_wait(3); }
 static inline void __syncwarp(unsigned = 0xffffffffu) { fb_barrier(); }
 
 // Shuffles through the block's exchange buffer: publish, barrier, read,

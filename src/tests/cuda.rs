@@ -337,6 +337,46 @@ fn emulation_reports_barrier_divergence() {
     assert!(e.to_string().contains("diverged at a barrier"), "{e}");
 }
 
+/// The emulation of grouped kernels: a group's blocks meet at a group
+/// barrier (each block sees its neighbour's mark written before it); without
+/// the barrier a block reads a mark not yet written (the blocks take turns,
+/// forwards and backwards, between group barriers), and a block returning
+/// while the others wait at one is reported.
+#[test]
+fn emulation_runs_a_groups_blocks_together_and_only_at_group_barriers() {
+    use fedbandits::backend::cuda::launcher::{Arg, Launcher, download_slice, upload_slice};
+    let mut emu = Emulator::load(emulator_lib()).unwrap_or_else(|e| panic!("{e}"));
+    let (group, blocks) = (3usize, 6usize);
+    let run = |emu: &mut Emulator, barrier: i32| -> Vec<i32> {
+        let mark = upload_slice(emu, &vec![0i32; blocks]).unwrap_or_else(|e| panic!("{e}"));
+        let seen = upload_slice(emu, &vec![0i32; blocks]).unwrap_or_else(|e| panic!("{e}"));
+        let args = [
+            Arg::I32(group as i32),
+            Arg::I32(barrier),
+            Arg::Ptr(mark),
+            Arg::Ptr(seen),
+        ];
+        emu.launch_grid("fb_emu_selftest_group", blocks, 32, 0, &args)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut out = vec![0i32; blocks];
+        download_slice(emu, seen, &mut out).unwrap_or_else(|e| panic!("{e}"));
+        out
+    };
+    assert_eq!(run(&mut emu, 1), vec![2, 3, 1, 5, 6, 4]);
+    assert!(run(&mut emu, 0).contains(&0), "a missing group barrier goes unseen");
+    let out = upload_slice(&mut emu, &[0i32; 6]).unwrap_or_else(|e| panic!("{e}"));
+    let e = emu
+        .launch_grid(
+            "fb_emu_selftest_group_divergence",
+            blocks,
+            32,
+            0,
+            &[Arg::I32(group as i32), Arg::Ptr(out)],
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("diverged at a barrier"), "{e}");
+}
+
 /// The job runner's batched path end to end: `--backend cuda` (here on the
 /// emulated device) writes the same Parquet data as the CPU backend, bit for
 /// bit except the `backend` column (and wall time), which says `cuda`.
