@@ -741,16 +741,8 @@ fn calibrate_records_the_cpu_and_auto_says_why_it_stays_there() {
     let report = dir.join("report.md");
     let o = bin()
         .env("FEDBANDITS_CACHE_DIR", &dir)
-        .args([
-            "calibrate",
-            "--only",
-            "gossip",
-            "--federations",
-            "4,8",
-            "--seconds",
-            "0.05",
-        ])
-        .args(["--threads", "2", "--report", report.to_str().unwrap()])
+        .args("calibrate --only gossip --federations 4,8 --seconds 0.05 --threads 2".split(' '))
+        .args(["--report", report.to_str().unwrap()])
         .output()
         .unwrap();
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
@@ -789,14 +781,8 @@ fn calibrate_records_the_cpu_and_auto_says_why_it_stays_there() {
     let job = write_job(&dir, "auto.yaml", GOOD);
     let o = bin()
         .env("FEDBANDITS_CACHE_DIR", &dir)
-        .args([
-            "run",
-            job.to_str().unwrap(),
-            "--out",
-            dir.join("out").to_str().unwrap(),
-            "--threads",
-            "2",
-        ])
+        .args(["run", job.to_str().unwrap(), "--threads", "2", "--out"])
+        .arg(dir.join("out"))
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
