@@ -38,27 +38,31 @@ FB_DEV double fb_inv_norm(double n2) {
 }
 
 // Coordinate j of action c of an agent's linear_gap decision set
-// (env/linear_gap.rs, the Householder construction):
-// x_0 = `x0`[c], and x_j = fma(c, h_j, alpha theta_j) for j >= 1 from the
-// round's f32 normals `g` (h's coordinates 1..d: [coordinate - 1][action]),
-// `alpha` and the scale `cs`, with the CPU's operations, so the set is
+// (env/linear_gap.rs, the Householder construction) from the action's
+// scalars: the scale cc = `cs`[c], sp = <h, theta> = `un`[c] and the mean v
+// = `un`[k + c], with hb = 1 / (1 + |theta_0|): x_0 = v theta_0 - cc (sign
+// theta_0) sp, and x_j = fma(cc, h_j, alpha theta_j) for j >= 1, alpha = v
+// - cc hb sp, from the round's f32 normals `g` (h's coordinates 1..d:
+// [coordinate - 1][action]), with the CPU's operations, so the set is
 // never stored.
-FB_DEV double fb_gap_x(int j, int c, int k, const double* th, const float* g, const double* alpha, const double* cs,
-                       const double* x0) {
-    return j == 0 ? x0[c] : fma(cs[c], (double)g[(j - 1) * k + c], alpha[c] * th[j]);
+FB_DEV double fb_gap_x(int j, int c, int k, const double* th, const float* g, const double* cs, const double* un,
+                       double hb) {
+    double cc = cs[c], sp = un[c], v = un[k + c];
+    if (j == 0) return fma(v, th[0], -(cc * (th[0] < 0.0 ? -sp : sp)));
+    return fma(cc, (double)g[(j - 1) * k + c], (v - cc * (hb * sp)) * th[j]);
 }
 
 // Doubles of dynamic shared memory one agent of fb_linear_rounds_coop uses
 // (src/algo/linear/cuda/mod.rs coop_step_shape repeats this): V^{-1} (d*d),
-// mean (kp), aux (kp: inverse norms or projections), theta_hat, w,
-// x_chosen, b (d each), 4 scalars, the lanes' x scratch (FB_COOP_LANES d); linear_gap
-// adds the scales (kp) and the
-// round's uniforms (2 kp); then the f32 normals (sphere (K - d)(d - 1),
-// gap K (d - 1)), rounded up to whole doubles.
+// on linear_sphere the means and inverse norms (kp each), theta_hat, w,
+// x_chosen, b (d each), 4 scalars, the lanes' x scratch (FB_COOP_LANES d);
+// on linear_gap the scales (kp) and the round's uniforms (2 kp, which
+// become each action's <h, theta> and mean); then the f32 normals (sphere
+// (K - d)(d - 1), gap K (d - 1)), rounded up to whole doubles.
 FB_DEV long long fb_coop_agent_doubles(int gap, int d, int k, int kp) {
     int fixed = d < k ? d : k;
     long long normals = gap ? (long long)k * (d - 1) : (long long)(k - fixed) * (d - 1);
-    return (long long)d * d + 2LL * kp + (4LL + FB_COOP_LANES) * d + 4 + (gap ? 3LL * kp : 0) + (normals + 1) / 2;
+    return (long long)d * d + (gap ? 3LL : 2LL) * kp + (4LL + FB_COOP_LANES) * d + 4 + (normals + 1) / 2;
 }
 
 // `rounds` consecutive rounds of every agent with FB_COOP_LANES threads per
@@ -105,7 +109,7 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
     FB_DYN_SHARED(double, smem);
     // The scalars of the block's first agent (its last one holds the
     // ticket on a device).
-    double* sc0 = smem + dd + 2 * kp + 4 * d;
+    double* sc0 = smem + dd + (gap ? 0 : 2 * kp) + 4 * d;
     const bool FED = MODE != FB_PLAIN;
     long long g = (long long)blockIdx.x * per_block + local, f = 0;
     int fj = 0;  // FED: the block's place in its federation
@@ -120,16 +124,16 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
     if (FED) g += f * m;
     long long gg = live ? g : f * m;
     double* A = smem + local * per;
-    double* mean = A + dd;
-    double* inv = mean + kp;  // sphere: inverse norms; gap: alpha = v - c beta <h, theta>
-    double* that = inv + kp;
+    double* mean = A + dd;               // sphere: means
+    double* inv = mean + (gap ? 0 : kp);  // sphere: inverse norms
+    double* that = inv + (gap ? 0 : kp);
     double* w = that + d;
     double* xs = w + d;
     double* bs_ = xs + d;
     double* sc = bs_ + d;                 // [0] y, [1] mu, [2] optimal index, [3] random pick
     double* xc = sc + 4 + lane * d;       // this lane's x scratch (FB_COOP_LANES x d)
     double* cs = sc + 4 + FB_COOP_LANES * d;  // gap: scales (kp), then uniforms (2 kp)
-    double* un = cs + kp;  // gap: v's offsets (then x_0, once v is formed) and r
+    double* un = cs + kp;  // gap: v's offsets and r (then <h, theta> and v)
     float* gn = (float*)(gap ? un + 2 * kp : cs);
     int total = gap ? k * last : nr * last;  // normals per round
     const double* th = theta_star + (gg / m) * d;
@@ -137,6 +141,7 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
     fb_u64 s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     bool draws = lane < FB_LANES;  // this lane holds xoshiro lane `lane`
     double ld = 0.0, reg = 0.0;
+    double hb = 1.0 / (1.0 + fabs(th[0]));  // linear_gap: the reflection's constant
     if (live) {
         // FB_PEER: each round loads its slot's.
         for (int e = lane; MODE != FB_PEER && e < dd; e += FB_COOP_LANES) A[e] = vinv[gg * dd + e];
@@ -237,9 +242,6 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
         if (live && gap) {
             // The reflection's constants (linear_gap::Householder).
             int opt = (int)sc[2];
-            double t0 = th[0];
-            bool negative = t0 < 0.0;
-            double hb = 1.0 / (1.0 + fabs(t0));
             for (int c = lane; c < k; c += FB_COOP_LANES) {
                 double v = (c == opt ? 0.7 : 0.5) + 0.1 * un[c];
                 double sp = 0.0, h2 = 0.0;
@@ -250,10 +252,9 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
                 }
                 double s = 1.0 - v * v;
                 double cc = h2 > 1e-24 ? un[k + c] * (s * fb_inv_norm(s)) * fb_inv_norm(h2) : 0.0;
-                double ss = negative ? -sp : sp;
-                mean[c] = v;
-                un[c] = fma(v, t0, -(cc * ss));  // x_0 (this lane's own entry, read above)
-                inv[c] = v - cc * (hb * sp);
+                // This lane's own entries, read above: what fb_gap_x needs.
+                un[c] = sp;
+                un[k + c] = v;
                 cs[c] = cc;
                 best = fmax(best, v);
             }
@@ -301,7 +302,7 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
         if (live && !random_policy) {
             fb_lane_argmax(A, that, d, k, lane, beta,
                            [=](int j, int c) {
-                               return gap ? fb_gap_x(j, c, k, th, gn, inv, cs, un)
+                               return gap ? fb_gap_x(j, c, k, th, gn, cs, un, hb)
                                           : fb_sphere_x(j, c, d, fixed, nr, gn, inv);
                            },
                            xc, &bsc, &bi, &bq);
@@ -316,9 +317,9 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
         // The chosen action; the reward (lane 0).
         if (live) {
             for (int j = lane; j < d; j += FB_COOP_LANES)
-                xs[j] = gap ? fb_gap_x(j, bi, k, th, gn, inv, cs, un) : fb_sphere_x(j, bi, d, fixed, nr, gn, inv);
+                xs[j] = gap ? fb_gap_x(j, bi, k, th, gn, cs, un, hb) : fb_sphere_x(j, bi, d, fixed, nr, gn, inv);
             if (lane == 0) {
-                double mu = mean[bi];
+                double mu = gap ? un[k + bi] : mean[bi];
                 sc[1] = mu;
                 // linear_gap: Bernoulli(mu) (Stream::bernoulli); sphere: Gaussian noise.
                 double y0 = gap ? (fb_uniform(rstate + gg * 4) < mu ? 1.0 : 0.0)

@@ -50,6 +50,34 @@ fn every_kernel_compiles_with_nvrtc_for_sm_90() {
     assert!(p.ptx.unwrap_or_default().contains(".entry fb_linear_step"));
 }
 
+/// The multi-round kernels at d = 10, K = 100 on both linear environments
+/// hold 16 warps per SM or more on an A100 (sm_80: 163 KiB of shared memory
+/// per block, 164 KiB per SM) and an H100 (sm_90: 227 KiB, 228 KiB), by
+/// ptxas' registers for that architecture, the launch shape the host picks
+/// for that device (`coop_step_shape`) and the occupancy calculator's rule,
+/// and spill nothing.
+#[test]
+fn multi_round_kernels_hold_16_warps_per_sm_on_sm_80_and_sm_90() {
+    use fedbandits::algo::linear::cuda::{COOP_BLOCK, coop_step_shape};
+    use fedbandits::backend::cuda::occupancy::{SM_80, SM_90, occupancy};
+    for (arch, per_block) in [(SM_80, 163 * 1024), (SM_90, 227 * 1024)] {
+        let stats = fedbandits::cli::kernels::stats(&arch).unwrap_or_else(|e| panic!("{e}"));
+        for kernel in ["fb_linear_rounds_coop", "fb_feducb_rounds", "fb_peer_rounds"] {
+            let k = stats.iter().find(|k| k.name == kernel).expect("a ptxas report");
+            for gap in [false, true] {
+                let (_, shared) = coop_step_shape(gap, 10, 100, per_block).expect("four agents fit");
+                let o = occupancy(&arch, k.registers, COOP_BLOCK as u32, k.static_shared + shared as u32);
+                println!(
+                    "{} {kernel} gap={gap}: {} registers, {shared} B: {o:?}",
+                    arch.name, k.registers
+                );
+                assert!(o.warps >= 16, "{} {kernel} gap={gap}: {o:?}", arch.name);
+                assert_eq!(k.spills, (0, 0), "{} {kernel}", arch.name);
+            }
+        }
+    }
+}
+
 #[test]
 fn nvrtc_errors_carry_the_log() {
     assert!(
