@@ -365,8 +365,7 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
             double rg = best - sc[1];
             reg += rg;
             if (lane == 0) rr[(long long)r * n + gg] = rg;
-            // The round's action (the vector-summation protocol's point,
-            // decentralized FedUCB's determinant test).
+            // The round's action (the vector-summation protocol's point).
             if (xlast)
                 for (int j = lane; j < d; j += FB_COOP_LANES) xlast[gg * d + j] = xs[j];
         }
@@ -397,12 +396,14 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
             if (MODE == FB_CENTRAL) ev->logdetc[gg] = ldc;
         }
     }
+    // FB_CENTRAL: the federation's first block keeps its state for the next
+    // launch (every block holds the same).
     if (MODE == FB_CENTRAL && fj == 0 && threadIdx.x == 0) {
-            ev->dt[f] = fs.dt;
-            ev->leaves[f] = fs.leaves;
-            ev->since[f] = fs.since;
-            ev->logdets[f] = fs.logdets;
-            if (ev->svt) ev->ssens[f] = fs.sens;
+        ev->dt[f] = fs.dt;
+        ev->leaves[f] = fs.leaves;
+        ev->since[f] = fs.since;
+        ev->logdets[f] = fs.logdets;
+        if (ev->svt) ev->ssens[f] = fs.sens;
     }
     if (FED) fb_block_done(tickets);
 }
