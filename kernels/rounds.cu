@@ -95,7 +95,7 @@ template <int MODE>
 FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int reward_raw, double noise_std,
                            double reward_bound, int gap, fb_u64* ustate, int random_policy, fb_u64* pstate,
                            int rounds, const double* betas, const double* widths, double wscale, double wsigma,
-                           fb_u64* clamps, double* xlast, double* ylast, const double* theta_star, fb_u64* lanes,
+                           fb_u64* clamps, const fb_vecsum_args* vs, const double* theta_star, fb_u64* lanes,
                            fb_u64* rstate, double* rspare, int* rhas, double* vinv, double* logdet, double* b,
                            double* gram, double* bias, double* regret, fb_u64* clipped, double* rr,
                            const fb_fed_args* ev, const fb_peer_args* pv, fb_u64 t0) {
@@ -184,6 +184,7 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
             bias_r = bias + (long long)sg * n * d;
         }
         double beta = widths ? 0.0 : betas[r];
+        int rclip = 0;  // lane 0: the round's reward was clipped
         if (widths && live) {
             // Proposition 2's width from the agent's own log det V
             // (backend::logdet_width): a negative argument is clamped and
@@ -325,13 +326,8 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
                 double y0 = gap ? (fb_uniform(rstate + gg * 4) < mu ? 1.0 : 0.0)
                                 : mu + noise_std * fb_normal(rstate + gg * 4, rspare + gg, rhas + gg);
                 sc[0] = fb_clip_reward(y0, reward_bound);
-                if (sc[0] != y0) clipped[gg] += 1;
-                // The round's reward and whether clipping changed it (the
-                // vector-summation protocol's point, fb_vecsum_add).
-                if (ylast) {
-                    ylast[2 * gg] = sc[0];
-                    ylast[2 * gg + 1] = sc[0] != y0 ? 1.0 : 0.0;
-                }
+                rclip = sc[0] != y0;
+                if (rclip) clipped[gg] += 1;
             }
         }
         __syncthreads();
@@ -365,9 +361,21 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
             double rg = best - sc[1];
             reg += rg;
             if (lane == 0) rr[(long long)r * n + gg] = rg;
-            // The round's action (the vector-summation protocol's point).
-            if (xlast)
-                for (int j = lane; j < d; j += FB_COOP_LANES) xlast[gg * d + j] = xs[j];
+        }
+        if (vs) {
+            // sdp_vecsum: the round's point (x, y) into the federation's
+            // accumulators, lanes over coordinates; a point the protocol
+            // clipped counts once unless its reward was clipped already
+            // (Fed::round, VecSum::add_point).
+            int any = 0;
+            if (live) {
+                fb_u64 key = fb_fold_more(vs->akeys[gg], t);
+                int coords = d * (d + 1) / 2 + d;
+                for (int c = lane; c < coords; c += FB_COOP_LANES)
+                    any |= fb_vecsum_add_coordinate(*vs, gg / m, d, c, xs, sc[0], key);
+            }
+            for (int msk = 1; msk < FB_COOP_LANES; msk <<= 1) any |= FB_SHFL_XOR_I32(any, msk);
+            if (live && lane == 0 && any && !rclip) clipped[gg] += 1;
         }
         if (MODE == FB_CENTRAL) fb_fed_after_round(*ev, fs, ag, t, vinv, logdet, gram, bias, &ld, &ldc);
         if (MODE == FB_PEER) {
@@ -413,13 +421,13 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
 extern "C" __global__ void FB_LAUNCH_BOUNDS(FB_COOP_BLOCK, FB_COOP_MIN_BLOCKS)
     fb_linear_rounds_coop(int n, int m, int d, int k, int kp, int reward_raw, double noise_std, double reward_bound,
                           int gap, fb_u64* ustate, int random_policy, fb_u64* pstate, int rounds, const double* betas,
-                          const double* widths, double wscale, double wsigma, fb_u64* clamps, double* xlast,
-                          double* ylast, const double* theta_star, fb_u64* lanes, fb_u64* rstate, double* rspare,
+                          const double* widths, double wscale, double wsigma, fb_u64* clamps,
+                          const fb_vecsum_args* vs, const double* theta_star, fb_u64* lanes, fb_u64* rstate, double* rspare,
                           int* rhas, double* vinv, double* logdet, double* b, double* gram, double* bias,
-                          double* regret, fb_u64* clipped, double* rr) {
+                          double* regret, fb_u64* clipped, double* rr, fb_u64 t0) {
     fb_rounds_body<FB_PLAIN>(1, n, m, d, k, kp, reward_raw, noise_std, reward_bound, gap, ustate, random_policy, pstate,
-                          rounds, betas, widths, wscale, wsigma, clamps, xlast, ylast, theta_star, lanes, rstate,
-                          rspare, rhas, vinv, logdet, b, gram, bias, regret, clipped, rr, nullptr, nullptr, 0);
+                          rounds, betas, widths, wscale, wsigma, clamps, vs, theta_star, lanes, rstate,
+                          rspare, rhas, vinv, logdet, b, gram, bias, regret, clipped, rr, nullptr, nullptr, t0);
 }
 
 // FedUCB's rounds t0 .. t0 + rounds - 1 with its events inside
@@ -429,11 +437,11 @@ extern "C" __global__ void FB_LAUNCH_BOUNDS(FB_COOP_BLOCK, FB_FED_MIN_BLOCKS)
     fb_feducb_rounds(int group, int n, int m, int d, int k, int kp, int reward_raw, double noise_std,
                      double reward_bound, int gap, fb_u64* ustate, int random_policy, fb_u64* pstate, int rounds,
                      const double* betas, const double* widths, double wscale, double wsigma, fb_u64* clamps,
-                     double* xlast, double* ylast, const double* theta_star, fb_u64* lanes, fb_u64* rstate,
+                     const fb_vecsum_args* vs, const double* theta_star, fb_u64* lanes, fb_u64* rstate,
                      double* rspare, int* rhas, double* vinv, double* logdet, double* b, double* gram, double* bias,
                      double* regret, fb_u64* clipped, double* rr, const fb_fed_args* ev, fb_u64 t0) {
     fb_rounds_body<FB_CENTRAL>(group, n, m, d, k, kp, reward_raw, noise_std, reward_bound, gap, ustate, random_policy,
-                         pstate, rounds, betas, widths, wscale, wsigma, clamps, xlast, ylast, theta_star, lanes,
+                         pstate, rounds, betas, widths, wscale, wsigma, clamps, vs, theta_star, lanes,
                          rstate, rspare, rhas, vinv, logdet, b, gram, bias, regret, clipped, rr, ev, nullptr, t0);
 }
 
@@ -445,11 +453,11 @@ extern "C" __global__ void FB_LAUNCH_BOUNDS(FB_COOP_BLOCK, FB_FED_MIN_BLOCKS)
     fb_peer_rounds(int group, int n, int m, int d, int k, int kp, int reward_raw, double noise_std,
                    double reward_bound, int gap, fb_u64* ustate, int random_policy, fb_u64* pstate, int rounds,
                    const double* betas, const double* widths, double wscale, double wsigma, fb_u64* clamps,
-                   double* xlast, double* ylast, const double* theta_star, fb_u64* lanes, fb_u64* rstate,
+                   const fb_vecsum_args* vs, const double* theta_star, fb_u64* lanes, fb_u64* rstate,
                    double* rspare, int* rhas, double* vinv, double* logdet, double* b, double* gram, double* bias,
                    double* regret, fb_u64* clipped, double* rr, const fb_peer_args* pv, fb_u64 t0) {
     fb_rounds_body<FB_PEER>(group, n, m, d, k, kp, reward_raw, noise_std, reward_bound, gap, ustate, random_policy,
-                            pstate, rounds, betas, widths, wscale, wsigma, clamps, xlast, ylast, theta_star, lanes,
+                            pstate, rounds, betas, widths, wscale, wsigma, clamps, vs, theta_star, lanes,
                             rstate, rspare, rhas, vinv, logdet, b, gram, bias, regret, clipped, rr, nullptr, pv, t0);
 }
 

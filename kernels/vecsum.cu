@@ -1,10 +1,9 @@
 // fedbandits: the shuffle vector-summation protocol (`sdp_vecsum`,
 // src/privacy/vecsum.rs) on the device. Its randomness is keyed, so a
-// thread per coordinate draws the CPU's bits: a batch with this release
-// steps one round per fb_linear_rounds_coop launch (the round's action and
-// reward kept in xlast / ylast), then fb_vecsum_add randomizes every agent's
-// point into its federation's per-level accumulators (integer sums, order
-// free) and fb_vecsum_clipcount counts the points whose coordinates the
+// lane per coordinate draws the CPU's bits: inside fb_linear_rounds_coop,
+// after each round's step, every agent's warp randomizes its point into
+// its federation's per-level accumulators (fb_vecsum_add_coordinate;
+// integer sums, order free) and counts a point whose coordinates the
 // protocol clipped; at a sync fb_vecsum_close releases the batch's node
 // (the shuffler's Binomial noise, the analyzer) and writes the server's
 // output into every federation's base and u_syn, which fb_sync_factor and
@@ -34,37 +33,35 @@ FB_DEV void fb_vecsum_position(int d, int c, int* r, int* s) {
     *s = i + (c - start);
 }
 
-// Per (agent, coordinate): VecSum::add_value of the round's point, keyed by
-// fold_more(agent key, round): level j's rounding compares
-// uniform_at(key, c * levels + j).
-extern "C" __global__ void fb_vecsum_add(int n, int m, int d, int levels, double l, const double* glev,
-                                         const fb_u64* akeys, fb_u64 round, const double* xlast,
-                                         const double* ylast, fb_u64* acc, int* pclip) {
-    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    int coords = d * (d + 1) / 2 + d;
-    if (t >= (long long)n * coords) return;
-    long long g = t / coords;
-    int c = (int)(t % coords);
-    long long f = g / m;
-    double v = fb_vecsum_coordinate(xlast + g * d, ylast[2 * g], d, c);
+// What fb_linear_rounds_coop needs to randomize each round's points into
+// the accumulators (src/algo/linear/cuda/vecsum.rs uploads it: every field
+// 8 bytes).
+struct fb_vecsum_args {
+    long long levels;
+    double l;             // the protocol's coordinate bound
+    const double* glev;   // per level: its granularity
+    const fb_u64* akeys;  // per agent: its key
+    fb_u64* acc;          // per federation, level and coordinate: the sums
+};
+
+// Coordinate c of agent g's point of the round (action x, reward y) into
+// federation f's per-level accumulators (VecSum::add_value, keyed by
+// `key` = fold_more(agent key, round): level j's rounding compares
+// uniform_at(key, c * levels + j); integer sums, order free). Returns
+// whether the protocol clipped the coordinate.
+FB_DEV int fb_vecsum_add_coordinate(const fb_vecsum_args& vs, long long f, int d, int c, const double* x, double y,
+                                    fb_u64 key) {
+    int coords = d * (d + 1) / 2 + d, levels = (int)vs.levels;
+    double l = vs.l;
+    double v = fb_vecsum_coordinate(x, y, d, c);
     double shifted = (v < -l ? -l : (v > l ? l : v)) + l;
-    fb_u64 key = fb_fold_more(akeys[g], round);
     for (int j = 0; j < levels; ++j) {
-        double w = shifted * glev[j] / l;
+        double w = shifted * vs.glev[j] / l;
         double fl = floor(w);
         fb_u64 bern = fb_uniform_at(key, (fb_u64)(c * levels + j)) < w - fl ? 1ull : 0ull;
-        FB_ATOMIC_ADD_U64(acc + (f * levels + j) * coords + c, (fb_u64)fl + bern);
+        FB_ATOMIC_ADD_U64(vs.acc + (f * levels + j) * coords + c, (fb_u64)fl + bern);
     }
-    if (fabs(v) > l) pclip[g] = 1;
-}
-
-// Per agent: a point the protocol clipped counts once, unless its reward was
-// clipped already (counted by the step).
-extern "C" __global__ void fb_vecsum_clipcount(int n, int* pclip, const double* ylast, fb_u64* clipped) {
-    int g = blockIdx.x * blockDim.x + threadIdx.x;
-    if (g >= n) return;
-    if (pclip[g] && ylast[2 * g + 1] == 0.0) clipped[g] += 1;
-    pclip[g] = 0;
+    return fabs(v) > l;
 }
 
 // Per (federation, coordinate): VecSum::close_batch of batch k, then the

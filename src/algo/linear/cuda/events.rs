@@ -1,9 +1,9 @@
 //! The driver's event operations: refactorizations and syncs (all
-//! federations, or those a device-side mask selects) and the
-//! vector-summation protocol's per-round randomization (kernels/linear.cu,
-//! kernels/vecsum.cu). Split from the driver for size; they act on its
-//! state. FedUCB's events run inside its multi-round kernel
-//! (kernels/feducb.cu).
+//! federations, or those a device-side mask selects; kernels/linear.cu,
+//! and the vector-summation protocol's release, kernels/vecsum.cu). Split
+//! from the driver for size; they act on its state. FedUCB's events and
+//! the protocol's per-round randomization run inside the multi-round
+//! kernels (kernels/rounds.cu).
 
 use super::{CudaLinear, int_arg};
 use crate::backend::cuda::CudaError;
@@ -137,34 +137,5 @@ impl CudaLinear<'_> {
                 p(self.bufs.bias),
             ],
         )
-    }
-
-    /// After round `round` of a `sdp_vecsum` batch: every agent's point
-    /// randomized into its federation's accumulators, and the points the
-    /// protocol clipped counted (kernels/vecsum.cu).
-    pub(super) fn randomize_points(&mut self, round: u64) -> Result<(), CudaError> {
-        let Some(v) = &self.vecsum else {
-            return Ok(());
-        };
-        let p = Arg::Ptr;
-        let (n, d) = (self.nf * self.m, self.d);
-        let coords = d * (d + 1) / 2 + d;
-        let add = [
-            int_arg(n)?,
-            int_arg(self.m)?,
-            int_arg(d)?,
-            int_arg(v.levels)?,
-            Arg::F64(v.l),
-            p(v.glev),
-            p(v.akeys),
-            Arg::U64(round),
-            p(v.xlast),
-            p(v.ylast),
-            p(v.acc),
-            p(v.pclip),
-        ];
-        let count = [int_arg(n)?, p(v.pclip), p(v.ylast), p(self.bufs.clipped)];
-        self.l.launch("fb_vecsum_add", n * coords, &add)?;
-        self.l.launch("fb_vecsum_clipcount", n, &count)
     }
 }

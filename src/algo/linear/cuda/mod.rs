@@ -395,10 +395,10 @@ impl<'a> CudaLinear<'a> {
             check_resident(lr, "fb_peer_rounds", blocks, shared)?;
             ps.fused = Some((blocks, args));
         }
+        // Every event of a round (FedUCB's, the vector-summation protocol's
+        // randomization) runs inside the cooperative kernel's launch.
         let vecsum = VecSumState::new(lr, batch)?;
-        // The vector-summation protocol randomizes every round's points
-        // (one round per launch).
-        let chunk_max = if coop.is_some() && vecsum.is_none() {
+        let chunk_max = if coop.is_some() {
             (RR_BUDGET / (n * 8).max(1)).clamp(1, CHUNK_MAX)
         } else {
             1
@@ -471,15 +471,12 @@ impl CudaLinear<'_> {
     fn launch_coop(&mut self, t0: u64, agents: usize, shared: usize, rounds: usize) -> Result<(), CudaError> {
         let (n, p) = (self.nf * self.m, Arg::Ptr);
         let ri = i32::try_from(rounds).map_err(|_| CudaError::Unsupported("chunk too long".into()))?;
-        let (widths, wscale, wsigma, clamps, mut xlast) = match (&self.adaptive, &self.peer) {
-            (Some(a), _) => (a.widths, a.wscale, a.wsigma, a.clamps, DevPtr(0)),
-            (None, Some(a)) => (a.widths, a.wscale, a.wsigma, a.clamps, DevPtr(0)),
-            (None, None) => (DevPtr(0), 0.0, 0.0, DevPtr(0), DevPtr(0)),
+        let (widths, wscale, wsigma, clamps) = match (&self.adaptive, &self.peer) {
+            (Some(a), _) => (a.widths, a.wscale, a.wsigma, a.clamps),
+            (None, Some(a)) => (a.widths, a.wscale, a.wsigma, a.clamps),
+            (None, None) => (DevPtr(0), 0.0, 0.0, DevPtr(0)),
         };
-        let ylast = self.vecsum.as_ref().map_or(DevPtr(0), |v| v.ylast);
-        if let Some(v) = &self.vecsum {
-            xlast = v.xlast;
-        }
+        let vs = self.vecsum.as_ref().map_or(DevPtr(0), |v| v.args);
         let args = [
             &self.shape[..],
             &[
@@ -493,8 +490,7 @@ impl CudaLinear<'_> {
                 Arg::F64(wscale),
                 Arg::F64(wsigma),
                 p(clamps),
-                p(xlast),
-                p(ylast),
+                p(vs),
             ],
             &self.agent_state()[..],
             &[p(self.rr)],
@@ -524,7 +520,7 @@ impl CudaLinear<'_> {
                 n.div_ceil(agents),
                 agents * COOP_LANES,
                 shared,
-                &args,
+                &[&args[..], &[Arg::U64(t0)]].concat(),
             )?,
         }
         self.l.launch(
@@ -563,7 +559,6 @@ impl LinearOps for CudaLinear<'_> {
                         s.l.upload(s.betas_dev, bytemuck_like::as_bytes(betas))?;
                     }
                     s.launch_coop(t0, agents, shared, count)?;
-                    s.randomize_points(t0)?;
                 }
                 None => {
                     for &beta in betas {
@@ -734,7 +729,7 @@ pub const KERNELS: &[KernelSource] = &[
     KernelSource {
         file: "vecsum.cu",
         source: include_str!("../../../../kernels/vecsum.cu"),
-        kernels: &["fb_vecsum_add", "fb_vecsum_clipcount", "fb_vecsum_close"],
+        kernels: &["fb_vecsum_close"],
         coop: &[],
         grouped: &[],
     },

@@ -1,10 +1,10 @@
 //! The device state of the shuffle vector-summation protocol
 //! ([`crate::privacy::vecsum`], `kernels/vecsum.cu`): per federation the
 //! per-level integer accumulators and released nodes, per agent its
-//! randomizer key and the round's point; the protocol's per-level
-//! parameters. The driver ([`super::driver`]) steps such a batch one round
-//! per launch, randomizes every point on the device after each round and
-//! closes a batch at each sync.
+//! randomizer key; the protocol's per-level parameters, and the struct
+//! `fb_vecsum_args` through which `fb_linear_rounds_coop` randomizes every
+//! round's points inside its launch. The driver closes a batch at each
+//! sync (`fb_vecsum_close`).
 
 use crate::algo::linear::batch::{LinearBatch, Release};
 use crate::backend::cuda::CudaError;
@@ -22,20 +22,15 @@ pub struct VecSumState {
     pub tlev: DevPtr,
     /// n_j.
     pub nlev: DevPtr,
-    /// Per agent: the randomizer's folded key.
-    pub akeys: DevPtr,
     /// Per federation: the shuffler's folded key.
     pub shkeys: DevPtr,
     /// Per federation: levels x coordinates integer accumulators.
     pub acc: DevPtr,
     /// Per federation: levels x coordinates released nodes.
     pub stored: DevPtr,
-    /// Per agent: whether the protocol clipped a coordinate of the round's point.
-    pub pclip: DevPtr,
-    /// Per agent: the round's reward and whether clipping changed it.
-    pub ylast: DevPtr,
-    /// Per agent: the round's action (d).
-    pub xlast: DevPtr,
+    /// `struct fb_vecsum_args` of kernels/vecsum.cu (levels, L, g_j, the
+    /// agents' keys, the accumulators; every field 8 bytes).
+    pub args: DevPtr,
 }
 
 impl VecSumState {
@@ -45,8 +40,7 @@ impl VecSumState {
         let Some(Release::VecSum { proto, keys }) = batch.sync.as_ref().map(|s| &s.release) else {
             return Ok(None);
         };
-        let (nf, m, d) = (batch.federations(), batch.m, batch.env.d);
-        let n = nf * m;
+        let (nf, m) = (batch.federations(), batch.m);
         if keys.len() != nf * (m + 1) {
             return Err(CudaError::Unsupported(
                 "sdp_vecsum needs M + 1 keys per federation".into(),
@@ -59,19 +53,22 @@ impl VecSumState {
             .flat_map(|f| keys[f * (m + 1)..f * (m + 1) + m].to_vec())
             .collect();
         let shkeys: Vec<u64> = (0..nf).map(|f| keys[f * (m + 1) + m]).collect();
+        let (glev, akeys) = (upload_slice(l, g)?, upload_slice(l, &akeys)?);
+        let acc = l.alloc_zeroed(nf * levels * coords * 8)?;
+        let words = [levels as u64, proto.bound().to_bits(), glev.0, akeys.0, acc.0];
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let args = l.alloc_zeroed(bytes.len())?;
+        l.upload(args, &bytes)?;
         Ok(Some(Self {
             levels,
             l: proto.bound(),
-            glev: upload_slice(l, g)?,
+            glev,
             tlev: upload_slice(l, trials)?,
             nlev: upload_slice(l, nn)?,
-            akeys: upload_slice(l, &akeys)?,
             shkeys: upload_slice(l, &shkeys)?,
-            acc: l.alloc_zeroed(nf * levels * coords * 8)?,
+            acc,
             stored: l.alloc_zeroed(nf * levels * coords * 8)?,
-            pclip: upload_slice(l, &vec![0i32; n])?,
-            ylast: l.alloc_zeroed(n * 2 * 8)?,
-            xlast: l.alloc_zeroed(n * d * 8)?,
+            args,
         }))
     }
 }
