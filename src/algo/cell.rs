@@ -68,6 +68,14 @@ pub trait FamilyConfig: ConfigData {
         None
     }
 
+    /// Facts of the cell's configuration that no output column carries and
+    /// the report reads (name, value), e.g. the combinatorial family's
+    /// `exploration_rounds`; written per cell into the files' metadata
+    /// (`fedbandits.facts`). None by default.
+    fn facts(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
+
     /// The privacy target (epsilon, delta) the user asked for, if private
     /// (the gossip family's Laplace mechanism has no delta).
     fn target(&self) -> (Option<f64>, Option<f64>) {

@@ -60,6 +60,20 @@ pub struct Family {
     /// privacy is a separate algorithm rather than `private: false`: the
     /// counterpart whose regret the cost of privacy is measured against.
     pub non_private: &'static [(&'static str, &'static str)],
+    /// The parts of a private algorithm beyond its noise that the report
+    /// prices one at a time (algorithm, parameter, the value that switches
+    /// the part off, what the part is): Fed_UCB's `c_priv: 0` (the
+    /// privacy term of its width) and `clip: false` (clipping). With
+    /// `noise: false` cells, the report splits a private cell's cost
+    /// against its non-private counterpart into its noise, each part and
+    /// the rest of the algorithm.
+    pub parts: &'static [(&'static str, &'static str, &'static str, &'static str)],
+    /// Private algorithms whose `epsilon: .inf` draws no noise and keeps
+    /// every other part (P-FCB's schedule and acceptance window): the
+    /// report's noise-free twin of a private cell where the study has no
+    /// `noise: false` cell. (Fed_UCB's `.inf` also switches clipping and
+    /// its width's privacy term off, so it is not.)
+    pub noiseless_at_inf: &'static [&'static str],
     /// (column, definition) of each of its metrics: what it measures, its
     /// unit, and when it is null; `list`, README and the report's family
     /// metrics section read them from here.

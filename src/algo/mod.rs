@@ -118,6 +118,11 @@ impl CellConfig {
         self.family().misspecification()
     }
 
+    /// The configuration's facts ([`FamilyConfig::facts`]).
+    pub fn facts(&self) -> Vec<(&'static str, f64)> {
+        self.family().facts()
+    }
+
     /// The privacy target (epsilon, delta) the user asked for, if private.
     pub fn target(&self) -> (Option<f64>, Option<f64>) {
         self.family().target()

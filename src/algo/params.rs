@@ -41,6 +41,12 @@ pub struct ParamDef {
     /// cell's streams unchanged (`neighbours` changes only the accountant's
     /// figures).
     pub common_random_numbers: bool,
+    /// A value a cell is keyed without (None: every value is keyed): a
+    /// parameter added after results existed whose value there is the
+    /// behaviour they were computed with (`noise: true`), so that its
+    /// cells keep their identities and resume keys, and a job that adds it
+    /// recomputes nothing ([`ParamDef::unkeyed_value`]).
+    pub unkeyed: Option<DefaultValue>,
 }
 
 /// A default for every user.
@@ -89,6 +95,7 @@ pub const SHARED: &[ParamDef] = &[
         used_by: &[],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "noise_std",
@@ -103,6 +110,7 @@ pub const SHARED: &[ParamDef] = &[
         used_by: &[],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "confidence_scale",
@@ -112,6 +120,7 @@ pub const SHARED: &[ParamDef] = &[
         used_by: &[],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "epsilon",
@@ -122,10 +131,13 @@ pub const SHARED: &[ParamDef] = &[
             max_inclusive: true,
         },
         defaults: &[(ALL, D::Required("when private"))],
-        doc: "privacy epsilon (fed_ucb_gossip: .inf for no privacy, i.e. gossip_ucb; p_fcb: .inf for P-FCB without noise, its schedule and acceptance window kept)",
+        doc: "privacy epsilon (fed_ucb_gossip: .inf for no privacy, Gossip_UCB's algorithm on Fed_UCB's own random \
+              streams, so equal to gossip_ucb in distribution, not draw for draw; p_fcb: .inf for P-FCB without noise, \
+              its schedule and acceptance window kept; noise: false keeps every part but the noise)",
         used_by: &[],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "delta",
@@ -135,6 +147,7 @@ pub const SHARED: &[ParamDef] = &[
         used_by: &[],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "neighbours",
@@ -146,6 +159,7 @@ pub const SHARED: &[ParamDef] = &[
         used_by: &[],
         variant: true,
         common_random_numbers: true,
+        unkeyed: None,
     },
     ParamDef {
         name: "calibration",
@@ -157,6 +171,19 @@ pub const SHARED: &[ParamDef] = &[
         used_by: &[],
         variant: true,
         common_random_numbers: true,
+        unkeyed: None,
+    },
+    ParamDef {
+        name: "noise",
+        kind: Kind::Bool,
+        defaults: &[(ALL, D::Bool(true))],
+        doc: "a private algorithm's noise: false draws none and keeps every other part of it (clipping, widths, \
+              schedule, calibration), to measure its cost apart from the noise; no privacy figure then holds \
+              (every acct_* column null, with the reason)",
+        used_by: &[],
+        variant: true,
+        common_random_numbers: true,
+        unkeyed: Some(D::Bool(true)),
     },
     ParamDef {
         name: "graph",
@@ -175,6 +202,7 @@ pub const SHARED: &[ParamDef] = &[
         used_by: &[],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "graph_p",
@@ -189,6 +217,7 @@ pub const SHARED: &[ParamDef] = &[
         used_by: &[],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "graph_degree",
@@ -198,6 +227,7 @@ pub const SHARED: &[ParamDef] = &[
         used_by: &[],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "graph_rows",
@@ -207,6 +237,7 @@ pub const SHARED: &[ParamDef] = &[
         used_by: &[],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "graph_edges",
@@ -216,6 +247,7 @@ pub const SHARED: &[ParamDef] = &[
         used_by: &[],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
 ];
 
@@ -223,6 +255,18 @@ impl ParamDef {
     /// Its default for a cell of `algo` on `env` (None: it has none there).
     pub fn default_for(&self, algo: &str, env: &str) -> Option<&'static DefaultValue> {
         defaults::default_for(self.defaults, algo, env)
+    }
+
+    /// Whether `v` is its value that a cell is keyed without
+    /// ([`ParamDef::unkeyed`]).
+    pub fn unkeyed_value(&self, v: &Value) -> bool {
+        match (self.unkeyed, v) {
+            (Some(D::Bool(a)), Value::Bool(b)) => a == *b,
+            (Some(D::Int(a)), Value::Int(b)) => a == *b,
+            (Some(D::Float(a)), Value::Float(b)) => a.to_bits() == b.to_bits(),
+            (Some(D::Word(a)), Value::Str(b)) => a == b,
+            _ => false,
+        }
     }
 
     /// Its defaults in words, as `fedbandits list` prints them.

@@ -144,6 +144,11 @@ pub fn table(summaries: &[CellSummary]) -> String {
         out += "after exploration: the combinatorial family's regret counts the rounds after its exploration phase, \
                 which costs every algorithm alike (+ its per-agent cost); FRR and the linear stretch read it too\n";
     }
+    if summaries.iter().any(|s| s.frr.is_some()) {
+        out += "FRR: federated regret ratio (Solanki et al.), the cell's mean final regret per agent over that of \
+                its family's baseline (agents that do not federate) at the same swept values; below 1: federating \
+                pays\n";
+    }
     if summaries.iter().any(|s| s.linear_growth > 0) {
         out += &format!(
             "grow linearly: regret_exponent >= {LINEAR_GROWTH_EXPONENT} (the slope of log regret against log t \

@@ -12,7 +12,12 @@ use std::collections::BTreeMap;
 
 fn canonical(algo: &str, env: &str, params: &BTreeMap<&'static str, Value>, horizon: u64) -> String {
     let mut s = format!("{algo}|{env}|T={horizon}");
-    for (k, v) in params {
+    // A value a cell is keyed without (`noise: true`) leaves the text as it
+    // was before its parameter existed.
+    for (k, v) in params
+        .iter()
+        .filter(|(k, v)| !crate::algo::family::param(k).is_some_and(|d| d.unkeyed_value(v)))
+    {
         s += &format!("|{k}={}", value_bits(v));
     }
     s

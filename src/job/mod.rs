@@ -6,6 +6,7 @@
 //! is reported once with file, line, key and the allowed values
 //! ([`JobError::Invalid`]). See README.md for the format.
 
+mod compare;
 mod distinct;
 mod grid;
 mod identity;
@@ -191,6 +192,9 @@ pub struct Job {
     pub output: PathBuf,
     /// The cells.
     pub cells: Vec<Cell>,
+    /// The comparisons the report leads with (`compare:`), [numerator,
+    /// denominator] algorithms of one family; not part of the identity.
+    pub compare: Vec<[String; 2]>,
 }
 
 /// The grid key that sweeps the horizon T (a job-level number, not a
@@ -419,6 +423,12 @@ impl fmt::Display for Job {
                 String::new()
             };
             writeln!(f, "  [{:>3}] {} {}{horizon}", c.index, c.id, c.label())?;
+        }
+        for [a, b] in &self.compare {
+            writeln!(
+                f,
+                "  compare: {a} / {b} (the report's first section: their paired ratio per stratum of the other axes)"
+            )?;
         }
         Ok(())
     }

@@ -84,4 +84,25 @@ impl Job {
             .collect();
         serde_json::json!({ "warn_horizon": WARN_HORIZON, "cells": cells }).to_string()
     }
+
+    /// Every cell's facts as JSON (`fedbandits.facts`): `{"cell id":
+    /// {"name": value, ...}, ...}` over the cells that have any
+    /// ([`crate::algo::FamilyConfig::facts`]).
+    pub fn facts_json(&self) -> String {
+        let cells: serde_json::Map<String, serde_json::Value> = self
+            .cells
+            .iter()
+            .filter_map(|c| {
+                let facts = c.config.facts();
+                (!facts.is_empty()).then(|| {
+                    let map = facts
+                        .into_iter()
+                        .map(|(k, v)| (k.to_string(), serde_json::json!(v)))
+                        .collect();
+                    (c.id.clone(), serde_json::Value::Object(map))
+                })
+            })
+            .collect();
+        serde_json::Value::Object(cells).to_string()
+    }
 }

@@ -22,6 +22,7 @@ const TOP_KEYS: &[&str] = &[
     "environment",
     "params",
     "grid",
+    "compare",
 ];
 
 /// A mapping key that is not a name, for a message: scalars as written,
@@ -91,6 +92,7 @@ impl Parser<'_> {
         if let (Some(a), Some(e)) = (&algorithms, &environments) {
             self.check_families(a, e);
         }
+        let compare = self.compare(top.get("compare"), algorithms.as_deref());
         let fixed = self.fixed_params(top.get("params"));
         let axes = self.grid(top.get("grid"));
         let swept = top
@@ -123,6 +125,7 @@ impl Parser<'_> {
                 self.check_used(a, e, axes.iter().map(|(k, _)| ("grid", k.as_str())));
             }
         }
+        let compare = compare?;
         let (name, seed, repetitions, horizons, checkpoints, output, algorithms, environments, fixed, axes) = (
             name?,
             seed?,
@@ -158,6 +161,7 @@ impl Parser<'_> {
             checkpoints,
             output,
             cells,
+            compare,
         })
     }
 

@@ -122,7 +122,15 @@ impl Directory {
         for part in superseded.iter().chain(&self.own_parts.clone()) {
             let is_superseded = superseded.contains(part);
             let listed = output::read_metadata_key(part, "fedbandits.units")?.unwrap_or_default();
-            if !is_superseded && lacking && part == own_part && listed == mine_listed.join(",") {
+            // The part stands for its units only while it carries this job
+            // file's text (`compare:` and comments change no unit, and a
+            // rerun reassembles the part with the new text).
+            if !is_superseded
+                && lacking
+                && part == own_part
+                && listed == mine_listed.join(",")
+                && output::read_metadata_key(part, "fedbandits.job_yaml")?.as_deref() == Some(job.yaml.as_str())
+            {
                 self.complete_part = Some(part.clone());
                 continue;
             }

@@ -185,6 +185,8 @@ pub fn families_json() -> String {
                 "growth_regret": f.growth_regret,
                 "variant_params": f.variant_params(),
                 "non_private": f.non_private.iter().map(|(p, n)| (p.to_string(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
+                "parts": f.parts.iter().map(|(a, p, v, w)| serde_json::json!({"algorithm": a, "param": p, "off": v, "what": w})).collect::<Vec<_>>(),
+                "noiseless_at_inf": f.noiseless_at_inf,
                 "metrics": f.metrics.iter().map(|(c, d)| (c.to_string(), serde_json::json!(d))).collect::<serde_json::Map<_, _>>(),
                 "widths": f.widths.iter().map(|(a, w)| (a.to_string(), serde_json::json!(w))).collect::<serde_json::Map<_, _>>(),
             });
@@ -211,6 +213,11 @@ pub fn metadata(job: &Job, extra: &[(&str, String)]) -> Vec<KeyValue> {
         KeyValue::new("fedbandits.families".into(), families_json()),
         KeyValue::new("fedbandits.privacy".into(), privacy_json(job)),
         KeyValue::new("fedbandits.model".into(), job.model_json()),
+        KeyValue::new("fedbandits.facts".into(), job.facts_json()),
+        KeyValue::new(
+            "fedbandits.compare".into(),
+            serde_json::to_string(&job.compare).unwrap_or_else(|_| "[]".into()),
+        ),
     ];
     for (k, v) in extra {
         kv.push(KeyValue::new(format!("fedbandits.{k}"), v.clone()));

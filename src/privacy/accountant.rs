@@ -166,7 +166,32 @@ pub struct Accounting {
     pub warnings: Vec<String>,
 }
 
+/// Why every figure of a cell that draws no noise is null
+/// ([`Accounting::without_noise`]).
+pub const NO_NOISE: &str = "noise: false draws no noise: the cell releases its statistics exactly and provides no \
+     differential privacy (it measures the private algorithm's cost apart from its noise)";
+
 impl Accounting {
+    /// The accounting of the same mechanism run without its noise (`noise:
+    /// false`): every figure null with [`NO_NOISE`] as the reason, the
+    /// noise multiplier 0; the releases, sensitivity and relation kept.
+    pub fn without_noise(self) -> Self {
+        Self {
+            noise_multiplier: Some(0.0),
+            epsilon: None,
+            epsilon_null: Some(NO_NOISE.to_string()),
+            mu: None,
+            epsilon_sums: None,
+            paper_claimed: None,
+            rho: None,
+            epsilon_zcdp: None,
+            epsilon_pure: None,
+            basic: None,
+            warnings: vec![format!("every privacy figure is null: {NO_NOISE}")],
+            ..self
+        }
+    }
+
     /// A per-horizon figure by output column name, where the accountant
     /// states one per point as well (`acct_epsilon_basic`,
     /// `acct_delta_basic`: basic composition).

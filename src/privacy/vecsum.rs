@@ -111,6 +111,15 @@ impl VecSum {
         }
     }
 
+    /// The same protocol without its Binomial noise (`noise: false`): no
+    /// trials at any level, so the analyzer's output is the clipped,
+    /// randomly rounded sum (the rounding is the protocol's quantization,
+    /// kept).
+    pub fn without_noise(mut self) -> Self {
+        self.trials.iter_mut().for_each(|t| *t = 0);
+        self
+    }
+
     /// Tree levels.
     pub fn levels(&self) -> usize {
         self.levels

@@ -66,11 +66,15 @@ pub struct CellSummary {
 
 /// Fills [`CellSummary::frr`]: a cell whose family names a baseline
 /// algorithm ([`crate::algo::family::Family::baseline`]) is compared with the
-/// baseline's cell whose every parameter this cell shares (the federated
-/// cells only add their own, e.g. epsilon).
+/// first baseline cell of its environment and horizon that agrees with it on
+/// every swept parameter both have (one that takes two or more values among
+/// an algorithm's cells: `m`, say, not epsilon, which the baseline lacks, nor
+/// a default that differs between algorithms, as `alpha`, nor `lambda`, which
+/// private FedUCB does not read).
 pub(super) fn federated_regret_ratios(job: &Job, summaries: &mut [CellSummary]) {
     let regret: std::collections::HashMap<usize, f64> =
         summaries.iter().map(|s| (s.index, s.agent_regret_mean)).collect();
+    let swept = swept_keys(job);
     for s in summaries.iter_mut() {
         let cell = &job.cells[s.index];
         let baseline = crate::algo::family::family_of(&cell.algorithm).and_then(|f| f.baseline);
@@ -81,12 +85,33 @@ pub(super) fn federated_regret_ratios(job: &Job, summaries: &mut [CellSummary]) 
             b.algorithm == baseline
                 && b.environment == cell.environment
                 && b.horizon() == cell.horizon()
-                && b.params.iter().all(|(k, v)| cell.params.get(k) == Some(v))
+                && b.params
+                    .iter()
+                    .all(|(k, v)| !swept.contains(k) || cell.params.get(k).is_none_or(|c| c == v))
         });
         if let Some(r) = base.and_then(|b| regret.get(&b.index)).filter(|&&r| r > 0.0) {
             s.frr = Some(s.agent_regret_mean / r);
         }
     }
+}
+
+/// The parameters that take two or more values among the cells of one
+/// algorithm and environment.
+fn swept_keys(job: &Job) -> std::collections::HashSet<&'static str> {
+    let mut seen: std::collections::HashMap<(&str, &str, &str), &crate::algo::params::Value> =
+        std::collections::HashMap::new();
+    let mut swept = std::collections::HashSet::new();
+    for c in &job.cells {
+        for (k, v) in &c.params {
+            let first = *seen
+                .entry((c.algorithm.as_str(), c.environment.as_str(), k))
+                .or_insert(v);
+            if first != v {
+                swept.insert(*k);
+            }
+        }
+    }
+    swept
 }
 
 /// One cell's summary, gathered a repetition's rows at a time so that

@@ -477,6 +477,7 @@ fn emulated_gossip_kernel_matches_cpu_for_every_gossip_algorithm() {
         clip: (0.0, 1.0),
         clipping,
         c_priv: 0.5,
+        noise: true,
     };
     let cases = [
         (

@@ -46,7 +46,8 @@ pub struct PFcb {
     /// delta of each communication round.
     pub delta: f64,
     /// Whether the messages carry noise (false: P-FCB with `epsilon: .inf`,
-    /// whose `eps` are infinite and whose privacy columns stay null).
+    /// whose `eps` are infinite, or `noise: false`; its privacy columns
+    /// stay null).
     pub private: bool,
     /// Acceptance window scale.
     pub omega1: f64,
@@ -66,6 +67,15 @@ pub struct PFcb {
 /// uses this expression.
 pub fn p_fcb_noise_scale(delta: f64, eps: f64) -> f64 {
     (2.0 * crate::math::ln(1.25 / delta)).sqrt() / eps
+}
+
+impl PFcb {
+    /// The noise scale of communication round `z` ([`p_fcb_noise_scale`]
+    /// of its budget; 0 where the messages carry no noise): every backend
+    /// reads it here.
+    pub fn noise_scale(&self, z: usize) -> f64 {
+        if self.private { p_fcb_noise_scale(self.delta, self.eps[z]) } else { 0.0 }
+    }
 }
 
 /// P-FCB's message about one producer: the uncommunicated (w, y) with

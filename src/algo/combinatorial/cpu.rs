@@ -3,7 +3,7 @@
 //! at a time; federations on rayon's pool when the batch has several.
 
 use super::batch::{
-    Benchmarks, CombBatch, CombObservation, CombOps, CombPolicy, PFcb, p_fcb_message, p_fcb_noise_scale,
+    Benchmarks, CombBatch, CombObservation, CombOps, CombPolicy, PFcb, p_fcb_message,
 };
 use crate::backend::BatchError;
 use crate::env::procurement::{GreedyOrder, Instance, Oracle};
@@ -330,8 +330,7 @@ impl Fed {
     fn communicate(&mut self, t: u64, p: &PFcb) {
         let (n, m) = (self.inst.spec.agents, self.inst.spec.producers);
         let z = self.comm;
-        let eps = p.eps[z];
-        let scale = p_fcb_noise_scale(p.delta, eps);
+        let scale = p.noise_scale(z);
         for j in 0..n {
             let key = fold_more(self.noise_keys[j], z as u64);
             for i in 0..m {

@@ -9,7 +9,7 @@
 //! Only the greedy oracle runs here (`oracle: exact` is a CPU-only option
 //! for small studies).
 
-use super::batch::{Benchmarks, CombBatch, CombObservation, CombOps, CombPolicy, p_fcb_noise_scale};
+use super::batch::{Benchmarks, CombBatch, CombObservation, CombOps, CombPolicy};
 use crate::backend::BatchError;
 use crate::backend::cuda::launcher::{Arg, DevPtr, Launcher, download_slice, upload_slice};
 use crate::backend::cuda::{CudaError, i32_of};
@@ -160,7 +160,7 @@ impl<'a> CudaComb<'a> {
         if batch.quality_keys.len() != nf * n {
             return Err(CudaError::Unsupported("one quality key per agent".into()));
         }
-        let (policy, rounds, eps, delta, pfcb, nkeys) = match &batch.policy {
+        let (policy, rounds, scale, delta, pfcb, nkeys) = match &batch.policy {
             CombPolicy::NonFederated => (0, Vec::new(), Vec::new(), 0.0, None, vec![0u64; nf * n]),
             CombPolicy::Fcb => (1, Vec::new(), Vec::new(), 0.0, None, vec![0u64; nf * n]),
             CombPolicy::PFcb(p) => {
@@ -172,15 +172,14 @@ impl<'a> CudaComb<'a> {
                 (
                     2,
                     p.rounds.clone(),
-                    p.eps.clone(),
+                    // The CPU's noise scale of each round.
+                    (0..p.rounds.len()).map(|z| p.noise_scale(z)).collect::<Vec<f64>>(),
                     p.delta,
                     Some((p.omega1, p.omega2, p.prose_window)),
                     p.noise_keys.clone(),
                 )
             }
         };
-        // The CPU's expression for the noise scale of each round.
-        let scale: Vec<f64> = eps.iter().map(|&e| p_fcb_noise_scale(delta, e)).collect();
         let eps = match &batch.policy {
             CombPolicy::PFcb(p) => p.spent.clone(),
             _ => Vec::new(),

@@ -309,6 +309,8 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
         "acct_epsilon_zcdp",
     ],
     non_private: &[("p_fcb", "fcb")],
+    parts: &[],
+    noiseless_at_inf: &["p_fcb"],
     metrics: &[
         (
             "regret_after_exploration",
@@ -378,6 +380,15 @@ impl crate::algo::FamilyConfig for CombConfig {
     fn accounting(&self) -> Option<crate::privacy::accountant::Accounting> {
         (self.algorithm == CombAlgorithm::PFcb && self.private.is_private())
             .then(|| p_fcb::accounting(&self.private, self.horizon))
+    }
+
+    /// Its exploration phase's length ([`explore_rounds`]), which every
+    /// algorithm pays alike: the report shows it and its cost per cell.
+    fn facts(&self) -> Vec<(&'static str, f64)> {
+        vec![(
+            "exploration_rounds",
+            explore_rounds(self.env.agents, self.horizon, self.zeta) as f64,
+        )]
     }
 
     fn target(&self) -> (Option<f64>, Option<f64>) {

@@ -98,6 +98,10 @@ pub struct PFcbConfig {
     /// `calibration: exact`: every message's noise solved from the target
     /// (see [`epsilons`]) instead of the paper's epsilon_z schedule.
     pub exact: bool,
+    /// Whether the messages carry their noise (`noise: false`: none is
+    /// drawn, every other part kept, epsilon's calibration included; no
+    /// privacy figure holds).
+    pub noise: bool,
 }
 
 impl PFcbConfig {
@@ -132,6 +136,7 @@ impl Default for PFcbConfig {
             budget: Budget::Paper,
             prose_window: false,
             exact: true,
+            noise: true,
         }
     }
 }
@@ -268,7 +273,8 @@ pub fn mechanism(p: &PFcbConfig, horizon: u64) -> Mechanism {
 
 /// The accountant's figures for P-FCB ([`mechanism`]).
 pub fn accounting(p: &PFcbConfig, horizon: u64) -> Accounting {
-    account(&mechanism(p, horizon))
+    let found = account(&mechanism(p, horizon));
+    if p.noise { found } else { found.without_noise() }
 }
 
 /// The batch's policy: the schedule, the budget and every agent's noise key
@@ -279,7 +285,7 @@ pub fn policy(p: &PFcbConfig, horizon: u64, agents: usize, algo_keys: &[Vec<u64>
         eps: epsilons(p, horizon),
         spent: round_epsilons(p, horizon),
         delta: p.delta,
-        private: p.is_private(),
+        private: p.is_private() && p.noise,
         omega1: p.omega1,
         omega2: p.omega2,
         prose_window: p.prose_window,

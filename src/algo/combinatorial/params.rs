@@ -152,6 +152,8 @@ fn p_fcb(p: &mut Params<'_>) -> PFcbConfig {
     if !private.is_private() {
         return private;
     }
+    private.noise = p.b("noise");
+    p.set("noise", Value::Bool(private.noise));
     p.substitute_only("p_fcb (its figures change one round's procurement)");
     let cal = p.choice("calibration", &["exact", "paper"], "p_fcb");
     private.exact = cal == "exact";

@@ -18,7 +18,7 @@ pub const SHARES: &[Share] = &[
         defaults: &[],
     },
     Share {
-        params: &["epsilon", "delta", "neighbours", "calibration"],
+        params: &["epsilon", "delta", "neighbours", "calibration", "noise"],
         by: &["p_fcb"],
         defaults: &[],
     },
@@ -34,6 +34,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: PROCUREMENT,
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "instance_kind",
@@ -43,6 +44,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: PROCUREMENT,
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "quality_threshold",
@@ -52,6 +54,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: PROCUREMENT,
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "rho",
@@ -61,6 +64,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: PROCUREMENT,
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "max_capacity",
@@ -70,6 +74,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: PROCUREMENT,
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "instances",
@@ -79,6 +84,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: PROCUREMENT,
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "zeta",
@@ -88,6 +94,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: &["non_federated", "fcb", "p_fcb"],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "oracle",
@@ -98,6 +105,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: &["non_federated", "fcb", "p_fcb"],
         variant: false,
         common_random_numbers: true,
+        unkeyed: None,
     },
     ParamDef {
         name: "t_low",
@@ -107,6 +115,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: &["p_fcb"],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "t_high",
@@ -116,6 +125,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: &["p_fcb"],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "omega1",
@@ -125,6 +135,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: &["p_fcb"],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "omega2",
@@ -134,6 +145,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: &["p_fcb"],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "tau_start",
@@ -143,6 +155,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: &["p_fcb"],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "budget",
@@ -152,6 +165,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: &["p_fcb"],
         variant: true,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "window",
@@ -161,5 +175,6 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: &["p_fcb"],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
 ];

@@ -11,6 +11,9 @@
 //! (floor(log2 T) + 1) / log2 T times epsilon (1.05 epsilon at T = 10^4).
 //! The confidence width gains c_priv log2(T) log2(t) log(n) / (epsilon n)
 //! (Lemma 6: c_priv = 4). epsilon = infinity: no privatizer (Gossip_UCB).
+//! `noise: false` keeps the privatizer (clipping, the budget split, the
+//! c_priv width) and draws no Laplace noise: the private algorithm's cost
+//! apart from its noise, with every privacy figure null.
 
 use crate::algo::gossip::batch::GossipPrivacy;
 use crate::privacy::accountant::Accounting;
@@ -42,6 +45,10 @@ pub struct PrivacyConfig {
     pub clipping: bool,
     /// c_priv of the confidence term.
     pub c_priv: f64,
+    /// Whether the partial sums carry their Laplace noise (`noise: false`:
+    /// none is drawn; clipping, the budget split and the c_priv width
+    /// kept; no privacy figure holds).
+    pub noise: bool,
 }
 
 impl Default for PrivacyConfig {
@@ -52,6 +59,7 @@ impl Default for PrivacyConfig {
             clip: (0.0, 1.0),
             clipping: true,
             c_priv: 4.0,
+            noise: true,
         }
     }
 }
@@ -88,6 +96,14 @@ pub fn accounting(p: &PrivacyConfig, horizon: u64) -> Option<Accounting> {
     if !p.epsilon.is_finite() {
         return None;
     }
+    if !p.noise {
+        return Some(noisy(p, horizon).without_noise());
+    }
+    Some(noisy(p, horizon))
+}
+
+/// [`accounting`] of the privatizer with its noise.
+fn noisy(p: &PrivacyConfig, horizon: u64) -> Accounting {
     let provided = p.clipping.then(|| provided_epsilon(p, horizon));
     let mut warnings = Vec::new();
     if p.clipping {
@@ -107,7 +123,7 @@ pub fn accounting(p: &PrivacyConfig, horizon: u64) -> Option<Accounting> {
                 .into(),
         );
     }
-    Some(Accounting {
+    Accounting {
         releases_per_observation: u64::from(blocks_per_observation(horizon)),
         noise_multiplier: Some(std::f64::consts::SQRT_2 / block_epsilon(p, horizon)),
         // Substitution within the clipping range moves a block sum by at
@@ -132,7 +148,7 @@ pub fn accounting(p: &PrivacyConfig, horizon: u64) -> Option<Accounting> {
             crate::privacy::accountant::NON_ADAPTIVE
         ),
         warnings,
-    })
+    }
 }
 
 /// The batch's privatizer (None for epsilon = infinity): agent i's noise key
@@ -143,7 +159,11 @@ pub fn privatizer(p: &PrivacyConfig, horizon: u64, agents: usize, algo_keys: &[V
     }
     Some(GossipPrivacy {
         epsilon: p.epsilon,
-        scale: (p.clip.1 - p.clip.0) / block_epsilon(p, horizon),
+        scale: if p.noise {
+            (p.clip.1 - p.clip.0) / block_epsilon(p, horizon)
+        } else {
+            0.0
+        },
         lo: if p.clipping { p.clip.0 } else { f64::NEG_INFINITY },
         hi: if p.clipping { p.clip.1 } else { f64::INFINITY },
         c_priv: p.c_priv,

@@ -365,7 +365,7 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     algorithms: ALGORITHMS,
     environments: ENVIRONMENTS,
     resolve: params::resolve,
-    baseline: None,
+    baseline: Some("local_ucb"),
     growth_regret: "group_regret",
     paper_claims: &[(
         "fed_ucb_gossip",
@@ -384,6 +384,11 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
         "acct_epsilon_pure",
     ],
     non_private: &[("fed_ucb_gossip", "gossip_ucb")],
+    parts: &[
+        ("fed_ucb_gossip", "c_priv", "0", "the privacy term of the width (c_priv)"),
+        ("fed_ucb_gossip", "clip", "false", "clipping"),
+    ],
+    noiseless_at_inf: &[],
     metrics: &[
         (
             "consensus_error",

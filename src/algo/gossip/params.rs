@@ -117,6 +117,8 @@ fn privatizer(p: &mut Params<'_>) -> PrivacyConfig {
     privacy.clipping = p.b("clip");
     p.set("clip", Value::Bool(privacy.clipping));
     privacy.c_priv = p.f("c_priv");
+    privacy.noise = p.b("noise");
+    p.set("noise", Value::Bool(privacy.noise));
     p.set("clip_lo", Value::Float(lo));
     p.set("clip_hi", Value::Float(hi));
     p.set("c_priv", Value::Float(privacy.c_priv));

@@ -30,7 +30,7 @@ pub const SHARES: &[Share] = &[
         defaults: &[],
     },
     Share {
-        params: &["epsilon", "neighbours"],
+        params: &["epsilon", "neighbours", "noise"],
         by: FED_UCB_GOSSIP,
         defaults: &[],
     },
@@ -51,6 +51,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: &["mab_heterogeneous"],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "budget_split",
@@ -60,6 +61,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: FED_UCB_GOSSIP,
         variant: true,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "data",
@@ -69,6 +71,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: &["uci_diabetes"],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "clip",
@@ -78,6 +81,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: FED_UCB_GOSSIP,
         variant: true,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "clip_lo",
@@ -92,6 +96,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: FED_UCB_GOSSIP,
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "clip_hi",
@@ -106,6 +111,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: FED_UCB_GOSSIP,
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "c_priv",
@@ -120,5 +126,6 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: FED_UCB_GOSSIP,
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
 ];

@@ -61,6 +61,12 @@ impl SyncRule {
         }
     }
 
+    /// Whether the release is a tree of noisy nodes (its noise may be 0:
+    /// `noise: false`).
+    pub fn tree(&self) -> bool {
+        matches!(self.release, Release::Tree { .. })
+    }
+
     /// The adaptive rule, if the schedule depends on the data.
     pub fn adaptive(&self) -> Option<&AdaptiveSync> {
         match &self.when {

@@ -316,11 +316,14 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]
     let m = cfg.m;
     let release = match (consts.sigma > 0.0, cfg.protocol, cfg.privacy) {
         (true, Protocol::SdpVecsum, Some((eps, delta))) => Release::VecSum {
-            proto: Box::new(vecsum_protocol(cfg, eps, delta, cfg.vecsum_scale)),
+            proto: Box::new({
+                let proto = vecsum_protocol(cfg, eps, delta, cfg.vecsum_scale);
+                if cfg.noise { proto } else { proto.without_noise() }
+            }),
             keys: AgentTrees::folded_keys(algo_keys, m + 1),
         },
         (true, ..) => Release::Tree {
-            sigma: consts.sigma,
+            sigma: cfg.drawn(consts.sigma),
             levels: consts.levels,
             noise: crate::privacy::tree::NodeNoise::Half,
         },

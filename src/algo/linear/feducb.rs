@@ -322,12 +322,14 @@ pub fn svt(cfg: &LinearConfig, noise_keys: &[u64]) -> Option<crate::algo::linear
             .iter()
             .map(|&k| crate::rng::fold_more(k, SVT_PURPOSE))
             .collect(),
-        threshold_scale: 2.0 / e,
-        query_scale: match cfg.neighbours {
-            crate::privacy::accountant::Neighbours::AddRemove => 2.0,
-            crate::privacy::accountant::Neighbours::Substitute => 4.0,
-        } * f64::from(cap)
-            / e,
+        threshold_scale: cfg.drawn(2.0 / e),
+        query_scale: cfg.drawn(
+            match cfg.neighbours {
+                crate::privacy::accountant::Neighbours::AddRemove => 2.0,
+                crate::privacy::accountant::Neighbours::Substitute => 4.0,
+            } * f64::from(cap)
+                / e,
+        ),
         cap,
         l2: cfg.l_bound * cfg.l_bound,
     })
@@ -365,7 +367,7 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]
     let private = cfg.privacy.is_some();
     let release = if private {
         Release::Tree {
-            sigma: c.sigma_n,
+            sigma: cfg.drawn(c.sigma_n),
             levels: c.levels,
             noise: NodeNoise::Dubey,
         }

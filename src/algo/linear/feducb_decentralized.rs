@@ -84,7 +84,7 @@ pub fn batch(
     let test = det_test(cfg, &c, reach.iter().copied(), &noise_keys);
     let release = if private {
         Release::Tree {
-            sigma: c.sigma_n,
+            sigma: cfg.drawn(c.sigma_n),
             levels: cap_levels,
             noise: NodeNoise::Dubey,
         }

@@ -207,6 +207,10 @@ pub struct LinearConfig {
     pub graph: crate::graph::GraphSpec,
     /// Hops a message travels (decentralized FedUCB).
     pub gamma: usize,
+    /// Whether a private configuration draws its noise (`noise: false`:
+    /// none, every other part of the private algorithm kept; no privacy
+    /// figure holds).
+    pub noise: bool,
 }
 
 /// The reward bound |y| <= 1 of the papers' privacy analyses (Zhou &
@@ -214,6 +218,13 @@ pub struct LinearConfig {
 pub const REWARD_BOUND: f64 = 1.0;
 
 impl LinearConfig {
+    /// The standard deviation or scale a noise draw of nominal `scale`
+    /// gets: `scale`, or 0 under `noise: false` (the widths, regularizers
+    /// and schedules keep the nominal one).
+    pub fn drawn(&self, scale: f64) -> f64 {
+        if self.noise { scale } else { 0.0 }
+    }
+
     /// The bound rewards are clipped to before they enter any sum
     /// (infinity: not clipped).
     pub fn reward_bound(&self) -> f64 {
@@ -247,7 +258,8 @@ pub fn unbounded_rewards(cfg: &LinearConfig) -> Option<String> {
 
 /// The accountant's figures for a configuration (None when not private).
 pub fn accounting(cfg: &LinearConfig) -> Option<crate::privacy::accountant::Accounting> {
-    mechanism(cfg).map(|m| crate::privacy::accountant::account(&m))
+    let found = mechanism(cfg).map(|m| crate::privacy::accountant::account(&m));
+    if cfg.noise { found } else { found.map(crate::privacy::accountant::Accounting::without_noise) }
 }
 
 /// The configuration as a lockstep batch ([`crate::algo::linear::batch::LinearBatch`],
@@ -341,6 +353,12 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
         "acct_delta_basic",
     ],
     non_private: &[("private_fedlinucb", "fedlinucb")],
+    parts: &[
+        ("private_fedlinucb", "clip_rewards", "false", "reward clipping"),
+        ("feducb_centralized", "clip_rewards", "false", "reward clipping"),
+        ("feducb_decentralized", "clip_rewards", "false", "reward clipping"),
+    ],
+    noiseless_at_inf: &[],
     metrics: &[
         (
             "cholesky_failures",

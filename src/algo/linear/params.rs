@@ -53,6 +53,7 @@ pub fn resolve(p: &mut Params<'_>) -> Box<dyn crate::algo::FamilyConfig> {
         vecsum_scale: 1.0,
         graph: GraphSpec::Complete,
         gamma: 1,
+        noise: true,
     };
     if algorithm != LinearAlgorithm::Random {
         learner(p, &mut cfg);
@@ -190,11 +191,13 @@ fn privacy(p: &mut Params<'_>) -> Option<(f64, f64)> {
     }
 }
 
-/// The private mechanism's accounting parameters: the neighbouring relation
+/// The private mechanism's noise (`noise`) and accounting parameters: the neighbouring relation
 /// (`neighbours`, validated as a choice by the parameter table, whose
 /// default is each paper's own) and reward clipping (`clip_rewards`).
 fn accounting(p: &mut Params<'_>, cfg: &mut LinearConfig) {
     use crate::privacy::accountant::Neighbours;
+    cfg.noise = p.b("noise");
+    p.set("noise", Value::Bool(cfg.noise));
     cfg.neighbours = if p.s("neighbours") == "add_remove" {
         Neighbours::AddRemove
     } else {

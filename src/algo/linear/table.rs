@@ -40,7 +40,7 @@ pub const SHARES: &[Share] = &[
         defaults: &[],
     },
     Share {
-        params: &["epsilon", "delta"],
+        params: &["epsilon", "delta", "noise"],
         by: PRIVATE,
         defaults: &[],
     },
@@ -71,6 +71,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: &["linear_gap", "linear_sphere"],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "k",
@@ -83,6 +84,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: &["linear_gap", "linear_sphere"],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "reward_on",
@@ -92,6 +94,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: &["linear_sphere"],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "lambda",
@@ -101,6 +104,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: &["linucb", "independent", "feducb_centralized", "feducb_decentralized"],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "alpha",
@@ -113,6 +117,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: LEARNERS,
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "s_bound",
@@ -128,6 +133,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: LEARNERS,
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "l_bound",
@@ -137,6 +143,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: LEARNERS,
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "subgaussian",
@@ -146,6 +153,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: LEARNERS,
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "private",
@@ -155,6 +163,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: FEDUCB,
         variant: true,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "protocol",
@@ -164,6 +173,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: &["private_fedlinucb"],
         variant: true,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "vecsum_scale",
@@ -173,6 +183,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: &["private_fedlinucb"],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "clip_rewards",
@@ -183,6 +194,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: &["private_fedlinucb", "feducb_centralized", "feducb_decentralized"],
         variant: true,
         common_random_numbers: true,
+        unkeyed: None,
     },
     ParamDef {
         name: "batch_size",
@@ -192,6 +204,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: &["fedlinucb", "private_fedlinucb"],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "sync",
@@ -201,6 +214,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: FEDUCB,
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "schedule",
@@ -217,6 +231,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: FEDUCB,
         variant: true,
         common_random_numbers: true,
+        unkeyed: None,
     },
     ParamDef {
         name: "schedule_share",
@@ -226,6 +241,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: FEDUCB,
         variant: false,
         common_random_numbers: true,
+        unkeyed: None,
     },
     ParamDef {
         name: "schedule_cap",
@@ -235,6 +251,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: FEDUCB,
         variant: false,
         common_random_numbers: true,
+        unkeyed: None,
     },
     ParamDef {
         name: "threshold",
@@ -244,6 +261,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: FEDUCB,
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "gamma",
@@ -253,6 +271,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: &["feducb_decentralized"],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "refactor_every",
@@ -265,5 +284,6 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: LEARNERS,
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
 ];

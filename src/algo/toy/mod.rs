@@ -249,6 +249,8 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     shares: table::SHARES,
     columns: &[],
     non_private: &[],
+    parts: &[],
+    noiseless_at_inf: &[],
     metrics: &[],
     widths: &[],
     kernels: &[],

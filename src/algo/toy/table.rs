@@ -23,6 +23,7 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: &["toy_bernoulli"],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
     ParamDef {
         name: "explore",
@@ -37,5 +38,6 @@ pub const PARAMS: &[ParamDef] = &[
         used_by: &["egreedy"],
         variant: false,
         common_random_numbers: false,
+        unkeyed: None,
     },
 ];

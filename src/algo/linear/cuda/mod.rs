@@ -30,7 +30,7 @@ use self::adaptive::AdaptiveState;
 use self::peer::PeerState;
 use self::vecsum::VecSumState;
 pub use score::score_batch;
-use crate::algo::linear::batch::{LinearBatch, LinearOps, Observation, Release};
+use crate::algo::linear::batch::{LinearBatch, LinearOps, Observation, Release, SyncRule};
 use crate::backend::BatchError;
 use crate::backend::cuda::launcher::{Arg, DevPtr, Launcher, bytemuck_like, download_slice, upload_slice};
 use crate::env::{LinearEnv, LinearEnvKind};
@@ -83,7 +83,7 @@ pub fn supports(batch: &LinearBatch, shared_limit: usize) -> Result<(), CudaErro
             if gap { "linear_gap" } else { "linear_sphere" }
         )));
     }
-    if batch.sync.as_ref().is_some_and(|s| s.tree_sigma() > 0.0)
+    if batch.sync.as_ref().is_some_and(SyncRule::tree)
         && batch.noise_keys.len() != batch.federations() * batch.m * slots_per_agent(batch)
     {
         return Err(CudaError::Unsupported(
@@ -347,7 +347,8 @@ impl<'a> CudaLinear<'a> {
         let (dd, kp) = (d * d, k.div_ceil(8) * 8);
         let lambda = batch.lambda;
         let sigma = batch.sync.as_ref().map_or(0.0, |s| s.tree_sigma());
-        let private = sigma > 0.0;
+        // A tree of noisy nodes, whose noise `noise: false` sets to 0.
+        let private = batch.sync.as_ref().is_some_and(SyncRule::tree);
         let width = dd + d;
         let (mode, dubey) = release_mode(batch);
         let gap = matches!(batch.env.kind, LinearEnvKind::Gap);
