@@ -26,8 +26,9 @@ intervals as stats.py defines them):
   counterpart, paired by repetition (repetition r of both shares its
   random numbers): on the ratio scale the geometric mean of the
   per-repetition ratios private / non-private with its Student-t interval;
-  always also the difference of final regret with its percentile-bootstrap
-  interval over repetitions. The counterpart is a cell of the same
+  always also the difference of final regret with its interval over
+  repetitions (Student t below 10 repetitions, else a percentile bootstrap:
+  effects.mean_interval). The counterpart is a cell of the same
   environment whose algorithm is the private one's without noise
   (`private: false`, or epsilon = inf: P-FCB, Fed_UCB) where the study
   has one, else the one the family registry names (`non_private`, e.g.
@@ -43,14 +44,14 @@ intervals as stats.py defines them):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 
 import numpy as np
 import polars as pl
 
 from . import stats
-from .effects import VARIANT, Axis, Study, bootstrap_interval, per_repetition, ratio_of, variant_params_of
+from .effects import VARIANT, Axis, Study, fmt, mean_interval, per_repetition, ratio_of, variant_params_of
 
 #: At most this many interactions are drawn.
 MAX_DRAWN = 3
@@ -273,7 +274,7 @@ def privacy_cost(study: Study) -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
     )
     ratio = pair_ratios(study, pairs).join(link, on="cell_id").select("cell_id", "counterpart", ratio="frr", lo="lo", hi="hi", reps="reps")
     diff = rows.group_by("cell_id").agg(diff=pl.col("cost").mean(), v=pl.col("cost").sort_by("repetition"))
-    bounds = [bootstrap_interval(v) for v in diff["v"].to_list()]
+    bounds = [mean_interval(v) for v in diff["v"].to_list()]
     diff = diff.drop("v").with_columns(
         diff_lo=pl.Series([b[0] for b in bounds], dtype=pl.Float64), diff_hi=pl.Series([b[1] for b in bounds], dtype=pl.Float64)
     )
@@ -281,3 +282,51 @@ def privacy_cost(study: Study) -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
     order = study.cells.select("cell_id", "cell_index")
     table = table.join(order, on="cell_id").sort("cell_index").drop("cell_index")
     return table, rows.drop("_base"), missing
+
+
+def strata_for(found: list[Interaction], axis: Axis) -> dict[str, list[str]]:
+    """Per variant, the axes `axis` interacts with there (detected at the
+    family-wise level): the main effect of `axis` is read per level of
+    them, never pooled over them."""
+    out: dict[str, list[str]] = {}
+    for f in found:
+        if not f.detected or axis.name not in (f.a.name, f.b.name):
+            continue
+        other = f.b.name if f.a.name == axis.name else f.a.name
+        out.setdefault(f.variant, [])
+        if other not in out[f.variant]:
+            out[f.variant].append(other)
+    return out
+
+
+def stratified(study: Study, axis: Axis, found: list[Interaction]) -> Study:
+    """`study` with each variant in which `axis` interacts with other axes
+    (`strata_for`) split into one variant per level of those axes
+    (`feducb_decentralized (private) [graph=ring, m=16]`), so that the main
+    effect, its ranking and the federated regret ratio of `axis` read each
+    stratum apart."""
+    strata = {v: n for v, n in strata_for(found, axis).items() if v != study.baseline}
+    if not strata:
+        return study
+    order = {a.name: i for i, a in enumerate(study.axes)}
+
+    def label(row: dict) -> str:
+        names = sorted(strata.get(row[VARIANT], []), key=lambda n: order.get(n, 99))
+        if not names:
+            return row[VARIANT]
+        return f"{row[VARIANT]} [" + ", ".join(f"{n}={fmt_value(row.get(n))}" for n in names) + "]"
+
+    cells = study.final.unique("cell_id", keep="first")
+    names = pl.DataFrame(
+        {"cell_id": cells["cell_id"], "_v": [label(r) for r in cells.iter_rows(named=True)]}, schema={"cell_id": pl.String, "_v": pl.String}
+    )
+
+    def relabel(frame: pl.DataFrame) -> pl.DataFrame:
+        return frame.join(names, on="cell_id", how="left").with_columns(pl.col("_v").alias(VARIANT)).drop("_v")
+
+    return replace(study, final=relabel(study.final), cells=relabel(study.cells))
+
+
+def fmt_value(v) -> str:
+    """A stratum's value as the job writes it (`-` where a cell has none)."""
+    return "-" if v is None else fmt(v)

@@ -20,9 +20,11 @@ Definitions (the report quotes them beside its tables):
   each of their combinations counted once).
 - **main effect**: the level's mean over repetitions back-transformed (a
   geometric mean on the ratio scale) with its 95% interval (Student t on
-  the working scale; on the additive scale a percentile bootstrap, 2,000
-  resamples with a fixed seed, which keeps a mean of skewed regrets inside
-  the support), and the median over repetitions beside it.
+  the working scale; on the additive scale from 10 repetitions a
+  percentile bootstrap, 2,000 resamples with a fixed seed, which keeps a
+  mean of skewed regrets inside the support, and Student t below 10, where
+  the bootstrap's few distinct resamples make it too narrow:
+  `mean_interval`), and the median over repetitions beside it.
 - **paired contrast** of two values of an axis: the per-repetition levels'
   difference on the working scale, taken within each repetition
   (repetition r of every cell shares its random numbers: linear_sphere's
@@ -426,6 +428,26 @@ def bootstrap_interval(values) -> tuple[float | None, float | None]:
     return float(lo), float(hi)
 
 
+#: Below this many repetitions a mean's interval is Student t, not a
+#: percentile bootstrap: with 4 paired repetitions the bootstrap's 256
+#: resamples give an interval too narrow (it excludes 0 where t does not).
+MIN_BOOTSTRAP_REPS = 10
+
+
+def mean_interval(values) -> tuple[float | None, float | None]:
+    """The 95% interval of the mean of `values` (one per repetition): a
+    Student-t interval below MIN_BOOTSTRAP_REPS repetitions, the percentile
+    bootstrap (`bootstrap_interval`) from there on; None below
+    MIN_INTERVAL_REPS repetitions."""
+    x = np.asarray(values, dtype=float)
+    if x.size < MIN_INTERVAL_REPS:
+        return None, None
+    if x.size < MIN_BOOTSTRAP_REPS:
+        _, lo, hi = stats.mean_interval(x)
+        return float(lo), float(hi)
+    return bootstrap_interval(x)
+
+
 def working(metric: str, scale: str) -> pl.Expr:
     """`metric` on the working scale: ln on the ratio scale."""
     return pl.col(metric).log() if scale == "ratio" else pl.col(metric)
@@ -451,7 +473,7 @@ def pooled(final: pl.DataFrame, by: list[str], metric: str, scale: str = "additi
             lo, hi = (None, None) if math.isnan(lo) else (lo, hi)
         else:
             center, med = float(np.mean(v)), float(np.median(v))
-            lo, hi = bootstrap_interval(v)
+            lo, hi = mean_interval(v)
         rows.append((center, lo, hi, med))
     stats_ = stats_.drop("_v").with_columns(
         mean=pl.Series([r[0] for r in rows], dtype=pl.Float64),
@@ -564,17 +586,19 @@ RANKING_SCHEMA = {
 }
 
 
-def ranking(study: Study, effects: dict[str, pl.DataFrame]) -> pl.DataFrame:
+def ranking(study: Study, effects: dict[str, pl.DataFrame], studies: dict | None = None) -> pl.DataFrame:
     """One row per (axis, variant it varies within): axis, variant, values,
     score (module doc: fold range on the ratio scale, range in within-cell
     sds on the additive one), range (of the levels, regret units), the
     paired contrast of the highest level against the lowest (`extreme`,
     with its interval and `extreme_pair`), flat (None: undetermined, no
     interval with one repetition), and the neighbouring steps the paired
-    contrast resolves ("k of n"). Resolved axes first, then by score."""
+    contrast resolves ("k of n"). Resolved axes first, then by score.
+    `studies`: per axis, the study read in strata (contrasts.stratified)."""
     rows = []
     for axis in study.axes:
-        levels = _levels(study, axis)
+        st = (studies or {}).get(axis.name, study)
+        levels = _levels(st, axis)
         for (variant,), part in effects[axis.name].group_by([VARIANT], maintain_order=True):
             if part.height < 2:
                 continue
@@ -595,7 +619,7 @@ def ranking(study: Study, effects: dict[str, pl.DataFrame]) -> pl.DataFrame:
                     "axis": axis.name,
                     VARIANT: variant,
                     "values": part.height,
-                    "score": _score(study, variant, axis, centers, rng),
+                    "score": _score(st, variant, axis, centers, rng),
                     "range": rng,
                     "extreme": ext.value,
                     "extreme_lo": ext.lo,

@@ -671,26 +671,104 @@ def summarize(lf: pl.LazyFrame, by: list[str], value: str = "agent_regret") -> p
     return out.collect()
 
 
-def swept_columns(frame) -> list[str]:
-    """The columns that tell a study's cells apart: `algorithm`, then
-    `environment`, `horizon` (a job may sweep it) and every parameter
-    column (those between `horizon` and `repetition`) that takes two or
-    more values within one algorithm's rows. Group by them (with `t` for curves) and nothing is averaged
-    across a swept parameter: not `ldp` with `sdp_vecsum`, not one
+def swept_columns(frame, job=None) -> list[str]:
+    """The columns that tell a study's cells apart: `algorithm`, then the
+    axes the job sweeps. Group by them (with `t` for curves) and nothing is
+    averaged across a swept parameter: not `ldp` with `sdp_vecsum`, not one
     calibration with another. Takes a Polars LazyFrame or DataFrame, or a
-    pandas DataFrame (README, "A first study")."""
+    pandas DataFrame (README, "A first study").
+
+    The axes are read from the data: `environment`, `horizon` and every
+    parameter column (those between `horizon` and `repetition`) that takes
+    two or more values (null counted) within one algorithm's rows, less
+    those the others determine: a parameter null where another switches it
+    off (`delta` and `lambda` beside `private`), or derived from another
+    (`schedule_cap` from `horizon`) is dropped when the remaining columns
+    still tell every cell apart, those with nulls first, then the later
+    ones. `job` (a results directory, a job file, or its YAML text): the
+    job's own `grid:` keys instead, with any column they leave two cells
+    sharing added (and a warning saying which and why)."""
     names = frame.collect_schema().names() if isinstance(frame, pl.LazyFrame) else list(frame.columns)
     if "horizon" not in names or "repetition" not in names:
         raise ResultsError("swept_columns needs a fedbandits frame (columns horizon ... repetition)")
     candidates = ["environment", *names[names.index("horizon") : names.index("repetition")]]
-    if isinstance(frame, (pl.LazyFrame, pl.DataFrame)):
-        counts = (
-            frame.lazy().group_by("algorithm").agg([pl.col(c).n_unique() for c in candidates]).select(pl.all().exclude("algorithm").max())
-        )
-        most = counts.collect().row(0)
-    else:
-        most = frame.groupby("algorithm")[candidates].nunique(dropna=False).max().tolist()
-    return ["algorithm", *[c for c, n in zip(candidates, most, strict=True) if n > 1]]
+    cells = _cell_keys(frame, candidates)
+    varying = [c for c in candidates if cells.group_by("algorithm").agg(pl.col(c).n_unique()).select(pl.col(c).max()).item() > 1]
+    if job is not None:
+        return ["algorithm", *_declared_axes(cells, varying, _grid_of(job))]
+    nulls = {
+        c
+        for c in varying
+        if cells.group_by("algorithm").agg(pl.col(c).null_count().gt(0) & pl.col(c).is_not_null().any()).get_column(c).any()
+    }
+    keep = list(varying)
+    for c in [*[c for c in reversed(varying) if c in nulls], *[c for c in reversed(varying) if c not in nulls]]:
+        trial = [k for k in keep if k != c]
+        # A column without nulls goes only where the other such columns
+        # determine it (`private` is not dropped for `epsilon`, which is
+        # null exactly where private is false).
+        complete = trial if c in nulls else [k for k in trial if k not in nulls]
+        if _separates(cells, trial, varying) and _determines(cells, complete, c):
+            keep = trial
+    return ["algorithm", *keep]
+
+
+def _determines(cells: pl.DataFrame, columns: list[str], c: str) -> bool:
+    """Whether (algorithm, columns) determines column `c` in every cell."""
+    return cells.group_by(["algorithm", *columns]).agg(n=pl.col(c).n_unique())["n"].max() <= 1
+
+
+def _cell_keys(frame, candidates: list[str]) -> pl.DataFrame:
+    """One row per distinct (algorithm, candidates): the cells."""
+    if isinstance(frame, pl.LazyFrame | pl.DataFrame):
+        return frame.lazy().select("algorithm", *candidates).unique().collect()
+    return pl.from_pandas(frame[["algorithm", *candidates]].drop_duplicates())
+
+
+def _separates(cells: pl.DataFrame, columns: list[str], varying: list[str]) -> bool:
+    """Whether (algorithm, columns) tells apart every cell that (algorithm,
+    varying) does."""
+    full = cells.select("algorithm", *varying).unique().height
+    return cells.select("algorithm", *columns).unique().height == full
+
+
+def _grid_of(job) -> list[str]:
+    """The `grid:` keys of a results directory's job, a job file or YAML."""
+    import yaml
+
+    text = str(job)
+    path = Path(text) if "\n" not in text and len(text) < 4096 else None
+    if path is not None and path.is_dir():
+        files = sorted(f for f in path.rglob("part-*.parquet") if not any(x.startswith(".") for x in f.relative_to(path).parts))
+        meta = pq.read_metadata(files[0]).metadata or {} if files else {}
+        text = meta.get(b"fedbandits.job_yaml", b"").decode()
+    elif path is not None and path.is_file():
+        text = path.read_text(encoding="utf-8")
+    try:
+        doc = yaml.safe_load(text) or {}
+    except yaml.YAMLError as e:
+        raise ResultsError(f"swept_columns: the job text does not parse: {e}") from e
+    grid = doc.get("grid") if isinstance(doc, dict) else None
+    keys = [str(k) for k in grid] if isinstance(grid, dict) else []
+    env = doc.get("environment") if isinstance(doc, dict) else None
+    return (["environment"] if isinstance(env, list) and len(env) > 1 else []) + keys
+
+
+def _declared_axes(cells: pl.DataFrame, varying: list[str], grid: list[str]) -> list[str]:
+    """The grid keys that vary, and any varying column they leave two cells
+    sharing (warned)."""
+    import warnings
+
+    keep = [k for k in grid if k in varying]
+    for c in varying:
+        if c not in keep and not _separates(cells, keep, varying):
+            trial = [*keep, c]
+            if cells.select("algorithm", *trial).unique().height > cells.select("algorithm", *keep).unique().height:
+                warnings.warn(
+                    f"swept_columns: `{c}` added: the job's grid keys leave cells that differ in it sharing one group", stacklevel=3
+                )
+                keep = trial
+    return keep
 
 
 def final_summary(frame: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:

@@ -43,10 +43,13 @@ from pathlib import Path
 
 import polars as pl
 
+from . import compare as comparisons
 from . import report_comms as comms
+from . import report_compare as question
 from . import report_contrasts as contrast
 from . import report_plots as plots
 from . import report_warnings, stats
+from .contrasts import interactions, stratified
 from .effects import (
     MIN_REPETITIONS,
     PRIVACY_COLUMNS,
@@ -266,7 +269,15 @@ def _effect_table(eff: pl.DataFrame, refs: pl.DataFrame, y: str = "mean", scale:
             )
             + "."
         )
+    if len(algos) > WIDE:
+        # Many variants (strata): one row each, the values across.
+        flipped = [[a, *[row[1 + j] for row in rows]] for j, a in enumerate(algos)]
+        return ("table", ["variant", *[fmt(v) for v in values]], flipped), note
     return ("table", ["value", *algos], rows), note
+
+
+#: A main-effect table with more variants than this has one row per variant.
+WIDE = 5
 
 
 def _interval(center, lo, hi) -> str:
@@ -275,11 +286,15 @@ def _interval(center, lo, hi) -> str:
     return f"{_num(center)} [{_num(lo, 3)}, {_num(hi, 3)}]"
 
 
-def main_effects(s: Study, out: Path, effects: dict[str, pl.DataFrame], mode: str = "target") -> list[Block]:
+def main_effects(
+    s: Study, out: Path, effects: dict[str, pl.DataFrame], mode: str = "target", studies: dict[str, Study] | None = None
+) -> list[Block]:
     """The report's "Main effects" section: per swept axis, the final
     regret of each variant against it (a plot in `out` and its table), and
     the federated regret ratio where the family has a baseline; `mode`
-    "accounted" draws epsilon at each cell's accounted figure."""
+    "accounted" draws epsilon at each cell's accounted figure; `studies`:
+    per axis, the study with the variants it interacts in split into
+    strata (contrasts.stratified)."""
     blocks: list[Block] = [("h2", "Main effects")]
     if not s.axes:
         return blocks + [("p", "The job sweeps no parameter (one cell per algorithm): no main effect to draw.")]
@@ -291,11 +306,14 @@ def main_effects(s: Study, out: Path, effects: dict[str, pl.DataFrame], mode: st
             f"Final {s.regret_word()} against each axis: the {center} over repetitions with its 95% interval and the median, "
             "the other axes pooled within each repetition (each of their combinations counted once). "
             + stats.scale_note(s.scale)
-            + (" Drawn on a log axis." if s.scale == "ratio" else ""),
+            + (" Drawn on a log axis." if s.scale == "ratio" else "")
+            + " Strata, not pools: where the axis interacts with another within a variant (Interactions, detected at "
+            "the family-wise level), that variant's levels are shown per level of the other, as `variant [m=16]`.",
         )
     )
     for axis in s.axes:
-        eff, refs = effects[axis.name], reference_levels(s, axis)
+        sa = (studies or {}).get(axis.name, s)
+        eff, refs = effects[axis.name], reference_levels(sa, axis)
         if not eff.height:
             # An axis no variant varies in: a job of several families whose
             # algorithms each run on their own family's environment.
@@ -317,7 +335,7 @@ def main_effects(s: Study, out: Path, effects: dict[str, pl.DataFrame], mode: st
         if spread:
             note += " Points whose cells provide different accounted figures: " + "; ".join(spread) + "."
         blocks += [("h3", f"`{axis.name}`"), ("img", name, f"final regret vs {axis.name}"), table, ("p", note)]
-        blocks += _frr_blocks(s, out, axis, eff, palette)
+        blocks += _frr_blocks(sa, out, axis, eff, palette)
     return blocks
 
 
@@ -434,35 +452,50 @@ def matched_groups(s: Study) -> list[tuple[str, list[tuple[str, str]]]]:
     return groups
 
 
-def job_report(s: Study, out: Path, privacy_axis: str | None = None) -> list[Block]:
+def job_report(s: Study, out: Path, privacy_axis: str | None = None, frame: pl.DataFrame | None = None) -> list[Block]:
     """Every section of one job's report (the figures written into `out`);
     `privacy_axis`: accounted, target, or None (accounted when every
-    private cell has a figure)."""
+    private cell has a figure); `frame`: its contrasts (compare.py),
+    computed when not given."""
+    frame = comparisons.contrasts(s) if frame is None else frame
     mode, why = contrast.privacy_axis_mode(s, privacy_axis)
-    effects = {a.name: main_effect(s, a) for a in s.axes}
-    ranked = ranking(s, effects)
+    found = interactions(s.final, s.axes, s.metric, s.scale)
+    studies = {a.name: stratified(s, a, found) for a in s.axes}
+    effects = {a.name: main_effect(studies[a.name], a) for a in s.axes}
+    ranked = ranking(s, effects, studies)
     phases = linear_phases(s.lf, s.metric)
-    extra = comms.long_phase_warnings(s, phases) + comms.clipping_warnings(s)
+    extra = report_warnings.long_phase_warnings(s, phases) + report_warnings.sync_warnings(s)
+    extra += report_warnings.baseline_warnings(s, frame) + comms.clipping_warnings(s)
     warned = report_warnings.warnings(s, ranked, extra)
     description = _description(s.meta.get("job_yaml", ""))
     blocks: list[Block] = [("h1", f"Sensitivity report: {s.job}")]
     if description:
         blocks.append(("p", description))
+    blocks += question.compare_blocks(s, out, frame)
+    blocks += [("h2", "Warnings")] + _warning_blocks(warned)
     blocks += header(s) + privacy(s)
-    blocks += [
-        ("h2", "Warnings"),
-        ("ul", warned)
-        if warned
-        else ("p", f"None (every cell has {MIN_REPETITIONS}+ repetitions, no health counter fired, no flat axis, the run is complete)."),
-    ]
     if s.axes:
         blocks += ranking_blocks(s, ranked)
     if "epsilon" in {a.name for a in s.axes}:
         blocks.append(("p", f"Privacy axis of the epsilon plots: {mode} epsilon ({why})."))
-    blocks += main_effects(s, out, effects, mode) + contrast.interaction_blocks(s, out)
-    blocks += contrast.cost_blocks(s, out, mode) + comms.comms_blocks(s, out, phases) + metrics_blocks(s, out)
+    blocks += main_effects(s, out, effects, mode, studies) + contrast.interaction_blocks(s, out, found)
+    blocks += contrast.cost_blocks(s, out, mode) + question.split_blocks(s)
+    blocks += comms.comms_blocks(s, out, phases) + question.facts_blocks(s) + metrics_blocks(s, out)
     blocks += curve_blocks(s, out, {r["cell_id"]: r for r in phases.iter_rows(named=True)})
     return blocks
+
+
+def _warning_blocks(warned: list) -> list[Block]:
+    """One line per warning (report_warnings.Warned), each followed by the
+    table of the cells it concerns."""
+    if not warned:
+        return [("p", f"None (every cell has {MIN_REPETITIONS}+ repetitions, no health counter fired, no flat axis, the run is complete).")]
+    out: list[Block] = []
+    for w in warned:
+        out.append(("ul", [str(w)]))
+        if getattr(w, "table", None):
+            out.append(("table", *w.table))
+    return out
 
 
 def _description(job_yaml: str) -> str:
@@ -524,7 +557,8 @@ def to_html(blocks: list[Block], out: Path, title: str) -> str:
     style = (
         "body{font-family:sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222}"
         "table{border-collapse:collapse;margin:0.5em 0;font-size:0.9em;display:block;max-width:100%;overflow-x:auto}"
-        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;overflow-wrap:break-word}th{overflow-wrap:anywhere}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;overflow-wrap:break-word}"
+        "th{overflow-wrap:normal;word-break:keep-all;hyphens:none}"
         "img{max-width:100%}code{background:#f3f3f3;padding:0 2px}"
     )
     return (
@@ -557,10 +591,14 @@ def report(
     studies = load_studies(path, scale)
     if len(studies) > 1:
         blocks.append(("p", f"{len(studies)} jobs, one section each: " + ", ".join(f"`{s.job}`" for s in studies) + "."))
+    frames = []
     for s in studies:
         if progress:
             progress(f"{s.job}: {s.cells.height} cells, {s.rows:,} rows")
-        blocks += job_report(s, out, privacy_axis)
+        frame = comparisons.contrasts(s)
+        frames.append(frame.with_columns(job=pl.lit(s.job)))
+        blocks += job_report(s, out, privacy_axis, frame)
+    question.write_csv(frames, out)
     md = out / "report.md"
     _write_text(md, to_markdown(blocks))
     if html_page:

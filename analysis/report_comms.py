@@ -34,25 +34,12 @@ from . import stats
 from .contrasts import counterparts, is_private, pair_ratios
 from .effects import VARIANT, Study, fmt
 from .phases import describe
+from .report_warnings import first_syncs
 
 Block = tuple
 #: A private cell's clipped share this much (absolute) above its
 #: counterpart's is warned: part of its cost of privacy is clipping bias.
 CLIP_GAP = 0.01
-
-
-def first_syncs(study: Study) -> pl.DataFrame:
-    """Per cell: `first_sync` (median over repetitions of the first
-    checkpoint with sync_rounds > 0; null where none synced) and `never`,
-    the repetitions that never synced."""
-    per = (
-        study.lf.group_by(["cell_id", "repetition"])
-        .agg(first=pl.col("t").filter(pl.col("sync_rounds") > 0).min())
-        .group_by("cell_id")
-        .agg(first_sync=pl.col("first").median(), never=pl.col("first").is_null().sum())
-        .collect()
-    )
-    return per
 
 
 def _matches(study: Study, cell: dict, other: dict) -> bool:
@@ -196,7 +183,7 @@ def _count(v) -> str:
 def comms_blocks(study: Study, out: Path, phases: pl.DataFrame) -> list[Block]:
     """The section of the module doc."""
     blocks: list[Block] = [("h2", "Communication and baselines")]
-    first = {r["cell_id"]: r for r in first_syncs(study).iter_rows(named=True)}
+    first = first_syncs(study)
     ph = {r["cell_id"]: r for r in phases.iter_rows(named=True)}
     ratios = pair_ratios(study, baseline_pairs(study))
     base = {r["cell_id"]: r for r in ratios.iter_rows(named=True)}
@@ -236,18 +223,3 @@ def comms_blocks(study: Study, out: Path, phases: pl.DataFrame) -> list[Block]:
             ("table", ["variant", "setting", f"ratio to `{study.baseline}` at each epsilon", "break-even epsilon [interval]"], rows),
         ]
     return blocks
-
-
-def long_phase_warnings(study: Study, phases: pl.DataFrame) -> list[str]:
-    """Cells whose longest linear stretch is long (phases.py)."""
-    long = phases.filter(pl.col("long"))
-    if not long.height:
-        return []
-    cells = {r["cell_id"]: r for r in study.cells.iter_rows(named=True)}
-    rows = sorted((cells[r["cell_id"]]["cell_index"], r) for r in long.iter_rows(named=True) if r["cell_id"] in cells)
-    shown = "; ".join(f"{study.label(cells[r['cell_id']])}: {describe(r)}" for _, r in rows[:10])
-    return [
-        f"Regret grows linearly over half the horizon's decades or more in {long.height} of {study.cells.height} cells "
-        f"({shown}{'; ...' if len(rows) > 10 else ''}): these cells learn late (a private schedule's first sync, "
-        f"a wide private width), which the last-decade exponent cannot see"
-    ]

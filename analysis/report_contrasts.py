@@ -125,12 +125,13 @@ def figure_axes(private: pl.DataFrame, axes: list[str], figures: list[str]) -> l
     return keep
 
 
-def interaction_blocks(s: Study, out: Path) -> list[Block]:
-    """The interactions within each variant (contrasts.py): those detected
-    at the family-wise level listed with their intervals and drawn (the
-    first few), and how many pairs and sub-tables were searched."""
+def interaction_blocks(s: Study, out: Path, found: list | None = None) -> list[Block]:
+    """The interactions within each variant (contrasts.py; `found`, when
+    already computed): those detected at the family-wise level listed with
+    their intervals and drawn (the first few), and how many pairs and
+    sub-tables were searched."""
     blocks: list[Block] = [("h2", "Interactions within each variant")]
-    found = interactions(s.final, s.axes, s.metric, s.scale)
+    found = interactions(s.final, s.axes, s.metric, s.scale) if found is None else found
     if not found:
         return blocks + [("p", "No two axes vary together (a full cross of their values) within any variant: no interaction to compute.")]
     searched = searched_tables(found)
@@ -201,7 +202,15 @@ def _cost_table(s: Study, table: pl.DataFrame) -> Block:
             ]
         )
     ratio = "ratio (geometric mean of paired ratios) [95% t]" if s.scale == "ratio" else "ratio of means [95% delta method]"
-    head = ["private cell", "target eps", "acct eps", "non-private counterpart", ratio, "difference [95% bootstrap]", "repetitions"]
+    head = [
+        "private cell",
+        "target eps",
+        "acct eps",
+        "non-private counterpart",
+        ratio,
+        "difference [95%: t below 10 repetitions, else bootstrap]",
+        "repetitions",
+    ]
     return ("table", head, rows)
 
 
@@ -223,8 +232,8 @@ def cost_blocks(s: Study, out: Path, mode: str) -> list[Block]:
                 if s.scale == "ratio"
                 else "the ratio of the means, paired delta-method interval"
             )
-            + ") and the difference (95% percentile-bootstrap interval over the paired repetitions). "
-            + stats.scale_note(s.scale),
+            + ") and the difference (95% interval over the paired repetitions: Student t below 10 repetitions, a "
+            "percentile bootstrap from 10). " + stats.scale_note(s.scale),
         )
     )
     if missing:

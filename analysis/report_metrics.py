@@ -106,7 +106,11 @@ def _figures(study: Study, rows: pl.DataFrame, heads: dict[str, str], out: Path)
         sub = rows.filter(pl.col(c).is_not_null() & pl.col(axis.name).is_not_null())
         if not sub.height:
             continue
-        eff = pooled(sub, [VARIANT, axis.name], c, "additive").rename({axis.name: "value"}).sort([VARIANT, "value"])
+        # In the axis's own order (the job's, for a categorical axis): the
+        # points are joined in it.
+        rank = pl.DataFrame({"value": axis.values, "_order": range(len(axis.values))}, schema_overrides={"value": sub.schema[axis.name]})
+        eff = pooled(sub, [VARIANT, axis.name], c, "additive").rename({axis.name: "value"})
+        eff = eff.join(rank, on="value", how="left").sort([VARIANT, "_order"]).drop("_order")
         moving = eff.group_by(VARIANT).agg(spread=pl.col("mean").max() - pl.col("mean").min(), n=pl.len())
         if not moving.filter((pl.col("n") > 1) & (pl.col("spread") > 0)).height:
             continue

@@ -18,7 +18,7 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
 from . import stats  # noqa: E402
-from .effects import VARIANT, Axis, Study, bootstrap_interval, fmt  # noqa: E402
+from .effects import VARIANT, Axis, Study, fmt, mean_interval  # noqa: E402
 from .figures import DPI, HEIGHT_PX, WIDTH_PX, _figure, _legend  # noqa: E402
 from .figures import _save as save  # noqa: E402
 
@@ -95,6 +95,9 @@ def effect_plot(
     scale's geometric means and ratios)."""
     fig, ax = figure(title)
     algos = lines["variant"].unique(maintain_order=True).to_list()
+    # A variant read per level of an axis it interacts with has one label
+    # per stratum: each a colour of its own.
+    palette = {**{a: f"C{(i + len(palette)) % 10}" for i, a in enumerate(algos)}, **palette}
     spread = 0.06 if not axis.numeric else 0.0
     for i, algo in enumerate(algos):
         part = lines.filter(pl.col("variant") == algo)
@@ -120,7 +123,7 @@ def effect_plot(
     for row in refs.iter_rows(named=True):
         fixed = row.get("fixed")
         what = f"{axis.name}={fmt(fixed)} only" if fixed is not None else f"no {axis.name}"
-        level = ax.axhline(row[y], ls="--", lw=1.2, color=palette[row["variant"]], label=f"{row['variant']} ({what})")
+        level = ax.axhline(row[y], ls="--", lw=1.2, color=palette.get(row["variant"], "0.3"), label=f"{row['variant']} ({what})")
         if row["lo"] is not None and not math.isnan(row["lo"]):
             ax.axhspan(row["lo"], row["hi"], color=level.get_color(), alpha=0.12, lw=0)
     if "x" in lines.columns:
@@ -153,7 +156,7 @@ def _band(lf: pl.LazyFrame, metric: str, scale: str = "additive") -> pl.DataFram
         per = per.filter(pl.col("low") > 0)
         levels = [stats.level_of(np.log(np.asarray(v, dtype=float)), "ratio")[:3] for v in per["v"].to_list()]
     else:
-        levels = [(float(np.mean(v)), *bootstrap_interval(v)) for v in per["v"].to_list()]
+        levels = [(float(np.mean(v)), *mean_interval(v)) for v in per["v"].to_list()]
     return (
         per.drop("v", "low")
         .with_columns(
@@ -309,9 +312,18 @@ def communication_plot(study: Study, cells: pl.DataFrame, out: Path) -> Path:
     talk = cells.filter(pl.col("messages") > 0)
     for (variant,), part in talk.group_by([VARIANT], maintain_order=True):
         ax.scatter(part["messages"].to_numpy(), part["level"].to_numpy(), color=palette[variant], label=variant, s=22)
+    styles = ["--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1))]
     for (variant,), part in silent.group_by([VARIANT], maintain_order=True):
-        for k, v in enumerate(part["level"].to_list()):
-            ax.axhline(v, ls="--", lw=1.0, color=palette[variant], label=f"{variant} (no messages)" if k == 0 else None)
+        for k, r in enumerate(part.iter_rows(named=True)):
+            # Every line labelled: the cell's swept values tell them apart.
+            label = study.label(r).removeprefix(variant).strip()
+            ax.axhline(
+                r["level"],
+                ls=styles[k % len(styles)],
+                lw=1.0,
+                color=palette[variant],
+                label=f"{variant}{' ' + label if label else ''} (no messages)",
+            )
     if talk.height:
         ax.set_xscale("log")
     if all(v > 0 for v in cells["level"].to_list()):
@@ -319,4 +331,47 @@ def communication_plot(study: Study, cells: pl.DataFrame, out: Path) -> Path:
     ax.set_xlabel("messages sent by the end of the run (mean over repetitions)")
     ylabel(ax, f"final {study.regret_word()}, {stats.center_name(study.scale)}")
     _legend(ax)
+    return save(fig, out)
+
+
+def forest_plot(part: pl.DataFrame, strata: list[str], out: Path, title: str) -> Path:
+    """One contrast's paired ratio per stratum (`compare.contrasts` rows)
+    with its 95% interval, one row per stratum labelled with its values, on
+    a log axis with x1 (no difference) marked; resolved rows filled."""
+    n = part.height
+    height = max(HEIGHT_PX, 140 + 22 * n)
+    fig, ax = plt.subplots(figsize=(WIDTH_PX / DPI, height / DPI), dpi=DPI)
+    ax.set_title("\n".join(textwrap.wrap(title, TITLE_WIDTH)), fontsize=10)
+    labels, ys = [], []
+    for i, r in enumerate(part.iter_rows(named=True)):
+        y = n - 1 - i
+        labels.append(", ".join(f"{c}={fmt(r[c])}" for c in strata if r.get(c) is not None) or "-")
+        ys.append(y)
+        if r["ratio"] is None or (isinstance(r["ratio"], float) and math.isnan(r["ratio"])):
+            continue
+        lo = r["lo"] if r["lo"] is not None and not math.isnan(r["lo"]) else r["ratio"]
+        hi = r["hi"] if r["hi"] is not None and not math.isnan(r["hi"]) else r["ratio"]
+        resolved = r["verdict"] in ("lower", "higher")
+        color = "C0" if r["verdict"] == "lower" else "C3" if r["verdict"] == "higher" else "0.4"
+        ax.errorbar(
+            [r["ratio"]],
+            [y],
+            xerr=[[r["ratio"] - lo], [hi - r["ratio"]]],
+            fmt="o",
+            color=color,
+            mfc=color if resolved else "white",
+            capsize=3,
+        )
+    ax.axvline(1.0, color="grey", lw=0.8, ls="--")
+    ax.set_yticks(ys, labels, fontsize=7)
+    ax.set_ylim(-0.7, n - 0.3)
+    values = [
+        v for v in [*part["lo"].to_list(), *part["hi"].to_list(), *part["ratio"].to_list()] if v is not None and math.isfinite(v) and v > 0
+    ]
+    if values:
+        ax.set_xscale("log")
+        low, high = min([*values, 1.0]), max([*values, 1.0])
+        ax.set_xlim(low / 1.15, high * 1.15)
+    ax.set_xlabel("paired ratio of final regret (95% interval); filled: resolved (blue below x1, red above)", fontsize=9)
+    fig.subplots_adjust(left=0.44, right=0.97, top=1 - 70 / height, bottom=60 / height)
     return save(fig, out)

@@ -109,8 +109,10 @@ def test_report_warns_of_linear_growth_and_misspecification(runs: dict[str, Path
     lin = warned(runs["lin"])
     growth = [w for w in lin if w.startswith("Regret grows linearly")]
     # random never learns: per-round regret as high at the end as early on
-    assert len(growth) == 1 and "never started in 1 of 3 cells" in growth[0], lin
-    assert "random (all 4 repetitions, largest exponent" in growth[0], lin
+    assert len(growth) == 1 and "in 1 of 3 cells, **never started**" in growth[0], lin
+    # one line; the cells in its table, each with the causes it has
+    assert growth[0].table is not None and [r[:2] for r in growth[0].table[1]] == [["random", "all 4"]], growth[0].table
+    assert "none of the causes the report checks" in growth[0].table[1][0][-1]
     assert not any(w.startswith("Misspecified") for w in lin), lin
     raw = [w for w in warned(runs["raw"]) if w.startswith("Misspecified")]
     # random assumes no model: only the two learners are misspecified.

@@ -323,7 +323,8 @@ def test_the_study_is_reported_per_variant_with_its_interactions_and_the_cost_of
     assert "Searched: 2 pair(s) of axes" in inter and "None detected" in inter
     assert "| private_fedlinucb | `epsilon` x `batch_size` |" not in inter
     # every private cell paired: 4 Private-FedLinUCB with FedLinUCB, 4 FedUCB with its non-private self
-    cost = md[md.index("## The cost of privacy") :]
+    start = md.index("## The cost of privacy")
+    cost = md[start : md.index("\n## ", start + 1)]
     assert cost.count("| private_fedlinucb epsilon=") == 4 and cost.count("| feducb_centralized (private) epsilon=") == 4
     assert "No non-private counterpart" not in cost
     assert (tmp_path / "out" / "study_privacy_cost.png").exists() and (tmp_path / "out" / "study_matched_1.png").exists()
