@@ -106,6 +106,8 @@ def chains(study: Study) -> list[dict]:
             steps.append(("noise", p, n))
             current = n
             for part in (x for x in parts if x["algorithm"] == p["algorithm"]):
+                if _equal(current.get(part["param"]), part["off"]):
+                    continue  # already off in this cell: nothing to price
                 nxt = _same_but(cells, current, study.params, {part["param"]: part["off"]})
                 if nxt is None:
                     missing.append(f"{part['what']} (`{part['param']}: {part['off']}`)")

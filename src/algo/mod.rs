@@ -39,6 +39,9 @@ families! {
     #[cfg(test)] toy,
 }
 
+#[cfg(test)]
+mod noise_tests;
+
 /// A cell's resolved configuration, whatever its family: the family's own
 /// configuration behind [`FamilyConfig`], with the family's name. Two are
 /// equal exactly when they are of one family and their bytes are equal

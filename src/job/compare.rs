@@ -95,3 +95,70 @@ impl Parser<'_> {
         ok.then(|| [a.to_owned(), b.to_owned()])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::job::{Job, JobError};
+
+    const JOB: &str = "horizon: 50\nalgorithm: [fcb, p_fcb, non_federated, gossip_ucb]\n\
+                       environment: [procurement, mab_heterogeneous]\nparams: {epsilon: 1, delta: 0.01}\n";
+
+    fn parse(extra: &str) -> Result<Job, String> {
+        Job::parse(std::path::Path::new("c.yaml"), &format!("{JOB}{extra}")).map_err(|e| match e {
+            JobError::Invalid { problems, .. } => problems
+                .iter()
+                .map(|p| p.message.clone())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            other => other.to_string(),
+        })
+    }
+
+    #[test]
+    fn pairs_are_the_jobs_algorithms_of_one_family_and_change_no_identity() {
+        let plain = parse("").expect("parses");
+        let asked = parse("compare: [[p_fcb, fcb], [fcb, non_federated]]\n").expect("parses");
+        assert_eq!(
+            asked.compare,
+            vec![
+                ["p_fcb".to_string(), "fcb".into()],
+                ["fcb".into(), "non_federated".into()]
+            ]
+        );
+        assert!(plain.compare.is_empty());
+        assert_eq!(
+            plain.identity(),
+            asked.identity(),
+            "compare is not part of the job's identity"
+        );
+        assert!(asked.to_string().contains("compare: p_fcb / fcb"), "{asked}");
+    }
+
+    #[test]
+    fn a_bad_pair_is_refused_with_the_reason() {
+        for (text, want) in [
+            (
+                "compare: [[p_fcb, linucb]]",
+                "'linucb' is not an algorithm of this job; its algorithms: fcb, p_fcb",
+            ),
+            ("compare: [[fcb, fcb]]", "compares fcb with itself"),
+            (
+                "compare: [[p_fcb, gossip_ucb]]",
+                "p_fcb (combinatorial family) and gossip_ucb (gossip family)",
+            ),
+            (
+                "compare: [p_fcb, fcb]",
+                "pair 1: expected a list of [numerator, denominator] pairs",
+            ),
+            ("compare: [[p_fcb, fcb, non_federated]]", "pair 1: expected a list"),
+            ("compare: p_fcb", "expected a list of [numerator, denominator] pairs"),
+            (
+                "compare: [[p_fcb, fcb], [p_fcb, fcb]]",
+                "pair 2 (p_fcb / fcb) is listed twice",
+            ),
+        ] {
+            let err = parse(&format!("{text}\n")).expect_err(text);
+            assert!(err.contains(want), "{text}: {err}");
+        }
+    }
+}

@@ -499,3 +499,34 @@ fn growth_removes_nothing_before_its_units_are_verified() {
     ok(run(&write(&dir, "f.yaml", &grown), &fresh, &[]));
     assert_eq!(rows(&out.join("g")), rows(&fresh.join("g")));
 }
+
+/// `compare:` is not part of the job's identity: a rerun after editing it
+/// computes nothing and rewrites the part with the new job text (the
+/// report reads its question from the part), its rows unchanged; also
+/// after `merge --compact`, where an unedited job's part stands as it is.
+#[test]
+fn an_edited_comparison_recomputes_nothing_and_the_part_carries_it() {
+    let dir = tempdir("compare");
+    let job = write(&dir, "g.yaml", &BASE);
+    ok(run(&job, &dir, &[]));
+    let before = rows(&dir.join("g"));
+    let asked = |dir: &Path| {
+        let part = &parts(&dir.join("g"))[0];
+        fedbandits::output::read_metadata_key(part, "fedbandits.compare").unwrap()
+    };
+    assert_eq!(asked(&dir).as_deref(), Some("[]"));
+    let text = std::fs::read_to_string(&job).unwrap();
+    std::fs::write(&job, format!("{text}compare: [[private_fedlinucb, independent]]\n")).unwrap();
+    let err = ok(run(&job, &dir, &[]));
+    assert_eq!((ran(&err), reused(&err)), (0, 9), "{err}");
+    assert_eq!(asked(&dir).as_deref(), Some(r#"[["private_fedlinucb","independent"]]"#));
+    assert_eq!(rows(&dir.join("g")), before);
+    // Compacted: the unedited job keeps its part, an edit reassembles it.
+    assert!(merge(&dir.join("g"), true).status.success());
+    assert!(ok(run(&job, &dir, &[])).contains("kept"));
+    std::fs::write(&job, format!("{text}compare: [[independent, private_fedlinucb]]\n")).unwrap();
+    let err = ok(run(&job, &dir, &[]));
+    assert_eq!(ran(&err), 0, "{err}");
+    assert_eq!(asked(&dir).as_deref(), Some(r#"[["independent","private_fedlinucb"]]"#));
+    assert_eq!(rows(&dir.join("g")), before);
+}

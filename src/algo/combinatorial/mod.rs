@@ -271,7 +271,7 @@ pub const PARITY: &[(&str, &str)] = &[(
     "combinatorial",
     "seed: 8\nrepetitions: 2\nhorizon: 300\ncheckpoints: {every: 100}\nalgorithm: [non_federated, fcb, p_fcb]\n\
          environment: procurement\nparams: {m: 3, producers: 6, delta: 0.01, t_low: 50, t_high: 250}\n\
-         grid: {epsilon: [1, .inf]}\n",
+         grid: {epsilon: [1, .inf], noise: [true, false]}\n",
 )];
 
 /// The combinatorial procurement family (Solanki et al.) in the registry

@@ -354,7 +354,8 @@ pub const WORKLOADS: &[(&str, u32, &str)] = &[(
 pub const PARITY: &[(&str, &str)] = &[(
     "gossip",
     "seed: 7\nrepetitions: 3\nhorizon: 150\ncheckpoints: {every: 30}\nalgorithm: [gossip_ucb, fed_ucb_gossip, \
-         local_ucb, oracle_ucb]\nenvironment: mab_heterogeneous\nparams: {m: 4, arms: 3, epsilon: 1, graph: ring}\n",
+         local_ucb, oracle_ucb]\nenvironment: mab_heterogeneous\nparams: {m: 4, arms: 3, epsilon: 1, graph: ring}\n\
+         grid: {noise: [true, false]}\n",
 )];
 
 /// The decentralized multi-armed family (Zhu et al.) in the registry

@@ -69,14 +69,14 @@ pub const PARITY: &[(&str, &str)] = &[
         "seed: 5\nrepetitions: 3\nhorizon: 120\ncheckpoints: {every: 20}\nalgorithm: [random, linucb, independent, \
          fedlinucb, private_fedlinucb, feducb_centralized, feducb_decentralized]\nenvironment: linear_sphere\n\
          params: {m: 4, d: 5, k: 20, delta: 0.1, epsilon: 1, batch_size: 12, refactor_every: 9, graph: ring, \
-         gamma: 1}\ngrid: {protocol: [ldp, sdp_amp, alt, sdp_vecsum]}\n",
+         gamma: 1}\ngrid: {protocol: [ldp, sdp_amp, alt, sdp_vecsum], noise: [true, false]}\n",
     ),
     (
         "linear_gap",
         "seed: 6\nrepetitions: 3\nhorizon: 120\ncheckpoints: {every: 20}\nalgorithm: [random, linucb, independent, \
          fedlinucb, private_fedlinucb, feducb_centralized, feducb_decentralized]\nenvironment: linear_gap\n\
          params: {m: 4, d: 4, k: 16, delta: 0.1, epsilon: 1, batch_size: 10, refactor_every: 13, graph: ring, \
-         gamma: 1}\ngrid: {protocol: [ldp, sdp_amp, alt, sdp_vecsum]}\n",
+         gamma: 1}\ngrid: {protocol: [ldp, sdp_amp, alt, sdp_vecsum], noise: [true, false]}\n",
     ),
     (
         // FedUCB's private schedule: a threshold low enough that agents
