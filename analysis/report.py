@@ -9,22 +9,26 @@ warning), a root of several jobs (one section each), or a Parquet file.
 Only the final rows and the curves of the cells drawn are read.
 
 For each job, `DIR/report.md` (with the PNGs beside it; `--html`: also
-`DIR/report.html`, one self-contained file with the images embedded):
-1. the run: job, engine and semantics versions, cells, repetitions,
+`DIR/report.html`, one self-contained file with the images embedded), and
+`DIR/contrasts.csv` (every job's contrasts, one row per stratum):
+0. the study's question: the algorithms compared with each other per
+   stratum (compare.py), declared ones (`compare:`) first;
+1. warnings, one line per cause with its cells' table (report_warnings.py);
+2. the run: job, engine and semantics versions, cells, repetitions,
    agent-steps, wall time, backend, swept axes; every privacy figure
    present with its column, and each null with the reason the engine wrote;
-2. warnings: an incomplete run, cells with fewer than 10 repetitions,
-   non-zero cholesky_failures / beta_clamps / clipped_observations, axes
-   that show no effect at this many repetitions;
 3. the axes ranked by effect size (effects.py's module doc defines it);
 4. main effects: final per-agent regret against each axis, one line per
-   variant it varies within, 95% bootstrap intervals over repetitions, the
-   other axes pooled, epsilon at the accounted figure (`--privacy-axis`);
+   variant it varies within (per level of an axis it interacts with), 95%
+   intervals over repetitions, the other axes pooled, epsilon at the
+   accounted figure (`--privacy-axis`);
    the federated regret ratio where the family has a baseline;
 5. interactions within each variant, strongest first, the first few drawn
    (contrasts.py defines them);
 6. the cost of privacy: each private cell against its non-private
    counterpart, paired by repetition, against epsilon and the other axes;
+   and the cost of the algorithm apart from it (costs.py); communication,
+   the families' facts and metrics;
 7. regret curves of each variant's best and worst cells and its
    grid-corner cells, and the variants side by side at matched settings.
 """

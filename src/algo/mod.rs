@@ -40,7 +40,7 @@ families! {
 }
 
 #[cfg(test)]
-mod noise_tests;
+mod tests;
 
 /// A cell's resolved configuration, whatever its family: the family's own
 /// configuration behind [`FamilyConfig`], with the family's name. Two are
