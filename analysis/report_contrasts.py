@@ -279,9 +279,10 @@ def _other_algorithm_note(s: Study, table: pl.DataFrame) -> list[Block]:
         (
             "p",
             f"Compared with another algorithm: {named}. The cost then includes whatever else the two differ in (P-FCB's "
-            "schedule and acceptance window against FCB's sharing every round), not only the noise; where the private "
-            "algorithm runs without noise (`epsilon: .inf` for P-FCB and Fed_UCB, `private: false` for FedUCB), add "
-            "that cell to the grid and it is the counterpart.",
+            "schedule and acceptance window against FCB's sharing every round), not only the noise. To tell the two "
+            "apart, add `noise: [true, false]` to the grid: the private algorithm without its noise, every other part "
+            "kept (for Fed_UCB, `epsilon: .inf` would also switch clipping and its width's privacy term off); the "
+            "section 'Cost of the algorithm and cost of privacy' then splits the cost.",
         )
     ]
 
