@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -372,6 +373,9 @@ def forest_plot(part: pl.DataFrame, strata: list[str], out: Path, title: str) ->
         ax.set_xscale("log")
         low, high = min([*values, 1.0]), max([*values, 1.0])
         ax.set_xlim(low / 1.15, high * 1.15)
-    ax.set_xlabel("paired ratio of final regret (95% interval); filled: resolved (blue below x1, red above)", fontsize=9)
+        ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"x{v:g}"))
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xlabel("paired ratio (95% interval); filled: resolved, blue below x1, red above", fontsize=9)
     fig.subplots_adjust(left=0.44, right=0.97, top=1 - 70 / height, bottom=60 / height)
     return save(fig, out)
