@@ -189,8 +189,10 @@ def _variant_specs(study: Study, cells: list[dict], algos: list[str]) -> list[Sp
     return out
 
 
-def _agree(a: dict, b: dict, columns: list[str]) -> bool:
-    """Whether two cells agree on every column both set."""
+def agree(a: dict, b: dict, columns: list[str]) -> bool:
+    """Whether two cells of one environment agree on every column of
+    `columns` both set (a column one of them does not read matches any
+    value)."""
     return a["environment"] == b["environment"] and all(a.get(k) is None or b.get(k) is None or a[k] == b[k] for k in columns)
 
 
@@ -203,7 +205,7 @@ def pairs_of(spec: Spec, cells: list[dict], strata: list[str]) -> list[tuple[dic
     out = []
     for a in num:
         for b in den:
-            if a["cell_id"] != b["cell_id"] and _agree(a, b, columns):
+            if a["cell_id"] != b["cell_id"] and agree(a, b, columns):
                 stratum = {k: a[k] if a.get(k) is not None else b.get(k) for k in columns}
                 out.append((a, b, {k: v for k, v in stratum.items() if v is not None}))
     return out

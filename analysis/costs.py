@@ -13,8 +13,8 @@ import math
 
 import polars as pl
 
-from .compare import cell_rows, is_estimate, paired, stratum_columns
-from .effects import Study, fmt
+from .compare import agree, cell_rows, is_estimate, paired, stratum_columns
+from .effects import Study
 
 #: Stratum columns a private cell and its sibling are not matched on: the
 #: sibling has no privacy.
@@ -64,12 +64,7 @@ def twin(study: Study, cells: list[dict], cell: dict) -> tuple[dict | None, str]
     if cell["algorithm"] in inf:
         strata = [k for k in stratum_columns(study) if k not in ("epsilon", "noise")]
         for c in cells:
-            if (
-                c["algorithm"] == cell["algorithm"]
-                and c.get("epsilon") is not None
-                and math.isinf(c["epsilon"])
-                and all(c.get(k) is None or cell.get(k) is None or c[k] == cell[k] for k in [*strata, "environment"])
-            ):
+            if c["algorithm"] == cell["algorithm"] and c.get("epsilon") is not None and math.isinf(c["epsilon"]) and agree(c, cell, strata):
                 return c, "epsilon: .inf"
     return None, ""
 
@@ -77,17 +72,14 @@ def twin(study: Study, cells: list[dict], cell: dict) -> tuple[dict | None, str]
 def sibling(study: Study, cells: list[dict], cell: dict) -> dict | None:
     """The non-private sibling of a private cell (compare.py)."""
     mapping = {a: n for f in study.families.values() for a, n in (f.get("non_private") or {}).items()}
-    strata = [k for k in [*stratum_columns(study), "environment"] if k not in UNMATCHED]
+    strata = [k for k in stratum_columns(study) if k not in UNMATCHED]
     listed = {c["cell_id"] for c in study.privacy.get("cells", [])}
-
-    def agree(c: dict) -> bool:
-        return c["cell_id"] not in listed and all(c.get(k) is None or cell.get(k) is None or c[k] == cell[k] for k in strata)
-
-    same = [c for c in cells if c["algorithm"] == cell["algorithm"] and c.get("private") is False and agree(c)]
+    plain = [c for c in cells if c["cell_id"] not in listed and agree(c, cell, strata)]
+    same = [c for c in plain if c["algorithm"] == cell["algorithm"] and c.get("private") is False]
     if same:
         return same[0]
     other = mapping.get(cell["algorithm"])
-    return next((c for c in cells if c["algorithm"] == other and agree(c)), None)
+    return next((c for c in plain if c["algorithm"] == other), None)
 
 
 def chains(study: Study) -> list[dict]:
@@ -152,8 +144,3 @@ def shares(study: Study, cell_ids: list[str]) -> dict[str, float]:
 def describe_part(name: str, ratio) -> str:
     """`noise x1.1` for a headline sentence."""
     return f"{name} x{ratio:.3g}" if is_estimate(ratio) else f"{name} n/a"
-
-
-def fmt_value(v) -> str:
-    """A parameter value as the job writes it, `-` for none."""
-    return "-" if v is None else fmt(v)

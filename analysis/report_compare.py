@@ -16,7 +16,8 @@ import polars as pl
 from . import report_plots as plots
 from . import stats
 from .compare import fmt_ratio_ci, is_estimate, strata_of, summary
-from .costs import describe_part, fmt_value, shares, split
+from .contrasts import fmt_value
+from .costs import describe_part, shares, split
 from .effects import Study, fmt
 
 Block = tuple

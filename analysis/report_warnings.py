@@ -195,27 +195,25 @@ def _stable(levels: dict[str, dict], hit: pl.DataFrame) -> dict[str, str]:
     within SAME_PATTERN of another's (chained) read one pattern and get the
     verdict of their mean shares, whatever their variant."""
     out = {c: (levels.get(c) or {}).get("verdict") or "growing linearly" for c in hit["cell_id"].to_list()}
-    if hit.height:
-        part = hit
-        shares = []
-        for c in part["cell_id"].to_list():
-            lv = levels.get(c) or {}
-            if lv.get("early") and lv.get("late") is not None:
-                prev = lv["prev"] / lv["early"] if lv.get("prev") is not None else None
-                shares.append((lv["late"] / lv["early"], prev, c))
-        shares.sort(key=lambda x: x[0])
-        group: list = []
-        for item in [*shares, None]:
-            if item is not None and (not group or item[0] - group[-1][0] <= SAME_PATTERN):
-                group.append(item)
-                continue
-            if len(group) > 1:
-                late = sum(g[0] for g in group) / len(group)
-                prevs = [g[1] for g in group if g[1] is not None]
-                one = verdict(1.0, sum(prevs) / len(prevs) if len(prevs) == len(group) else None, late)
-                for g in group:
-                    out[g[2]] = one or out[g[2]]
-            group = [item] if item is not None else []
+    shares = []
+    for c in hit["cell_id"].to_list():
+        lv = levels.get(c) or {}
+        if lv.get("early") and lv.get("late") is not None:
+            prev = lv["prev"] / lv["early"] if lv.get("prev") is not None else None
+            shares.append((lv["late"] / lv["early"], prev, c))
+    shares.sort(key=lambda x: x[0])
+    group: list = []
+    for item in [*shares, None]:
+        if item is not None and (not group or item[0] - group[-1][0] <= SAME_PATTERN):
+            group.append(item)
+            continue
+        if len(group) > 1:
+            late = sum(g[0] for g in group) / len(group)
+            prevs = [g[1] for g in group if g[1] is not None]
+            one = verdict(1.0, sum(prevs) / len(prevs) if len(prevs) == len(group) else None, late)
+            for g in group:
+                out[g[2]] = one or out[g[2]]
+        group = [item] if item is not None else []
     return out
 
 

@@ -96,10 +96,8 @@ pub fn accounting(p: &PrivacyConfig, horizon: u64) -> Option<Accounting> {
     if !p.epsilon.is_finite() {
         return None;
     }
-    if !p.noise {
-        return Some(noisy(p, horizon).without_noise());
-    }
-    Some(noisy(p, horizon))
+    let found = noisy(p, horizon);
+    Some(if p.noise { found } else { found.without_noise() })
 }
 
 /// [`accounting`] of the privatizer with its noise.
