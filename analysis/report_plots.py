@@ -99,7 +99,9 @@ def effect_plot(
     # A variant read per level of an axis it interacts with has one label
     # per stratum: each a colour of its own.
     palette = {**{a: f"C{(i + len(palette)) % 10}" for i, a in enumerate(algos)}, **palette}
-    spread = 0.06 if not axis.numeric else 0.0
+    # Lines side by side on a categorical axis, all within +-0.25 of their
+    # category (many strata would otherwise leave it).
+    spread = 0.0 if axis.numeric else min(0.06, 0.5 / max(len(algos) - 1, 1))
     for i, algo in enumerate(algos):
         part = lines.filter(pl.col("variant") == algo)
         if axis.numeric:
