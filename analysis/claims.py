@@ -126,8 +126,11 @@ def _g(x: float) -> str:
 
 def less(df: pl.DataFrame, a: dict, b: dict, names: tuple[str, str], value: str = "agent_regret") -> Less | None:
     """Paired a < b over the repetitions both selections have; None when
-    either selection is empty."""
-    xa, xb = _by_rep(_select(df, **a), value), _by_rep(_select(df, **b), value)
+    either selection is empty or holds more than one cell."""
+    sa, sb = _select(df, **a), _select(df, **b)
+    if sa["cell_id"].n_unique() > 1 or sb["cell_id"].n_unique() > 1:
+        return None  # an axis the claim does not read: pairing would mix cells
+    xa, xb = _by_rep(sa, value), _by_rep(sb, value)
     reps = sorted(set(xa) & set(xb))
     if not reps:
         return None
@@ -140,7 +143,10 @@ def all_less(parts: list[Less | None], what: str) -> Outcome:
     """`reproduced` when every comparison is resolved in its direction;
     `not visible` when a cell is missing."""
     if not parts or any(p is None for p in parts):
-        return Outcome(NOT_VISIBLE, f"the job has no {what}")
+        return Outcome(NOT_VISIBLE, f"the job has no {what} (or several: an axis the claim does not read)")
+    if any(p.n < 2 for p in parts):
+        signs = "; ".join(f"{p.a} {'<' if p.mean > 0 else '>='} {p.b} (b - a = {_g(p.mean)})" for p in parts)
+        return Outcome(NOT_VISIBLE, f"one repetition: no interval resolves a comparison (point values: {signs})")
     ok = all(p.holds is True for p in parts)
     return Outcome(REPRODUCED if ok else NOT_REPRODUCED, "; ".join(str(p) for p in parts))
 

@@ -437,6 +437,17 @@ def _solanki_order(df: pl.DataFrame) -> Outcome:
     return all_less(parts, "instance kind with all three algorithms")
 
 
+def _solanki_fcb(df: pl.DataFrame) -> Outcome:
+    f = finals(df)
+    parts = [
+        less(
+            f, {"instance_kind": k, "algorithm": "fcb"}, {"instance_kind": k, "algorithm": "non_federated"}, ("fcb", f"non_federated ({k})")
+        )
+        for k in levels(f, "instance_kind")
+    ]
+    return all_less(parts, "instance kind with fcb and non_federated")
+
+
 def _solanki_excess(df: pl.DataFrame) -> Outcome:
     f = finals(df)
     texts, ok = [], True
@@ -487,6 +498,14 @@ SOLANKI = [
         "paper",
         "p_fcb +136% / +235%, non_federated +233% / +394% over fcb",
         _solanki_order,
+    ),
+    Claim(
+        "solanki_exp1",
+        "EXP1-fcb",
+        "total regret per agent: fcb < non_federated on each instance kind (paired)",
+        "paper",
+        "non_federated +233% / +394% over fcb",
+        _solanki_fcb,
     ),
     Claim(
         "solanki_exp1",

@@ -23,6 +23,7 @@ Every figure is 900 x 500 pixels with the legend outside the axes.
 from __future__ import annotations
 
 import argparse
+import contextvars
 import math
 import os
 import sys
@@ -56,13 +57,44 @@ def _figure(title: str):
     return fig, ax
 
 
+#: The provenance `figures_for_job` stamps on every PNG it writes: the
+#: results' engine semantics, job name, job identity and commit, as PNG text
+#: chunks (`read_provenance` reads them back; REPRODUCTION.md shows them).
+_PROVENANCE: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar("provenance", default=None)
+PROVENANCE_KEYS = ("fedbandits.semantics_version", "fedbandits.job_name", "fedbandits.job_identity", "fedbandits.git_commit")
+
+
+def provenance(results: str | Path) -> dict[str, dict[str, str]]:
+    """Job name -> the provenance of its results (PROVENANCE_KEYS), read
+    from the first part of each job found under `results`."""
+    import pyarrow.parquet as pq
+
+    from .load import parquet_files
+
+    out: dict[str, dict[str, str]] = {}
+    for f in parquet_files(results):
+        md = pq.read_metadata(f).metadata or {}
+        job = md.get(b"fedbandits.job_name", b"").decode()
+        if job and job not in out:
+            out[job] = {k: md.get(k.encode(), b"").decode() for k in PROVENANCE_KEYS}
+    return out
+
+
+def read_provenance(png: str | Path) -> dict[str, str]:
+    """The text chunks of a PNG `figures` wrote (empty for one without)."""
+    from PIL import Image
+
+    with Image.open(png) as im:
+        return {k: v for k, v in getattr(im, "text", {}).items() if k.startswith("fedbandits.")}
+
+
 def _save(fig, out: Path) -> Path:
     """Writes `fig` to `out` through a temporary file renamed into place
-    (never a half-written PNG)."""
+    (never a half-written PNG), with the results' provenance."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")
     try:
-        fig.savefig(tmp, dpi=DPI, format="png")
+        fig.savefig(tmp, dpi=DPI, format="png", metadata=dict(_PROVENANCE.get() or {}))
         os.replace(tmp, out)
     except BaseException:
         # A full disk (or an interrupt) leaves no temporary file behind.
@@ -363,8 +395,17 @@ def split_job_name(job: str) -> tuple[str, str]:
     return job, ""
 
 
-def figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
-    """The figures a job's name calls for (see the module docs)."""
+def figures_for_job(lf: pl.LazyFrame, job: str, out: Path, stamp: dict[str, str] | None = None) -> list[Path]:
+    """The figures a job's name calls for (see the module docs), each
+    carrying `stamp` (the job's `provenance`) in its PNG text chunks."""
+    token = _PROVENANCE.set(stamp or {})
+    try:
+        return _figures_for_job(lf, job, out)
+    finally:
+        _PROVENANCE.reset(token)
+
+
+def _figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
     # <paper>_<figure>[_<scale>]: the same figure at the CI (`_small`), a
     # workstation (`_medium`), the development VM (`_vm`) or the paper's
     # scale (no suffix).
@@ -499,9 +540,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(a.out)
     jobs = sorted(lf.select("job").unique().collect()["job"].to_list())
+    stamps = provenance(a.results)
     try:
         for job in jobs:
-            for path in figures_for_job(lf.filter(pl.col("job") == job), job, out):
+            for path in figures_for_job(lf.filter(pl.col("job") == job), job, out, stamps.get(job)):
                 print(path, flush=True)
     except BrokenPipeError:
         pass  # the reader went away (`| head`); the figures are written

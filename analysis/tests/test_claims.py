@@ -45,6 +45,7 @@ EXPECTED = {
     ("zhu_fig1b_small", "1b-eps"): R,
     ("zhu_fig1b_small", "1b-order"): R,
     ("solanki_exp1_small", "EXP1-order"): R,
+    ("solanki_exp1_small", "EXP1-fcb"): R,
     ("solanki_exp1_small", "EXP1-excess"): N,
     ("solanki_exp2_small", "EXP2-eps"): R,
     ("solanki_exp3_small", "EXP3-n"): R,
