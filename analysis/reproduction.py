@@ -189,7 +189,8 @@ def render_job(d: Path, machine: str, figures: Path = FIGURES) -> list[str]:
 
 def engine() -> str:
     """The fedbandits binary: FEDBANDITS_BIN, else `fedbandits` on PATH."""
-    return os.environ.get("FEDBANDITS_BIN", "fedbandits")
+    name = os.environ.get("FEDBANDITS_BIN", "fedbandits")
+    return str(Path(name).resolve()) if os.sep in name else name
 
 
 def render_plan(name: str) -> list[str]:
@@ -370,8 +371,11 @@ def main(argv: list[str] | None = None) -> int:
         file = Path(a.file)
         if a.numbers:
             lines = file.read_text().splitlines()
-            for n in prose_numbers(lines, blocks(lines)):
-                print(f"{file.name}:{n.line}: {n.text}: {n.reason or 'NO REASON'}  [{n.context}]")
+            try:
+                for n in prose_numbers(lines, blocks(lines)):
+                    print(f"{file.name}:{n.line}: {n.text}: {n.reason or 'NO REASON'}  [{n.context}]")
+            except BrokenPipeError:
+                pass  # the reader went away (`| head`)
             return 0
         with tempfile.TemporaryDirectory(prefix="fedbandits-reproduction-") as work:
             errors = check(file, a.results, Path(work))
