@@ -172,15 +172,17 @@ def meta_of(d: Path) -> dict:
 
 
 def _repo_path(path: str) -> str:
-    """A job file's path relative to this checkout when it lies inside it
-    (a run started elsewhere records an absolute path)."""
+    """A job file's path relative to this checkout when it lies inside it,
+    or as `jobs/NAME` when it is a bundled job of another checkout (a run
+    started elsewhere records an absolute path)."""
     p = Path(path)
-    if p.is_absolute():
-        try:
-            return str(p.resolve().relative_to(JOBS.parent))
-        except ValueError:
-            return path
-    return path
+    if not p.is_absolute():
+        return path
+    try:
+        return str(p.resolve().relative_to(JOBS.parent))
+    except ValueError:
+        # Another checkout's bundled job (a clean clone): named as bundled.
+        return f"jobs/{p.name}" if p.parent.name == "jobs" else path
 
 
 def render_job(d: Path, machine: str, figures: Path = FIGURES) -> list[str]:
