@@ -10,6 +10,7 @@ pub mod defaults;
 pub mod family;
 pub mod family_entry;
 pub mod kind;
+pub mod named;
 pub mod params;
 pub mod resolve;
 pub mod rounds;

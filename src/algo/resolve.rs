@@ -178,6 +178,17 @@ impl<'a> Params<'a> {
         self.out.insert(k, v);
     }
 
+    /// The algorithm `name` of family enum `T`; a name it does not have
+    /// (the registry and the enum disagree) is a problem recorded on
+    /// `algorithm`, never another algorithm.
+    pub fn algorithm<T: crate::algo::named::Named>(&mut self, name: &str) -> T {
+        T::from_name(name).unwrap_or_else(|| {
+            let known: Vec<&str> = T::ALL.iter().map(|a| a.name()).collect();
+            self.err("algorithm", format!("{name:?} is not one of {}", known.join(", ")));
+            T::ALL[0]
+        })
+    }
+
     /// Records a problem with parameter `k`.
     pub fn err(&mut self, k: &'static str, message: impl Into<String>) {
         self.errs.push(ParamProblem {

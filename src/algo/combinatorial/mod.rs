@@ -62,6 +62,18 @@ pub enum CombAlgorithm {
     PFcb,
 }
 
+impl crate::algo::named::Named for CombAlgorithm {
+    const ALL: &'static [Self] = &[Self::NonFederated, Self::Fcb, Self::PFcb];
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::NonFederated => "non_federated",
+            Self::Fcb => "fcb",
+            Self::PFcb => "p_fcb",
+        }
+    }
+}
+
 /// A cell's resolved configuration for the combinatorial family.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CombConfig {

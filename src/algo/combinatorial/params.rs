@@ -15,11 +15,7 @@ use crate::env::procurement::{EXACT_LIMIT, InstanceKind, Oracle, ProcurementSpec
 /// `calibration`, `budget`, `window`.
 pub fn resolve(p: &mut Params<'_>) -> Box<dyn crate::algo::FamilyConfig> {
     let (algo, _, horizon) = p.cell();
-    let algorithm = match algo {
-        "fcb" => CombAlgorithm::Fcb,
-        "p_fcb" => CombAlgorithm::PFcb,
-        _ => CombAlgorithm::NonFederated,
-    };
+    let algorithm: CombAlgorithm = p.algorithm(algo);
     let kind = p.s("instance_kind");
     let env = ProcurementSpec {
         kind: if kind == "normal" {

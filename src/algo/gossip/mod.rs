@@ -78,6 +78,19 @@ pub enum GossipAlgorithm {
     OracleUcb,
 }
 
+impl crate::algo::named::Named for GossipAlgorithm {
+    const ALL: &'static [Self] = &[Self::GossipUcb, Self::FedUcbGossip, Self::LocalUcb, Self::OracleUcb];
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::GossipUcb => "gossip_ucb",
+            Self::FedUcbGossip => "fed_ucb_gossip",
+            Self::LocalUcb => "local_ucb",
+            Self::OracleUcb => "oracle_ucb",
+        }
+    }
+}
+
 /// A cell's resolved configuration for the gossip family.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GossipConfig {

@@ -15,12 +15,7 @@ use crate::env::mab::MabEnvSpec;
 /// `clip_lo` < `clip_hi`, `c_priv`).
 pub fn resolve(p: &mut Params<'_>) -> Box<dyn crate::algo::FamilyConfig> {
     let (algo, env, horizon) = p.cell();
-    let algorithm = match algo {
-        "fed_ucb_gossip" => GossipAlgorithm::FedUcbGossip,
-        "local_ucb" => GossipAlgorithm::LocalUcb,
-        "oracle_ucb" => GossipAlgorithm::OracleUcb,
-        _ => GossipAlgorithm::GossipUcb,
-    };
+    let algorithm: GossipAlgorithm = p.algorithm(algo);
     let uci = env == "uci_diabetes";
     let agents = p.i("m");
     p.set("m", Value::Int(agents));

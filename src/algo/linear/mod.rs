@@ -82,6 +82,22 @@ pub enum LinearAlgorithm {
     FeducbDecentralized,
 }
 
+impl crate::algo::named::Named for LinearAlgorithm {
+    const ALL: &'static [Self] = &[Self::Linucb, Self::Independent, Self::Random, Self::Fedlinucb, Self::PrivateFedlinucb, Self::FeducbCentralized, Self::FeducbDecentralized];
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Linucb => "linucb",
+            Self::Independent => "independent",
+            Self::Random => "random",
+            Self::Fedlinucb => "fedlinucb",
+            Self::PrivateFedlinucb => "private_fedlinucb",
+            Self::FeducbCentralized => "feducb_centralized",
+            Self::FeducbDecentralized => "feducb_decentralized",
+        }
+    }
+}
+
 /// Privacy protocol of (Private-)FedLinUCB.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Protocol {

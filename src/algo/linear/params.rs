@@ -14,15 +14,7 @@ use crate::graph::GraphSpec;
 /// Resolves a linear-family cell.
 pub fn resolve(p: &mut Params<'_>) -> Box<dyn crate::algo::FamilyConfig> {
     let (algo, env, horizon) = p.cell();
-    let algorithm = match algo {
-        "linucb" => LinearAlgorithm::Linucb,
-        "independent" => LinearAlgorithm::Independent,
-        "random" => LinearAlgorithm::Random,
-        "fedlinucb" => LinearAlgorithm::Fedlinucb,
-        "private_fedlinucb" => LinearAlgorithm::PrivateFedlinucb,
-        "feducb_decentralized" => LinearAlgorithm::FeducbDecentralized,
-        _ => LinearAlgorithm::FeducbCentralized,
-    };
+    let algorithm: LinearAlgorithm = p.algorithm(algo);
     let env_spec = environment(p, env);
     let m = if algorithm == LinearAlgorithm::Linucb {
         1

@@ -2,4 +2,5 @@
 //! generic layers (the job loader, the runner): in a `tests` folder, which
 //! the layering check reads as test code.
 
+mod named;
 mod noise;
