@@ -78,7 +78,8 @@ def finals(lf: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
     return df.join(last, on=["cell_id", "repetition"]).filter(pl.col("t") == pl.col("t_last")).drop("t_last")
 
 
-def _select(df: pl.DataFrame, **where) -> pl.DataFrame:
+def select(df: pl.DataFrame, **where) -> pl.DataFrame:
+    """The rows where every column of `where` has its value (None: null; inf: infinite)."""
     for k, v in where.items():
         if v is None:
             df = df.filter(pl.col(k).is_null())
@@ -127,7 +128,7 @@ def _g(x: float) -> str:
 def less(df: pl.DataFrame, a: dict, b: dict, names: tuple[str, str], value: str = "agent_regret") -> Less | None:
     """Paired a < b over the repetitions both selections have; None when
     either selection is empty or holds more than one cell."""
-    sa, sb = _select(df, **a), _select(df, **b)
+    sa, sb = select(df, **a), select(df, **b)
     if sa["cell_id"].n_unique() > 1 or sb["cell_id"].n_unique() > 1:
         return None  # an axis the claim does not read: pairing would mix cells
     xa, xb = _by_rep(sa, value), _by_rep(sb, value)
@@ -158,12 +159,12 @@ def horizon(df: pl.DataFrame) -> int:
 
 def levels(df: pl.DataFrame, column: str, **where) -> list:
     """The sorted distinct non-null values of `column` among the rows `where` selects."""
-    return sorted(v for v in _select(df, **where)[column].unique().to_list() if v is not None)
+    return sorted(v for v in select(df, **where)[column].unique().to_list() if v is not None)
 
 
 def mean_of(df: pl.DataFrame, value: str = "agent_regret", **where) -> float:
     """The mean of `value` over the rows `where` selects (nan if none)."""
-    s = _select(df, **where)[value]
+    s = select(df, **where)[value]
     return float(s.mean()) if s.len() else float("nan")
 
 

@@ -29,6 +29,7 @@ from .claims import (
     levels,
     mean_of,
     needs_horizon,
+    select,
     within_factor,
 )
 
@@ -121,9 +122,7 @@ def _window_rate_between(df: pl.DataFrame, frm: float, to: float, **where) -> pl
     nearest `frm` x T (0: round 0) and `to` x T."""
     ts = sorted(set(df["t"].to_list()))
     t_hi = min(ts, key=lambda t: abs(t - to * horizon(df)))
-    sel = df
-    for k, v in where.items():
-        sel = sel.filter(pl.col(k) == v)
+    sel = select(df, **where)
     hi = sel.filter(pl.col("t") == t_hi)
     if frm <= 0:
         return hi.with_columns((pl.col("agent_regret") / t_hi).alias("rate"))
