@@ -2,7 +2,9 @@
 //!
 //! The layers, bottom up (src/tests/layers.rs checks that no lower one names
 //! a higher one and that there is no cycle):
-//! - lower: [`math`] (portable elementary functions), [`rng`] (seeded
+//! - lower: [`math`] (portable elementary functions), [`cache`] (the
+//!   cache folder), [`named`] (enums
+//!   whose variants job files name), [`rng`] (seeded
 //!   streams, counter-based normals), [`linalg`] (small dense algebra),
 //!   [`env`] (environments), [`graph`] (communication graphs), [`privacy`]
 //!   (tree mechanism, vector summation, accountant), [`backend`] (per-step
@@ -14,12 +16,14 @@
 
 pub mod algo;
 pub mod backend;
+pub mod cache;
 pub mod cli;
 pub mod env;
 pub mod graph;
 pub mod job;
 pub mod linalg;
 pub mod math;
+pub mod named;
 pub mod output;
 pub mod privacy;
 pub mod rng;

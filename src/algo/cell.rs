@@ -110,6 +110,13 @@ pub trait FamilyConfig: ConfigData {
         0
     }
 
+    /// The family's roofline model of one agent-step, where it has one:
+    /// (flops, bytes moved), which `bench` turns into GFLOP/s and GB/s at
+    /// the measured rate. None: no model.
+    fn roofline(&self) -> Option<(f64, f64)> {
+        None
+    }
+
     /// What the cell read from input files (an edge list, a data set), as
     /// text its identity hashes: a changed file is a changed cell, whatever
     /// its name (else a grown job could reuse units of one edge file beside

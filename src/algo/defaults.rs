@@ -39,9 +39,9 @@ pub struct DefaultContext<'a> {
 }
 
 impl DefaultContext<'_> {
-    /// A resolved integer parameter.
-    fn int(&self, k: &str) -> Option<i64> {
-        self.resolved.get(k).and_then(Value::as_i64)
+    /// A parameter resolved before this one, as its key's type.
+    pub fn get<T: super::keys::ParamType>(&self, k: super::keys::Key<T>) -> Option<T> {
+        self.resolved.get(k.name()).and_then(T::from_value)
     }
 }
 
@@ -104,23 +104,6 @@ pub fn describe(defaults: Defaults) -> String {
             parts.join("; ")
         }
     }
-}
-
-/// `linear_gap`'s K: min(d^2, 100).
-pub fn k_of_gap(cx: &DefaultContext<'_>) -> Value {
-    Value::Int(cx.int("d").map_or(100, |d| d.saturating_mul(d).min(100)))
-}
-
-/// (Private-)FedLinUCB's S: sqrt(d) (Zhou & Chowdhury's code).
-pub fn sqrt_d(cx: &DefaultContext<'_>) -> Value {
-    Value::Float((cx.int("d").unwrap_or(1) as f64).sqrt())
-}
-
-/// A private FedUCB's schedule: `private` under `calibration: exact`,
-/// else `paper`.
-pub fn schedule_of_calibration(cx: &DefaultContext<'_>) -> Value {
-    let exact = cx.resolved.get("calibration").and_then(Value::as_str) == Some("exact");
-    Value::Str(if exact { "private" } else { "paper" }.to_owned())
 }
 
 /// A private schedule's cap: ceil(log2 T) (T at least 2).

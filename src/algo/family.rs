@@ -100,6 +100,25 @@ pub fn resolve(
     }
 }
 
+/// The parameters the family of `algo` reads for a cell of these raw
+/// parameters, whether or not the cell resolves (the settings that decide
+/// which parameters apply are found by changing one and seeing what is
+/// read, `job`'s check of an axis that changes no cell).
+pub fn reads(
+    algo: &str,
+    env: &str,
+    raw: &BTreeMap<String, Value>,
+    horizon: u64,
+    dir: &std::path::Path,
+) -> std::collections::BTreeSet<&'static str> {
+    let Some(f) = family_of(algo) else {
+        return Default::default();
+    };
+    let mut p = super::resolve::Params::new(raw, dir, (algo, env, horizon), params());
+    let _config = (f.resolve)(&mut p);
+    p.read
+}
+
 #[cfg(test)]
 mod tests {
     use super::{FAMILIES, params};

@@ -93,7 +93,14 @@ pub struct Family {
     /// times on one thread to fit the terms' seconds on the user's machine:
     /// (name, job YAML with `{T}` for the horizon, the first horizon tried).
     pub shapes: &'static [(&'static str, &'static str, u64)],
+    /// Its micro-benchmarks (`fedbandits bench --kernels`, `--linalg`):
+    /// (which, the benchmark, handed a line printer).
+    pub micro_benches: &'static [(&'static str, MicroBench)],
 }
+
+/// A family's micro-benchmark: times its kernels and hands each line of
+/// results to the printer.
+pub type MicroBench = fn(&mut dyn FnMut(&str));
 
 /// One term of a family's time model: a unit of work and its built-in
 /// price.
@@ -124,6 +131,44 @@ impl CostTerm {
 pub type Resolve = fn(&mut super::resolve::Params<'_>) -> Box<dyn super::FamilyConfig>;
 
 impl Family {
+    /// A family of these members, parameters and resolver with every other
+    /// field empty (no baseline, `group_regret` as its growth regret, no
+    /// claims, workloads, parity jobs, columns, parts, metrics, widths,
+    /// kernels, cost terms, shapes or micro-benchmarks): a family's entry
+    /// writes what it has and takes the rest from here (`..Family::new(..)`).
+    pub const fn new(
+        (name, doc): (&'static str, &'static str),
+        algorithms: &'static [(&'static str, &'static str)],
+        environments: &'static [(&'static str, &'static str)],
+        (params, shares): (&'static [ParamDef], &'static [Share]),
+        resolve: Resolve,
+    ) -> Self {
+        Self {
+            name,
+            doc,
+            algorithms,
+            environments,
+            params,
+            shares,
+            columns: &[],
+            resolve,
+            baseline: None,
+            growth_regret: "group_regret",
+            paper_claims: &[],
+            workloads: &[],
+            parity: &[],
+            non_private: &[],
+            parts: &[],
+            noiseless_at_inf: &[],
+            metrics: &[],
+            widths: &[],
+            kernels: &[],
+            cost_terms: &[],
+            shapes: &[],
+            micro_benches: &[],
+        }
+    }
+
     /// The parameters its algorithms and environments use (the shared ones
     /// it uses, then its own), in output-column order.
     pub fn parameters(&self) -> Vec<&'static str> {

@@ -1,24 +1,11 @@
-//! Algorithm names the compiler checks: each family's algorithm enum lists
-//! its variants once ([`Named::ALL`]) and names each in an exhaustive match
-//! ([`Named::name`]), so a variant without a name does not compile, and a
-//! name resolves to its variant or to nothing ([`Named::from_name`]) --
-//! never to another algorithm through a catch-all. The family's registry
-//! (`ALGORITHMS`, what `list` prints and the loader reads) is checked
-//! against the enum by [`registry_mismatch`] in each family's tests.
+//! Algorithm names the compiler checks: each family declares its
+//! algorithms (and its options) as an enum through [`crate::named_enum!`]
+//! ([`Named`]: every variant once, an exhaustive name match, a name that
+//! resolves to its variant or to nothing), and its registry (`ALGORITHMS`,
+//! what `list` prints and the loader reads) is checked against the enum by
+//! [`registry_mismatch`] in each family's tests.
 
-/// An enum of a family's algorithms (or of one of its options).
-pub trait Named: Copy + PartialEq + 'static {
-    /// Every variant, each once.
-    const ALL: &'static [Self];
-
-    /// The name job files use.
-    fn name(self) -> &'static str;
-
-    /// The variant named `name`, if any.
-    fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.iter().copied().find(|a| a.name() == name)
-    }
-}
+pub use crate::named::Named;
 
 /// What disagrees between a family's registry (names and descriptions)
 /// and its enum `T`: a registry name no variant has, a variant the

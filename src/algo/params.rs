@@ -14,6 +14,27 @@ pub use super::kind::Kind;
 pub use super::value::Value;
 pub use super::value_check::{FLOAT_FLOOR, FLOAT_LIMIT, ValueError, did_you_mean};
 
+use super::options::Calibration;
+use crate::graph::GraphKind;
+use crate::named::Named;
+use crate::privacy::sensitivity::Neighbours;
+
+crate::param_keys! {
+    M: i64 = "m",
+    NOISE_STD: f64 = "noise_std",
+    CONFIDENCE_SCALE: f64 = "confidence_scale",
+    EPSILON: f64 = "epsilon",
+    DELTA: f64 = "delta",
+    NEIGHBOURS: Neighbours = "neighbours",
+    CALIBRATION: Calibration = "calibration",
+    NOISE: bool = "noise",
+    GRAPH: GraphKind = "graph",
+    GRAPH_P: f64 = "graph_p",
+    GRAPH_DEGREE: i64 = "graph_degree",
+    GRAPH_ROWS: i64 = "graph_rows",
+    GRAPH_EDGES: String = "graph_edges",
+}
+
 /// One parameter.
 #[derive(Clone, Copy, Debug)]
 pub struct ParamDef {
@@ -88,7 +109,7 @@ pub struct Share {
 /// of every other user.
 pub const SHARED: &[ParamDef] = &[
     ParamDef {
-        name: "m",
+        name: M.name(),
         kind: Kind::Int { min: 1, max: 1_000_000 },
         defaults: &[(ALL, D::Int(10))],
         doc: "number of agents (M in the linear papers, N in Zhu et al.; linucb: always 1)",
@@ -98,7 +119,7 @@ pub const SHARED: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "noise_std",
+        name: NOISE_STD.name(),
         kind: Kind::Float {
             min: 0.0,
             max: f64::INFINITY,
@@ -113,7 +134,7 @@ pub const SHARED: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "confidence_scale",
+        name: CONFIDENCE_SCALE.name(),
         kind: POS,
         defaults: &[(ALL, D::Float(1.0))],
         doc: "multiplier of the confidence width beta (gossip family: c of sqrt(2 c log t / n))",
@@ -123,7 +144,7 @@ pub const SHARED: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "epsilon",
+        name: EPSILON.name(),
         kind: Kind::Float {
             min: 0.0,
             max: f64::INFINITY,
@@ -140,7 +161,7 @@ pub const SHARED: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "delta",
+        name: DELTA.name(),
         kind: UNIT_OPEN,
         defaults: &[(ALL, D::Required("when private"))],
         doc: "privacy delta",
@@ -150,8 +171,8 @@ pub const SHARED: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "neighbours",
-        kind: Kind::Choice(&["add_remove", "substitute"]),
+        name: NEIGHBOURS.name(),
+        kind: Kind::Choice(Neighbours::NAMES),
         defaults: &[(ALL, D::Word("substitute"))],
         doc: "neighbouring histories of the accountant's figures: one observation added/removed, or replaced \
               (the relation Zhou & Chowdhury's slides define; Fed_UCB: one observation replaced within the \
@@ -162,8 +183,8 @@ pub const SHARED: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "calibration",
-        kind: Kind::Choice(&["exact", "code", "theorem", "paper"]),
+        name: CALIBRATION.name(),
+        kind: Kind::Choice(Calibration::NAMES),
         defaults: &[(ALL, D::Word("exact"))],
         doc: "noise calibration: exact (the noise solved from the target by the exact accountant: acct_epsilon in \
               [0.99, 1] x epsilon), or a paper's: private_fedlinucb code (authors' code) or theorem (the slides'), \
@@ -174,7 +195,7 @@ pub const SHARED: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "noise",
+        name: NOISE.name(),
         kind: Kind::Bool,
         defaults: &[(ALL, D::Bool(true))],
         doc: "a private algorithm's noise: false draws none and keeps every other part of it (clipping, widths, \
@@ -186,17 +207,8 @@ pub const SHARED: &[ParamDef] = &[
         unkeyed: Some(D::Bool(true)),
     },
     ParamDef {
-        name: "graph",
-        kind: Kind::Choice(&[
-            "complete",
-            "ring",
-            "line",
-            "star",
-            "grid",
-            "erdos_renyi",
-            "random_regular",
-            "edges",
-        ]),
+        name: GRAPH.name(),
+        kind: Kind::Choice(GraphKind::NAMES),
         defaults: &[(ALL, D::Word("complete"))],
         doc: "communication graph of the agents (gossip family: one graph per repetition when random)",
         used_by: &[],
@@ -205,7 +217,7 @@ pub const SHARED: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "graph_p",
+        name: GRAPH_P.name(),
         kind: Kind::Float {
             min: 0.0,
             max: 1.0,
@@ -220,7 +232,7 @@ pub const SHARED: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "graph_degree",
+        name: GRAPH_DEGREE.name(),
         kind: Kind::Int { min: 1, max: 1_000_000 },
         defaults: &[(ALL, D::Required("for random_regular"))],
         doc: "degree of random_regular",
@@ -230,7 +242,7 @@ pub const SHARED: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "graph_rows",
+        name: GRAPH_ROWS.name(),
         kind: Kind::Int { min: 1, max: 1_000_000 },
         defaults: &[(ALL, D::Required("for grid"))],
         doc: "rows of grid (must divide m)",
@@ -240,7 +252,7 @@ pub const SHARED: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "graph_edges",
+        name: GRAPH_EDGES.name(),
         kind: Kind::Text,
         defaults: &[(ALL, D::Required("for edges"))],
         doc: "edge-list file (one `u v` pair of 0-based agents per line), a relative path starts at the job file's folder",

@@ -8,9 +8,12 @@
 //! graph parameters, shared by two families, are read here.
 
 use super::CellConfig;
-use super::params::Value;
-use crate::graph::GraphSpec;
-use std::collections::BTreeMap;
+use super::keys::{Key, ParamType};
+use super::params::{GRAPH, GRAPH_DEGREE, GRAPH_EDGES, GRAPH_P, GRAPH_ROWS, M, NEIGHBOURS, Value};
+use crate::graph::{GraphKind, GraphSpec};
+use crate::named::Named;
+use crate::privacy::sensitivity::Neighbours;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// A cell's resolved parameters (only those that apply) and typed config.
@@ -45,6 +48,9 @@ pub struct Params<'a> {
     pub out: BTreeMap<&'static str, Value>,
     /// Problems so far: (parameter, message).
     pub errs: ResolveErrors,
+    /// Every parameter the resolver has read, set or not (what an axis
+    /// that changes no cell is explained by, [`super::family::reads`]).
+    pub read: BTreeSet<&'static str>,
 }
 
 impl<'a> Params<'a> {
@@ -64,6 +70,7 @@ impl<'a> Params<'a> {
             table,
             out: BTreeMap::new(),
             errs: Vec::new(),
+            read: BTreeSet::new(),
         }
     }
 
@@ -96,15 +103,24 @@ impl<'a> Params<'a> {
         msg + ")"
     }
 
-    /// The raw value, if set.
-    pub fn get(&self, k: &str) -> Option<&'a Value> {
-        self.raw.get(k)
+    /// The value of `k` as set in the job file (no default), if set and
+    /// of its type.
+    pub fn given<T: ParamType>(&mut self, k: Key<T>) -> Option<T> {
+        self.read.insert(k.name());
+        self.raw.get(k.name()).and_then(T::from_value)
+    }
+
+    /// Whether the job file sets `k` for this cell.
+    pub fn is_set<T>(&mut self, k: Key<T>) -> bool {
+        self.read.insert(k.name());
+        self.raw.contains_key(k.name())
     }
 
     /// The parameter's value: as set, else its default for this cell
     /// (the parameter table's, [`super::params::ParamDef::defaults`]);
     /// None after recording that it is required here.
     fn value(&mut self, k: &'static str) -> Option<Value> {
+        self.read.insert(k);
         if let Some(v) = self.raw.get(k) {
             return Some(v.clone());
         }
@@ -123,74 +139,96 @@ impl<'a> Params<'a> {
         let value = def.and_then(|d| d.value(&cx));
         if value.is_none() {
             let when = def.map_or_else(|| format!("for {algorithm}"), super::params::DefaultValue::describe);
-            self.err(k, format!("missing; {k} is {when}"));
+            self.err_at(k, format!("missing; {k} is {when}"));
         }
         value
     }
 
-    /// A number (integers widen): as set, or its default.
-    pub fn f(&mut self, k: &'static str) -> f64 {
-        self.value(k).and_then(|v| v.as_f64()).unwrap_or(f64::NAN)
-    }
-
-    /// An integer: as set, or its default.
-    pub fn i(&mut self, k: &'static str) -> i64 {
-        self.value(k).and_then(|v| v.as_i64()).unwrap_or(0)
-    }
-
-    /// A word: as set, or its default.
-    pub fn s(&mut self, k: &'static str) -> String {
-        self.value(k)
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default()
-    }
-
-    /// A word that must be one of `allowed` for this cell (`who` names
-    /// it): as set, or its default; another value is recorded as a problem
-    /// naming the allowed ones, and the first allowed one returned.
-    pub fn choice(&mut self, k: &'static str, allowed: &[&str], who: &str) -> String {
-        let v = self.s(k);
-        if allowed.contains(&v.as_str()) {
-            return v;
+    /// `k`'s value as its type: as set, or its default; a missing one is
+    /// recorded (and a placeholder returned: the cell is refused).
+    pub fn read<T: ParamType>(&mut self, k: Key<T>) -> T {
+        match self.value(k.name()) {
+            Some(v) => T::from_value(&v).unwrap_or_else(|| {
+                self.err_at(k.name(), format!("{v} is not of the parameter's type"));
+                T::fallback()
+            }),
+            None => T::fallback(),
         }
-        self.err(
-            k,
-            format!("{k}: {v} does not apply to {who}; allowed: {}", allowed.join(", ")),
-        );
-        allowed.first().map_or_else(String::new, |a| (*a).to_owned())
+    }
+
+    /// [`Params::read`], recording the value as one that applies.
+    pub fn take<T: ParamType>(&mut self, k: Key<T>) -> T {
+        let v = self.read(k);
+        self.record(k, &v);
+        v
+    }
+
+    /// A choice that must be one of `allowed` for this cell (`who` names
+    /// it): as set, or its default, recorded; another value is recorded as
+    /// a problem naming the allowed ones, and the first allowed one
+    /// returned.
+    pub fn take_in<T: Named>(&mut self, k: Key<T>, allowed: &[T], who: &str) -> T {
+        let v = self.read(k);
+        let chosen = if allowed.contains(&v) {
+            v
+        } else {
+            let names: Vec<&str> = allowed.iter().map(|a| a.name()).collect();
+            self.err_at(
+                k.name(),
+                format!(
+                    "{}: {} does not apply to {who}; allowed: {}",
+                    k.name(),
+                    v.name(),
+                    names.join(", ")
+                ),
+            );
+            allowed.first().copied().unwrap_or(v)
+        };
+        self.record(k, &chosen);
+        chosen
     }
 
     /// The neighbouring relation of an algorithm whose accountant states
     /// only substitution (`who` says what it replaces): `substitute`, or a
     /// problem naming it; recorded.
     pub fn substitute_only(&mut self, who: &str) {
-        let rel = self.choice("neighbours", &["substitute"], who);
-        self.set("neighbours", Value::Str(rel));
+        self.take_in(NEIGHBOURS, &[Neighbours::Substitute], who);
     }
 
-    /// A boolean: as set, or its default.
-    pub fn b(&mut self, k: &'static str) -> bool {
-        self.value(k).and_then(|v| v.as_bool()).unwrap_or(false)
+    /// Records `v` as `k`'s resolved value (one that applies to the cell).
+    pub fn record<T: ParamType>(&mut self, k: Key<T>, v: &T) {
+        self.out.insert(k.name(), v.to_value());
     }
 
-    /// Records a resolved value.
-    pub fn set(&mut self, k: &'static str, v: Value) {
-        self.out.insert(k, v);
-    }
-
-    /// The algorithm `name` of family enum `T`; a name it does not have
+    /// The cell's algorithm, of family enum `T`; a name it does not have
     /// (the registry and the enum disagree) is a problem recorded on
     /// `algorithm`, never another algorithm.
-    pub fn algorithm<T: crate::algo::named::Named>(&mut self, name: &str) -> T {
+    pub fn algorithm<T: Named>(&mut self) -> T {
+        let name = self.cell.0;
+        self.member("algorithm", name)
+    }
+
+    /// The cell's environment, of family enum `T` (as [`Params::algorithm`]).
+    pub fn environment<T: Named>(&mut self) -> T {
+        let name = self.cell.1;
+        self.member("environment", name)
+    }
+
+    /// The variant of `T` named `name`, or a problem recorded on `what`.
+    fn member<T: Named>(&mut self, what: &'static str, name: &str) -> T {
         T::from_name(name).unwrap_or_else(|| {
-            let known: Vec<&str> = T::ALL.iter().map(|a| a.name()).collect();
-            self.err("algorithm", format!("{name:?} is not one of {}", known.join(", ")));
+            self.err_at(what, format!("{name:?} is not one of {}", T::NAMES.join(", ")));
             T::ALL[0]
         })
     }
 
     /// Records a problem with parameter `k`.
-    pub fn err(&mut self, k: &'static str, message: impl Into<String>) {
+    pub fn err<T>(&mut self, k: Key<T>, message: impl Into<String>) {
+        self.err_at(k.name(), message);
+    }
+
+    /// Records a problem with the parameter (or cell field) named `k`.
+    fn err_at(&mut self, k: &'static str, message: impl Into<String>) {
         self.errs.push(ParamProblem {
             key: k,
             message: message.into(),
@@ -209,60 +247,41 @@ impl<'a> Params<'a> {
     /// The graph a cell names (`graph` and its `graph_*` parameters; an
     /// edge file is read now), or None after recording why not.
     pub fn graph_spec(&mut self) -> Option<GraphSpec> {
-        let kind = self.s("graph");
-        self.set("graph", Value::Str(kind.clone()));
-        let spec = match kind.as_str() {
-            "ring" => GraphSpec::Ring,
-            "line" => GraphSpec::Line,
-            "star" => GraphSpec::Star,
-            "grid" => GraphSpec::Grid {
-                rows: self.required_int("graph_rows", "graph = grid needs graph_rows (integer dividing m)")? as usize,
+        let spec = match self.take(GRAPH) {
+            GraphKind::Complete => GraphSpec::Complete,
+            GraphKind::Ring => GraphSpec::Ring,
+            GraphKind::Line => GraphSpec::Line,
+            GraphKind::Star => GraphSpec::Star,
+            GraphKind::Grid => GraphSpec::Grid {
+                rows: self.required(GRAPH_ROWS, "graph = grid needs graph_rows (integer dividing m)")? as usize,
             },
-            "erdos_renyi" => match self.get("graph_p").and_then(Value::as_f64) {
-                Some(p) => {
-                    self.set("graph_p", Value::Float(p));
-                    GraphSpec::ErdosRenyi { p }
-                }
-                None => {
-                    self.err(
-                        "graph_p",
-                        "missing; graph = erdos_renyi needs graph_p (number in (0, 1])",
-                    );
-                    return None;
-                }
+            GraphKind::ErdosRenyi => GraphSpec::ErdosRenyi {
+                p: self.required(GRAPH_P, "graph = erdos_renyi needs graph_p (number in (0, 1])")?,
             },
-            "random_regular" => GraphSpec::RandomRegular {
-                degree: self.required_int("graph_degree", "graph = random_regular needs graph_degree")? as usize,
+            GraphKind::RandomRegular => GraphSpec::RandomRegular {
+                degree: self.required(GRAPH_DEGREE, "graph = random_regular needs graph_degree")? as usize,
             },
-            "edges" => {
-                let Some(path) = self.get("graph_edges").and_then(Value::as_str) else {
-                    self.err(
-                        "graph_edges",
-                        "missing; graph = edges needs graph_edges (an edge-list file)",
-                    );
-                    return None;
-                };
-                self.set("graph_edges", Value::Str(path.to_owned()));
-                match crate::graph::read_edge_file(&self.input_path(path)) {
+            GraphKind::Edges => {
+                let path = self.required(GRAPH_EDGES, "graph = edges needs graph_edges (an edge-list file)")?;
+                match crate::graph::read_edge_file(&self.input_path(&path)) {
                     Ok(e) => GraphSpec::Edges(e),
                     Err(e) => {
-                        let msg = self.input_problem(path, &e);
-                        self.err("graph_edges", msg);
+                        let msg = self.input_problem(&path, &e.to_string());
+                        self.err(GRAPH_EDGES, msg);
                         return None;
                     }
                 }
             }
-            _ => GraphSpec::Complete,
         };
         Some(spec)
     }
 
-    /// An integer a choice requires (recorded), or None after recording
-    /// `missing; {why}`.
-    fn required_int(&mut self, k: &'static str, why: &str) -> Option<i64> {
-        match self.get(k).and_then(Value::as_i64) {
+    /// A value a choice requires (set, never defaulted; recorded), or None
+    /// after recording `missing; {why}`.
+    fn required<T: ParamType>(&mut self, k: Key<T>, why: &str) -> Option<T> {
+        match self.given(k) {
             Some(v) => {
-                self.set(k, Value::Int(v));
+                self.record(k, &v);
                 Some(v)
             }
             None => {
@@ -280,7 +299,7 @@ impl<'a> Params<'a> {
         use crate::graph::MAX_GRAPH_AGENTS;
         if m > MAX_GRAPH_AGENTS {
             self.err(
-                "m",
+                M,
                 format!(
                     "{m} agents on a communication graph; at most {MAX_GRAPH_AGENTS} (a graph holds all-pairs hop \
                      distances, m^2 entries built with m^3 work, per federation)"
@@ -292,11 +311,11 @@ impl<'a> Params<'a> {
             Ok(g) => Some(g.diameter().max(1)),
             Err(e) => {
                 let key = if matches!(spec, GraphSpec::Edges(_)) {
-                    "graph_edges"
+                    GRAPH_EDGES.name()
                 } else {
-                    "graph"
+                    GRAPH.name()
                 };
-                self.err(key, e.to_string());
+                self.err_at(key, e.to_string());
                 None
             }
         }

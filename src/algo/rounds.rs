@@ -1,40 +1,31 @@
-//! The round loop of the families whose agents interact every round (gossip,
-//! combinatorial): rounds go to the backend in chunks that end at
-//! checkpoints, where every federation is observed. Written once for both
-//! families and every backend, with the glue that makes such a family a
-//! family of the engine ([`RoundsFamily`]).
+//! The round loop of the families whose agents interact every round:
+//! rounds go to the backend ([`RoundOps`]) in chunks that end at
+//! checkpoints, where every federation is observed. Written once for every
+//! such family and every backend, with the glue that makes such a family a
+//! family of the engine ([`RoundsFamily`]); it names no family.
 
 use crate::algo::curve::CurvePoint;
 use crate::backend::{Backend, BatchError};
 
-/// The operations both families' backends implement, seen by the loop.
+/// The batched operations a round-based family's backends implement (its
+/// CPU state, its CUDA host code), as the loop sees them.
 pub trait RoundOps {
-    /// What one federation reports.
+    /// What one federation reports at a checkpoint.
     type Obs: Copy;
-    /// Runs rounds `t0 .. t0 + count`.
-    fn run_rounds(&mut self, t0: u64, count: u64) -> Result<(), BatchError>;
-    /// Every federation's state into `out`.
-    fn observe_all(&mut self, out: &mut Vec<Self::Obs>) -> Result<(), BatchError>;
+    /// Runs rounds `t0 .. t0 + count` of every federation.
+    fn rounds(&mut self, t0: u64, count: u64) -> Result<(), BatchError>;
+    /// Each federation's state, in batch order, into `out` (cleared first).
+    fn observe(&mut self, out: &mut Vec<Self::Obs>) -> Result<(), BatchError>;
 }
 
-impl RoundOps for dyn crate::algo::gossip::batch::GossipOps + '_ {
-    type Obs = crate::algo::gossip::batch::GossipObservation;
-    fn run_rounds(&mut self, t0: u64, count: u64) -> Result<(), BatchError> {
-        self.rounds(t0, count)
-    }
-    fn observe_all(&mut self, out: &mut Vec<Self::Obs>) -> Result<(), BatchError> {
-        self.observe(out)
-    }
-}
-
-impl RoundOps for dyn crate::algo::combinatorial::batch::CombOps + '_ {
-    type Obs = crate::algo::combinatorial::batch::CombObservation;
-    fn run_rounds(&mut self, t0: u64, count: u64) -> Result<(), BatchError> {
-        self.rounds(t0, count)
-    }
-    fn observe_all(&mut self, out: &mut Vec<Self::Obs>) -> Result<(), BatchError> {
-        self.observe(out)
-    }
+/// One federation's state at one checkpoint (snapshotted with the
+/// repetition).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Checkpoint<O> {
+    /// Round.
+    pub t: u64,
+    /// The federation's state.
+    pub obs: O,
 }
 
 /// Runs `ops` from round `from + 1` to `until`, pushing `point(t, obs)` of
@@ -54,9 +45,9 @@ pub fn run_curves<O: RoundOps + ?Sized, P>(
         from,
         until,
         checkpoints,
-        |t0, count| ops.borrow_mut().run_rounds(t0, count),
+        |t0, count| ops.borrow_mut().rounds(t0, count),
         |t| {
-            ops.borrow_mut().observe_all(&mut obs)?;
+            ops.borrow_mut().observe(&mut obs)?;
             for (curve, o) in points.iter_mut().zip(&obs) {
                 curve.push(point(t, *o));
             }
@@ -93,12 +84,10 @@ pub fn run_to_checkpoints(
 /// CPU repetition ([`RoundsRep`]) its [`crate::algo::FamilyRep`], written
 /// once here.
 pub trait RoundsFamily: Sized + Send + Sync + 'static {
-    /// Its batched operations (a trait object: `dyn GossipOps`).
-    type Ops<'a>: ?Sized + 'a;
+    /// What one federation reports at a checkpoint.
+    type Obs: Copy + serde::Serialize + serde::de::DeserializeOwned + Send;
     /// Its CPU operations: a repetition's state, snapshotted.
-    type Cpu: serde::Serialize + serde::de::DeserializeOwned + Send;
-    /// One federation's curve at one checkpoint (snapshotted).
-    type Point: Clone + serde::Serialize + serde::de::DeserializeOwned + Send;
+    type Cpu: RoundOps<Obs = Self::Obs> + serde::Serialize + serde::de::DeserializeOwned + Send;
     /// Its kind, as placement and the calibration name it.
     const KIND: &'static str;
 
@@ -107,25 +96,29 @@ pub trait RoundsFamily: Sized + Send + Sync + 'static {
     /// Agents per federation.
     fn agents(&self) -> usize;
     /// Its batched operations on `backend`'s device, at round 0.
-    fn ops<'a>(&self, backend: &'a dyn Backend) -> Result<Box<Self::Ops<'a>>, BatchError>;
+    fn ops<'a>(&self, backend: &'a dyn Backend) -> Result<Box<dyn RoundOps<Obs = Self::Obs> + 'a>, BatchError>;
     /// Its CPU operations at round 0.
     fn cpu(&self) -> Result<Self::Cpu, BatchError>;
-    /// The CPU operations as its batched operations.
-    fn cpu_ops(cpu: &mut Self::Cpu) -> &mut Self::Ops<'static>;
-    /// Runs `ops` from round `from + 1` to `until`, observing at each
-    /// checkpoint in that range.
-    fn run(
+    /// Why the CUDA device cannot run the batch, if it cannot.
+    fn cuda_supports(&self) -> Result<(), crate::backend::Unsupported>;
+    /// Federation `federation`'s curve as output points.
+    fn curve(&self, federation: usize, points: &[Checkpoint<Self::Obs>]) -> Vec<CurvePoint>;
+
+    /// Runs `ops` from round `from + 1` to `until`, observing every
+    /// federation at each checkpoint in that range.
+    fn run<O: RoundOps<Obs = Self::Obs> + ?Sized>(
         &self,
-        ops: &mut Self::Ops<'_>,
+        ops: &mut O,
         from: u64,
         until: u64,
         checkpoints: &[u64],
-        points: &mut [Vec<Self::Point>],
-    ) -> Result<(), BatchError>;
-    /// Why the CUDA device cannot run the batch, if it cannot.
-    fn cuda_supports(&self) -> Result<(), String>;
-    /// Federation `federation`'s curve as output points.
-    fn curve(&self, federation: usize, points: &[Self::Point]) -> Vec<CurvePoint>;
+        points: &mut [Vec<Checkpoint<Self::Obs>>],
+    ) -> Result<(), BatchError> {
+        let federations = RoundsFamily::federations(self);
+        run_curves(ops, federations, from, until, checkpoints, points, |t, obs| {
+            Checkpoint { t, obs }
+        })
+    }
 }
 
 impl<F: RoundsFamily> crate::backend::Placeable for F {
@@ -138,7 +131,7 @@ impl<F: RoundsFamily> crate::backend::Placeable for F {
     }
 
     fn cuda_supports(&self, _dev: &crate::backend::cuda::CudaBackend) -> Result<(), crate::backend::Unsupported> {
-        RoundsFamily::cuda_supports(self).map_err(crate::backend::Unsupported)
+        RoundsFamily::cuda_supports(self)
     }
 }
 
@@ -178,7 +171,7 @@ pub struct RoundsRep<F: RoundsFamily> {
     /// Rounds done.
     pub t: u64,
     /// Checkpoints so far (one federation).
-    pub points: Vec<Vec<F::Point>>,
+    pub points: Vec<Vec<Checkpoint<F::Obs>>>,
 }
 
 impl<F: RoundsFamily> crate::algo::FamilyRep for RoundsRep<F> {
@@ -197,7 +190,7 @@ impl<F: RoundsFamily> crate::algo::FamilyRep for RoundsRep<F> {
     }
 
     fn advance(&mut self, b: &F, until: u64, checkpoints: &[u64]) -> Result<(), BatchError> {
-        b.run(F::cpu_ops(&mut self.ops), self.t, until, checkpoints, &mut self.points)?;
+        b.run(&mut self.ops, self.t, until, checkpoints, &mut self.points)?;
         self.t = until.max(self.t);
         Ok(())
     }

@@ -172,18 +172,9 @@ pub fn cpu_model() -> String {
         .unwrap_or_else(|| std::env::consts::ARCH.to_string())
 }
 
-/// The directory calibrations live in (not created).
+/// The directory calibrations live in (not created; [`crate::cache::dir`]).
 pub fn cache_dir() -> Result<PathBuf, CalibrationError> {
-    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-    if let Some(d) = var("FEDBANDITS_CACHE_DIR") {
-        return Ok(d);
-    }
-    if let Some(d) = var("XDG_CACHE_HOME") {
-        return Ok(d.join("fedbandits"));
-    }
-    var("HOME")
-        .map(|h| h.join(".cache").join("fedbandits"))
-        .ok_or(CalibrationError::NoCacheDir)
+    crate::cache::dir().map_err(|_| CalibrationError::NoCacheDir)
 }
 
 impl Calibration {

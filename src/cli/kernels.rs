@@ -134,21 +134,32 @@ pub fn section(device: Option<&CudaBackend>) -> String {
     ) + &markdown(&tables, &refused)
 }
 
+/// Why the host emulation cannot stand in for a device.
+#[derive(Debug, thiserror::Error)]
+enum NoEmulation {
+    /// The checkout's `kernels/` is not where the binary was built.
+    #[error("no device, and the kernels' host emulation needs the repository's kernels/ ({0} is missing)")]
+    NoKernels(String),
+    /// g++ failed.
+    #[error("no device, and the host emulation could not be built: {0}")]
+    Build(String),
+    /// The built library does not load.
+    #[error("the host emulation could not be loaded: {0}")]
+    Load(String),
+}
+
 /// The host emulation built from the repository's `kernels/` (g++), with an
 /// H100's shared memory per block.
-fn emulated_h100() -> Result<CudaBackend, String> {
+fn emulated_h100() -> Result<CudaBackend, NoEmulation> {
     use crate::backend::cuda::emulation::{self, Emulator};
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
     if !dir.join("emulation.hpp").exists() {
-        return Err(format!(
-            "no device, and the kernels' host emulation needs the repository's kernels/ ({} is missing)",
-            dir.display()
-        ));
+        return Err(NoEmulation::NoKernels(dir.join("emulation.hpp").display().to_string()));
     }
     let out = std::env::temp_dir().join("fedbandits-calibrate-emulation");
     let lib = emulation::build(&dir, &out, &crate::algo::family::kernel_sources())
-        .map_err(|e| format!("no device, and the host emulation could not be built: {e}"))?;
-    let emu = Emulator::load(&lib).map_err(|e| format!("the host emulation could not be loaded: {e}"))?;
+        .map_err(|e| NoEmulation::Build(e.to_string()))?;
+    let emu = Emulator::load(&lib).map_err(|e| NoEmulation::Load(e.to_string()))?;
     Ok(CudaBackend::with_launcher(
         Box::new(emu.with_shared_limit(H100_SHARED_PER_BLOCK)),
         "host emulation (H100 shapes)",

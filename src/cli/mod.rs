@@ -12,11 +12,11 @@ pub mod audit;
 pub mod bench;
 pub mod calibrate;
 pub mod kernels;
-#[cfg(test)]
-mod list_defaults;
 pub mod reference;
 pub mod shapes;
 pub mod summary;
+#[cfg(test)]
+mod tests;
 pub mod text;
 
 pub use args::{ArgError, BenchArgs, CalibrateArgs, Cli, Command};
@@ -201,7 +201,7 @@ fn audit_command(
 /// backend, the kernel timings when asked, then the workloads.
 fn bench_command(b: BenchArgs) -> Result<(), CliError> {
     if b.linalg {
-        bench::linalg_crossover();
+        bench::micro("linalg");
         return Ok(());
     }
     let opts = bench::BenchOptions {
@@ -217,7 +217,7 @@ fn bench_command(b: BenchArgs) -> Result<(), CliError> {
     )?;
     eprintln!("fedbandits bench: {}", sel.note);
     if b.kernels {
-        bench::kernels();
+        bench::micro("kernels");
     }
     bench::run(&sel, &opts).map_err(CliError::Run)
 }

@@ -141,8 +141,9 @@ pub fn table(summaries: &[CellSummary]) -> String {
     out += "agent regret: final regret per agent, mean over repetitions (sd, median, max: over repetitions; \
             sd - where a cell has one repetition here)\n";
     if summaries.iter().any(|s| s.exploration_cost.is_some()) {
-        out += "after exploration: the combinatorial family's regret counts the rounds after its exploration phase, \
-                which costs every algorithm alike (+ its per-agent cost); FRR and the linear stretch read it too\n";
+        out += "after exploration: the cell's regret counts the rounds after its exploration phase (exploration_rounds), \
+                which costs every algorithm of its family alike (+ its per-agent cost); FRR and the linear stretch \
+                read it too\n";
     }
     if summaries.iter().any(|s| s.frr.is_some()) {
         out += "FRR: federated regret ratio (Solanki et al.), the cell's mean final regret per agent over that of \
@@ -167,7 +168,7 @@ pub fn table(summaries: &[CellSummary]) -> String {
         .any(|s| s.epsilon.is_some() || s.epsilon_null.is_some())
     {
         out += "acct eps: the accountant's epsilon of the whole run (acct_epsilon: exact for the Gaussian\n  \
-                mechanisms at the cell's delta, pure epsilon for the gossip family); -: not private; \
+                mechanisms at the cell's delta, pure epsilon where the mechanism has no delta); -: not private; \
                 null*: private, no figure (below)\n";
     }
     out + &null_notes(summaries)

@@ -13,13 +13,15 @@
 
 use crate::rng::{Purpose, Stream};
 
-/// How an instance's qualities and costs are drawn.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum InstanceKind {
-    /// q_i, c_{ij} ~ U[0, 1].
-    Uniform,
-    /// q_i, c_{ij} ~ N(alpha, 0.1^2) clipped to [0, 1].
-    Normal,
+crate::named_enum! {
+    /// How an instance's qualities and costs are drawn.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+    pub enum InstanceKind {
+        /// q_i, c_{ij} ~ U[0, 1].
+        Uniform = "uniform",
+        /// q_i, c_{ij} ~ N(alpha, 0.1^2) clipped to [0, 1].
+        Normal = "normal",
+    }
 }
 
 /// Shape of a procurement environment.
@@ -163,14 +165,16 @@ pub fn greedy(q: &[f64], r: &[f64], k: &[u32], alpha: f64, l: &mut [u32], order:
 /// index), m entries at most.
 pub type GreedyOrder = Vec<(f64, usize)>;
 
-/// Which oracle solves an agent's integer program (its choice on the upper
-/// confidence qualities and the benchmark s* on the true ones).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum Oracle {
-    /// [`greedy`] (GSS, the paper's).
-    Greedy,
-    /// [`exact_into`] (exhaustive; small instances only).
-    Exact,
+crate::named_enum! {
+    /// Which oracle solves an agent's integer program (its choice on the upper
+    /// confidence qualities and the benchmark s* on the true ones).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+    pub enum Oracle {
+        /// [`greedy`] (GSS, the paper's).
+        Greedy = "greedy",
+        /// [`exact_into`] (exhaustive; small instances only).
+        Exact = "exact",
+    }
 }
 
 impl Oracle {

@@ -31,6 +31,28 @@ pub enum GraphError {
     Invalid(String),
 }
 
+/// Why an edge-list file cannot be used.
+#[derive(Debug, Error)]
+pub enum EdgeFileError {
+    /// It cannot be opened or read.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// It holds more than [`MAX_EDGE_FILE_BYTES`].
+    #[error("larger than {MAX_EDGE_FILE_BYTES} bytes; is it an edge list?")]
+    TooLarge,
+    /// It is not UTF-8 text.
+    #[error("stream did not contain valid UTF-8")]
+    NotText,
+    /// A line that is not a pair of agent indices.
+    #[error("line {line}: expected two agent indices `u v`, got `{text}`")]
+    Line {
+        /// 1-based line number.
+        line: usize,
+        /// The line, comments removed.
+        text: String,
+    },
+}
+
 fn describe(components: &[Vec<usize>]) -> String {
     components
         .iter()
@@ -40,6 +62,30 @@ fn describe(components: &[Vec<usize>]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+crate::named_enum! {
+    /// The job-file names of the graphs ([`GraphSpec`], whose parameters
+    /// come with them).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum GraphKind {
+        /// [`GraphSpec::Complete`].
+        Complete = "complete",
+        /// [`GraphSpec::Ring`].
+        Ring = "ring",
+        /// [`GraphSpec::Line`].
+        Line = "line",
+        /// [`GraphSpec::Star`].
+        Star = "star",
+        /// [`GraphSpec::Grid`].
+        Grid = "grid",
+        /// [`GraphSpec::ErdosRenyi`].
+        ErdosRenyi = "erdos_renyi",
+        /// [`GraphSpec::RandomRegular`].
+        RandomRegular = "random_regular",
+        /// [`GraphSpec::Edges`].
+        Edges = "edges",
+    }
 }
 
 /// Which graph to build.
@@ -323,17 +369,14 @@ pub const MAX_EDGE_FILE_BYTES: usize = 64 << 20;
 /// Reads and parses an edge-list file ([`parse_edges`]); at most
 /// [`MAX_EDGE_FILE_BYTES`] are read (a device or a huge file named by
 /// mistake is refused, never read whole).
-pub fn read_edge_file(path: &std::path::Path) -> Result<Vec<(usize, usize)>, String> {
+pub fn read_edge_file(path: &std::path::Path) -> Result<Vec<(usize, usize)>, EdgeFileError> {
     use std::io::Read;
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_EDGE_FILE_BYTES as u64 + 1).read_to_end(&mut bytes))
-        .map_err(|e| e.to_string())?;
+    std::fs::File::open(path).and_then(|f| f.take(MAX_EDGE_FILE_BYTES as u64 + 1).read_to_end(&mut bytes))?;
     if bytes.len() > MAX_EDGE_FILE_BYTES {
-        return Err(format!("larger than {MAX_EDGE_FILE_BYTES} bytes; is it an edge list?"));
+        return Err(EdgeFileError::TooLarge);
     }
-    let text =
-        String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e).to_string())?;
+    let text = String::from_utf8(bytes).map_err(|_| EdgeFileError::NotText)?;
     parse_edges(&text)
 }
 
@@ -379,7 +422,7 @@ impl Reach {
 }
 
 /// Parses an edge-list file's text.
-pub fn parse_edges(text: &str) -> Result<Vec<(usize, usize)>, String> {
+pub fn parse_edges(text: &str) -> Result<Vec<(usize, usize)>, EdgeFileError> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("").trim();
@@ -396,10 +439,10 @@ pub fn parse_edges(text: &str) -> Result<Vec<(usize, usize)>, String> {
         match pair {
             Some(p) => out.push(p),
             None => {
-                return Err(format!(
-                    "line {}: expected two agent indices `u v`, got `{line}`",
-                    n + 1
-                ));
+                return Err(EdgeFileError::Line {
+                    line: n + 1,
+                    text: line.to_owned(),
+                });
             }
         }
     }

@@ -5,11 +5,12 @@
 
 use super::distinct::{Distinct, Seen, fault_message};
 use super::parse::{Parser, key_text};
+use super::unread::Witness;
 use super::{Cell, CheckpointSpec, HORIZON_AXIS, MAX_CELLS};
 use crate::algo::family::family_of;
 use crate::algo::family::param;
 use crate::algo::params::{Kind, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A key equal for two grid values exactly when `==` says they are equal
 /// (0.0 and -0.0 included), for finding a repeated value by hashing.
@@ -244,6 +245,7 @@ impl Parser<'_> {
         };
         let mut cells: Vec<Cell> = Vec::new();
         let mut seen = Distinct::default();
+        let (mut applied, mut witnesses, mut unresolved) = (BTreeSet::new(), Vec::new(), false);
         for algo in algorithms {
             for envname in environments {
                 // Algorithms run on the environments of their own family.
@@ -260,8 +262,20 @@ impl Parser<'_> {
                     let Some((ids, params, config)) =
                         self.resolve_cell(algo, envname, &raw, (fixed, axes), (horizon, seed, reps, checkpoints))
                     else {
+                        unresolved = true;
                         continue;
                     };
+                    applied.extend(params.keys().copied());
+                    if !witnesses
+                        .iter()
+                        .any(|w: &Witness| w.cell.0 == *algo && w.cell.1 == *envname)
+                    {
+                        witnesses.push(Witness {
+                            cell: (algo.clone(), envname.clone(), horizon),
+                            raw: raw.clone(),
+                            applied: params.clone(),
+                        });
+                    }
                     match seen.see((algo, envname, horizon), &ids.canonical, &config, combo) {
                         Seen::New => cells.push(ids.cell(cells.len(), algo, envname, params, config)),
                         // An axis this algorithm does not use.
@@ -274,6 +288,10 @@ impl Parser<'_> {
                     }
                 }
             }
+        }
+        // Only a complete expansion says which parameters some cell reads.
+        if !unresolved && !self.check_axes_change(axes, &applied, &witnesses) {
+            return Vec::new();
         }
         cells
     }

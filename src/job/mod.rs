@@ -16,6 +16,7 @@ mod nesting;
 mod parse;
 mod resolve;
 pub mod shard;
+mod unread;
 
 use crate::algo::CellConfig;
 use parse::{Parser, read_text_capped};

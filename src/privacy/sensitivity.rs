@@ -2,22 +2,14 @@
 //! neighbouring relation, derived in the doc comments and checked against a
 //! worst-case search over pairs of observations in the tests.
 
-/// Which histories are neighbours.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum Neighbours {
-    /// One observation added or removed.
-    AddRemove,
-    /// One observation replaced by another.
-    Substitute,
-}
-
-impl Neighbours {
-    /// The job-file name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Neighbours::AddRemove => "add_remove",
-            Neighbours::Substitute => "substitute",
-        }
+crate::named_enum! {
+    /// Which histories are neighbours.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+    pub enum Neighbours {
+        /// One observation added or removed.
+        AddRemove = "add_remove",
+        /// One observation replaced by another.
+        Substitute = "substitute",
     }
 }
 

@@ -7,7 +7,8 @@
 use fedbandits::algo::combinatorial::batch::CombBatch;
 use fedbandits::algo::combinatorial::cpu::CpuComb;
 use fedbandits::algo::combinatorial::p_fcb::{Budget, PFcbConfig, TauStart, epsilons, schedule};
-use fedbandits::algo::combinatorial::{CombAlgorithm, CombConfig, CombPoint, comb_batch, explore_rounds, run};
+use fedbandits::algo::combinatorial::{CombAlgorithm, CombConfig, CombPoint, comb_batch, explore_rounds};
+use fedbandits::algo::rounds::RoundsFamily;
 use fedbandits::env::procurement::{InstanceKind, Oracle, ProcurementSpec};
 
 fn config(algorithm: CombAlgorithm, kind: InstanceKind, horizon: u64) -> CombConfig {
@@ -37,7 +38,7 @@ fn run_all(b: &CombBatch, checkpoints: &[u64]) -> Vec<Vec<CombPoint>> {
     let mut ops = CpuComb::new(b).unwrap();
     let mut points = vec![Vec::new(); b.federations()];
     let horizon = checkpoints.last().copied().unwrap_or(0);
-    run(b, &mut ops, 0, horizon, checkpoints, &mut points).unwrap();
+    b.run(&mut ops, 0, horizon, checkpoints, &mut points).unwrap();
     points
 }
 
@@ -263,7 +264,8 @@ fn the_run_summary_states_the_federated_regret_ratio() {
 /// (so every choice did), and so does the regret curve.
 #[test]
 fn p_fcb_without_noise_or_window_communicating_every_round_is_fcb() {
-    use fedbandits::algo::combinatorial::batch::{CombOps, CombPolicy};
+    use fedbandits::algo::combinatorial::batch::CombPolicy;
+    use fedbandits::algo::rounds::RoundOps;
     let horizon = 400;
     let mut cfg = config(CombAlgorithm::Fcb, InstanceKind::Normal, horizon);
     cfg.env.agents = 4;

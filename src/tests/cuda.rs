@@ -448,7 +448,8 @@ fn runner_writes_batched_cells_identical_to_the_cpu_run() {
 #[test]
 fn emulated_gossip_kernel_matches_cpu_for_every_gossip_algorithm() {
     use fedbandits::algo::gossip::fed_ucb_gossip::{BudgetSplit, PrivacyConfig};
-    use fedbandits::algo::gossip::{GossipAlgorithm, GossipConfig, gossip_batch, run};
+    use fedbandits::algo::gossip::{GossipAlgorithm, GossipConfig, gossip_batch};
+    use fedbandits::algo::rounds::RoundsFamily;
     use fedbandits::backend::Backend;
     use fedbandits::env::mab::MabEnvSpec;
     use fedbandits::env::uci::RecordCounts;
@@ -532,8 +533,8 @@ fn emulated_gossip_kernel_matches_cpu_for_every_gossip_algorithm() {
             let mut ops = fedbandits::algo::gossip::ops(&b, backend).unwrap_or_else(|e| panic!("{e}"));
             let mut points = vec![Vec::new(); b.federations()];
             // Two calls, as a snapshot boundary would split them.
-            run(&b, ops.as_mut(), 0, 300, &ck, &mut points).unwrap();
-            run(&b, ops.as_mut(), 300, 700, &ck, &mut points).unwrap();
+            b.run(ops.as_mut(), 0, 300, &ck, &mut points).unwrap();
+            b.run(ops.as_mut(), 300, 700, &ck, &mut points).unwrap();
             points
         };
         let cpu = curves(&CpuBackend);
@@ -551,7 +552,8 @@ fn emulated_gossip_kernel_matches_cpu_for_every_gossip_algorithm() {
 #[test]
 fn emulated_comb_kernel_matches_cpu_for_every_comb_algorithm() {
     use fedbandits::algo::combinatorial::p_fcb::{Budget, PFcbConfig, TauStart};
-    use fedbandits::algo::combinatorial::{CombAlgorithm, CombConfig, comb_batch, run};
+    use fedbandits::algo::combinatorial::{CombAlgorithm, CombConfig, comb_batch};
+    use fedbandits::algo::rounds::RoundsFamily;
     use fedbandits::backend::Backend;
     use fedbandits::env::procurement::{InstanceKind, Oracle, ProcurementSpec};
     let dev = emulated();
@@ -616,8 +618,8 @@ fn emulated_comb_kernel_matches_cpu_for_every_comb_algorithm() {
             let mut ops = fedbandits::algo::combinatorial::ops(&b, backend).unwrap_or_else(|e| panic!("{e}"));
             let mut points = vec![Vec::new(); b.federations()];
             // Two calls, as a snapshot boundary would split them.
-            run(&b, ops.as_mut(), 0, 700, &ck, &mut points).unwrap();
-            run(&b, ops.as_mut(), 700, 1500, &ck, &mut points).unwrap();
+            b.run(ops.as_mut(), 0, 700, &ck, &mut points).unwrap();
+            b.run(ops.as_mut(), 700, 1500, &ck, &mut points).unwrap();
             points
         };
         let cpu = curves(&CpuBackend);

@@ -7,7 +7,8 @@
 use fedbandits::algo::gossip::batch::GossipBatch;
 use fedbandits::algo::gossip::cpu::CpuGossip;
 use fedbandits::algo::gossip::fed_ucb_gossip::PrivacyConfig;
-use fedbandits::algo::gossip::{GossipAlgorithm, GossipConfig, GossipPoint, gossip_batch, run};
+use fedbandits::algo::gossip::{GossipAlgorithm, GossipConfig, GossipPoint, gossip_batch};
+use fedbandits::algo::rounds::RoundsFamily;
 use fedbandits::env::mab::{MabEnv, MabEnvSpec};
 use fedbandits::graph::GraphSpec;
 
@@ -37,7 +38,7 @@ fn run_all(batch: &GossipBatch, checkpoints: &[u64]) -> Vec<Vec<GossipPoint>> {
     let mut ops = CpuGossip::new(batch).unwrap();
     let mut points = vec![Vec::new(); batch.federations()];
     let horizon = checkpoints.last().copied().unwrap_or(0);
-    run(batch, &mut ops, 0, horizon, checkpoints, &mut points).unwrap();
+    batch.run(&mut ops, 0, horizon, checkpoints, &mut points).unwrap();
     points
 }
 
@@ -64,7 +65,7 @@ fn local_consistency_lemma_2_holds_at_every_step() {
         let n = 8u64;
         let mut forced = 0;
         for t in 1..=cfg.horizon {
-            fedbandits::algo::gossip::batch::GossipOps::rounds(&mut ops, t, 1).unwrap();
+            fedbandits::algo::rounds::RoundOps::rounds(&mut ops, t, 1).unwrap();
             for f in ops.federations() {
                 for (cnt, est) in f.n.iter().zip(&f.nt) {
                     assert!(cnt + 3 * n >= *est, "{graph:?} t = {t}: n = {cnt}, n~ = {est}");
@@ -73,7 +74,7 @@ fn local_consistency_lemma_2_holds_at_every_step() {
             }
         }
         let mut obs = Vec::new();
-        fedbandits::algo::gossip::batch::GossipOps::observe(&mut ops, &mut obs).unwrap();
+        fedbandits::algo::rounds::RoundOps::observe(&mut ops, &mut obs).unwrap();
         forced += obs.iter().map(|o| o.forced_pulls).sum::<u64>();
         // The forced pulls are what keeps the lemma true: they happen.
         assert!(forced > 0, "{graph:?}: no forced pull");
@@ -217,7 +218,7 @@ fn clipping_counts_are_exact() {
     b.envs[0] = MabEnv::with_means(&spec, vec![1.5, 0.5, 0.2, -0.5], &[1]);
     let mut ops = CpuGossip::new(&b).unwrap();
     let mut points = vec![Vec::new()];
-    run(&b, &mut ops, 0, 500, &[500], &mut points).unwrap();
+    b.run(&mut ops, 0, 500, &[500], &mut points).unwrap();
     let f = &ops.federations()[0];
     let want = f.n[0] + f.n[3];
     assert!(want > 0 && f.n[1] + f.n[2] > 0);
@@ -246,6 +247,49 @@ fn a_batch_equals_each_federation_alone_and_privacy_changes_play() {
     assert!(
         exact.iter().all(|c| c[1].obs.clipped == 0),
         "no privatizer, no clipping"
+    );
+}
+
+/// The privatizer's noise has its written scale. After the initial pulls
+/// (round t = M = 4: every agent has pulled every arm once, and the prefix
+/// [1, 4] is one dyadic block) an agent's X_bar with noise, minus X_bar of
+/// the same streams with `noise: false` (the same clipping and play so
+/// far), is one Laplace(b) draw, b = (hi - lo) / epsilon' with epsilon' =
+/// epsilon / (floor(log2 T) + 1). E|Laplace(b)| = b and sd |L| = b: 40
+/// federations x 6 agents x 4 arms = 960 draws put the mean's standard
+/// error at 3.2% of b; the tolerance is 15% (4.7 standard errors). Noise
+/// calibrated to the total epsilon instead of the block's (1/10 of b at T =
+/// 600), noise of any other fixed scale, or no noise fails it.
+#[test]
+fn the_privatizers_noise_has_its_written_scale() {
+    let mut cfg = config(GossipAlgorithm::FedUcbGossip, 6, 4, 600, GraphSpec::Ring);
+    cfg.privacy.epsilon = 1.0;
+    let (ek, ak) = (keys(40, 1), keys(40, 2));
+    let xbar_at_m = |cfg: &GossipConfig| {
+        let mut ops = CpuGossip::new(&gossip_batch(cfg, &ek, &ak).unwrap()).unwrap();
+        fedbandits::algo::rounds::RoundOps::rounds(&mut ops, 1, 4).unwrap();
+        ops.federations()
+            .iter()
+            .flat_map(|f| {
+                assert!(f.n.iter().all(|&n| n == 1), "every arm pulled once");
+                f.xbar.clone()
+            })
+            .collect::<Vec<f64>>()
+    };
+    let noisy = xbar_at_m(&cfg);
+    cfg.privacy.noise = false;
+    let clean = xbar_at_m(&cfg);
+    let p = &cfg.privacy;
+    let b = (p.clip.1 - p.clip.0) / fedbandits::algo::gossip::fed_ucb_gossip::block_epsilon(p, cfg.horizon);
+    assert!(
+        (b - (p.clip.1 - p.clip.0) * 10.0).abs() < 1e-9,
+        "floor(log2 600) + 1 = 10 blocks: {b}"
+    );
+    let mean_abs = noisy.iter().zip(&clean).map(|(x, y)| (x - y).abs()).sum::<f64>() / noisy.len() as f64;
+    assert_eq!(noisy.len(), 960);
+    assert!(
+        (mean_abs / b - 1.0).abs() < 0.15,
+        "mean |noise| = {mean_abs}, the written scale b = {b}"
     );
 }
 

@@ -13,7 +13,6 @@
 //! algorithm sees the same units); add the round to W, Y as the policy says
 //! ([`CombPolicy`]); record regret against the same oracle on the true qualities.
 
-use crate::backend::BatchError;
 use crate::env::procurement::{Instance, Oracle, revenue};
 
 /// How agents share what they observe.
@@ -109,7 +108,7 @@ impl CombBatch {
     }
 }
 
-/// One federation's state as [`CombOps::observe`] reports it.
+/// One federation's state as [`crate::algo::rounds::RoundOps::observe`] reports it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CombObservation {
     /// Cumulative group regret.
@@ -132,13 +131,6 @@ pub struct CombObservation {
     pub delta_spent: f64,
 }
 
-/// The batched operations of the combinatorial family on one backend.
-pub trait CombOps {
-    /// Runs rounds `t0 .. t0 + count` of every federation.
-    fn rounds(&mut self, t0: u64, count: u64) -> Result<(), BatchError>;
-    /// Each federation's state, in batch order, into `out` (cleared first).
-    fn observe(&mut self, out: &mut Vec<CombObservation>) -> Result<(), BatchError>;
-}
 
 /// What every agent's regret is measured against: the true per-unit
 /// revenues r_{ij} (n x m), and per agent the revenue of s* (the oracle on

@@ -1,9 +1,9 @@
-//! The CPU's [`CombOps`]: per federation, the agents' counts W, Y (and
+//! The CPU's [`crate::algo::rounds::RoundOps`]: per federation, the agents' counts W, Y (and
 //! P-FCB's uncommunicated w, y) as agent-major rows of m producers, one round
 //! at a time; federations on rayon's pool when the batch has several.
 
 use super::batch::{
-    Benchmarks, CombBatch, CombObservation, CombOps, CombPolicy, PFcb, p_fcb_message,
+    Benchmarks, CombBatch, CombObservation, CombPolicy, PFcb, p_fcb_message,
 };
 use crate::backend::BatchError;
 use crate::env::procurement::{GreedyOrder, Instance, Oracle};
@@ -380,7 +380,9 @@ impl CpuComb {
     }
 }
 
-impl CombOps for CpuComb {
+impl crate::algo::rounds::RoundOps for CpuComb {
+    type Obs = CombObservation;
+
     fn rounds(&mut self, t0: u64, count: u64) -> Result<(), BatchError> {
         let (policy, oracle, explore) = (&self.policy, self.oracle, self.explore);
         let run = |f: &mut Fed| run_rounds(f, t0, count, policy, oracle, explore);
@@ -392,7 +394,7 @@ impl CombOps for CpuComb {
         Ok(())
     }
 
-    fn observe(&mut self, out: &mut Vec<CombObservation>) -> Result<(), BatchError> {
+    fn observe(&mut self, out: &mut Vec<Self::Obs>) -> Result<(), BatchError> {
         out.clear();
         out.extend(self.feds.iter().map(|f| CombObservation {
             agent_regret_max: f.regret.iter().copied().fold(f64::NEG_INFINITY, f64::max),

@@ -1,4 +1,4 @@
-//! The combinatorial family's batched operations ([`CombOps`]) on a
+//! The combinatorial family's batched operations ([`crate::algo::rounds::RoundOps`]) on a
 //! [`Launcher`]: `fb_comb_rounds` (kernels/combinatorial.cu) runs chunks of
 //! rounds with one block per federation, its threads striding over the
 //! federation's (agent, producer) elements; the state stays on the device
@@ -9,7 +9,7 @@
 //! Only the greedy oracle runs here (`oracle: exact` is a CPU-only option
 //! for small studies).
 
-use super::batch::{Benchmarks, CombBatch, CombObservation, CombOps, CombPolicy};
+use super::batch::{Benchmarks, CombBatch, CombObservation, CombPolicy};
 use crate::backend::BatchError;
 use crate::backend::cuda::launcher::{Arg, DevPtr, Launcher, download_slice, upload_slice};
 use crate::backend::cuda::{CudaError, i32_of};
@@ -298,7 +298,9 @@ impl<'a> CudaComb<'a> {
     }
 }
 
-impl CombOps for CudaComb<'_> {
+impl crate::algo::rounds::RoundOps for CudaComb<'_> {
+    type Obs = CombObservation;
+
     fn rounds(&mut self, t0: u64, count: u64) -> Result<(), BatchError> {
         crate::backend::cuda::in_chunks(t0, count, CHUNK, |t, c| self.launch(t, c))?;
         if count > 0 {
@@ -307,7 +309,7 @@ impl CombOps for CudaComb<'_> {
         Ok(())
     }
 
-    fn observe(&mut self, out: &mut Vec<CombObservation>) -> Result<(), BatchError> {
+    fn observe(&mut self, out: &mut Vec<Self::Obs>) -> Result<(), BatchError> {
         let lr: &mut dyn Launcher = &mut **self.l;
         let b = &self.b;
         download_slice(lr, b.regret, &mut self.regret)?;

@@ -3,7 +3,7 @@
 //! with a pure-exploration phase and the greedy oracle on upper confidence
 //! qualities. Each algorithm is a description of its batch
 //! ([`comb_batch`]); the round loop ([`run`]) is the one of
-//! [`crate::algo::rounds`] over a backend's [`CombOps`].
+//! [`crate::algo::rounds`] over a backend's [`crate::algo::rounds::RoundOps`].
 //!
 //! Choices where the spec leaves room:
 //! * Instances: repetition r uses instance r mod `instances` (the paper's 5
@@ -27,7 +27,7 @@ use crate::algo::family_entry::CostTerm;
 use crate::backend::{Backend, BatchError, Device};
 use crate::env::procurement::{Instance, Oracle, ProcurementSpec};
 use crate::rng::{Purpose, fold_key};
-use batch::{CombBatch, CombObservation, CombOps, CombPolicy};
+use batch::{CombBatch, CombObservation, CombPolicy};
 
 /// Algorithms of the combinatorial procurement family.
 pub const ALGORITHMS: &[(&str, &str)] = &[
@@ -51,26 +51,16 @@ pub const ENVIRONMENTS: &[(&str, &str)] = &[(
     "Solanki et al.'s procurement: m producers of quality q_i, agents' costs and capacities U{1..50}; instance_kind uniform or normal",
 )];
 
-/// Combinatorial-family algorithms.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum CombAlgorithm {
-    /// Own data only.
-    NonFederated,
-    /// Every round's data shared with every agent.
-    Fcb,
-    /// Private, scheduled sharing (P-FCB).
-    PFcb,
-}
-
-impl crate::algo::named::Named for CombAlgorithm {
-    const ALL: &'static [Self] = &[Self::NonFederated, Self::Fcb, Self::PFcb];
-
-    fn name(self) -> &'static str {
-        match self {
-            Self::NonFederated => "non_federated",
-            Self::Fcb => "fcb",
-            Self::PFcb => "p_fcb",
-        }
+crate::named_enum! {
+    /// Combinatorial-family algorithms.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+    pub enum CombAlgorithm {
+        /// Own data only.
+        NonFederated = "non_federated",
+        /// Every round's data shared with every agent.
+        Fcb = "fcb",
+        /// Private, scheduled sharing (P-FCB).
+        PFcb = "p_fcb",
     }
 }
 
@@ -139,28 +129,8 @@ pub fn comb_batch(cfg: &CombConfig, env_keys: &[Vec<u64>], algo_keys: &[Vec<u64>
 }
 
 /// One federation's curve at one checkpoint.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct CombPoint {
-    /// Round.
-    pub t: u64,
-    /// The federation's state.
-    pub obs: CombObservation,
-}
+pub type CombPoint = crate::algo::rounds::Checkpoint<CombObservation>;
 
-/// Runs `ops` from round `from + 1` to `until` (at most the horizon),
-/// observing at each checkpoint; one curve per federation.
-pub fn run(
-    batch: &CombBatch,
-    ops: &mut dyn CombOps,
-    from: u64,
-    until: u64,
-    checkpoints: &[u64],
-    points: &mut [Vec<CombPoint>],
-) -> Result<(), BatchError> {
-    crate::algo::rounds::run_curves(ops, batch.federations(), from, until, checkpoints, points, |t, obs| {
-        CombPoint { t, obs }
-    })
-}
 
 /// A checkpoint as an output curve point. Communication counters count
 /// (sender, receiver, producer) messages: `fcb` sends every round
@@ -289,11 +259,6 @@ pub const PARITY: &[(&str, &str)] = &[(
 /// The combinatorial procurement family (Solanki et al.) in the registry
 /// ([`crate::algo::family::FAMILIES`]).
 pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry::Family {
-    name: "combinatorial",
-    doc: "federated combinatorial bandits with quality constraints: n agents procure from m producers (Solanki et al.; definitions in src/algo/combinatorial/)",
-    algorithms: ALGORITHMS,
-    environments: ENVIRONMENTS,
-    resolve: params::resolve,
     baseline: Some("non_federated"),
     // Exploration buys one unit from every producer for the first
     // ceil(3 ln(nT) / (2 n zeta^2)) rounds (about 208 at the paper's
@@ -308,8 +273,6 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     )],
     workloads: WORKLOADS,
     parity: PARITY,
-    params: table::PARAMS,
-    shares: table::SHARES,
     columns: &[
         "regret_after_exploration",
         "constraint_violations",
@@ -321,7 +284,6 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
         "acct_epsilon_zcdp",
     ],
     non_private: &[("p_fcb", "fcb")],
-    parts: &[],
     noiseless_at_inf: &["p_fcb"],
     metrics: &[
         (
@@ -360,12 +322,22 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     kernels: cuda::KERNELS,
     cost_terms: COST_TERMS,
     shapes: SHAPES,
+    ..crate::algo::family_entry::Family::new(
+        ("combinatorial", "federated combinatorial bandits with quality constraints: n agents procure from m producers (Solanki et al.; definitions in src/algo/combinatorial/)"),
+        ALGORITHMS,
+        ENVIRONMENTS,
+        (table::PARAMS, table::SHARES),
+        params::resolve,
+    )
 };
 
 /// The family's batched operations for `batch` on `backend`'s device, at
 /// round 0: the CPU's ([`cpu::CpuComb`]) or the CUDA device's
 /// ([`cuda::CudaComb`]).
-pub fn ops<'a>(batch: &CombBatch, backend: &'a dyn Backend) -> Result<Box<dyn CombOps + 'a>, BatchError> {
+pub fn ops<'a>(
+    batch: &CombBatch,
+    backend: &'a dyn Backend,
+) -> Result<Box<dyn crate::algo::rounds::RoundOps<Obs = CombObservation> + 'a>, BatchError> {
     Ok(match backend.device() {
         Device::Cpu => Box::new(cpu::CpuComb::new(batch)?),
         Device::Cuda(dev) => Box::new(cuda::CudaComb::new(dev.launcher()?, batch)?),
@@ -421,9 +393,8 @@ impl crate::algo::FamilyConfig for CombConfig {
 }
 
 impl crate::algo::rounds::RoundsFamily for CombBatch {
-    type Ops<'a> = dyn CombOps + 'a;
+    type Obs = CombObservation;
     type Cpu = cpu::CpuComb;
-    type Point = CombPoint;
     const KIND: &'static str = "combinatorial";
 
     fn federations(&self) -> usize {
@@ -434,7 +405,10 @@ impl crate::algo::rounds::RoundsFamily for CombBatch {
         self.instances.first().map_or(0, |i| i.spec.agents)
     }
 
-    fn ops<'a>(&self, backend: &'a dyn Backend) -> Result<Box<dyn CombOps + 'a>, BatchError> {
+    fn ops<'a>(
+        &self,
+        backend: &'a dyn Backend,
+    ) -> Result<Box<dyn crate::algo::rounds::RoundOps<Obs = CombObservation> + 'a>, BatchError> {
         ops(self, backend)
     }
 
@@ -442,23 +416,10 @@ impl crate::algo::rounds::RoundsFamily for CombBatch {
         cpu::CpuComb::new(self)
     }
 
-    fn cpu_ops(cpu: &mut cpu::CpuComb) -> &mut (dyn CombOps + 'static) {
-        cpu
-    }
 
-    fn run(
-        &self,
-        ops: &mut (dyn CombOps + '_),
-        from: u64,
-        until: u64,
-        checkpoints: &[u64],
-        points: &mut [Vec<CombPoint>],
-    ) -> Result<(), BatchError> {
-        run(self, ops, from, until, checkpoints, points)
-    }
 
-    fn cuda_supports(&self) -> Result<(), String> {
-        cuda::supports(self).map_err(|e| e.to_string())
+    fn cuda_supports(&self) -> Result<(), crate::backend::Unsupported> {
+        cuda::supports(self).map_err(|e| crate::backend::Unsupported(e.to_string()))
     }
 
     fn curve(&self, _federation: usize, points: &[CombPoint]) -> Vec<crate::algo::curve::CurvePoint> {

@@ -56,22 +56,38 @@ use crate::algo::combinatorial::batch::{PFcb, p_fcb_noise_scale};
 use crate::privacy::accountant::{Accounting, Mechanism, NoiseModel, PaperClaim, account};
 use crate::privacy::tree::AgentTrees;
 
-/// How tau starts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum TauStart {
-    /// tau = 1 (the paper).
-    One,
-    /// tau = t_low.
-    TLow,
+crate::named_enum! {
+    /// How tau starts.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+    pub enum TauStart {
+        /// tau = 1 (the paper).
+        One = "one",
+        /// tau = t_low.
+        TLow = "t_low",
+    }
 }
 
-/// How epsilon is split over communication rounds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum Budget {
-    /// epsilon / (2 ln T) + epsilon / 2^{z+1} (the paper).
-    Paper,
-    /// The paper's split scaled to sum to epsilon.
-    Normalized,
+crate::named_enum! {
+    /// How epsilon is split over communication rounds.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+    pub enum Budget {
+        /// epsilon / (2 ln T) + epsilon / 2^{z+1} (the paper).
+        Paper = "paper",
+        /// The paper's split scaled to sum to epsilon.
+        Normalized = "normalized",
+    }
+}
+
+crate::named_enum! {
+    /// The acceptance window's length (`window`): the procedure's (its own
+    /// units at the last update) or the prose's (its units now).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Window {
+        /// The procedure's window (the paper's algorithm box).
+        Procedure = "procedure",
+        /// The window the paper's prose describes.
+        Prose = "prose",
+    }
 }
 
 /// P-FCB's settings.

@@ -1,11 +1,16 @@
 //! The combinatorial family's parameters (Solanki et al.): a cell's raw
 //! parameters resolved into its [`CombConfig`].
 
-use super::p_fcb::{Budget, PFcbConfig, TauStart};
+use super::p_fcb::{PFcbConfig, Window};
+use super::table::{
+    BUDGET, INSTANCE_KIND, INSTANCES, MAX_CAPACITY, OMEGA1, OMEGA2, ORACLE, PRODUCERS, QUALITY_THRESHOLD, RHO, T_HIGH,
+    T_LOW, TAU_START, WINDOW, ZETA,
+};
 use super::{CombAlgorithm, CombConfig};
-use crate::algo::params::Value;
+use crate::algo::options::Calibration;
+use crate::algo::params::{CALIBRATION, DELTA, EPSILON, M, NOISE};
 use crate::algo::resolve::Params;
-use crate::env::procurement::{EXACT_LIMIT, InstanceKind, Oracle, ProcurementSpec};
+use crate::env::procurement::{EXACT_LIMIT, Oracle, ProcurementSpec};
 
 /// Resolves a combinatorial-family cell: agents `m` (default 10),
 /// `producers` (30), `instance_kind`, `quality_threshold` (alpha, 0.4),
@@ -14,36 +19,22 @@ use crate::env::procurement::{EXACT_LIMIT, InstanceKind, Oracle, ProcurementSpec
 /// epsilon is finite), `t_low`, `t_high`, `omega1`, `omega2`, `tau_start`,
 /// `calibration`, `budget`, `window`.
 pub fn resolve(p: &mut Params<'_>) -> Box<dyn crate::algo::FamilyConfig> {
-    let (algo, _, horizon) = p.cell();
-    let algorithm: CombAlgorithm = p.algorithm(algo);
-    let kind = p.s("instance_kind");
+    let (_, _, horizon) = p.cell();
+    let algorithm: CombAlgorithm = p.algorithm();
     let env = ProcurementSpec {
-        kind: if kind == "normal" {
-            InstanceKind::Normal
-        } else {
-            InstanceKind::Uniform
-        },
-        agents: p.i("m") as usize,
-        producers: p.i("producers") as usize,
-        alpha: p.f("quality_threshold"),
-        rho: p.f("rho"),
-        max_capacity: p.i("max_capacity") as u32,
+        kind: p.take(INSTANCE_KIND),
+        agents: p.take(M) as usize,
+        producers: p.take(PRODUCERS) as usize,
+        alpha: p.take(QUALITY_THRESHOLD),
+        rho: p.take(RHO),
+        max_capacity: p.take(MAX_CAPACITY) as u32,
     };
-    p.set("m", Value::Int(env.agents as i64));
-    p.set("producers", Value::Int(env.producers as i64));
-    p.set("instance_kind", Value::Str(kind));
-    p.set("quality_threshold", Value::Float(env.alpha));
-    p.set("rho", Value::Float(env.rho));
-    p.set("max_capacity", Value::Int(i64::from(env.max_capacity)));
-    let instances = p.i("instances") as u32;
-    p.set("instances", Value::Int(i64::from(instances)));
-    let zeta = p.f("zeta");
-    p.set("zeta", Value::Float(zeta));
+    let instances = p.take(INSTANCES) as u32;
+    let zeta = p.take(ZETA);
     let oracle = oracle(p, &env);
-    let private = if algorithm == CombAlgorithm::PFcb {
-        p_fcb(p)
-    } else {
-        PFcbConfig::default()
+    let private = match algorithm {
+        CombAlgorithm::PFcb => p_fcb(p),
+        CombAlgorithm::NonFederated | CombAlgorithm::Fcb => PFcbConfig::default(),
     };
     Box::new(CombConfig {
         algorithm,
@@ -60,14 +51,14 @@ pub fn resolve(p: &mut Params<'_>) -> Box<dyn crate::algo::FamilyConfig> {
 /// ((max_capacity + 1)^producers choices per agent and round at most
 /// [`EXACT_LIMIT`]; capacities are U{1..max_capacity}).
 fn oracle(p: &mut Params<'_>, env: &ProcurementSpec) -> Oracle {
-    let name = p.s("oracle");
-    let oracle = if name == "exact" {
+    let oracle = p.take(ORACLE);
+    if oracle == Oracle::Exact {
         let worst = u64::from(env.max_capacity)
             .checked_add(1)
             .and_then(|k| u32::try_from(env.producers).ok().and_then(|m| k.checked_pow(m)));
         if worst.is_none_or(|w| w > EXACT_LIMIT) {
             p.err(
-                "oracle",
+                ORACLE,
                 format!(
                     "exact searches up to (max_capacity + 1)^producers = {}^{} choices per agent and round, more than \
                      {EXACT_LIMIT}: lower max_capacity or producers, or use oracle: greedy",
@@ -76,11 +67,7 @@ fn oracle(p: &mut Params<'_>, env: &ProcurementSpec) -> Oracle {
                 ),
             );
         }
-        Oracle::Exact
-    } else {
-        Oracle::Greedy
-    };
-    p.set("oracle", Value::Str(name));
+    }
     oracle
 }
 
@@ -91,84 +78,65 @@ fn oracle(p: &mut Params<'_>, env: &ProcurementSpec) -> Oracle {
 /// omega1, omega2, tau_start, calibration, budget, window.
 fn p_fcb(p: &mut Params<'_>) -> PFcbConfig {
     let mut private = PFcbConfig::default();
-    match (
-        p.get("epsilon").and_then(Value::as_f64),
-        p.get("delta").and_then(Value::as_f64),
-    ) {
+    match (p.given(EPSILON), p.given(DELTA)) {
         (Some(e), _) if e.is_infinite() => {
             // No noise: nothing to calibrate or account (calibration,
             // budget and delta do not apply and are left null).
             private.epsilon = e;
-            p.set("epsilon", Value::Float(e));
+            p.record(EPSILON, &e);
         }
         (Some(e), _) if crate::privacy::gdp::epsilon_beyond(e).is_some() => {
-            p.err("epsilon", crate::privacy::gdp::epsilon_beyond(e).unwrap_or_default());
+            p.err(EPSILON, crate::privacy::gdp::epsilon_beyond(e).unwrap_or_default());
         }
         (Some(e), Some(d)) => {
             private.epsilon = e;
             private.delta = d;
-            p.set("epsilon", Value::Float(e));
-            p.set("delta", Value::Float(d));
+            p.record(EPSILON, &e);
+            p.record(DELTA, &d);
         }
         (e, d) => {
             if e.is_none() {
                 p.err(
-                    "epsilon",
+                    EPSILON,
                     "missing; p_fcb needs epsilon (number > 0, or .inf for no noise)",
                 );
             }
             if d.is_none() {
                 p.err(
-                    "delta",
+                    DELTA,
                     "missing; p_fcb needs delta (number in (0, 1)) where epsilon is finite",
                 );
             }
         }
     }
-    private.t_low = p.i("t_low") as u64;
-    private.t_high = p.i("t_high") as u64;
+    private.t_low = p.take(T_LOW) as u64;
+    private.t_high = p.take(T_HIGH) as u64;
     if private.t_low > private.t_high {
         p.err(
-            "t_high",
+            T_HIGH,
             format!("t_high = {} is below t_low = {}", private.t_high, private.t_low),
         );
     }
-    private.omega1 = p.f("omega1");
-    private.omega2 = p.f("omega2");
-    let tau = p.s("tau_start");
-    private.tau_start = if tau == "t_low" { TauStart::TLow } else { TauStart::One };
-    let window = p.s("window");
-    private.prose_window = window == "prose";
-    p.set("t_low", Value::Int(private.t_low as i64));
-    p.set("t_high", Value::Int(private.t_high as i64));
-    p.set("omega1", Value::Float(private.omega1));
-    p.set("omega2", Value::Float(private.omega2));
-    p.set("tau_start", Value::Str(tau));
-    p.set("window", Value::Str(window));
+    private.omega1 = p.take(OMEGA1);
+    private.omega2 = p.take(OMEGA2);
+    private.tau_start = p.take(TAU_START);
+    private.prose_window = match p.take(WINDOW) {
+        Window::Prose => true,
+        Window::Procedure => false,
+    };
     if !private.is_private() {
         return private;
     }
-    private.noise = p.b("noise");
-    p.set("noise", Value::Bool(private.noise));
+    private.noise = p.take(NOISE);
     p.substitute_only("p_fcb (its figures change one round's procurement)");
-    let cal = p.choice("calibration", &["exact", "paper"], "p_fcb");
-    private.exact = cal == "exact";
-    p.set("calibration", Value::Str(cal));
-    let budget = p.s("budget");
-    if private.exact && p.get("budget").is_some() {
+    private.exact = p.take_in(CALIBRATION, &[Calibration::Exact, Calibration::Paper], "p_fcb") == Calibration::Exact;
+    if private.exact && p.is_set(BUDGET) {
         p.err(
-            "budget",
+            BUDGET,
             "budget splits epsilon over rounds as the paper does and applies to calibration: paper only \
              (calibration: exact, the default, gives every message the same noise, solved from the target)",
         );
     }
-    private.budget = if budget == "normalized" {
-        Budget::Normalized
-    } else {
-        Budget::Paper
-    };
-    if !private.exact {
-        p.set("budget", Value::Str(budget));
-    }
+    private.budget = if private.exact { p.read(BUDGET) } else { p.take(BUDGET) };
     private
 }

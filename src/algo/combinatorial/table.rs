@@ -7,6 +7,28 @@
 use crate::algo::defaults::DefaultValue as D;
 use crate::algo::params::{ALL, Kind, POS, ParamDef, Share, UNIT_OPEN};
 
+use super::p_fcb::{Budget, TauStart, Window};
+use crate::env::procurement::{InstanceKind, Oracle};
+use crate::named::Named;
+
+crate::param_keys! {
+    PRODUCERS: i64 = "producers",
+    INSTANCE_KIND: InstanceKind = "instance_kind",
+    QUALITY_THRESHOLD: f64 = "quality_threshold",
+    RHO: f64 = "rho",
+    MAX_CAPACITY: i64 = "max_capacity",
+    INSTANCES: i64 = "instances",
+    ZETA: f64 = "zeta",
+    ORACLE: Oracle = "oracle",
+    T_LOW: i64 = "t_low",
+    T_HIGH: i64 = "t_high",
+    OMEGA1: f64 = "omega1",
+    OMEGA2: f64 = "omega2",
+    TAU_START: TauStart = "tau_start",
+    BUDGET: Budget = "budget",
+    WINDOW: Window = "window",
+}
+
 /// Its environment.
 const PROCUREMENT: &[&str] = &["procurement"];
 
@@ -27,7 +49,7 @@ pub const SHARES: &[Share] = &[
 /// Its own parameters, in output-column order.
 pub const PARAMS: &[ParamDef] = &[
     ParamDef {
-        name: "producers",
+        name: PRODUCERS.name(),
         kind: Kind::Int { min: 1, max: 100_000 },
         defaults: &[(ALL, D::Int(30))],
         doc: "producers m (Solanki et al.)",
@@ -37,8 +59,8 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "instance_kind",
-        kind: Kind::Choice(&["uniform", "normal"]),
+        name: INSTANCE_KIND.name(),
+        kind: Kind::Choice(InstanceKind::NAMES),
         defaults: &[(ALL, D::Word("uniform"))],
         doc: "qualities and costs U[0,1] or N(quality_threshold, 0.1) clipped to [0,1]",
         used_by: PROCUREMENT,
@@ -47,7 +69,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "quality_threshold",
+        name: QUALITY_THRESHOLD.name(),
         kind: UNIT_OPEN,
         defaults: &[(ALL, D::Float(0.4))],
         doc: "alpha of the quality constraint sum l q >= alpha sum l",
@@ -57,7 +79,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "rho",
+        name: RHO.name(),
         kind: POS,
         defaults: &[(ALL, D::Float(1.0))],
         doc: "revenue per unit of quality (r = rho q - c)",
@@ -67,7 +89,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "max_capacity",
+        name: MAX_CAPACITY.name(),
         kind: Kind::Int { min: 1, max: 1_000_000 },
         defaults: &[(ALL, D::Int(50))],
         doc: "capacities k ~ U{1..max_capacity}",
@@ -77,7 +99,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "instances",
+        name: INSTANCES.name(),
         kind: Kind::Int { min: 1, max: 1_000_000 },
         defaults: &[(ALL, D::Int(5))],
         doc: "distinct instances; repetition r uses instance r mod instances",
@@ -87,7 +109,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "zeta",
+        name: ZETA.name(),
         kind: UNIT_OPEN,
         defaults: &[(ALL, D::Float(0.1))],
         doc: "exploration length ceil(3 ln(n T) / (2 n zeta^2))",
@@ -97,8 +119,8 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "oracle",
-        kind: Kind::Choice(&["greedy", "exact"]),
+        name: ORACLE.name(),
+        kind: Kind::Choice(Oracle::NAMES),
         defaults: &[(ALL, D::Word("greedy"))],
         doc: "the agents' oracle and the regret benchmark: greedy (GSS, the paper's) or exact \
               (exhaustive; at most 100000 choices, (max_capacity+1)^producers)",
@@ -108,7 +130,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "t_low",
+        name: T_LOW.name(),
         kind: Kind::Int { min: 1, max: i64::MAX },
         defaults: &[(ALL, D::Int(200))],
         doc: "first round P-FCB may communicate",
@@ -118,7 +140,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "t_high",
+        name: T_HIGH.name(),
         kind: Kind::Int { min: 1, max: i64::MAX },
         defaults: &[(ALL, D::Int(40_000))],
         doc: "last round P-FCB may communicate",
@@ -128,7 +150,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "omega1",
+        name: OMEGA1.name(),
         kind: POS,
         defaults: &[(ALL, D::Float(0.1))],
         doc: "P-FCB acceptance window scale",
@@ -138,7 +160,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "omega2",
+        name: OMEGA2.name(),
         kind: POS,
         defaults: &[(ALL, D::Float(10.0))],
         doc: "P-FCB weight of accepted messages (the paper's text: [0, 1]; its experiments: 10)",
@@ -148,8 +170,8 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "tau_start",
-        kind: Kind::Choice(&["one", "t_low"]),
+        name: TAU_START.name(),
+        kind: Kind::Choice(TauStart::NAMES),
         defaults: &[(ALL, D::Word("one"))],
         doc: "P-FCB's tau starts at 1 (the paper) or t_low, doubling after each communication",
         used_by: &["p_fcb"],
@@ -158,8 +180,8 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "budget",
-        kind: Kind::Choice(&["paper", "normalized"]),
+        name: BUDGET.name(),
+        kind: Kind::Choice(Budget::NAMES),
         defaults: &[(ALL, D::Word("paper"))],
         doc: "epsilon_z = eps/(2 ln T) + eps/2^(z+1) (the paper; sums above eps) or scaled to sum to eps",
         used_by: &["p_fcb"],
@@ -168,8 +190,8 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "window",
-        kind: Kind::Choice(&["procedure", "prose"]),
+        name: WINDOW.name(),
+        kind: Kind::Choice(Window::NAMES),
         defaults: &[(ALL, D::Word("procedure"))],
         doc: "acceptance window: Procedure 1 (total units, ln(n t)) or the prose (own units, ln t)",
         used_by: &["p_fcb"],

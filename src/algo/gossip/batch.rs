@@ -11,7 +11,6 @@
 //! the gossip of one uniformly random edge. The policy decides which index
 //! and which communication ([`GossipPolicy`]).
 
-use crate::backend::BatchError;
 use crate::env::mab::MabEnv;
 use crate::graph::Graph;
 
@@ -73,7 +72,7 @@ impl GossipBatch {
     }
 }
 
-/// One federation's state as [`GossipOps::observe`] reports it.
+/// One federation's state as [`crate::algo::rounds::RoundOps::observe`] reports it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GossipObservation {
     /// Cumulative group pseudo-regret (agents summed in order each round).
@@ -145,10 +144,3 @@ pub fn observation(policy: GossipPolicy, env: &MabEnv, s: &FederationState<'_>) 
     }
 }
 
-/// The batched operations of the gossip family on one backend.
-pub trait GossipOps {
-    /// Runs rounds `t0 .. t0 + count` of every federation.
-    fn rounds(&mut self, t0: u64, count: u64) -> Result<(), BatchError>;
-    /// Each federation's state, in batch order, into `out` (cleared first).
-    fn observe(&mut self, out: &mut Vec<GossipObservation>) -> Result<(), BatchError>;
-}

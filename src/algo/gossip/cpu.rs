@@ -1,9 +1,9 @@
-//! The CPU's [`GossipOps`]: struct-of-arrays state per federation (agent x
+//! The CPU's [`crate::algo::rounds::RoundOps`]: struct-of-arrays state per federation (agent x
 //! arm), one round of every agent at a time, federations on rayon's pool
 //! when the batch has several.
 
 use super::batch::{
-    FederationState, GossipBatch, GossipObservation, GossipOps, GossipPolicy, GossipPrivacy, observation,
+    FederationState, GossipBatch, GossipObservation, GossipPolicy, GossipPrivacy, observation,
 };
 use crate::backend::BatchError;
 use crate::env::mab::MabEnv;
@@ -49,7 +49,7 @@ pub struct Fed {
     #[serde(skip)]
     arm_keys: Vec<u64>,
     /// X_bar_{i,k} (private: the noisy sum over n).
-    xbar: Vec<f64>,
+    pub xbar: Vec<f64>,
     /// X_bar before this round's update.
     xbar_old: Vec<f64>,
     /// theta_{i,k}.
@@ -357,7 +357,9 @@ impl Fed {
     }
 }
 
-impl GossipOps for CpuGossip {
+impl crate::algo::rounds::RoundOps for CpuGossip {
+    type Obs = GossipObservation;
+
     fn rounds(&mut self, t0: u64, count: u64) -> Result<(), BatchError> {
         let (policy, c, privacy) = (self.policy, self.c, self.privacy.as_ref());
         let run = |f: &mut Fed| {
@@ -373,7 +375,7 @@ impl GossipOps for CpuGossip {
         Ok(())
     }
 
-    fn observe(&mut self, out: &mut Vec<GossipObservation>) -> Result<(), BatchError> {
+    fn observe(&mut self, out: &mut Vec<Self::Obs>) -> Result<(), BatchError> {
         out.clear();
         out.extend(self.feds.iter().map(|f| f.observation(self.policy)));
         Ok(())

@@ -1,4 +1,4 @@
-//! The gossip family's batched operations ([`GossipOps`]) on a [`Launcher`]:
+//! The gossip family's batched operations ([`crate::algo::rounds::RoundOps`]) on a [`Launcher`]:
 //! `fb_gossip_rounds` (kernels/gossip.cu) runs chunks of rounds with one
 //! block per federation and one thread per agent; the state stays on the
 //! device between launches and is read back only to observe. The initial
@@ -6,7 +6,7 @@
 //! ([`crate::algo::gossip::cpu::CpuGossip`]), and under the host emulation
 //! the output equals the CPU's bit for bit.
 
-use super::batch::{FederationState, GossipBatch, GossipObservation, GossipOps, GossipPolicy, observation};
+use super::batch::{FederationState, GossipBatch, GossipObservation, GossipPolicy, observation};
 use crate::backend::BatchError;
 use crate::backend::cuda::launcher::{Arg, DevPtr, Launcher, download_slice, upload_slice};
 use crate::backend::cuda::{CudaError, i32_of};
@@ -288,12 +288,14 @@ impl<'a> CudaGossip<'a> {
     }
 }
 
-impl GossipOps for CudaGossip<'_> {
+impl crate::algo::rounds::RoundOps for CudaGossip<'_> {
+    type Obs = GossipObservation;
+
     fn rounds(&mut self, t0: u64, count: u64) -> Result<(), BatchError> {
         Ok(crate::backend::cuda::in_chunks(t0, count, CHUNK, |t, c| self.launch(t, c))?)
     }
 
-    fn observe(&mut self, out: &mut Vec<GossipObservation>) -> Result<(), BatchError> {
+    fn observe(&mut self, out: &mut Vec<Self::Obs>) -> Result<(), BatchError> {
         let lr: &mut dyn Launcher = &mut **self.l;
         let b = &self.b;
         download_slice(lr, b.theta, &mut self.theta)?;

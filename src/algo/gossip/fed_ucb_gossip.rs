@@ -20,13 +20,15 @@ use crate::privacy::accountant::Accounting;
 use crate::privacy::partial_sum::blocks_per_observation;
 use crate::privacy::tree::AgentTrees;
 
-/// How the total epsilon is split over the dyadic blocks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum BudgetSplit {
-    /// epsilon / (floor(log2 T) + 1): exactly epsilon-DP.
-    Exact,
-    /// epsilon / log2 T, as in the paper.
-    Paper,
+crate::named_enum! {
+    /// How the total epsilon is split over the dyadic blocks.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+    pub enum BudgetSplit {
+        /// epsilon / (floor(log2 T) + 1): exactly epsilon-DP.
+        Exact = "exact",
+        /// epsilon / log2 T, as in the paper.
+        Paper = "paper",
+    }
 }
 
 /// The privatizer's settings.

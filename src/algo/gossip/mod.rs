@@ -5,7 +5,7 @@
 //! Each algorithm is a description of its batch ([`gossip_batch`]: the
 //! policy, the confidence constant and, for `fed_ucb_gossip`, the
 //! privatizer of [`fed_ucb_gossip`]); the round loop ([`run`]) is written
-//! once and drives a backend's [`GossipOps`]. Choices where the spec leaves
+//! once and drives a backend's [`crate::algo::rounds::RoundOps`]. Choices where the spec leaves
 //! room, for a researcher reproducing the paper:
 //! * The M initial pulls are rounds 1..M of the horizon and count in regret;
 //!   gossip (one uniformly random edge per round) starts at round M + 1.
@@ -30,7 +30,7 @@ use crate::backend::{Backend, BatchError, Device};
 use crate::env::mab::{MabEnv, MabEnvSpec};
 use crate::graph::{Graph, GraphSpec};
 use crate::rng::{Purpose, Stream};
-use batch::{GossipBatch, GossipObservation, GossipOps, GossipPolicy};
+use batch::{GossipBatch, GossipObservation, GossipPolicy};
 
 /// Algorithms of the decentralized multi-armed family.
 pub const ALGORITHMS: &[(&str, &str)] = &[
@@ -64,30 +64,30 @@ pub const ENVIRONMENTS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Gossip-family algorithms.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum GossipAlgorithm {
-    /// Zhu et al.'s Gossip_UCB.
-    GossipUcb,
-    /// Zhu et al.'s Fed_UCB: Gossip_UCB with every agent's per-arm stream
-    /// privatized by the binary partial-sum mechanism.
-    FedUcbGossip,
-    /// UCB1 on own (biased) observations, no communication.
-    LocalUcb,
-    /// Full communication without delay.
-    OracleUcb,
+crate::named_enum! {
+    /// Gossip-family algorithms.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+    pub enum GossipAlgorithm {
+        /// Zhu et al.'s Gossip_UCB.
+        GossipUcb = "gossip_ucb",
+        /// Zhu et al.'s Fed_UCB: Gossip_UCB with every agent's per-arm stream
+        /// privatized by the binary partial-sum mechanism.
+        FedUcbGossip = "fed_ucb_gossip",
+        /// UCB1 on own (biased) observations, no communication.
+        LocalUcb = "local_ucb",
+        /// Full communication without delay.
+        OracleUcb = "oracle_ucb",
+    }
 }
 
-impl crate::algo::named::Named for GossipAlgorithm {
-    const ALL: &'static [Self] = &[Self::GossipUcb, Self::FedUcbGossip, Self::LocalUcb, Self::OracleUcb];
-
-    fn name(self) -> &'static str {
-        match self {
-            Self::GossipUcb => "gossip_ucb",
-            Self::FedUcbGossip => "fed_ucb_gossip",
-            Self::LocalUcb => "local_ucb",
-            Self::OracleUcb => "oracle_ucb",
-        }
+crate::named_enum! {
+    /// The family's environments, as its registry ([`ENVIRONMENTS`]) names them.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum GossipEnvironment {
+        /// Zhu et al.'s synthetic.
+        MabHeterogeneous = "mab_heterogeneous",
+        /// Zhu et al.'s real data (UCI diabetes).
+        UciDiabetes = "uci_diabetes",
     }
 }
 
@@ -155,29 +155,8 @@ pub fn gossip_batch(
 }
 
 /// One federation's curve at one checkpoint.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct GossipPoint {
-    /// Round.
-    pub t: u64,
-    /// The federation's state.
-    pub obs: GossipObservation,
-}
+pub type GossipPoint = crate::algo::rounds::Checkpoint<GossipObservation>;
 
-/// The round loop, written once for every backend: runs `ops` from round
-/// `from + 1` to `until` (at most the horizon), observing at each
-/// checkpoint in that range; returns one curve per federation.
-pub fn run(
-    batch: &GossipBatch,
-    ops: &mut dyn GossipOps,
-    from: u64,
-    until: u64,
-    checkpoints: &[u64],
-    points: &mut [Vec<GossipPoint>],
-) -> Result<(), BatchError> {
-    crate::algo::rounds::run_curves(ops, batch.federations(), from, until, checkpoints, points, |t, obs| {
-        GossipPoint { t, obs }
-    })
-}
 
 /// A checkpoint as an output curve point. Communication counters:
 /// `gossip_ucb`/`fed_ucb_gossip` exchange over one edge per round after the
@@ -374,21 +353,13 @@ pub const PARITY: &[(&str, &str)] = &[(
 /// The decentralized multi-armed family (Zhu et al.) in the registry
 /// ([`crate::algo::family::FAMILIES`]).
 pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry::Family {
-    name: "gossip",
-    doc: "decentralized multi-armed bandits: N agents on a graph, M arms, locally biased means (Zhu et al.; definitions in src/algo/gossip/)",
-    algorithms: ALGORITHMS,
-    environments: ENVIRONMENTS,
-    resolve: params::resolve,
     baseline: Some("local_ucb"),
-    growth_regret: "group_regret",
     paper_claims: &[(
         "fed_ucb_gossip",
         "the target epsilon with clipping (the paper assumes bounded observations), null without",
     )],
     workloads: WORKLOADS,
     parity: PARITY,
-    params: table::PARAMS,
-    shares: table::SHARES,
     columns: &[
         "consensus_error",
         "estimate_error",
@@ -402,7 +373,6 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
         ("fed_ucb_gossip", "c_priv", "0", "the privacy term of the width (c_priv)"),
         ("fed_ucb_gossip", "clip", "false", "clipping"),
     ],
-    noiseless_at_inf: &[],
     metrics: &[
         (
             "consensus_error",
@@ -441,12 +411,22 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     kernels: cuda::KERNELS,
     cost_terms: COST_TERMS,
     shapes: SHAPES,
+    ..crate::algo::family_entry::Family::new(
+        ("gossip", "decentralized multi-armed bandits: N agents on a graph, M arms, locally biased means (Zhu et al.; definitions in src/algo/gossip/)"),
+        ALGORITHMS,
+        ENVIRONMENTS,
+        (table::PARAMS, table::SHARES),
+        params::resolve,
+    )
 };
 
 /// The family's batched operations for `batch` on `backend`'s device, at
 /// round 0: the CPU's ([`cpu::CpuGossip`]) or the CUDA device's
 /// ([`cuda::CudaGossip`]).
-pub fn ops<'a>(batch: &GossipBatch, backend: &'a dyn Backend) -> Result<Box<dyn GossipOps + 'a>, BatchError> {
+pub fn ops<'a>(
+    batch: &GossipBatch,
+    backend: &'a dyn Backend,
+) -> Result<Box<dyn crate::algo::rounds::RoundOps<Obs = GossipObservation> + 'a>, BatchError> {
     Ok(match backend.device() {
         Device::Cpu => Box::new(cpu::CpuGossip::new(batch)?),
         Device::Cuda(dev) => Box::new(cuda::CudaGossip::new(dev.launcher()?, batch)?),
@@ -504,9 +484,8 @@ impl crate::algo::FamilyConfig for GossipConfig {
 }
 
 impl crate::algo::rounds::RoundsFamily for GossipBatch {
-    type Ops<'a> = dyn GossipOps + 'a;
+    type Obs = GossipObservation;
     type Cpu = cpu::CpuGossip;
-    type Point = GossipPoint;
     const KIND: &'static str = "gossip";
 
     fn federations(&self) -> usize {
@@ -517,7 +496,10 @@ impl crate::algo::rounds::RoundsFamily for GossipBatch {
         self.envs.first().map_or(0, |e| e.spec.agents)
     }
 
-    fn ops<'a>(&self, backend: &'a dyn Backend) -> Result<Box<dyn GossipOps + 'a>, BatchError> {
+    fn ops<'a>(
+        &self,
+        backend: &'a dyn Backend,
+    ) -> Result<Box<dyn crate::algo::rounds::RoundOps<Obs = GossipObservation> + 'a>, BatchError> {
         ops(self, backend)
     }
 
@@ -525,23 +507,10 @@ impl crate::algo::rounds::RoundsFamily for GossipBatch {
         cpu::CpuGossip::new(self)
     }
 
-    fn cpu_ops(cpu: &mut cpu::CpuGossip) -> &mut (dyn GossipOps + 'static) {
-        cpu
-    }
 
-    fn run(
-        &self,
-        ops: &mut (dyn GossipOps + '_),
-        from: u64,
-        until: u64,
-        checkpoints: &[u64],
-        points: &mut [Vec<GossipPoint>],
-    ) -> Result<(), BatchError> {
-        run(self, ops, from, until, checkpoints, points)
-    }
 
-    fn cuda_supports(&self) -> Result<(), String> {
-        cuda::supports(self).map_err(|e| e.to_string())
+    fn cuda_supports(&self) -> Result<(), crate::backend::Unsupported> {
+        cuda::supports(self).map_err(|e| crate::backend::Unsupported(e.to_string()))
     }
 
     /// Every point of a federation carries its graph's lambda_2.

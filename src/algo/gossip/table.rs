@@ -7,6 +7,19 @@
 use crate::algo::defaults::DefaultValue as D;
 use crate::algo::params::{ALL, Kind, ParamDef, Share};
 
+use super::fed_ucb_gossip::BudgetSplit;
+use crate::named::Named;
+
+crate::param_keys! {
+    ARMS: i64 = "arms",
+    BUDGET_SPLIT: BudgetSplit = "budget_split",
+    DATA: String = "data",
+    CLIP: bool = "clip",
+    CLIP_LO: f64 = "clip_lo",
+    CLIP_HI: f64 = "clip_hi",
+    C_PRIV: f64 = "c_priv",
+}
+
 /// Its algorithm with the privatizer.
 const FED_UCB_GOSSIP: &[&str] = &["fed_ucb_gossip"];
 /// Its algorithms that gossip over a graph.
@@ -44,7 +57,7 @@ pub const SHARES: &[Share] = &[
 /// Its own parameters, in output-column order.
 pub const PARAMS: &[ParamDef] = &[
     ParamDef {
-        name: "arms",
+        name: ARMS.name(),
         kind: Kind::Int { min: 1, max: 100_000 },
         defaults: &[(ALL, D::Int(5))],
         doc: "number of arms (M in Zhu et al.)",
@@ -54,8 +67,8 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "budget_split",
-        kind: Kind::Choice(&["exact", "paper"]),
+        name: BUDGET_SPLIT.name(),
+        kind: Kind::Choice(BudgetSplit::NAMES),
         defaults: &[(ALL, D::Word("exact"))],
         doc: "epsilon per dyadic block: epsilon / (floor(log2 T) + 1) (exactly epsilon-DP) or the paper's epsilon / log2 T",
         used_by: FED_UCB_GOSSIP,
@@ -64,7 +77,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "data",
+        name: DATA.name(),
         kind: Kind::Text,
         defaults: &[(ALL, D::Word("diabetic_data.csv"))],
         doc: "path of the UCI diabetic_data.csv (a relative path starts at the job file's folder)",
@@ -74,7 +87,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "clip",
+        name: CLIP.name(),
         kind: Kind::Bool,
         defaults: &[(ALL, D::Bool(true))],
         doc: "clip observations to [clip_lo, clip_hi] before the partial sums (false: as the paper, a nominal guarantee; acct_epsilon_pure is then null)",
@@ -84,7 +97,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "clip_lo",
+        name: CLIP_LO.name(),
         kind: Kind::Float {
             min: f64::NEG_INFINITY,
             max: f64::INFINITY,
@@ -99,7 +112,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "clip_hi",
+        name: CLIP_HI.name(),
         kind: Kind::Float {
             min: f64::NEG_INFINITY,
             max: f64::INFINITY,
@@ -114,7 +127,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "c_priv",
+        name: C_PRIV.name(),
         kind: Kind::Float {
             min: 0.0,
             max: f64::INFINITY,

@@ -30,6 +30,7 @@
 //! A noisy lambda I + W_syn that is not positive definite is inverted with
 //! jitter and counted in `cholesky_failures`.
 
+use crate::named::Named;
 use super::{Calibration, LinearAlgorithm, LinearConfig, Protocol};
 use crate::algo::linear::batch::{LinearBatch, Release, SyncRule, SyncWhen, Width};
 use crate::privacy::accountant::{Mechanism, NoiseModel};

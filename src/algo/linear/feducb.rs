@@ -38,6 +38,7 @@
 //! backend's operations run it (on the CPU, `algo::linear::cpu`), the
 //! determinant test deciding each federation's syncs on its own.
 
+use crate::named::Named;
 use super::{LinearAlgorithm, LinearConfig, SyncRegime};
 use crate::algo::linear::batch::{AdaptiveSync, LinearBatch, Release, SyncRule, SyncWhen, Width};
 use crate::privacy::accountant::{Mechanism, NoiseModel};
@@ -263,10 +264,9 @@ fn paper_claim(cfg: &LinearConfig, c: &DubeyConstants, target: f64) -> crate::pr
         calibration: super::Calibration::Paper,
         ..cfg.clone()
     };
-    match privatizer(&paper) {
-        Some(p) if c.sigma_n > 0.0 => PaperClaim::Value(target * p.sigma_n / c.sigma_n),
-        _ => PaperClaim::Target,
-    }
+    privatizer(&paper)
+        .filter(|_| c.sigma_n > 0.0)
+        .map_or(PaperClaim::Target, |p| PaperClaim::Value(target * p.sigma_n / c.sigma_n))
 }
 
 /// Proposition 2's width of an agent that hears n agents (M, or n_i on a

@@ -17,6 +17,7 @@ pub mod feducb;
 pub mod feducb_decentralized;
 pub mod lockstep;
 pub mod oful;
+pub mod micro;
 pub mod params;
 pub mod table;
 pub mod random;
@@ -63,87 +64,71 @@ pub const ENVIRONMENTS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Linear-family algorithms.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum LinearAlgorithm {
-    /// OFUL, one agent.
-    Linucb,
-    /// M OFUL agents without communication.
-    Independent,
-    /// Uniformly random actions (a sanity baseline).
-    Random,
-    /// Zhou & Chowdhury's FedLinUCB without privacy.
-    Fedlinucb,
-    /// Zhou & Chowdhury's Private-FedLinUCB.
-    PrivateFedlinucb,
-    /// Dubey & Pentland's FedUCB, centralized (Algorithm 1 + PRIVATIZER).
-    FeducbCentralized,
-    /// Dubey & Pentland's FedUCB on a peer-to-peer graph (Section 4.2).
-    FeducbDecentralized,
-}
-
-impl crate::algo::named::Named for LinearAlgorithm {
-    const ALL: &'static [Self] = &[Self::Linucb, Self::Independent, Self::Random, Self::Fedlinucb, Self::PrivateFedlinucb, Self::FeducbCentralized, Self::FeducbDecentralized];
-
-    fn name(self) -> &'static str {
-        match self {
-            Self::Linucb => "linucb",
-            Self::Independent => "independent",
-            Self::Random => "random",
-            Self::Fedlinucb => "fedlinucb",
-            Self::PrivateFedlinucb => "private_fedlinucb",
-            Self::FeducbCentralized => "feducb_centralized",
-            Self::FeducbDecentralized => "feducb_decentralized",
-        }
+crate::named_enum! {
+    /// Linear-family algorithms.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+    pub enum LinearAlgorithm {
+        /// OFUL, one agent.
+        Linucb = "linucb",
+        /// M OFUL agents without communication.
+        Independent = "independent",
+        /// Uniformly random actions (a sanity baseline).
+        Random = "random",
+        /// Zhou & Chowdhury's FedLinUCB without privacy.
+        Fedlinucb = "fedlinucb",
+        /// Zhou & Chowdhury's Private-FedLinUCB.
+        PrivateFedlinucb = "private_fedlinucb",
+        /// Dubey & Pentland's FedUCB, centralized (Algorithm 1 + PRIVATIZER).
+        FeducbCentralized = "feducb_centralized",
+        /// Dubey & Pentland's FedUCB on a peer-to-peer graph (Section 4.2).
+        FeducbDecentralized = "feducb_decentralized",
     }
 }
 
-/// Privacy protocol of (Private-)FedLinUCB.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum Protocol {
-    /// No privacy (FedLinUCB).
-    None,
-    /// Silo-level local DP with the tree mechanism.
-    Ldp,
-    /// Shuffle DP by amplification: the tree mechanism with the amplified
-    /// (smaller) noise.
-    SdpAmp,
-    /// Shuffle DP by the vector-summation protocol ([`crate::privacy::vecsum`]).
-    SdpVecsum,
-    /// The slides' P_alt: each agent privatizes its own prefix sums over time
-    /// (its own tree), the server adds them. In the silo-level LDP model this
-    /// releases exactly what `ldp` releases (same noise scale).
-    Alt,
-}
-
-/// Noise calibration of the private linear algorithms.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum Calibration {
-    /// The noise solved from the target by the exact accountant
-    /// ([`crate::privacy::accountant::exact_sigma`]): `acct_epsilon` in
-    /// [0.99, 1] x the target epsilon (for FedUCB, `acct_epsilon_sums`).
-    Exact,
-    /// Private-FedLinUCB: the authors' public code (which produced their
-    /// plots).
-    Code,
-    /// Private-FedLinUCB: the slides' theorem: sigma^2 = 8 kappa (log(2 /
-    /// delta) + eps) / eps^2.
-    Theorem,
-    /// FedUCB: the paper's PRIVATIZER constants.
-    Paper,
-}
-
-impl Calibration {
-    /// From the job-file word (checked by the parameter table).
-    pub fn from_name(name: &str) -> Self {
-        match name {
-            "code" => Calibration::Code,
-            "theorem" => Calibration::Theorem,
-            "paper" => Calibration::Paper,
-            _ => Calibration::Exact,
-        }
+crate::named_enum! {
+    /// Privacy protocol of (Private-)FedLinUCB.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+    pub enum Protocol {
+        /// Silo-level local DP with the tree mechanism.
+        Ldp = "ldp",
+        /// Shuffle DP by amplification: the tree mechanism with the amplified
+        /// (smaller) noise.
+        SdpAmp = "sdp_amp",
+        /// Shuffle DP by the vector-summation protocol ([`crate::privacy::vecsum`]).
+        SdpVecsum = "sdp_vecsum",
+        /// The slides' P_alt: each agent privatizes its own prefix sums over time
+        /// (its own tree), the server adds them. In the silo-level LDP model this
+        /// releases exactly what `ldp` releases (same noise scale).
+        Alt = "alt",
+        /// No privacy (FedLinUCB).
+        None = "none",
     }
 }
+
+crate::named_enum! {
+    /// What linear_sphere's reward is computed on (`reward_on`): the raw
+    /// action (the authors' code) or the normalized one (well-specified).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum RewardOn {
+        /// The raw action (the authors' code).
+        Raw = "raw",
+        /// The normalized action (the well-specified variant, the default).
+        Normalized = "normalized",
+    }
+}
+
+crate::named_enum! {
+    /// The family's environments, as its registry ([`ENVIRONMENTS`]) names them.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum LinearEnvironment {
+        /// Dubey & Pentland's synthetic.
+        LinearGap = "linear_gap",
+        /// Zhou & Chowdhury's synthetic.
+        LinearSphere = "linear_sphere",
+    }
+}
+
+pub use crate::algo::options::Calibration;
 
 /// Whether FedUCB's sync schedule is released as its determinant test
 /// decides it (the paper; covered by no figure) or answered through the
@@ -160,6 +145,33 @@ pub enum Schedule {
         /// Requests per agent before the data-independent fallback.
         cap: u32,
     },
+}
+
+crate::named_enum! {
+    /// The job-file names of FedUCB's sync regimes ([`SyncRegime`]; `threshold`
+    /// takes its D from the parameter of that name).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum SyncName {
+        /// [`SyncRegime::Log`].
+        Log = "log",
+        /// [`SyncRegime::SqrtM`].
+        SqrtM = "sqrt_m",
+        /// [`SyncRegime::EveryRound`].
+        EveryRound = "every_round",
+        /// [`SyncRegime::Threshold`].
+        Threshold = "threshold",
+    }
+}
+
+crate::named_enum! {
+    /// The job-file names of a private FedUCB's schedules ([`Schedule`]).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum ScheduleName {
+        /// [`Schedule::Private`].
+        Private = "private",
+        /// [`Schedule::Paper`].
+        Paper = "paper",
+    }
 }
 
 /// FedUCB synchronization regime.
@@ -333,13 +345,7 @@ const FEDUCB_WIDTHS: &[&str] = &[
 /// The linear contextual family (Zhou & Chowdhury; Dubey & Pentland) in the registry
 /// ([`crate::algo::family::FAMILIES`]).
 pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry::Family {
-    name: "linear",
-    doc: "linear contextual bandits: M agents, d-dimensional actions (Dubey & Pentland; Zhou & Chowdhury; definitions in src/algo/linear/)",
-    algorithms: ALGORITHMS,
-    environments: ENVIRONMENTS,
-    resolve: params::resolve,
     baseline: Some("independent"),
-    growth_regret: "group_regret",
     paper_claims: &[
         (
             "private_fedlinucb",
@@ -356,8 +362,6 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     ],
     workloads: workloads::WORKLOADS,
     parity: workloads::PARITY,
-    params: table::PARAMS,
-    shares: table::SHARES,
     columns: &[
         "cholesky_failures",
         "beta_clamps",
@@ -374,7 +378,6 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
         ("feducb_centralized", "clip_rewards", "false", "reward clipping"),
         ("feducb_decentralized", "clip_rewards", "false", "reward clipping"),
     ],
-    noiseless_at_inf: &[],
     metrics: &[
         (
             "cholesky_failures",
@@ -420,6 +423,14 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     kernels: cuda::KERNELS,
     cost_terms: cost::COST_TERMS,
     shapes: cost::SHAPES,
+    micro_benches: &[("kernels", micro::kernels), ("linalg", micro::linalg_crossover)],
+    ..crate::algo::family_entry::Family::new(
+        ("linear", "linear contextual bandits: M agents, d-dimensional actions (Dubey & Pentland; Zhou & Chowdhury; definitions in src/algo/linear/)"),
+        ALGORITHMS,
+        ENVIRONMENTS,
+        (table::PARAMS, table::SHARES),
+        params::resolve,
+    )
 };
 
 /// The family's batched operations for `batch` on `backend`'s device, at
@@ -436,6 +447,16 @@ pub fn ops<'a>(
 }
 
 impl crate::algo::FamilyConfig for LinearConfig {
+    /// Scoring's 2 K (d^2 + 2d) flops per agent-step; bytes: V^{-1} read
+    /// twice and written once, the Gram sums read and written, the decision
+    /// set written and read back (f64), the normals written and read (f32).
+    fn roofline(&self) -> Option<(f64, f64)> {
+        let (d, k) = (self.env.d as f64, self.env.k as f64);
+        let kp = (k / 8.0).ceil() * 8.0;
+        let bytes = 8.0 * (5.0 * d * d + 2.0 * d * kp + kp) + 8.0 * (k - d) * (d - 1.0);
+        Some((2.0 * k * (d * d + 2.0 * d), bytes))
+    }
+
     fn batch(
         &self,
         env_keys: Vec<Vec<u64>>,

@@ -5,23 +5,29 @@
 //! graph), and the rule every privacy figure needs (L at least the largest
 //! action norm).
 
-use super::{Calibration, LinearAlgorithm, LinearConfig, Protocol, SyncRegime};
-use crate::algo::params::Value;
+use super::table::{
+    ACTIONS, ALPHA, BATCH_SIZE, CLIP_REWARDS, DIM, GAMMA, L_BOUND, LAMBDA, PRIVATE, PROTOCOL, REFACTOR_EVERY, REWARD_ON,
+    S_BOUND, SCHEDULE, SCHEDULE_CAP, SCHEDULE_SHARE, SUBGAUSSIAN, SYNC, THRESHOLD, VECSUM_SCALE,
+};
+use super::{
+    Calibration, LinearAlgorithm, LinearConfig, LinearEnvironment, Protocol, RewardOn, ScheduleName, SyncName, SyncRegime,
+};
+use crate::algo::params::{CALIBRATION, CONFIDENCE_SCALE, DELTA, EPSILON, M, NEIGHBOURS, NOISE, NOISE_STD};
 use crate::algo::resolve::Params;
 use crate::env::{LinearEnvKind, LinearEnvSpec};
 use crate::graph::GraphSpec;
 
 /// Resolves a linear-family cell.
 pub fn resolve(p: &mut Params<'_>) -> Box<dyn crate::algo::FamilyConfig> {
-    let (algo, env, horizon) = p.cell();
-    let algorithm: LinearAlgorithm = p.algorithm(algo);
-    let env_spec = environment(p, env);
+    let (_, env, horizon) = p.cell();
+    let algorithm: LinearAlgorithm = p.algorithm();
+    let env_spec = environment(p);
     let m = if algorithm == LinearAlgorithm::Linucb {
         1
     } else {
-        p.i("m")
+        p.read(M)
     };
-    p.set("m", Value::Int(m));
+    p.record(M, &m);
     let mut cfg = LinearConfig {
         algorithm,
         env: env_spec,
@@ -51,10 +57,7 @@ pub fn resolve(p: &mut Params<'_>) -> Box<dyn crate::algo::FamilyConfig> {
         learner(p, &mut cfg);
     }
     match algorithm {
-        LinearAlgorithm::Linucb | LinearAlgorithm::Independent => {
-            cfg.lambda = p.f("lambda");
-            p.set("lambda", Value::Float(cfg.lambda));
-        }
+        LinearAlgorithm::Linucb | LinearAlgorithm::Independent => cfg.lambda = p.take(LAMBDA),
         LinearAlgorithm::Random => {}
         LinearAlgorithm::Fedlinucb | LinearAlgorithm::PrivateFedlinucb => fedlinucb(p, &mut cfg),
         LinearAlgorithm::FeducbCentralized | LinearAlgorithm::FeducbDecentralized => feducb(p, &mut cfg),
@@ -64,7 +67,7 @@ pub fn resolve(p: &mut Params<'_>) -> Box<dyn crate::algo::FamilyConfig> {
     let (max_norm, why) = cfg.env.max_action_norm();
     if cfg.privacy.is_some() && cfg.l_bound < max_norm {
         p.err(
-            "l_bound",
+            L_BOUND,
             format!(
                 "L = {} is below {env}'s largest action norm {max_norm} ({why}), and every privacy figure \
                  assumes ||x|| <= L; allowed for a private cell: l_bound >= {max_norm}",
@@ -88,7 +91,7 @@ fn vecsum_reachable(p: &mut Params<'_>, cfg: &LinearConfig) {
     }
     if let Some(floor) = super::fedlinucb::vecsum_exact_floor(cfg) {
         p.err(
-            "epsilon",
+            EPSILON,
             format!(
                 "calibration: exact cannot meet epsilon = {eps} for sdp_vecsum here: its exact accountant bounds \
                  Binomial parts of at most 2^40 trials, and with them the figure stays at or above {floor:.4} at \
@@ -104,24 +107,24 @@ fn vecsum_reachable(p: &mut Params<'_>, cfg: &LinearConfig) {
 /// linear_sphere (d >= 2) its noise and reward (`reward_on: normalized`,
 /// the well-specified variant, by default; `raw` is the authors' code,
 /// kept for reproducing their figures).
-fn environment(p: &mut Params<'_>, env: &str) -> LinearEnvSpec {
-    let d = p.i("d");
-    p.set("d", Value::Int(d));
-    let k = p.i("k");
-    p.set("k", Value::Int(k));
-    let kind = if env == "linear_gap" {
-        LinearEnvKind::Gap
-    } else {
-        if d < 2 {
-            p.err("d", "linear_sphere needs d >= 2");
-        }
-        let noise_std = p.f("noise_std");
-        let reward_on = p.s("reward_on");
-        p.set("noise_std", Value::Float(noise_std));
-        p.set("reward_on", Value::Str(reward_on.clone()));
-        LinearEnvKind::Sphere {
-            noise_std,
-            reward_on_raw: reward_on == "raw",
+fn environment(p: &mut Params<'_>) -> LinearEnvSpec {
+    let d = p.take(DIM);
+    let k = p.take(ACTIONS);
+    let kind = match p.environment() {
+        LinearEnvironment::LinearGap => LinearEnvKind::Gap,
+        LinearEnvironment::LinearSphere => {
+            if d < 2 {
+                p.err(DIM, "linear_sphere needs d >= 2");
+            }
+            let noise_std = p.take(NOISE_STD);
+            let reward_on_raw = match p.take(REWARD_ON) {
+                RewardOn::Raw => true,
+                RewardOn::Normalized => false,
+            };
+            LinearEnvKind::Sphere {
+                noise_std,
+                reward_on_raw,
+            }
         }
     };
     LinearEnvSpec {
@@ -134,49 +137,41 @@ fn environment(p: &mut Params<'_>, env: &str) -> LinearEnvSpec {
 /// A learner's confidence parameters (the table's defaults for
 /// (Private-)FedLinUCB are Zhou & Chowdhury's: alpha 0.01, S = sqrt(d)).
 fn learner(p: &mut Params<'_>, cfg: &mut LinearConfig) {
-    cfg.alpha = p.f("alpha");
-    cfg.confidence_scale = p.f("confidence_scale");
-    cfg.s_bound = p.f("s_bound");
-    cfg.l_bound = p.f("l_bound");
-    cfg.subgaussian = p.f("subgaussian");
-    cfg.refactor_every = p.i("refactor_every") as u32;
-    p.set("alpha", Value::Float(cfg.alpha));
-    p.set("confidence_scale", Value::Float(cfg.confidence_scale));
-    p.set("s_bound", Value::Float(cfg.s_bound));
-    p.set("l_bound", Value::Float(cfg.l_bound));
-    p.set("subgaussian", Value::Float(cfg.subgaussian));
-    p.set("refactor_every", Value::Int(i64::from(cfg.refactor_every)));
+    cfg.alpha = p.take(ALPHA);
+    cfg.confidence_scale = p.take(CONFIDENCE_SCALE);
+    cfg.s_bound = p.take(S_BOUND);
+    cfg.l_bound = p.take(L_BOUND);
+    cfg.subgaussian = p.take(SUBGAUSSIAN);
+    cfg.refactor_every = p.read(REFACTOR_EVERY) as u32;
+    p.record(REFACTOR_EVERY, &i64::from(cfg.refactor_every));
 }
 
 /// A private cell's (epsilon, delta), both required (`.inf` is refused:
 /// no privacy is another algorithm or setting).
 fn privacy(p: &mut Params<'_>) -> Option<(f64, f64)> {
-    match (
-        p.get("epsilon").and_then(Value::as_f64),
-        p.get("delta").and_then(Value::as_f64),
-    ) {
+    match (p.given(EPSILON), p.given(DELTA)) {
         (Some(e), _) if e.is_infinite() => {
             p.err(
-                "epsilon",
+                EPSILON,
                 "= .inf means no privacy: use fedlinucb, protocol: none or private: false",
             );
             None
         }
         (Some(e), _) if crate::privacy::gdp::epsilon_beyond(e).is_some() => {
-            p.err("epsilon", crate::privacy::gdp::epsilon_beyond(e).unwrap_or_default());
+            p.err(EPSILON, crate::privacy::gdp::epsilon_beyond(e).unwrap_or_default());
             None
         }
         (Some(e), Some(dl)) => {
-            p.set("epsilon", Value::Float(e));
-            p.set("delta", Value::Float(dl));
+            p.record(EPSILON, &e);
+            p.record(DELTA, &dl);
             Some((e, dl))
         }
         (e, dl) => {
             if e.is_none() {
-                p.err("epsilon", "missing; a private run needs epsilon (number > 0)");
+                p.err(EPSILON, "missing; a private run needs epsilon (number > 0)");
             }
             if dl.is_none() {
-                p.err("delta", "missing; a private run needs delta (number in (0, 1))");
+                p.err(DELTA, "missing; a private run needs delta (number in (0, 1))");
             }
             None
         }
@@ -187,64 +182,45 @@ fn privacy(p: &mut Params<'_>) -> Option<(f64, f64)> {
 /// (`neighbours`, validated as a choice by the parameter table, whose
 /// default is each paper's own) and reward clipping (`clip_rewards`).
 fn accounting(p: &mut Params<'_>, cfg: &mut LinearConfig) {
-    use crate::privacy::accountant::Neighbours;
-    cfg.noise = p.b("noise");
-    p.set("noise", Value::Bool(cfg.noise));
-    cfg.neighbours = if p.s("neighbours") == "add_remove" {
-        Neighbours::AddRemove
-    } else {
-        Neighbours::Substitute
-    };
-    p.set("neighbours", Value::Str(cfg.neighbours.name().into()));
-    cfg.clip_rewards = p.b("clip_rewards");
-    p.set("clip_rewards", Value::Bool(cfg.clip_rewards));
+    cfg.noise = p.take(NOISE);
+    cfg.neighbours = p.take(NEIGHBOURS);
+    cfg.clip_rewards = p.take(CLIP_REWARDS);
 }
 
 /// (Private-)FedLinUCB: the batch B <= T; the protocol, its privacy,
 /// calibration and accounting.
 fn fedlinucb(p: &mut Params<'_>, cfg: &mut LinearConfig) {
-    let (b, horizon) = (p.i("batch_size"), cfg.horizon);
+    let (b, horizon) = (p.take(BATCH_SIZE), cfg.horizon);
     if b as u64 > horizon {
-        let default = if p.get("batch_size").is_none() {
+        let default = if !p.is_set(BATCH_SIZE) {
             " (the default: set batch_size)"
         } else {
             ""
         };
         p.err(
-            "batch_size",
+            BATCH_SIZE,
             format!("B = {b}{default} exceeds the horizon T = {horizon}; allowed: 1 <= B <= T"),
         );
     }
     cfg.batch_size = b as u64;
-    p.set("batch_size", Value::Int(b));
     if cfg.algorithm != LinearAlgorithm::PrivateFedlinucb {
         return;
     }
-    let proto = p.s("protocol");
-    p.set("protocol", Value::Str(proto.clone()));
-    cfg.protocol = match proto.as_str() {
-        "sdp_amp" => Protocol::SdpAmp,
-        "sdp_vecsum" => Protocol::SdpVecsum,
-        "alt" => Protocol::Alt,
-        "none" => Protocol::None,
-        _ => Protocol::Ldp,
-    };
+    cfg.protocol = p.take(PROTOCOL);
     if cfg.protocol == Protocol::SdpVecsum {
-        cfg.vecsum_scale = p.f("vecsum_scale");
-        p.set("vecsum_scale", Value::Float(cfg.vecsum_scale));
+        cfg.vecsum_scale = p.take(VECSUM_SCALE);
     }
     if cfg.protocol != Protocol::None {
         cfg.privacy = privacy(p);
-        let cal = p.choice("calibration", &["exact", "code", "theorem"], "private_fedlinucb");
-        if cfg.protocol == Protocol::SdpVecsum && cal == "exact" && p.get("vecsum_scale").is_some() {
+        let allowed = [Calibration::Exact, Calibration::Code, Calibration::Theorem];
+        cfg.calibration = p.take_in(CALIBRATION, &allowed, "private_fedlinucb");
+        if cfg.protocol == Protocol::SdpVecsum && cfg.calibration == Calibration::Exact && p.is_set(VECSUM_SCALE) {
             p.err(
-                "vecsum_scale",
+                VECSUM_SCALE,
                 "vecsum_scale is the constant of the authors' Binomial count and applies to calibration: code or \
                  theorem only (calibration: exact, the default, solves the count from the target)",
             );
         }
-        cfg.calibration = Calibration::from_name(&cal);
-        p.set("calibration", Value::Str(cal));
         accounting(p, cfg);
     }
 }
@@ -255,40 +231,34 @@ fn feducb(p: &mut Params<'_>, cfg: &mut LinearConfig) {
     if cfg.algorithm == LinearAlgorithm::FeducbDecentralized {
         graph(p, cfg);
     }
-    let private = p.b("private");
-    p.set("private", Value::Bool(private));
+    let private = p.take(PRIVATE);
     cfg.sync = sync_regime(p);
     if private {
         cfg.privacy = privacy(p);
-        let cal = p.choice("calibration", &["exact", "paper"], "FedUCB");
-        cfg.calibration = Calibration::from_name(&cal);
-        p.set("calibration", Value::Str(cal));
+        cfg.calibration = p.take_in(CALIBRATION, &[Calibration::Exact, Calibration::Paper], "FedUCB");
         schedule(p, cfg);
         accounting(p, cfg);
     } else {
-        cfg.lambda = p.f("lambda");
-        p.set("lambda", Value::Float(cfg.lambda));
+        cfg.lambda = p.take(LAMBDA);
     }
 }
 
 /// The sync regime (`threshold` needs its D).
 fn sync_regime(p: &mut Params<'_>) -> SyncRegime {
-    let sync = p.s("sync");
-    p.set("sync", Value::Str(sync.clone()));
-    match sync.as_str() {
-        "every_round" => SyncRegime::EveryRound,
-        "sqrt_m" => SyncRegime::SqrtM,
-        "threshold" => match p.get("threshold").and_then(Value::as_f64) {
+    match p.take(SYNC) {
+        SyncName::EveryRound => SyncRegime::EveryRound,
+        SyncName::SqrtM => SyncRegime::SqrtM,
+        SyncName::Log => SyncRegime::Log,
+        SyncName::Threshold => match p.given(THRESHOLD) {
             Some(v) => {
-                p.set("threshold", Value::Float(v));
+                p.record(THRESHOLD, &v);
                 SyncRegime::Threshold(v)
             }
             None => {
-                p.err("threshold", "missing; sync = threshold needs threshold (number > 0)");
+                p.err(THRESHOLD, "missing; sync = threshold needs threshold (number > 0)");
                 SyncRegime::Log
             }
         },
-        _ => SyncRegime::Log,
     }
 }
 
@@ -300,17 +270,16 @@ fn schedule(p: &mut Params<'_>, cfg: &mut LinearConfig) {
     if cfg.sync == SyncRegime::EveryRound {
         return;
     }
-    let name = p.choice("schedule", &["private", "paper"], "FedUCB");
-    p.set("schedule", Value::Str(name.clone()));
-    if name == "private" {
-        let share = p.f("schedule_share");
-        let cap = p.i("schedule_cap");
-        p.set("schedule_share", Value::Float(share));
-        p.set("schedule_cap", Value::Int(cap));
-        cfg.schedule = super::Schedule::Private {
-            share,
-            cap: u32::try_from(cap).unwrap_or(u32::MAX),
-        };
+    match p.take(SCHEDULE) {
+        ScheduleName::Private => {
+            let share = p.take(SCHEDULE_SHARE);
+            let cap = p.take(SCHEDULE_CAP);
+            cfg.schedule = super::Schedule::Private {
+                share,
+                cap: u32::try_from(cap).unwrap_or(u32::MAX),
+            };
+        }
+        ScheduleName::Paper => cfg.schedule = super::Schedule::Paper,
     }
 }
 
@@ -321,8 +290,7 @@ fn graph(p: &mut Params<'_>, cfg: &mut LinearConfig) {
     let Some(spec) = p.graph_spec() else {
         return;
     };
-    let gamma = p.i("gamma") as usize;
-    p.set("gamma", Value::Int(gamma as i64));
+    let gamma = p.take(GAMMA) as usize;
     cfg.gamma = gamma;
     let random = matches!(spec, GraphSpec::ErdosRenyi { .. } | GraphSpec::RandomRegular { .. });
     if let Some(diameter) = p.check_graph(&spec, cfg.m)
@@ -330,7 +298,7 @@ fn graph(p: &mut Params<'_>, cfg: &mut LinearConfig) {
         && gamma as u32 > diameter
     {
         p.err(
-            "gamma",
+            GAMMA,
             format!("gamma = {gamma} exceeds the graph's diameter {diameter}; allowed: 1 <= gamma <= diameter"),
         );
     }

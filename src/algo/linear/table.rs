@@ -7,6 +7,34 @@
 use crate::algo::defaults::{self, DefaultValue as D};
 use crate::algo::params::{ALL, Kind, POS, ParamDef, Share, UNIT_OPEN};
 
+use super::{Calibration, Protocol, RewardOn, ScheduleName, SyncName};
+use crate::algo::defaults::DefaultContext;
+use crate::algo::params::Value;
+use crate::named::Named;
+
+crate::param_keys! {
+    DIM: i64 = "d",
+    ACTIONS: i64 = "k",
+    REWARD_ON: RewardOn = "reward_on",
+    LAMBDA: f64 = "lambda",
+    ALPHA: f64 = "alpha",
+    S_BOUND: f64 = "s_bound",
+    L_BOUND: f64 = "l_bound",
+    SUBGAUSSIAN: f64 = "subgaussian",
+    PRIVATE: bool = "private",
+    PROTOCOL: Protocol = "protocol",
+    VECSUM_SCALE: f64 = "vecsum_scale",
+    CLIP_REWARDS: bool = "clip_rewards",
+    BATCH_SIZE: i64 = "batch_size",
+    SYNC: SyncName = "sync",
+    SCHEDULE: ScheduleName = "schedule",
+    SCHEDULE_SHARE: f64 = "schedule_share",
+    SCHEDULE_CAP: i64 = "schedule_cap",
+    THRESHOLD: f64 = "threshold",
+    GAMMA: i64 = "gamma",
+    REFACTOR_EVERY: i64 = "refactor_every",
+}
+
 /// Every learning algorithm of the family (with a confidence set).
 const LEARNERS: &[&str] = &[
     "linucb",
@@ -18,7 +46,7 @@ const LEARNERS: &[&str] = &[
 ];
 const FEDUCB: &[&str] = &["feducb_centralized", "feducb_decentralized"];
 /// Its private algorithms (with a privacy target).
-const PRIVATE: &[&str] = &["private_fedlinucb", "feducb_centralized", "feducb_decentralized"];
+const PRIVATE_ALGORITHMS: &[&str] = &["private_fedlinucb", "feducb_centralized", "feducb_decentralized"];
 /// Its algorithm that communicates over a graph.
 const P2P: &[&str] = &["feducb_decentralized"];
 
@@ -41,17 +69,17 @@ pub const SHARES: &[Share] = &[
     },
     Share {
         params: &["epsilon", "delta", "noise"],
-        by: PRIVATE,
+        by: PRIVATE_ALGORITHMS,
         defaults: &[],
     },
     Share {
         params: &["neighbours"],
-        by: PRIVATE,
+        by: PRIVATE_ALGORITHMS,
         defaults: &[(FEDUCB, D::Word("add_remove"))],
     },
     Share {
         params: &["calibration"],
-        by: PRIVATE,
+        by: PRIVATE_ALGORITHMS,
         defaults: &[],
     },
     Share {
@@ -64,7 +92,7 @@ pub const SHARES: &[Share] = &[
 /// Its own parameters, in output-column order.
 pub const PARAMS: &[ParamDef] = &[
     ParamDef {
-        name: "d",
+        name: DIM.name(),
         kind: Kind::Int { min: 1, max: 1024 },
         defaults: &[(ALL, D::Int(10))],
         doc: "dimension d (linear_sphere: >= 2)",
@@ -74,10 +102,10 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "k",
+        name: ACTIONS.name(),
         kind: Kind::Int { min: 1, max: 1_000_000 },
         defaults: &[
-            (&["linear_gap"], D::Rule("min(d^2, 100)", defaults::k_of_gap)),
+            (&["linear_gap"], D::Rule("min(d^2, 100)", k_of_gap)),
             (ALL, D::Int(100)),
         ],
         doc: "actions per round K",
@@ -87,8 +115,8 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "reward_on",
-        kind: Kind::Choice(&["raw", "normalized"]),
+        name: REWARD_ON.name(),
+        kind: Kind::Choice(RewardOn::NAMES),
         defaults: &[(ALL, D::Word("normalized"))],
         doc: "mean reward on the observed x (well-specified) or on the raw z (authors' code: misspecified when k > d)",
         used_by: &["linear_sphere"],
@@ -97,7 +125,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "lambda",
+        name: LAMBDA.name(),
         kind: POS,
         defaults: &[(ALL, D::Float(1.0))],
         doc: "regularization (OFUL; FedUCB when not private)",
@@ -107,7 +135,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "alpha",
+        name: ALPHA.name(),
         kind: UNIT_OPEN,
         defaults: &[
             (&["fedlinucb", "private_fedlinucb"], D::Float(0.01)),
@@ -120,12 +148,12 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "s_bound",
+        name: S_BOUND.name(),
         kind: POS,
         defaults: &[
             (
                 &["fedlinucb", "private_fedlinucb"],
-                D::Rule("sqrt(d)", defaults::sqrt_d),
+                D::Rule("sqrt(d)", sqrt_d),
             ),
             (ALL, D::Float(1.0)),
         ],
@@ -136,7 +164,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "l_bound",
+        name: L_BOUND.name(),
         kind: POS,
         defaults: &[(ALL, D::Float(1.0))],
         doc: "bound L on ||x||",
@@ -146,7 +174,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "subgaussian",
+        name: SUBGAUSSIAN.name(),
         kind: POS,
         defaults: &[(ALL, D::Float(0.5))],
         doc: "sub-Gaussian constant of the reward noise (R, sigma)",
@@ -156,7 +184,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "private",
+        name: PRIVATE.name(),
         kind: Kind::Bool,
         defaults: &[(ALL, D::Bool(true))],
         doc: "FedUCB with the PRIVATIZER (needs epsilon, delta)",
@@ -166,8 +194,8 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "protocol",
-        kind: Kind::Choice(&["ldp", "sdp_amp", "sdp_vecsum", "alt", "none"]),
+        name: PROTOCOL.name(),
+        kind: Kind::Choice(Protocol::NAMES),
         defaults: &[(ALL, D::Word("ldp"))],
         doc: "privacy protocol of private_fedlinucb: silo-level LDP, shuffle DP by amplification or by vector summation, the slides' P_alt, none",
         used_by: &["private_fedlinucb"],
@@ -176,7 +204,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "vecsum_scale",
+        name: VECSUM_SCALE.name(),
         kind: POS,
         defaults: &[(ALL, D::Float(1.0))],
         doc: "constant of the vector-summation protocol's Binomial count b (sdp_vecsum; calibration code or theorem: exact solves the count)",
@@ -186,7 +214,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "clip_rewards",
+        name: CLIP_REWARDS.name(),
         kind: Kind::Bool,
         defaults: &[(ALL, D::Bool(true))],
         doc: "rewards enter every sum clipped to [-1, 1], the bound the privacy analyses assume (counted in \
@@ -197,7 +225,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "batch_size",
+        name: BATCH_SIZE.name(),
         kind: Kind::Int { min: 1, max: i64::MAX },
         defaults: &[(ALL, D::Int(25))],
         doc: "rounds per batch B (B <= T)",
@@ -207,8 +235,8 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "sync",
-        kind: Kind::Choice(&["log", "sqrt_m", "every_round", "threshold"]),
+        name: SYNC.name(),
+        kind: Kind::Choice(SyncName::NAMES),
         defaults: &[(ALL, D::Word("log"))],
         doc: "FedUCB sync regime",
         used_by: FEDUCB,
@@ -217,13 +245,13 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "schedule",
-        kind: Kind::Choice(&["private", "paper"]),
+        name: SCHEDULE.name(),
+        kind: Kind::Choice(ScheduleName::NAMES),
         defaults: &[(
             ALL,
             D::Rule(
                 "private under calibration: exact, else paper",
-                defaults::schedule_of_calibration,
+                schedule_of_calibration,
             ),
         )],
         doc: "a private FedUCB's schedule: its determinant test through the sparse vector technique (covered by \
@@ -234,7 +262,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "schedule_share",
+        name: SCHEDULE_SHARE.name(),
         kind: UNIT_OPEN,
         defaults: &[(ALL, D::Float(0.1))],
         doc: "share of the target epsilon a private schedule spends (the sums get the rest)",
@@ -244,7 +272,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "schedule_cap",
+        name: SCHEDULE_CAP.name(),
         kind: Kind::Int { min: 1, max: 1_000_000 },
         defaults: &[(ALL, D::Rule("ceil(log2 T)", defaults::log2_horizon))],
         doc: "requests through a private schedule's test per agent, then syncs at rounds 2^k",
@@ -254,7 +282,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "threshold",
+        name: THRESHOLD.name(),
         kind: POS,
         defaults: &[(ALL, D::Required("when sync = threshold"))],
         doc: "FedUCB sync threshold D",
@@ -264,7 +292,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "gamma",
+        name: GAMMA.name(),
         kind: Kind::Int { min: 1, max: 1_000_000 },
         defaults: &[(ALL, D::Int(1))],
         doc: "hops a message travels before it is dropped (<= diameter)",
@@ -274,7 +302,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "refactor_every",
+        name: REFACTOR_EVERY.name(),
         kind: Kind::Int {
             min: 1,
             max: 1_000_000_000,
@@ -287,3 +315,23 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
 ];
+
+/// `linear_gap`'s K: min(d^2, 100).
+fn k_of_gap(cx: &DefaultContext<'_>) -> Value {
+    Value::Int(cx.get(DIM).map_or(100, |d| d.saturating_mul(d).min(100)))
+}
+
+/// (Private-)FedLinUCB's S: sqrt(d) (Zhou & Chowdhury's code).
+fn sqrt_d(cx: &DefaultContext<'_>) -> Value {
+    Value::Float((cx.get(DIM).unwrap_or(1) as f64).sqrt())
+}
+
+/// A private FedUCB's schedule: `private` under `calibration: exact`,
+/// else `paper`.
+fn schedule_of_calibration(cx: &DefaultContext<'_>) -> Value {
+    let schedule = match cx.get(crate::algo::params::CALIBRATION) {
+        Some(Calibration::Exact) => ScheduleName::Private,
+        Some(Calibration::Code | Calibration::Theorem | Calibration::Paper) | None => ScheduleName::Paper,
+    };
+    Value::Str(schedule.name().to_owned())
+}

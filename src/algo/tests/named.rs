@@ -5,8 +5,9 @@
 //! reports it instead of running another algorithm under its name.
 
 use crate::algo::combinatorial::{self, CombAlgorithm};
-use crate::algo::gossip::{self, GossipAlgorithm};
-use crate::algo::linear::{self, LinearAlgorithm};
+use crate::algo::gossip::{self, GossipAlgorithm, GossipEnvironment};
+use crate::algo::keys::{KeyCheck, keys_mismatch};
+use crate::algo::linear::{self, LinearAlgorithm, LinearEnvironment};
 use crate::algo::named::{Named, registry_mismatch};
 
 fn round_trips<T: Named + std::fmt::Debug>() {
@@ -24,6 +25,43 @@ fn each_familys_enum_matches_its_registry() {
     round_trips::<LinearAlgorithm>();
     round_trips::<GossipAlgorithm>();
     round_trips::<CombAlgorithm>();
+    assert_eq!(registry_mismatch::<LinearEnvironment>(linear::ENVIRONMENTS), None);
+    assert_eq!(registry_mismatch::<GossipEnvironment>(gossip::ENVIRONMENTS), None);
+    round_trips::<LinearEnvironment>();
+    round_trips::<GossipEnvironment>();
+}
+
+/// Every family's keys (and the shared ones).
+fn all_keys() -> Vec<KeyCheck> {
+    [
+        crate::algo::params::KEYS,
+        linear::table::KEYS,
+        gossip::table::KEYS,
+        combinatorial::table::KEYS,
+        crate::algo::toy::table::KEYS,
+    ]
+    .concat()
+}
+
+#[test]
+fn every_parameter_has_one_typed_key_of_its_kind() {
+    let table = crate::algo::family::params();
+    let kinds: Vec<(&str, crate::algo::kind::Kind)> = table.iter().map(|p| (p.name, p.kind)).collect();
+    let keys = all_keys();
+    assert_eq!(keys_mismatch(&keys, &kinds), None);
+    // Every parameter is read through a key (a choice through its enum,
+    // whose names are the table's allowed words), and none twice.
+    for p in table {
+        let n = keys.iter().filter(|k| k.name == p.name).count();
+        assert_eq!(n, 1, "parameter {} has {n} keys", p.name);
+    }
+    // The check sees a key read as another type than its row holds.
+    let wrong = [
+        KeyCheck::of::<f64>("m"),
+        KeyCheck::of::<crate::graph::GraphKind>("calibration"),
+    ];
+    let msg = keys_mismatch(&wrong, &kinds).expect("two mismatches");
+    assert!(msg.contains("\"m\"") && msg.contains("\"calibration\""), "{msg}");
 }
 
 #[test]
@@ -45,7 +83,7 @@ fn a_name_the_enum_lacks_is_a_resolve_error_not_another_algorithm() {
     let raw = std::collections::BTreeMap::new();
     let cell = ("fedlinucb_v2", "linear_sphere", 100);
     let mut p = crate::algo::resolve::Params::new(&raw, std::path::Path::new("."), cell, crate::algo::family::params());
-    let _: LinearAlgorithm = p.algorithm("fedlinucb_v2");
+    let _: LinearAlgorithm = p.algorithm();
     let errs = p.finish(()).expect_err("an unknown algorithm is an error");
     assert!(
         errs.iter()

@@ -18,9 +18,11 @@
 
 pub mod table;
 
+use table::{EXPLORE, TOY_ARMS};
+
 use crate::algo::FamilyRep;
 use crate::algo::curve::CurvePoint;
-use crate::algo::params::Value;
+use crate::algo::params::M;
 use crate::algo::resolve::Params;
 use crate::backend::{Backend, BatchError, Unsupported};
 use crate::rng::Stream;
@@ -41,10 +43,7 @@ pub struct ToyConfig {
 /// Resolves a toy cell: `m`, `toy_arms`, `explore`.
 pub fn resolve(p: &mut Params<'_>) -> Box<dyn crate::algo::FamilyConfig> {
     let (_, _, horizon) = p.cell();
-    let (m, arms, explore) = (p.i("m"), p.i("toy_arms"), p.f("explore"));
-    p.set("m", Value::Int(m));
-    p.set("toy_arms", Value::Int(arms));
-    p.set("explore", Value::Float(explore));
+    let (m, arms, explore) = (p.take(M), p.take(TOY_ARMS), p.take(EXPLORE));
     Box::new(ToyConfig {
         m: m.max(1) as usize,
         arms: arms.max(1) as usize,
@@ -231,35 +230,27 @@ impl FamilyRep for Rep {
 
 /// The toy family's registry entry.
 pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry::Family {
-    name: "toy",
-    doc: "a toy epsilon-greedy multi-armed family (tests only: the example of a family)",
-    algorithms: &[("egreedy", "epsilon-greedy agents without communication")],
-    environments: &[("toy_bernoulli", "K Bernoulli arms, means U[0, 1] per federation")],
-    resolve,
-    baseline: None,
-    growth_regret: "group_regret",
-    paper_claims: &[],
     workloads: &[(
         "toy_m4_k5",
         64,
         "horizon: {T}\nalgorithm: egreedy\nenvironment: toy_bernoulli\nparams: {m: 4, toy_arms: 5}\n",
     )],
-    parity: &[],
-    params: table::PARAMS,
-    shares: table::SHARES,
-    columns: &[],
-    non_private: &[],
-    parts: &[],
-    noiseless_at_inf: &[],
-    metrics: &[],
-    widths: &[],
-    kernels: &[],
     cost_terms: &[crate::algo::family_entry::CostTerm::new("step", "one agent-step", 2e-8)],
     shapes: &[(
         "egreedy_m4_k5",
         "horizon: {T}\nalgorithm: egreedy\nenvironment: toy_bernoulli\nparams: {m: 4, toy_arms: 5}\n",
         100_000,
     )],
+    ..crate::algo::family_entry::Family::new(
+        (
+            "toy",
+            "a toy epsilon-greedy multi-armed family (tests only: the example of a family)",
+        ),
+        &[("egreedy", "epsilon-greedy agents without communication")],
+        &[("toy_bernoulli", "K Bernoulli arms, means U[0, 1] per federation")],
+        (table::PARAMS, table::SHARES),
+        resolve,
+    )
 };
 
 #[cfg(test)]

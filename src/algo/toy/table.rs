@@ -4,6 +4,11 @@
 use crate::algo::defaults::DefaultValue as D;
 use crate::algo::params::{ALL, Kind, ParamDef, Share};
 
+crate::param_keys! {
+    TOY_ARMS: i64 = "toy_arms",
+    EXPLORE: f64 = "explore",
+}
+
 /// Its members' uses of the shared parameters.
 pub const SHARES: &[Share] = &[
     Share {
@@ -16,7 +21,7 @@ pub const SHARES: &[Share] = &[
 /// Its own parameters, in output-column order.
 pub const PARAMS: &[ParamDef] = &[
     ParamDef {
-        name: "toy_arms",
+        name: TOY_ARMS.name(),
         kind: Kind::Int { min: 2, max: 10_000 },
         defaults: &[(ALL, D::Int(5))],
         doc: "arms K of toy_bernoulli",
@@ -26,7 +31,7 @@ pub const PARAMS: &[ParamDef] = &[
         unkeyed: None,
     },
     ParamDef {
-        name: "explore",
+        name: EXPLORE.name(),
         kind: Kind::Float {
             min: 0.0,
             max: 1.0,

@@ -38,7 +38,7 @@ fn path() -> Option<PathBuf> {
     if std::env::var("FEDBANDITS_ACCOUNTANT_CACHE").is_ok_and(|v| v == "0") {
         return None;
     }
-    let dir = crate::backend::calibration::cache_dir().ok()?;
+    let dir = crate::cache::dir().ok()?;
     Some(dir.join(format!("unit-shift-r{REVISION}.txt")))
 }
 

@@ -10,10 +10,10 @@
 //! resolution of it (a parameter kept where nothing reads it would run the
 //! algorithm once per value, bit-identical).
 
-use super::text::list_text;
 use crate::algo::family::{FAMILIES, resolve};
 use crate::algo::family::{param, params};
 use crate::algo::params::{DefaultContext, DefaultValue, Kind, ParamDef, Value};
+use crate::cli::text::list_text;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
