@@ -110,6 +110,13 @@ pub trait FamilyConfig: ConfigData {
         0
     }
 
+    /// What `fedbandits audit` audits in the cell (its family's
+    /// [`crate::algo::audit::Audit`]); None: the auditor covers no
+    /// mechanism of the family.
+    fn auditor(&self) -> Option<&dyn crate::algo::audit::Audit> {
+        None
+    }
+
     /// The family's roofline model of one agent-step, where it has one:
     /// (flops, bytes moved), which `bench` turns into GFLOP/s and GB/s at
     /// the measured rate. None: no model.

@@ -161,11 +161,6 @@ impl CellConfig {
     pub fn accountant_bytes(&self) -> u64 {
         self.family().accountant_bytes()
     }
-
-    /// The linear configuration, if the cell is of that family.
-    pub fn linear(&self) -> Option<&linear::LinearConfig> {
-        self.get()
-    }
 }
 
 /// Counters a federation accumulates over a run (written to the output).

@@ -106,7 +106,11 @@ fn every_default_linear_environment_is_well_specified() {
     );
     assert_eq!(j.cells.len(), 2);
     for c in &j.cells {
-        let spec = &c.config.linear().expect("linear").env;
+        let spec = &c
+            .config
+            .get::<fedbandits::algo::linear::LinearConfig>()
+            .expect("linear")
+            .env;
         assert!(spec.misspecification().is_none(), "{}: {spec:?}", c.environment);
         assert_well_specified(spec);
     }

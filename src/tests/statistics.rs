@@ -123,7 +123,7 @@ fn feducb_sync_counts() {
             "seed: 5\nrepetitions: 3\nhorizon: {horizon}\nalgorithm: feducb_centralized\nenvironment: linear_gap\nparams: {{m: {m}, d: {d}, k: 10, private: false, sync: {sync}}}\n"
         ));
         let cell = &j.cells[0];
-        let cfg = cell.config.linear().unwrap();
+        let cfg = cell.config.get::<fedbandits::algo::linear::LinearConfig>().unwrap();
         let bound = DubeyConstants::new(cfg).proposition1_bound(cfg);
         for r in run_cell(&j, cell) {
             let n = r.points.last().unwrap().counters.sync_rounds;
@@ -138,7 +138,7 @@ fn feducb_sync_counts() {
             "seed: 5\nrepetitions: 1\nhorizon: 2000\nalgorithm: feducb_centralized\nenvironment: linear_gap\nparams: {{m: 10, d: 5, k: 10, epsilon: 1, delta: 0.1, sync: {sync}}}\n"
         ));
         let cell = &j.cells[0];
-        let cfg = cell.config.linear().unwrap();
+        let cfg = cell.config.get::<fedbandits::algo::linear::LinearConfig>().unwrap();
         let c = DubeyConstants::new(cfg);
         let r = &run_cell(&j, cell)[0];
         let n = r.points.last().unwrap().counters.sync_rounds;

@@ -16,6 +16,7 @@
 //!   instances, where greedy's own shortfall then counts as regret); a
 //!   choice that violates the constraint under the true q costs L_j.
 
+pub mod audit;
 pub mod batch;
 pub mod cpu;
 pub mod cuda;
@@ -345,6 +346,10 @@ pub fn ops<'a>(
 }
 
 impl crate::algo::FamilyConfig for CombConfig {
+    fn auditor(&self) -> Option<&dyn crate::algo::audit::Audit> {
+        Some(self)
+    }
+
     fn batch(
         &self,
         env_keys: Vec<Vec<u64>>,

@@ -18,6 +18,7 @@
 //! * Before an arm's first pull its mean estimate is 0 (only during the
 //!   initial pulls).
 
+pub mod audit;
 pub mod batch;
 pub mod cpu;
 pub mod cuda;
@@ -434,6 +435,10 @@ pub fn ops<'a>(
 }
 
 impl crate::algo::FamilyConfig for GossipConfig {
+    fn auditor(&self) -> Option<&dyn crate::algo::audit::Audit> {
+        Some(self)
+    }
+
     fn batch(
         &self,
         env_keys: Vec<Vec<u64>>,

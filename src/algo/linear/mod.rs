@@ -8,6 +8,7 @@
 //! schedule is part of the description (its determinant test, decided per
 //! federation by the backend's operations).
 
+pub mod audit;
 pub mod batch;
 pub mod cost;
 pub mod cpu;
@@ -447,6 +448,10 @@ pub fn ops<'a>(
 }
 
 impl crate::algo::FamilyConfig for LinearConfig {
+    fn auditor(&self) -> Option<&dyn crate::algo::audit::Audit> {
+        Some(self)
+    }
+
     /// Scoring's 2 K (d^2 + 2d) flops per agent-step; bytes: V^{-1} read
     /// twice and written once, the Gram sums read and written, the decision
     /// set written and read back (f64), the normals written and read (f32).
