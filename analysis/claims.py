@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from .stats import mean_interval
+from .stats import mean_interval, scalar
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -145,16 +145,17 @@ def all_less(parts: list[Less | None], what: str) -> Outcome:
     `not visible` when a cell is missing."""
     if not parts or any(p is None for p in parts):
         return Outcome(NOT_VISIBLE, f"the job has no {what} (or several: an axis the claim does not read)")
-    if any(p.n < 2 for p in parts):
-        signs = "; ".join(f"{p.a} {'<' if p.mean > 0 else '>='} {p.b} (b - a = {_g(p.mean)})" for p in parts)
+    found = [p for p in parts if p is not None]
+    if any(p.n < 2 for p in found):
+        signs = "; ".join(f"{p.a} {'<' if p.mean > 0 else '>='} {p.b} (b - a = {_g(p.mean)})" for p in found)
         return Outcome(NOT_VISIBLE, f"one repetition: no interval resolves a comparison (point values: {signs})")
-    ok = all(p.holds is True for p in parts)
-    return Outcome(REPRODUCED if ok else NOT_REPRODUCED, "; ".join(str(p) for p in parts))
+    ok = all(p.holds is True for p in found)
+    return Outcome(REPRODUCED if ok else NOT_REPRODUCED, "; ".join(str(p) for p in found))
 
 
 def horizon(df: pl.DataFrame) -> int:
     """The job's horizon (its largest)."""
-    return int(df["horizon"].max())
+    return int(scalar(df["horizon"].max()))
 
 
 def levels(df: pl.DataFrame, column: str, **where) -> list:
@@ -165,7 +166,7 @@ def levels(df: pl.DataFrame, column: str, **where) -> list:
 def mean_of(df: pl.DataFrame, value: str = "agent_regret", **where) -> float:
     """The mean of `value` over the rows `where` selects (nan if none)."""
     s = select(df, **where)[value]
-    return float(s.mean()) if s.len() else float("nan")
+    return scalar(s.mean()) if s.len() else float("nan")
 
 
 def needs_horizon(df: pl.DataFrame, t: int, why: str) -> Outcome | None:

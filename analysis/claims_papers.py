@@ -32,6 +32,7 @@ from .claims import (
     select,
     within_factor,
 )
+from .stats import scalar
 
 INF = math.inf
 
@@ -101,7 +102,7 @@ def _first_syncs(df: pl.DataFrame) -> pl.DataFrame:
 def _dubey_sync_late(df: pl.DataFrame) -> Outcome:
     first = _first_syncs(df)
     cells = df.filter(pl.col("private")).select("cell_id", "repetition").unique().height
-    frac = (first["first"].cast(pl.Float64) / horizon(df)).min() if first.height else None
+    frac = scalar((first["first"].cast(pl.Float64) / horizon(df)).min()) if first.height else None
     never = cells - first.height
     ok = frac is None or frac >= 0.05
     text = f"earliest first-sync checkpoint {frac:.3g} T" if frac is not None else "no private cell synced"
@@ -110,7 +111,7 @@ def _dubey_sync_late(df: pl.DataFrame) -> Outcome:
 
 def _dubey_before_sync(df: pl.DataFrame) -> Outcome:
     w = _window_rate_between(df, 0.0, 0.05, private=True)
-    lo, hi = float(w["rate"].min()), float(w["rate"].max())
+    lo, hi = scalar(w["rate"].min()), scalar(w["rate"].max())
     ok = 0.9 * LINEAR_GAP_LEVEL <= lo and hi <= 1.1 * LINEAR_GAP_LEVEL
     return Outcome(
         REPRODUCED if ok else NOT_REPRODUCED, f"regret per round over [0, 0.05 T], every private cell and repetition: {lo:.4g} to {hi:.4g}"
@@ -139,10 +140,10 @@ def _dubey_onset(df: pl.DataFrame, largest: bool) -> Outcome:
     e = eps[-1] if largest else eps[0]
     w = _window_rate(df, 0.3, private=True, epsilon=e)
     if largest:
-        rate = float(w["rate"].max())
+        rate = scalar(w["rate"].max())
         ok, word = rate < 0.5 * LINEAR_GAP_LEVEL, "at most"
     else:
-        rate = float(w["rate"].min())
+        rate = scalar(w["rate"].min())
         ok, word = rate >= 0.9 * LINEAR_GAP_LEVEL, "at least"
     return Outcome(
         REPRODUCED if ok else NOT_REPRODUCED, f"eps {e:g}: regret per round over [0.3 T, T] {word} {rate:.4g} (every repetition)"
@@ -287,7 +288,7 @@ def _zhou_amp_below(df: pl.DataFrame) -> Outcome:
 def _zhou_none_learns(df: pl.DataFrame) -> Outcome:
     w = _window_rate(df, 0.5)
     early = _window_rate(df, 0.1)
-    drop = float((w["rate"].mean()) / (early["rate"].mean()))
+    drop = scalar(w["rate"].mean()) / scalar(early["rate"].mean())
     verdict = REPRODUCED if drop >= 0.9 else NOT_REPRODUCED
     return Outcome(verdict, f"regret per round over [T/2, T] / over [T/10, T], mean of every cell: {drop:.4g}")
 
@@ -350,8 +351,8 @@ def _zhu_ratios(df: pl.DataFrame) -> Outcome:
     t = min(ts, key=lambda x: abs(x - min(ZHU_T, horizon(df))))
     at = df.filter(pl.col("t") == t)
     base = mean_of(at, algorithm="fed_ucb_gossip", epsilon=INF)
-    sel = {"algorithm": "fed_ucb_gossip", "c_priv": 0.05, "clip": False}
-    part = {e: mean_of(at, epsilon=e, **sel) - base for e in (1.0, *ZHU_RATIOS)}
+    sel: dict[str, object] = {"algorithm": "fed_ucb_gossip", "c_priv": 0.05, "clip": False}
+    part = {e: mean_of(at, "agent_regret", epsilon=e, **sel) - base for e in (1.0, *ZHU_RATIOS)}
     if any(math.isnan(v) for v in part.values()):
         return Outcome(NOT_VISIBLE, "the job has no c_priv 0.05, clip false cells at epsilon 1, 2, 5")
     ratios = {e: part[e] / part[1.0] for e in ZHU_RATIOS}
@@ -554,7 +555,7 @@ def _long_reward_on(df: pl.DataFrame, kind: str) -> Outcome:
     ok = linear > 0 if kind == "raw" else linear == 0
     return Outcome(
         REPRODUCED if ok else NOT_REPRODUCED,
-        f"{linear} of {e.len()} {kind} repetitions at regret_exponent >= 0.9 (largest {float(e.max()):.3g})",
+        f"{linear} of {e.len()} {kind} repetitions at regret_exponent >= 0.9 (largest {scalar(e.max()):.3g})",
     )
 
 

@@ -243,7 +243,8 @@ def contrasts(study: Study) -> pl.DataFrame:
     against 1), metric; in the report's order."""
     cells = cell_rows(study)
     strata = stratum_columns(study)
-    rows, links = [], []
+    rows: list[dict] = []
+    links: list = []
     for spec in specs(study):
         for a, b, stratum in pairs_of(spec, cells, strata):
             links.append((len(rows), a["cell_id"], b["cell_id"]))
@@ -266,7 +267,7 @@ def contrasts(study: Study) -> pl.DataFrame:
         "num_cell": pl.String,
         "den_cell": pl.String,
     }
-    schema = {**base, **{f"@{k}": study.final.schema[k] for k in strata}}
+    schema: dict = {**base, **{f"@{k}": study.final.schema[k] for k in strata}}
     frame = pl.DataFrame(rows, schema=schema, strict=False).with_row_index("key").with_columns(pl.col("key").cast(pl.Int64))
     found = paired(study, links)
     frame = frame.join(found, on="key", how="left").sort("key").drop("key")

@@ -90,8 +90,8 @@ class Interaction:
 def within_sd(final: pl.DataFrame, metric: str) -> float:
     """The pooled within-cell sd of `final`'s cells (dof-weighted)."""
     c = final.group_by("cell_id").agg(n=pl.len(), var=pl.col(metric).var()).filter(pl.col("n") > 1)
-    dof = (c["n"] - 1).sum()
-    return math.sqrt(((c["n"] - 1) * c["var"]).sum() / dof) if dof else float("nan")
+    dof = stats.scalar((c["n"] - 1).sum())
+    return math.sqrt(stats.scalar(((c["n"] - 1) * c["var"]).sum()) / dof) if dof else float("nan")
 
 
 def axes_within(final: pl.DataFrame, axes: list[Axis]) -> list[Axis]:

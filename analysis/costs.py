@@ -119,7 +119,8 @@ def split(study: Study) -> tuple[pl.DataFrame, list[dict]]:
     numerator and denominator cell ids, ratio, lo, hi, reps; and the
     chains themselves."""
     found = chains(study)
-    links, meta = [], []
+    links: list = []
+    meta: list = []
     for ch in found:
         for name, a, b in ch["steps"]:
             links.append((len(meta), a["cell_id"], b["cell_id"]))

@@ -468,6 +468,8 @@ def pooled(final: pl.DataFrame, by: list[str], metric: str, scale: str = "additi
     stats_ = per_rep.group_by(by).agg(sd=pl.col("v").std(), reps=pl.len(), _v=pl.col("v").sort_by("repetition"))
     rows = []
     for v in stats_["_v"].to_list():
+        lo: float | None
+        hi: float | None
         if scale == "ratio":
             center, lo, hi, med = stats.level_of(v, scale)
             lo, hi = (None, None) if math.isnan(lo) else (lo, hi)
@@ -517,8 +519,8 @@ def reference_levels(study: Study, axis: Axis) -> pl.DataFrame:
 def within_sd(study: Study, algorithm: str, axis: Axis) -> float:
     """The pooled within-cell sd of `algorithm`'s cells `axis` applies to."""
     c = study.cells.filter((pl.col(VARIANT) == algorithm) & pl.col(axis.name).is_not_null() & (pl.col("n") > 1))
-    dof = (c["n"] - 1).sum()
-    return math.sqrt(((c["n"] - 1) * c["sd"] ** 2).sum() / dof) if dof else float("nan")
+    dof = stats.scalar((c["n"] - 1).sum())
+    return math.sqrt(stats.scalar(((c["n"] - 1) * c["sd"] ** 2).sum()) / dof) if dof else float("nan")
 
 
 def level_contrasts(part: pl.DataFrame, column: str, values: list, scale: str) -> dict[tuple, stats.Estimate]:

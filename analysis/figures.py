@@ -45,6 +45,7 @@ from .load import (  # noqa: E402
     summarize,
     time_average_regret,
 )
+from .stats import scalar  # noqa: E402
 
 WIDTH_PX, HEIGHT_PX, DPI = 900, 500, 100
 
@@ -259,8 +260,8 @@ def growth_curves(lf: pl.LazyFrame, out: Path, title: str) -> Path:
             ax.plot(
                 rep["t"].to_numpy(), rep["y"].to_numpy(), color=color, lw=2.6 if wide else 1.0, alpha=0.85, label=label if j == 0 else None
             )
-    horizon = float(df["horizon"].max())
-    top = float(df["y"].max())
+    horizon = scalar(df["horizon"].max())
+    top = scalar(df["y"].max())
     ax.plot([horizon / 1e3, horizon], [top / 1e3, top], ls=":", color="0.4", lw=1.2, label="slope 1 (linear growth)")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -494,10 +495,10 @@ def _figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
         # every algorithm).
         after = lf.with_columns((pl.col("regret_after_exploration") / pl.col("m").cast(pl.Float64)).alias("agent_regret"))
         for kind in ("uniform", "normal"):
-            sel = pl.col("instance_kind") == kind
+            kind_is = pl.col("instance_kind") == kind
             made.append(
                 regret_curves(
-                    lf.filter(sel),
+                    lf.filter(kind_is),
                     ["algorithm"],
                     out / f"{job}_{kind}.png",
                     f"Solanki et al. EXP1{small}: {kind} instances, total regret",
@@ -506,7 +507,7 @@ def _figures_for_job(lf: pl.LazyFrame, job: str, out: Path) -> list[Path]:
             )
             made.append(
                 regret_curves(
-                    after.filter(sel),
+                    after.filter(kind_is),
                     ["algorithm"],
                     out / f"{job}_{kind}_after.png",
                     f"Solanki et al. EXP1{small}: {kind}, regret after exploration",

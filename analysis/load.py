@@ -30,6 +30,8 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
+from .stats import scalar
+
 #: Columns every fedbandits file has, with their Polars types.
 REQUIRED = {
     "job": pl.String,
@@ -715,7 +717,7 @@ def swept_columns(frame, job=None) -> list[str]:
 
 def _determines(cells: pl.DataFrame, columns: list[str], c: str) -> bool:
     """Whether (algorithm, columns) determines column `c` in every cell."""
-    return cells.group_by(["algorithm", *columns]).agg(n=pl.col(c).n_unique())["n"].max() <= 1
+    return scalar(cells.group_by(["algorithm", *columns]).agg(n=pl.col(c).n_unique())["n"].max()) <= 1
 
 
 def _cell_keys(frame, candidates: list[str]) -> pl.DataFrame:

@@ -85,10 +85,13 @@ def linear_phases(lf: pl.LazyFrame, metric: str = "agent_regret") -> pl.DataFram
     rows = []
     for r in curves.iter_rows(named=True):
         found = linear_stretch(r["t"], r["lnr"]) if len(r["t"]) > 1 else None
-        t0, t1 = found if found else (None, None)
-        decades = math.log10(t1 / t0) if found else None
-        long = bool(found) and decades >= LONG_DECADES and t1 >= math.sqrt(r["horizon"])
-        rows.append({"cell_id": r["cell_id"], "t_from": t0, "t_to": t1, "decades": decades, "long": long})
+        if found:
+            t0, t1 = found
+            decades = math.log10(t1 / t0)
+            long = decades >= LONG_DECADES and t1 >= math.sqrt(r["horizon"])
+            rows.append({"cell_id": r["cell_id"], "t_from": t0, "t_to": t1, "decades": decades, "long": long})
+        else:
+            rows.append({"cell_id": r["cell_id"], "t_from": None, "t_to": None, "decades": None, "long": False})
     schema = {"cell_id": pl.String, "t_from": pl.Float64, "t_to": pl.Float64, "decades": pl.Float64, "long": pl.Boolean}
     return pl.DataFrame(rows, schema=schema)
 

@@ -44,6 +44,7 @@ import re
 import sys
 import time
 from pathlib import Path
+from typing import cast
 
 import polars as pl
 
@@ -76,6 +77,11 @@ from .report_metrics import metrics_blocks
 #: A document is a list of blocks: ("h1" | "h2" | "h3" | "p", text),
 #: ("ul", [items]), ("table", header, rows), ("img", file name, alt text).
 Block = tuple
+
+
+def _range(lo: int, hi: int) -> str:
+    """`lo`, or `lo to hi` where they differ."""
+    return f"{lo}" if lo == hi else f"{lo} to {hi}"
 
 
 def _num(v, digits: int = 4) -> str:
@@ -124,7 +130,7 @@ def header(s: Study) -> list[Block]:
             + ("complete" if not s.incomplete else "INCOMPLETE (see warnings)"),
         ),
         ("cells", f"{s.cells.height} ({per_algo})"),
-        ("repetitions per cell", f"{reps.min()}" if reps.min() == reps.max() else f"{reps.min()} to {reps.max()}"),
+        ("repetitions per cell", _range(int(stats.scalar(reps.min())), int(stats.scalar(reps.max())))),
         ("rows", f"{s.rows:,}"),
         ("horizon", ", ".join(str(h) for h in sorted(final["horizon"].unique().to_list()))),
         ("agent-steps", f"{steps:.3e}" if steps is not None else "unknown"),
@@ -327,7 +333,7 @@ def main_effects(
             ]
             continue
         name = f"{s.job}_effect_{axis.name}.png"
-        drawn, spread = eff, []
+        drawn, spread = eff, cast("list", [])
         title = f"{s.job}: final {s.regret_word()} ({center}) vs {axis.name}"
         if axis.name == "epsilon" and mode == "accounted" and "acct_epsilon" in s.final.columns:
             drawn, spread = contrast.accounted_x(s, eff)
@@ -468,8 +474,8 @@ def job_report(s: Study, out: Path, privacy_axis: str | None = None, frame: pl.D
     effects = {a.name: main_effect(studies[a.name], a) for a in s.axes}
     ranked = ranking(s, effects, studies)
     phases = linear_phases(s.lf, s.metric)
-    extra = report_warnings.long_phase_warnings(s, phases) + report_warnings.sync_warnings(s)
-    extra += report_warnings.baseline_warnings(s, frame) + comms.clipping_warnings(s)
+    extra: list[str] = [*report_warnings.long_phase_warnings(s, phases), *report_warnings.sync_warnings(s)]
+    extra += [*report_warnings.baseline_warnings(s, frame), *comms.clipping_warnings(s)]
     warned = report_warnings.warnings(s, ranked, extra)
     description = _description(s.meta.get("job_yaml", ""))
     blocks: list[Block] = [("h1", f"Sensitivity report: {s.job}")]

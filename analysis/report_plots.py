@@ -130,8 +130,8 @@ def effect_plot(
         if row["lo"] is not None and not math.isnan(row["lo"]):
             ax.axhspan(row["lo"], row["hi"], color=level.get_color(), alpha=0.12, lw=0)
     if "x" in lines.columns:
-        xs = [v for v in lines["x"].to_list() if v is not None and math.isfinite(v) and v > 0]
-        if xs and max(xs) / min(xs) > 20:
+        positive = [v for v in lines["x"].to_list() if v is not None and math.isfinite(v) and v > 0]
+        if positive and max(positive) / min(positive) > 20:
             ax.set_xscale("log")
         ax.set_xlabel(f"accounted {axis.name} (acct_epsilon); labels: target")
     else:
@@ -155,6 +155,7 @@ def _band(lf: pl.LazyFrame, metric: str, scale: str = "additive") -> pl.DataFram
     the smallest repetition; none below 3 repetitions); columns cell_id,
     t, n, mean, lo, hi."""
     per = lf.group_by(["cell_id", "t"]).agg(n=pl.len(), low=pl.col(metric).min(), v=pl.col(metric).sort_by("repetition")).collect()
+    levels: list[tuple[float | None, ...]]
     if scale == "ratio":
         per = per.filter(pl.col("low") > 0)
         levels = [stats.level_of(np.log(np.asarray(v, dtype=float)), "ratio")[:3] for v in per["v"].to_list()]
@@ -192,7 +193,7 @@ def curves(
         title = f"{study.job}: {algo}, regret of selected cells" if algo else f"{study.job}: algorithms with one cell"
     fig, ax = figure(title)
     spans = s.filter(pl.col("t") > 0)["t"]
-    loglog = spans.len() > 0 and spans.max() / spans.min() >= 100 and (s["mean"].min() or 0) > 0
+    loglog = spans.len() > 0 and stats.scalar(spans.max()) / stats.scalar(spans.min()) >= 100 and stats.scalar(s["mean"].min()) > 0
     for i, (cell, role) in enumerate(chosen):
         part = s.filter(pl.col("cell_id") == cell)
         t = part["t"].to_numpy()
@@ -204,7 +205,7 @@ def curves(
         if stretch and stretch["long"]:
             label += f" (linear to t = {stretch['t_to']:,.0f})"
         (line,) = ax.plot(t, part["mean"].to_numpy(), color=f"C{i % 10}", lw=1.5, ls="-" if role != "corner" else "--", label=label)
-        if part["n"].min() >= 3:
+        if stats.scalar(part["n"].min()) >= 3:
             ax.fill_between(t, part["lo"].to_numpy(), part["hi"].to_numpy(), color=line.get_color(), alpha=0.15, lw=0)
     ax.set_xscale("log")
     if loglog:

@@ -52,7 +52,7 @@ class Warned(str):
         return str(self) + " " + " ".join(" | ".join(r) for r in self.table[1])
 
 
-def warnings(study: Study, ranked: pl.DataFrame, extra: list[str] | None = None) -> list[Warned]:
+def warnings(study: Study, ranked: pl.DataFrame, extra: list[Warned] | list[str] | None = None) -> list[Warned]:
     """Every warning of the module doc, in reading order; `extra`: those
     other sections computed (long linear phases, syncs, baselines, clipping
     gaps)."""
@@ -66,7 +66,7 @@ def warnings(study: Study, ranked: pl.DataFrame, extra: list[str] | None = None)
         out.append(
             Warned(
                 f"{few.height} of {study.cells.height} cells have fewer than {MIN_REPETITIONS} repetitions "
-                f"(min {few['n'].min()}): their intervals are rough. E.g. {examples}"
+                f"(min {int(stats.scalar(few['n'].min()))}): their intervals are rough. E.g. {examples}"
             )
         )
     out += [Warned(w) for w in counter_warnings(study) + flat_warnings(study, ranked)]
@@ -105,7 +105,7 @@ def flat_warnings(study: Study, ranked: pl.DataFrame) -> list[str]:
     """Each (axis, variant) that is flat: no two values resolved apart
     by the paired contrast."""
     out = []
-    reps = study.cells["n"].min() if study.cells.height else 0
+    reps = int(stats.scalar(study.cells["n"].min())) if study.cells.height else 0
     null = "1" if study.scale == "ratio" else "0"
     for row in ranked.filter(pl.col("flat")).iter_rows(named=True):
         ext = stats.Estimate(row["extreme"], row["extreme_lo"], row["extreme_hi"], reps, False)
@@ -134,7 +134,8 @@ def _reps(hit: int, n: int) -> str:
 def widths_of(study: Study, row: dict) -> str:
     """The cell's parameters that widen its algorithm's confidence (the
     family registry's `widths`) with their values: `c_priv=4, epsilon=0.5`."""
-    names = next((w.get(row["algorithm"], []) for w in (f.get("widths", {}) for f in study.families.values()) if row["algorithm"] in w), [])
+    widths = (f.get("widths", {}) for f in study.families.values())
+    names: list[str] = next((w.get(row["algorithm"], []) for w in widths if row["algorithm"] in w), [])
     cell = study.final.filter(pl.col("cell_id") == row["cell_id"]).head(1)
     shown = [f"{n}={fmt(cell[n][0])}" for n in names if n in cell.columns and cell.height and cell[n][0] is not None]
     return ", ".join(shown)

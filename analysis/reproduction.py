@@ -118,6 +118,7 @@ def blocks(lines: list[str]) -> list[Block]:
         if j == len(lines):
             raise ReproductionError(f"line {i + 1}: block {kind} {name} has no END marker")
         e = END.match(lines[j])
+        assert e is not None  # the loop stopped at an END marker
         if e.group(1, 2) != (kind, name):
             raise ReproductionError(f"line {j + 1}: block {kind} {name} ends with the marker of {e.group(1)} {e.group(2)}")
         out.append(Block(kind, name, i, j, lines[i + 1 : j], e.group(3)))
@@ -399,8 +400,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ReproductionError, ResultsError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    for e in errors:
-        print(f"error: {e}", file=sys.stderr)
+    for err in errors:
+        print(f"error: {err}", file=sys.stderr)
     if errors:
         print(f"{file}: {len(errors)} problems", file=sys.stderr)
         return 1

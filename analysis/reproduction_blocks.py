@@ -24,6 +24,7 @@ import polars as pl
 from .claims import all_claims, evaluate, finals
 from .figures import PAPER_FIGURES, split_job_name
 from .load import federated_regret_ratio, private_regret, swept_columns, window_regret
+from .stats import scalar
 
 SCALES = {
     "small": "`_small` (CI scale)",
@@ -74,7 +75,7 @@ def _cells(df: pl.DataFrame, job_yaml: str | None) -> list[str]:
 def cell_table(df: pl.DataFrame, base: str, cols: list[str]) -> list[str]:
     """Final regret per agent of every cell: mean, sd, n, and the paper's."""
     f = finals(df)
-    extra = [c for c in ("regret_after_exploration", "sync_rounds", "messages") if _shown(base, c) and c in f.columns]
+    extra: list[str] = [c for c in ("regret_after_exploration", "sync_rounds", "messages") if _shown(base, c) and c in f.columns]
     extra += [c for c in ("acct_epsilon", "acct_epsilon_sums") if c in f.columns and f[c].is_not_null().any()]
     aggs = [pl.len().alias("n"), pl.col("agent_regret").mean().alias("mean"), pl.col("agent_regret").std().alias("sd")]
     aggs += [
@@ -87,7 +88,7 @@ def cell_table(df: pl.DataFrame, base: str, cols: list[str]) -> list[str]:
     rows = []
     for r in g.iter_rows(named=True):
         key = (r.get("algorithm"), r.get("instance_kind"))
-        paper = PAPER_CELLS.get((base, *key), "not stated")
+        paper = PAPER_CELLS.get((base, str(key[0]), str(key[1])), "not stated")
         mine = [over.get(key, "-")] if over else []
         rows.append([*[r[c] for c in cols], r["n"], r["mean"], r["sd"], *[r[c] for c in extra], *mine, paper])
     return table(head, rows)
@@ -118,7 +119,7 @@ def _label(column: str) -> str:
 def onset_table(df: pl.DataFrame, cols: list[str]) -> list[str]:
     """Regret per round between checkpoints (Dubey & Pentland's onset), and
     repetition 0's first sync."""
-    t = int(df["horizon"].max())
+    t = int(scalar(df["horizon"].max()))
     edges = [e for e in (0, 2 * 10**4, 10**5, 3 * 10**5, 10**6, 3 * 10**6, 10**7) if e <= t]
     if edges[-1] != t:
         edges.append(t)
@@ -229,7 +230,7 @@ def job_block(df: pl.DataFrame, meta: dict, figures: Path, machine: str) -> list
     cost = float(finals(df)["wall_seconds"].sum())
     out = [
         f"Job `{meta['path']}`, scale {scale_label(job)}: engine semantics {meta['semantics']}, job identity "
-        f"`{meta['identity']}`, {df['cell_id'].n_unique()} cells x {reps} repetitions, T = {num(float(df['horizon'].max()))}.",
+        f"`{meta['identity']}`, {df['cell_id'].n_unique()} cells x {reps} repetitions, T = {num(scalar(df['horizon'].max()))}.",
         "",
         f"Run: commit {meta['commit'][:10]}, {cost:.0f} CPU-s (the repetitions' `wall_seconds` summed), {machine}.",
         "",

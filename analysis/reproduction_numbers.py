@@ -74,7 +74,7 @@ def _spans(line: str, quoted: bool) -> tuple[list[tuple[int, int, str]], bool]:
 
 def prose_numbers(lines: list[str], blocks) -> list[Number]:
     """Every number outside the generated blocks, with its reason."""
-    inside = set()
+    inside: set[int] = set()
     for b in blocks:
         inside.update(range(b.begin, b.end + 1))
     fence = quoted = False

@@ -28,9 +28,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from scipy import stats as sst
+
+
+def scalar(x: object) -> float:
+    """A polars scalar (`Series.max()`, `.mean()`, `.item()`) as a float;
+    NaN for a null (an empty or all-null series)."""
+    return float("nan") if x is None else float(cast("float", x))
+
 
 #: The two scales a report can read a study on (module doc).
 SCALES = ("ratio", "additive")
