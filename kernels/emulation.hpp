@@ -5,7 +5,7 @@
 // sequential (FB_KERNEL: one thread per work item, no barriers) run their
 // threads one after another; reaching a barrier there is an error.
 // Cooperative kernels (FB_COOP_KERNEL): inside a block every
-// CUDA thread is a fiber (ucontext) on one host thread, and the scheduler
+// CUDA thread is a fiber (fb_context below) on one host thread, and the scheduler
 // runs the block phase by phase: each fiber runs until it reaches a barrier
 // (__syncthreads, __syncwarp, FB_SYNC_OR, or a warp shuffle, which exchanges
 // values through the block's exchange buffer between two barriers) or
@@ -56,13 +56,90 @@ static thread_local fb_dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define __forceinline__ inline
 #define __shared__ static thread_local
 
+// ------------------------------------------------------ fiber contexts
+
+// A fiber's saved context. On x86-64 a switch saves the callee-saved
+// registers, MXCSR and the x87 control word on the fiber's stack and swaps
+// stack pointers (fb_ctx_switch below): what a function call may not
+// change, so the compiler's code around the call keeps every other
+// register. ucontext's swapcontext does the same and also saves and
+// restores the signal mask, a system call at every switch, which made the
+// kernel-level barriers the emulation's main cost; other hosts use it.
+#if defined(__x86_64__) && !defined(FB_EMU_UCONTEXT)
+struct fb_context {
+    void* sp = nullptr;
+};
+extern "C" void fb_ctx_switch(void** save_sp, void* load_sp);
+__asm__(
+    ".text\n"
+    ".p2align 4\n"
+    ".globl fb_ctx_switch\n"
+    ".hidden fb_ctx_switch\n"
+    ".type fb_ctx_switch,@function\n"
+    "fb_ctx_switch:\n"
+    "    pushq %rbp\n"
+    "    pushq %rbx\n"
+    "    pushq %r12\n"
+    "    pushq %r13\n"
+    "    pushq %r14\n"
+    "    pushq %r15\n"
+    "    subq $8, %rsp\n"
+    "    stmxcsr (%rsp)\n"
+    "    fnstcw 4(%rsp)\n"
+    "    movq %rsp, (%rdi)\n"
+    "    movq %rsi, %rsp\n"
+    "    ldmxcsr (%rsp)\n"
+    "    fldcw 4(%rsp)\n"
+    "    addq $8, %rsp\n"
+    "    popq %r15\n"
+    "    popq %r14\n"
+    "    popq %r13\n"
+    "    popq %r12\n"
+    "    popq %rbx\n"
+    "    popq %rbp\n"
+    "    ret\n"
+    ".size fb_ctx_switch, .-fb_ctx_switch\n");
+// Saves the running context in `from` and resumes `to`.
+static inline void fb_ctx_swap(fb_context& from, fb_context& to) { fb_ctx_switch(&from.sp, to.sp); }
+// A context that starts `entry` (which never returns) on `stack`: the frame
+// fb_ctx_switch pops (the control words of now, six zeroed registers, then
+// `entry` as the return address, 16-byte aligned as after a call).
+static inline void fb_ctx_start(fb_context& c, std::vector<char>& stack, void (*entry)()) {
+    uintptr_t top = reinterpret_cast<uintptr_t>(stack.data() + stack.size()) & ~uintptr_t(15);
+    void** sp = reinterpret_cast<void**>(top);
+    *--sp = nullptr;
+    *--sp = reinterpret_cast<void*>(entry);
+    for (int i = 0; i < 6; ++i) *--sp = nullptr;
+    --sp;
+    unsigned mxcsr;
+    unsigned short fpcw;
+    __asm__ volatile("stmxcsr %0" : "=m"(mxcsr));
+    __asm__ volatile("fnstcw %0" : "=m"(fpcw));
+    std::memcpy(reinterpret_cast<char*>(sp), &mxcsr, 4);
+    std::memcpy(reinterpret_cast<char*>(sp) + 4, &fpcw, 2);
+    c.sp = sp;
+}
+#else
+struct fb_context {
+    ucontext_t uc;
+};
+static inline void fb_ctx_swap(fb_context& from, fb_context& to) { swapcontext(&from.uc, &to.uc); }
+static inline void fb_ctx_start(fb_context& c, std::vector<char>& stack, void (*entry)()) {
+    getcontext(&c.uc);
+    c.uc.uc_stack.ss_sp = stack.data();
+    c.uc.uc_stack.ss_size = stack.size();
+    c.uc.uc_link = nullptr;
+    makecontext(&c.uc, entry, 0);
+}
+#endif
+
 // ------------------------------------------------------ fiber scheduler
 
 // The fibers of one block, or of a group of consecutive blocks (fiber t is
 // thread t % blockDim.x of block first_block + t / blockDim.x).
 struct fb_block_state {
-    ucontext_t scheduler;
-    std::vector<ucontext_t> fibers;
+    fb_context scheduler;
+    std::vector<fb_context> fibers;
     std::vector<std::vector<char>> stacks;
     std::vector<int> state;  // 0 ready, 1 at a block barrier, 2 returned, 3 at a group barrier
     std::vector<long long> exchange_i64;
@@ -78,8 +155,11 @@ static thread_local int fb_seq_barrier = 0;
 
 static void fb_fiber_entry() {
     fb_blk->body();
-    fb_blk->state[fb_blk->current] = 2;
-    // Returning ends this fiber and resumes the scheduler (uc_link).
+    fb_block_state* b = fb_blk;
+    b->state[b->current] = 2;
+    // This fiber ends: back to the scheduler, which never resumes it.
+    fb_ctx_swap(b->fibers[b->current], b->scheduler);
+    __builtin_unreachable();
 }
 
 // This fiber waits in `state` (1: at a block barrier, until every thread of
@@ -93,7 +173,7 @@ static inline void fb_wait(int state) {
     }
     unsigned me = b->current;
     b->state[me] = state;
-    swapcontext(&b->fibers[me], &b->scheduler);
+    fb_ctx_swap(b->fibers[me], b->scheduler);
 }
 static inline void fb_barrier() { fb_wait(1); }
 static inline void __syncthreads() { fb_barrier(); }
@@ -154,7 +234,7 @@ static inline void fb_run_ready(fb_block_state& b, unsigned first_block, unsigne
         b.current = t;
         threadIdx = {t % blockDim.x, 0, 0};
         blockIdx = {first_block + t / blockDim.x, 0, 0};
-        swapcontext(&b.scheduler, &b.fibers[t]);
+        fb_ctx_swap(b.scheduler, b.fibers[t]);
     }
 }
 
@@ -179,11 +259,7 @@ static inline int fb_run_blocks(fb_block_state& b, const std::function<void()>& 
     fb_blk = &b;
     for (unsigned t = 0; t < n; ++t) {
         if (b.stacks[t].size() != stack_bytes) b.stacks[t].assign(stack_bytes, 0);
-        getcontext(&b.fibers[t]);
-        b.fibers[t].uc_stack.ss_sp = b.stacks[t].data();
-        b.fibers[t].uc_stack.ss_size = stack_bytes;
-        b.fibers[t].uc_link = &b.scheduler;
-        makecontext(&b.fibers[t], fb_fiber_entry, 0);
+        fb_ctx_start(b.fibers[t], b.stacks[t], fb_fiber_entry);
     }
     for (unsigned phase = 0;; ++phase) {
         unsigned waiting = 0, done = 0;

@@ -199,7 +199,8 @@ pub struct CalibrateArgs {
     /// Seconds per measurement (at least one round each).
     #[arg(long, default_value_t = 2.0, value_parser = measurement_seconds)]
     pub seconds: f64,
-    /// Only workloads whose name contains this text.
+    /// Only workloads whose name contains this text (measured, and in the
+    /// report's kernels' table).
     #[arg(long)]
     pub only: Option<String>,
     /// Also write the table as a Markdown report.

@@ -119,7 +119,7 @@ pub fn run(opts: &CalibrateOptions) -> Result<String, CliError> {
     );
     if let Some(report) = &opts.report {
         eprintln!("calibrate: the kernels' table (launches, registers, shared memory, occupancy)");
-        let md = markdown(&cal, &text) + &super::kernels::section(device.as_ref());
+        let md = markdown(&cal, &text) + &super::kernels::section(device.as_ref(), opts.only.as_deref());
         std::fs::write(report, md).map_err(|e| CliError::Usage(format!("{}: {e}", report.display())))?;
         text += &format!("wrote {}\n", report.display());
     }

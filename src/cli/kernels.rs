@@ -35,13 +35,22 @@ pub fn stats(arch: &Arch) -> Result<Vec<KernelStats>, nvrtc::NvrtcError> {
     Ok(nvrtc::ptxas_stats(&c.log))
 }
 
-/// Runs every bench workload once on `dev` (2 federations, 128 rounds or
-/// its minimum) and tables its kernels with `stats` on `arch`; the
-/// workloads the device refuses, with the reason.
-pub fn tables(dev: &CudaBackend, stats: &[KernelStats], arch: &Arch) -> (Vec<WorkloadKernels>, Vec<String>) {
+/// Runs every bench workload whose name contains `only` (every one: None)
+/// once on `dev` (2 federations, 128 rounds or its minimum) and tables its
+/// kernels with `stats` on `arch`; the workloads the device refuses, with
+/// the reason.
+pub fn tables(
+    dev: &CudaBackend,
+    stats: &[KernelStats],
+    arch: &Arch,
+    only: Option<&str>,
+) -> (Vec<WorkloadKernels>, Vec<String>) {
     let mut out = Vec::new();
     let mut refused = Vec::new();
     for (name, _, yaml) in workloads() {
+        if only.is_some_and(|o| !name.contains(o)) {
+            continue;
+        }
         let rounds = min_rounds(yaml).max(128);
         dev.take_shapes();
         match measure(name, yaml, 2, rounds, On::Cuda(dev)) {
@@ -87,9 +96,10 @@ fn arch_of(description: &str) -> Option<Arch> {
         .find(|a| description.contains(&format!("({})", a.name)))
 }
 
-/// The report's section: on `device` when there is one, else through the
-/// host emulation shaped as an H100, else the reason it could not be made.
-pub fn section(device: Option<&CudaBackend>) -> String {
+/// The report's section for the workloads whose name contains `only`
+/// (every one: None): on `device` when there is one, else through the host
+/// emulation shaped as an H100, else the reason it could not be made.
+pub fn section(device: Option<&CudaBackend>, only: Option<&str>) -> String {
     let md = String::from("\n## Kernels: launches, registers, shared memory, occupancy\n\n");
     // The architecture, then ptxas' statistics (NVRTC), before any run.
     let arch = match device {
@@ -125,7 +135,7 @@ pub fn section(device: Option<&CudaBackend>) -> String {
             Err(why) => return md + &format!("Not measured: {why}.\n"),
         },
     };
-    let (tables, refused) = tables(dev, &stats, &arch);
+    let (tables, refused) = tables(dev, &stats, &arch, only);
     md + &format!(
         "Each workload's kernels {how}; registers, spills and static shared memory from ptxas for {}; \
          theoretical occupancy by the CUDA occupancy calculator's rule for {} (an upper bound on the \

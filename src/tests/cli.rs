@@ -765,8 +765,9 @@ fn calibrate_records_the_cpu_and_auto_says_why_it_stays_there() {
     let md = std::fs::read_to_string(&report).unwrap();
     assert!(md.contains("| gossip_n10_m5 | gossip | cpu | 8 |"), "{md}");
     // The kernels' table, without a device through the host emulation
-    // (`.ci/run` provides NVRTC and g++): the main kernel's row, with its
-    // occupancy on an H100.
+    // (`.ci/run` provides NVRTC and g++), of the workloads `--only` names:
+    // the gossip kernel's row, with its occupancy on an H100, and no other
+    // family's (every workload's table: `cuda_events`).
     assert!(
         md.contains("## Kernels: launches, registers, shared memory, occupancy"),
         "{md}"
@@ -774,9 +775,10 @@ fn calibrate_records_the_cpu_and_auto_says_why_it_stays_there() {
     assert!(md.contains("as an H100 would launch them"), "{md}");
     assert!(
         md.lines()
-            .any(|l| l.starts_with("| `fb_linear_rounds_coop` |") && l.contains("| 24 | 37.5% |")),
+            .any(|l| l.starts_with("| `fb_gossip_rounds` |") && l.contains("| 25 | 39.1% |")),
         "{md}"
     );
+    assert!(!md.contains("fb_linear_rounds_coop"), "{md}");
     // auto: the calibration names no device, so the CPU, with the reason.
     let job = write_job(&dir, "auto.yaml", GOOD);
     let o = bin()

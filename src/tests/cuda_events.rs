@@ -256,8 +256,16 @@ fn every_workloads_kernels_have_their_occupancy_and_launches_per_round() {
     use fedbandits::cli::kernels;
     let stats = kernels::stats(&SM_90).unwrap_or_else(|e| panic!("{e}"));
     let dev = emulated_with_shared(kernels::H100_SHARED_PER_BLOCK);
-    let (tables, refused) = kernels::tables(&dev, &stats, &SM_90);
-    println!("{}", kernels::markdown(&tables, &refused));
+    let (tables, refused) = kernels::tables(&dev, &stats, &SM_90, None);
+    let md = kernels::markdown(&tables, &refused);
+    println!("{md}");
+    // The linear family's main kernel as the calibration report tables it
+    // (`fedbandits calibrate --report`): 24 warps per SM on sm_90, 37.5%.
+    assert!(
+        md.lines()
+            .any(|l| l.starts_with("| `fb_linear_rounds_coop` |") && l.contains("| 24 | 37.5% |")),
+        "{md}"
+    );
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert!(
         refused[0].starts_with("feducb_d128: ") && refused[0].contains("shared memory"),
