@@ -1,9 +1,14 @@
 """Fixtures shared by the test modules: the `_small` paper jobs, run once
 per session by the engine under test (`FEDBANDITS_BIN`, else the release
-build) for the claims and the reproduction report's check."""
+build) for the claims and the reproduction report's check. `.ci/run`
+names in `FEDBANDITS_SMALL_RESULTS` the folder where the engine's own test
+(`every_bundled_job_validates_and_small_paper_jobs_run`, src/tests/cli.rs)
+ran them with the same build moments before; where it holds every job's
+results they are read from there."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -23,6 +28,9 @@ def run_job(job: Path, out: Path) -> None:
 @pytest.fixture(scope="session")
 def small_results(tmp_path_factory) -> Path:
     """A results root holding every `_small` paper job's results."""
+    shared = os.environ.get("FEDBANDITS_SMALL_RESULTS")
+    if shared and all((Path(shared) / name / "part-00000-of-00001.parquet").is_file() for name in SMALL_JOBS):
+        return Path(shared)
     out = tmp_path_factory.mktemp("small")
     for name in SMALL_JOBS:
         run_job(ROOT / "jobs" / f"{name}.yaml", out)

@@ -3,7 +3,7 @@
 //! is written. The families' resolvers read an unset parameter's value
 //! from there (`Params` of `algo::resolve`), and `fedbandits list` prints
 //! it from there; a test resolves every algorithm with every parameter left
-//! unset and checks the two agree (`cli::list_defaults`).
+//! unset and checks the two agree (`cli::tests::list_defaults`).
 
 use super::value::Value;
 use std::collections::BTreeMap;

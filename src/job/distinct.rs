@@ -92,7 +92,7 @@ pub(super) fn fault_message(
         format!(
             "{what} resolve to the same {algo} cell, but {algo} receives different configurations from them: its \
              family's resolver reads a parameter without recording it, so the grid would merge two different runs \
-             (a fault of the family: each parameter a resolver reads must be recorded with Params::set)"
+             (a fault of the family: each parameter a resolver reads must be recorded: Params::take or Params::record)"
         )
     } else {
         format!(
