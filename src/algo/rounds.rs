@@ -95,10 +95,22 @@ pub trait RoundsFamily: Sized + Send + Sync + 'static {
     fn federations(&self) -> usize;
     /// Agents per federation.
     fn agents(&self) -> usize;
-    /// Its batched operations on `backend`'s device, at round 0.
-    fn ops<'a>(&self, backend: &'a dyn Backend) -> Result<Box<dyn RoundOps<Obs = Self::Obs> + 'a>, BatchError>;
     /// Its CPU operations at round 0.
     fn cpu(&self) -> Result<Self::Cpu, BatchError>;
+    /// Its CUDA operations at round 0 on the device behind `launcher`.
+    fn cuda_ops<'a>(
+        &self,
+        launcher: crate::backend::cuda::LauncherGuard<'a>,
+    ) -> Result<Box<dyn RoundOps<Obs = Self::Obs> + 'a>, BatchError>;
+
+    /// Its batched operations on `backend`'s device, at round 0: the CPU's
+    /// or the CUDA device's.
+    fn ops<'a>(&self, backend: &'a dyn Backend) -> Result<Box<dyn RoundOps<Obs = Self::Obs> + 'a>, BatchError> {
+        Ok(match backend.device() {
+            crate::backend::Device::Cpu => Box::new(self.cpu()?),
+            crate::backend::Device::Cuda(dev) => self.cuda_ops(dev.launcher()?)?,
+        })
+    }
     /// Why the CUDA device cannot run the batch, if it cannot.
     fn cuda_supports(&self) -> Result<(), crate::backend::Unsupported>;
     /// Federation `federation`'s curve as output points.

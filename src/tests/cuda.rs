@@ -530,7 +530,7 @@ fn emulated_gossip_kernel_matches_cpu_for_every_gossip_algorithm() {
         let b = gossip_batch(&cfg, &keys(1), &keys(2)).unwrap();
         let ck = [3, 50, 333, 700];
         let curves = |backend: &dyn Backend| {
-            let mut ops = fedbandits::algo::gossip::ops(&b, backend).unwrap_or_else(|e| panic!("{e}"));
+            let mut ops = RoundsFamily::ops(&b, backend).unwrap_or_else(|e| panic!("{e}"));
             let mut points = vec![Vec::new(); b.federations()];
             // Two calls, as a snapshot boundary would split them.
             b.run(ops.as_mut(), 0, 300, &ck, &mut points).unwrap();
@@ -615,7 +615,7 @@ fn emulated_comb_kernel_matches_cpu_for_every_comb_algorithm() {
         assert!(b.explore_rounds < 300, "{}", b.explore_rounds);
         let ck = [3, 150, 208, 700, 1100, 1500];
         let curves = |backend: &dyn Backend| {
-            let mut ops = fedbandits::algo::combinatorial::ops(&b, backend).unwrap_or_else(|e| panic!("{e}"));
+            let mut ops = RoundsFamily::ops(&b, backend).unwrap_or_else(|e| panic!("{e}"));
             let mut points = vec![Vec::new(); b.federations()];
             // Two calls, as a snapshot boundary would split them.
             b.run(ops.as_mut(), 0, 700, &ck, &mut points).unwrap();

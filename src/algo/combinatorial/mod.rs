@@ -25,7 +25,7 @@ pub mod params;
 pub mod table;
 
 use crate::algo::family_entry::CostTerm;
-use crate::backend::{Backend, BatchError, Device};
+use crate::backend::BatchError;
 use crate::env::procurement::{Instance, Oracle, ProcurementSpec};
 use crate::rng::{Purpose, fold_key};
 use batch::{CombBatch, CombObservation, CombPolicy};
@@ -332,18 +332,6 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     )
 };
 
-/// The family's batched operations for `batch` on `backend`'s device, at
-/// round 0: the CPU's ([`cpu::CpuComb`]) or the CUDA device's
-/// ([`cuda::CudaComb`]).
-pub fn ops<'a>(
-    batch: &CombBatch,
-    backend: &'a dyn Backend,
-) -> Result<Box<dyn crate::algo::rounds::RoundOps<Obs = CombObservation> + 'a>, BatchError> {
-    Ok(match backend.device() {
-        Device::Cpu => Box::new(cpu::CpuComb::new(batch)?),
-        Device::Cuda(dev) => Box::new(cuda::CudaComb::new(dev.launcher()?, batch)?),
-    })
-}
 
 impl crate::algo::FamilyConfig for CombConfig {
     fn auditor(&self) -> Option<&dyn crate::algo::audit::Audit> {
@@ -410,11 +398,11 @@ impl crate::algo::rounds::RoundsFamily for CombBatch {
         self.instances.first().map_or(0, |i| i.spec.agents)
     }
 
-    fn ops<'a>(
+    fn cuda_ops<'a>(
         &self,
-        backend: &'a dyn Backend,
+        launcher: crate::backend::cuda::LauncherGuard<'a>,
     ) -> Result<Box<dyn crate::algo::rounds::RoundOps<Obs = CombObservation> + 'a>, BatchError> {
-        ops(self, backend)
+        Ok(Box::new(cuda::CudaComb::new(launcher, self)?))
     }
 
     fn cpu(&self) -> Result<cpu::CpuComb, BatchError> {

@@ -27,7 +27,7 @@ pub mod params;
 pub mod table;
 
 use crate::algo::family_entry::CostTerm;
-use crate::backend::{Backend, BatchError, Device};
+use crate::backend::BatchError;
 use crate::env::mab::{MabEnv, MabEnvSpec};
 use crate::graph::{Graph, GraphSpec};
 use crate::rng::{Purpose, Stream};
@@ -421,18 +421,6 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     )
 };
 
-/// The family's batched operations for `batch` on `backend`'s device, at
-/// round 0: the CPU's ([`cpu::CpuGossip`]) or the CUDA device's
-/// ([`cuda::CudaGossip`]).
-pub fn ops<'a>(
-    batch: &GossipBatch,
-    backend: &'a dyn Backend,
-) -> Result<Box<dyn crate::algo::rounds::RoundOps<Obs = GossipObservation> + 'a>, BatchError> {
-    Ok(match backend.device() {
-        Device::Cpu => Box::new(cpu::CpuGossip::new(batch)?),
-        Device::Cuda(dev) => Box::new(cuda::CudaGossip::new(dev.launcher()?, batch)?),
-    })
-}
 
 impl crate::algo::FamilyConfig for GossipConfig {
     fn auditor(&self) -> Option<&dyn crate::algo::audit::Audit> {
@@ -501,11 +489,11 @@ impl crate::algo::rounds::RoundsFamily for GossipBatch {
         self.envs.first().map_or(0, |e| e.spec.agents)
     }
 
-    fn ops<'a>(
+    fn cuda_ops<'a>(
         &self,
-        backend: &'a dyn Backend,
+        launcher: crate::backend::cuda::LauncherGuard<'a>,
     ) -> Result<Box<dyn crate::algo::rounds::RoundOps<Obs = GossipObservation> + 'a>, BatchError> {
-        ops(self, backend)
+        Ok(Box::new(cuda::CudaGossip::new(launcher, self)?))
     }
 
     fn cpu(&self) -> Result<cpu::CpuGossip, BatchError> {
