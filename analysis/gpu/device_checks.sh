@@ -31,12 +31,12 @@ git log -1 --format='%H %cd' > "$out/commit.txt" 2>/dev/null || true
 
 case "$stage" in
 parity)
-    # The test binaries of `cargo test --release --no-run` (cuda: the
-    # device parity test is the one marked ignored).
-    for t in target/release/deps/cuda-*; do
+    # The integration tests' binary of `cargo test --release --no-run`, its
+    # `cuda` suite (the device parity test is the one marked ignored).
+    for t in target/release/deps/integration-*; do
         [ -x "$t" ] || continue
-        note "$t --include-ignored"
-        timeout 420 "$t" --include-ignored --nocapture > "$out/parity.log" 2>&1 || status=$?
+        note "$t cuda:: --include-ignored"
+        timeout 420 "$t" cuda:: --include-ignored --nocapture > "$out/parity.log" 2>&1 || status=$?
         grep -E "^test result|device_matches_cpu" "$out/parity.log" | tee -a "$out/steps.log"
     done
     ;;

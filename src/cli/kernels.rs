@@ -10,7 +10,7 @@
 
 use super::bench::{On, measure, min_rounds, workloads};
 use crate::backend::cuda::CudaBackend;
-use crate::backend::cuda::nvrtc::{self, KernelStats};
+use crate::backend::cuda::nvrtc::{self, KernelSource, KernelStats};
 use crate::backend::cuda::occupancy::{self, Arch, Row};
 
 /// One workload's kernels.
@@ -28,11 +28,23 @@ pub struct WorkloadKernels {
 /// Shared memory per block an H100 lets a kernel opt into (bytes).
 pub const H100_SHARED_PER_BLOCK: usize = 227 * 1024;
 
-/// ptxas' statistics of every family's kernels compiled for `arch`.
-pub fn stats(arch: &Arch) -> Result<Vec<KernelStats>, nvrtc::NvrtcError> {
-    let sources = crate::algo::family::kernel_sources();
-    let c = nvrtc::compile(arch.name, &["--ptxas-options=-v"], &sources)?;
+/// ptxas' statistics of the kernels `sources` compiled for `arch` (each
+/// kernel is compiled on its own, so a kernel's figures do not depend on
+/// which other sources are compiled with it).
+pub fn stats(arch: &Arch, sources: &[KernelSource]) -> Result<Vec<KernelStats>, nvrtc::NvrtcError> {
+    let c = nvrtc::compile(arch.name, &["--ptxas-options=-v"], sources)?;
     Ok(nvrtc::ptxas_stats(&c.log))
+}
+
+/// The kernel sources of the families with a bench workload whose name
+/// contains `only` (every family's: None), so that `calibrate --only`
+/// compiles (NVRTC, g++) only the kernels its workloads can launch.
+pub fn sources(only: Option<&str>) -> Vec<KernelSource> {
+    crate::algo::family::FAMILIES
+        .iter()
+        .filter(|f| only.is_none_or(|o| f.workloads.iter().any(|(name, _, _)| name.contains(o))))
+        .flat_map(|f| f.kernels.iter().copied())
+        .collect()
 }
 
 /// Runs every bench workload whose name contains `only` (every one: None)
@@ -115,14 +127,15 @@ pub fn section(device: Option<&CudaBackend>, only: Option<&str>) -> String {
         },
         None => occupancy::SM_90,
     };
-    let stats = match stats(&arch) {
+    let sources = sources(only);
+    let stats = match stats(&arch, &sources) {
         Ok(s) => s,
         Err(e) => return md + &format!("Not measured: NVRTC could not compile for {}: {e}.\n", arch.name),
     };
     let emulated;
     let (dev, how) = match device {
         Some(d) => (d, format!("as {} launched them", d.description())),
-        None => match emulated_h100() {
+        None => match emulated_h100(&sources) {
             Ok(e) => {
                 emulated = e;
                 (
@@ -158,17 +171,16 @@ enum NoEmulation {
     Load(String),
 }
 
-/// The host emulation built from the repository's `kernels/` (g++), with an
-/// H100's shared memory per block.
-fn emulated_h100() -> Result<CudaBackend, NoEmulation> {
+/// The host emulation of the kernels `sources`, built from the repository's
+/// `kernels/` (g++), with an H100's shared memory per block.
+fn emulated_h100(sources: &[KernelSource]) -> Result<CudaBackend, NoEmulation> {
     use crate::backend::cuda::emulation::{self, Emulator};
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
     if !dir.join("emulation.hpp").exists() {
         return Err(NoEmulation::NoKernels(dir.join("emulation.hpp").display().to_string()));
     }
     let out = std::env::temp_dir().join("fedbandits-calibrate-emulation");
-    let lib = emulation::build(&dir, &out, &crate::algo::family::kernel_sources())
-        .map_err(|e| NoEmulation::Build(e.to_string()))?;
+    let lib = emulation::build(&dir, &out, sources).map_err(|e| NoEmulation::Build(e.to_string()))?;
     let emu = Emulator::load(&lib).map_err(|e| NoEmulation::Load(e.to_string()))?;
     Ok(CudaBackend::with_launcher(
         Box::new(emu.with_shared_limit(H100_SHARED_PER_BLOCK)),

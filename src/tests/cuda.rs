@@ -12,18 +12,13 @@ use fedbandits::job::Job;
 use fedbandits::sim::run_batch;
 use std::path::Path;
 
-#[path = "support/emulated.rs"]
-mod emulated_support;
-use emulated_support::{assert_parity, assert_parity_on, emulated, emulator_lib};
+use crate::support::emulated::{assert_parity, assert_parity_on, emulated, emulator_lib};
+use crate::support::ptxas;
 
 #[test]
 fn every_kernel_compiles_with_nvrtc_for_sm_90() {
-    assert!(
-        nvrtc::available(),
-        "libnvrtc.so.12 not found: run the tests through .ci/run (it installs nvidia-cuda-nvrtc-cu12 and sets LD_LIBRARY_PATH)"
-    );
     let sources = fedbandits::algo::family::kernel_sources();
-    let c = nvrtc::compile("sm_90", &["--ptxas-options=-v"], &sources).unwrap_or_else(|e| panic!("{e}"));
+    let c = ptxas::compiled("sm_90");
     assert!(c.cubin_bytes.unwrap_or(0) > 0);
     let usage = nvrtc::ptxas_stats(&c.log);
     println!("kernel registers/spills/static shared memory at sm_90 (ptxas):");
@@ -61,7 +56,7 @@ fn multi_round_kernels_hold_16_warps_per_sm_on_sm_80_and_sm_90() {
     use fedbandits::algo::linear::cuda::{COOP_BLOCK, coop_step_shape};
     use fedbandits::backend::cuda::occupancy::{SM_80, SM_90, occupancy};
     for (arch, per_block) in [(SM_80, 163 * 1024), (SM_90, 227 * 1024)] {
-        let stats = fedbandits::cli::kernels::stats(&arch).unwrap_or_else(|e| panic!("{e}"));
+        let stats = ptxas::stats(&arch);
         for kernel in ["fb_linear_rounds_coop", "fb_feducb_rounds", "fb_peer_rounds"] {
             let k = stats.iter().find(|k| k.name == kernel).expect("a ptxas report");
             for gap in [false, true] {
@@ -183,7 +178,7 @@ const ON_LINEAR_GAP: &str = "seed: 6\nrepetitions: 3\nhorizon: 200\ncheckpoints:
 /// machine without a GPU); run on a GPU machine with `--ignored`, where a
 /// missing device fails it.
 #[test]
-#[ignore = "needs a CUDA device: on a GPU machine, cargo test --release --test cuda -- --ignored"]
+#[ignore = "needs a CUDA device: on a GPU machine, cargo test --release --test integration cuda:: -- --ignored"]
 fn device_matches_cpu_when_present() {
     let dev = CudaBackend::open(&fedbandits::algo::family::kernel_sources())
         .unwrap_or_else(|e| panic!("device parity needs a usable CUDA device: {e}"));

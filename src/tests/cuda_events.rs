@@ -10,9 +10,8 @@ use fedbandits::job::Job;
 use fedbandits::sim::run_batch;
 use std::path::Path;
 
-#[path = "support/emulated.rs"]
-mod emulated_support;
-use emulated_support::{assert_parity, emulated, emulated_with_shared};
+use crate::support::emulated::{assert_parity, emulated, emulated_with_shared};
+use crate::support::ptxas;
 
 /// The parity check `fedbandits calibrate` runs before it measures a
 /// device (every family's parity jobs: every algorithm on both linear
@@ -254,7 +253,7 @@ fn emulated_kernels_match_cpu_backend_for_sdp_vecsum() {
 fn every_workloads_kernels_have_their_occupancy_and_launches_per_round() {
     use fedbandits::backend::cuda::occupancy::SM_90;
     use fedbandits::cli::kernels;
-    let stats = kernels::stats(&SM_90).unwrap_or_else(|e| panic!("{e}"));
+    let stats = ptxas::stats(&SM_90);
     let dev = emulated_with_shared(kernels::H100_SHARED_PER_BLOCK);
     let (tables, refused) = kernels::tables(&dev, &stats, &SM_90, None);
     let md = kernels::markdown(&tables, &refused);

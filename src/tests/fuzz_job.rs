@@ -20,7 +20,7 @@
 //! Cases per generator: 1000 in the normal run; `FEDBANDITS_FUZZ_CASES=N`
 //! for long runs, `FEDBANDITS_FUZZ_SEED` for other inputs,
 //! `FEDBANDITS_FUZZ_LAST=DIR` to keep each generator's current input in
-//! DIR/<generator> (what an abort leaves behind) (`cargo test --release --test fuzz_job`). Failures are shrunk by proptest and
+//! DIR/<generator> (what an abort leaves behind) (`cargo test --release --test integration fuzz_job::`). Failures are shrunk by proptest and
 //! saved next to this file (`fuzz_job.proptest-regressions`, replayed first
 //! on every run); minimal inputs worth keeping go to `job_corpus/`, which
 //! `corpus_files_are_handled` replays with their expected outcome.

@@ -1,5 +1,5 @@
 //! Shared by the CUDA test suites (`cuda`, `cuda_events`): the host
-//! emulation of the kernels (built once per test binary with g++) as a
+//! emulation of the kernels (built once per test process with g++) as a
 //! [`CudaBackend`], and the parity check of a job's cells, emulated batches
 //! against the CPU one repetition at a time, bit for bit.
 
@@ -31,7 +31,6 @@ pub fn emulated() -> CudaBackend {
 
 /// The same with a device's shared memory per block (`bytes`: an H100's
 /// opt-in 227 KiB shapes the kernels as that device would).
-#[allow(dead_code)] // not every test binary that includes this file uses it
 pub fn emulated_with_shared(bytes: usize) -> CudaBackend {
     let emu = Emulator::load(emulator_lib())
         .unwrap_or_else(|e| panic!("{e}"))
