@@ -16,6 +16,11 @@ fixes it:
   `part-(N-1)-of-N`); a single file given by path must be a whole run
   (`-of-00001`).
 
+`unchecked_footers=True` (`scan`, `checked_files`, `to_pandas`) also reads
+files of semantics 17 without a footer checksum (written by the first
+engines of that semantics), with a warning naming each; without it they
+are refused, since a damaged footer can lose its checksum entry.
+
 `allow_partial=True` (every entry point takes it) reads an incomplete run
 on purpose: the completeness checks are skipped, the others kept, and the
 frame gets a Boolean column `results_complete`, false on the rows of every
@@ -128,8 +133,9 @@ FOOTER_KEY = b"fedbandits.footer_xxh64"
 def check_footer(f: Path) -> bool:
     """Checks the footer checksum on the raw bytes, before any Parquet
     decoder reads the footer (a damaged one could rename columns silently,
-    panic polars or abort the interpreter in pyarrow); a file without the
-    entry (before semantics 17) passes, and False says it has none. Raises
+    panic polars or abort the interpreter in pyarrow); False says the file
+    has no entry (`check_file` then refuses it unless its semantics predate
+    the checksum or the caller asked for unchecked reads). Raises
     ResultsError naming `f`."""
     import xxhash
 
@@ -165,9 +171,14 @@ SEALED_KEYS = ("job_name", "shard", "units", "job_identity", "job_yaml", "semant
 FOOTER_SINCE = 17
 
 
-def check_file(f: Path) -> dict[bytes, bytes]:
+def check_file(f: Path, unchecked_footers: bool = False) -> dict[bytes, bytes]:
     """Raises ResultsError if `f` is not a compatible, intact fedbandits
-    file; returns its key-value metadata."""
+    file; returns its key-value metadata. A file of semantics 17 or later
+    without a footer checksum is refused: one changed byte of the key's
+    name removes the entry, and the footer could then rename or swap
+    columns unseen. The first engines of semantics 17 wrote files without
+    it; `unchecked_footers=True` reads those, with a warning that names
+    each file read unchecked."""
     sealed = check_footer(f)
     try:
         md = pq.read_metadata(f).metadata or {}
@@ -187,6 +198,18 @@ def check_file(f: Path) -> dict[bytes, bytes]:
             f"{f}: written by an incompatible engine (semantics version {version or 'missing'}; "
             f"this loader reads {sorted(SUPPORTED_SEMANTICS)}): rerun the job or update analysis/"
         )
+    if not sealed and not (version.isdigit() and int(version) < FOOTER_SINCE):
+        if not unchecked_footers:
+            raise ResultsError(
+                f"{f}: has no {FOOTER_KEY.decode()} entry, which every file of semantics {FOOTER_SINCE} or later "
+                f"carries (it says {version or 'no semantics'}): its footer is damaged (a changed byte of the key's "
+                f"name removes the entry, and the footer could then rename or swap columns unseen): move it away and "
+                f"rerun the job (only its units are recomputed); a file written by a first engine of semantics "
+                f"{FOOTER_SINCE}, before footer checksums, is read unchecked with unchecked_footers=True"
+            )
+        import warnings
+
+        warnings.warn(f"{f}: read unchecked (no footer checksum): its column names and metadata are not verified", stacklevel=2)
     if sealed and version.isdigit() and int(version) < FOOTER_SINCE:
         raise ResultsError(
             f"{f}: says semantics {version} but has a {FOOTER_KEY.decode()} entry, which no engine before semantics "
@@ -395,7 +418,7 @@ def _completeness(d: Path, files: list[Path], mds: list[dict[bytes, bytes]]) -> 
     return None
 
 
-def _checked_groups(p: Path) -> list[tuple[list[Path], str | None]]:
+def _checked_groups(p: Path, unchecked_footers: bool = False) -> list[tuple[list[Path], str | None]]:
     """Every check of the module doc but completeness on the part files
     under `p`, then the files grouped by job directory (or the single file),
     each group with why it is not a complete run (None when it is). `p` is
@@ -403,7 +426,7 @@ def _checked_groups(p: Path) -> list[tuple[list[Path], str | None]]:
     directory's name."""
     p = p.resolve() if p.exists() else p
     files = parquet_files(p)
-    mds = [check_file(f) for f in files]
+    mds = [check_file(f, unchecked_footers) for f in files]
     dirs = [] if p.is_file() else sorted({f.parent for f in files})
     by_dir = {d: ([f for f in files if f.parent == d], [m for f, m in zip(files, mds, strict=True) if f.parent == d]) for d in dirs}
     for d, (fs, ms) in by_dir.items():
@@ -417,12 +440,12 @@ def _checked_groups(p: Path) -> list[tuple[list[Path], str | None]]:
     return [(fs, why and why + _grown_hint(d)) for fs, d, why in groups]
 
 
-def checked_files(path: str | Path, allow_partial: bool = False) -> tuple[list[Path], dict[Path, bool]]:
+def checked_files(path: str | Path, allow_partial: bool = False, unchecked_footers: bool = False) -> tuple[list[Path], dict[Path, bool]]:
     """The part files under `path` after every check of the module doc, and
     for each whether its job directory (or, for a single file, the file) is
     a complete run. Raises ResultsError on the first failed check, and on a
     failed completeness check only when `allow_partial` is false."""
-    groups = _checked_groups(Path(path))
+    groups = _checked_groups(Path(path), unchecked_footers)
     complete: dict[Path, bool] = {}
     for fs, why in groups:
         if why is not None and not allow_partial:
@@ -439,12 +462,12 @@ def incomplete_runs(path: str | Path) -> dict[Path, str]:
     return {fs[0].parent if fs else Path(path): why for fs, why in _checked_groups(Path(path)) if why is not None}
 
 
-def scan(path: str | Path, allow_partial: bool = False) -> pl.LazyFrame:
+def scan(path: str | Path, allow_partial: bool = False, unchecked_footers: bool = False) -> pl.LazyFrame:
     """All results under `path` as one LazyFrame (one row per cell, repetition, t),
     after the checks of the module doc. With `allow_partial=True` an
     incomplete run is read as it is, and the Boolean column
     `results_complete` says which rows come from a complete one."""
-    files, complete = checked_files(path, allow_partial)
+    files, complete = checked_files(path, allow_partial, unchecked_footers)
     names = {f: pq.read_schema(f).names for f in files}
 
     def semantics(f: Path) -> int:
@@ -634,7 +657,7 @@ def regret_exponents(lf: pl.LazyFrame, column: str = "group_regret") -> pl.DataF
     return df.select(keys).with_columns(exponent=pl.Series(exps, dtype=pl.Float64))
 
 
-def to_pandas(path: str | Path, allow_partial: bool = False):
+def to_pandas(path: str | Path, allow_partial: bool = False, unchecked_footers: bool = False):
     """The same data as a pandas DataFrame (needs pandas installed), with
     pandas' nullable types as `pd.read_parquet(..., dtype_backend=
     "numpy_nullable")` gives them: a parameter that is null for some cells
@@ -654,7 +677,7 @@ def to_pandas(path: str | Path, allow_partial: bool = False):
     for bits in (8, 16, 32, 64):
         mapping[getattr(pa, f"int{bits}")()] = pd.api.types.pandas_dtype(f"Int{bits}")
         mapping[getattr(pa, f"uint{bits}")()] = pd.api.types.pandas_dtype(f"UInt{bits}")
-    return scan(path, allow_partial).collect().to_arrow().to_pandas(types_mapper=mapping.get)
+    return scan(path, allow_partial, unchecked_footers).collect().to_arrow().to_pandas(types_mapper=mapping.get)
 
 
 def summarize(lf: pl.LazyFrame, by: list[str], value: str = "agent_regret") -> pl.DataFrame:

@@ -3,7 +3,7 @@
 //! The layers, bottom up (src/tests/layers.rs checks that no lower one names
 //! a higher one and that there is no cycle):
 //! - lower: [`math`] (portable elementary functions), [`cache`] (the
-//!   cache folder), [`named`] (enums
+//!   cache folder), [`input`] (only regular files read as inputs), [`named`] (enums
 //!   whose variants job files name), [`rng`] (seeded
 //!   streams, counter-based normals), [`linalg`] (small dense algebra),
 //!   [`env`] (environments), [`graph`] (communication graphs), [`privacy`]
@@ -20,6 +20,7 @@ pub mod cache;
 pub mod cli;
 pub mod env;
 pub mod graph;
+pub mod input;
 pub mod job;
 pub mod linalg;
 pub mod math;

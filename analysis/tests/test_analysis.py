@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from fedbandits_analysis import figures
 from fedbandits_analysis.load import REQUIRED, ResultsError, scan, summarize
-from tiny import ENGINE
+from tiny import ENGINE, write_sealed
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = """\
@@ -84,7 +84,7 @@ def test_scan_errors_are_helpful(tmp_path: Path, results: Path) -> None:
     broken = tmp_path / "broken"
     broken.mkdir()
     f = broken / "part-0.parquet"
-    pq.write_table(t.drop(["group_regret"]).replace_schema_metadata(md), f)
+    write_sealed(t.drop(["group_regret"]).replace_schema_metadata(md), f)
     # Without its checksum the file is refused as rewritten ...
     with pytest.raises(ResultsError, match="no fedbandits.data_xxh64 checksum"):
         scan(broken)
@@ -92,7 +92,7 @@ def test_scan_errors_are_helpful(tmp_path: Path, results: Path) -> None:
     from fedbandits_analysis.load import data_checksum
 
     md[b"fedbandits.data_xxh64"] = f"{data_checksum(f):016x}".encode()
-    pq.write_table(t.drop(["group_regret"]).replace_schema_metadata(md), f)
+    write_sealed(t.drop(["group_regret"]).replace_schema_metadata(md), f)
     with pytest.raises(ResultsError, match="missing columns"):
         scan(broken)
 

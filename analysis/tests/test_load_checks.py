@@ -13,6 +13,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from fedbandits_analysis.load import ResultsError, families, scan, scan_family, to_pandas
+from tiny import write_sealed
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = """\
@@ -129,7 +130,7 @@ def test_a_part_rewritten_without_its_checksum_is_refused(tmp_path: Path) -> Non
     }
     i = t.schema.get_field_index("agent_regret")
     t = t.set_column(i, "agent_regret", pc.divide(t["agent_regret"], 2.0))
-    pq.write_table(t.replace_schema_metadata(md), f)
+    write_sealed(t.replace_schema_metadata(md), f)
     every_entry_point_raises(d, "no fedbandits.data_xxh64 checksum in its metadata")
 
 
@@ -165,7 +166,7 @@ def test_rows_of_another_job_are_refused(tmp_path: Path) -> None:
     f = other / src.name
     pq.write_table(t.replace_schema_metadata(md), f)
     md[b"fedbandits.data_xxh64"] = f"{data_checksum(f):016x}".encode()
-    pq.write_table(t.replace_schema_metadata(md), f)
+    write_sealed(t.replace_schema_metadata(md), f)
     every_entry_point_raises(other, "its rows belong to job 'kjob', its metadata to 'kjob2'")
     with pytest.raises(ResultsError, match="its rows belong to job 'kjob'"):
         scan(tmp_path / "out").collect()

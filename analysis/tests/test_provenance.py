@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 import xxhash
 from fedbandits_analysis import load
-from tiny import ENGINE, JOB
+from tiny import ENGINE, JOB, write_sealed
 
 
 def _run(tmp_path: Path) -> Path:
@@ -34,15 +34,19 @@ def _run(tmp_path: Path) -> Path:
 
 
 def _rewrite(part: Path, edit) -> None:
-    """Rewrites `part` with its metadata edited as another tool would
-    (unsealed: no footer checksum), its data checksum recomputed."""
+    """Rewrites `part` with its metadata edited as a careful editor would:
+    its data checksum recomputed and its footer sealed again (not for a
+    semantics before footer checksums)."""
     table = pq.read_table(part)
     md = {k: v for k, v in (pq.read_metadata(part).metadata or {}).items() if k != load.FOOTER_KEY}
     edit(md)
     md.pop(load.CHECKSUM_KEY, None)
     pq.write_table(table.replace_schema_metadata(md), part, compression="snappy")
     md[load.CHECKSUM_KEY] = f"{load.data_checksum(part):016x}".encode()
-    pq.write_table(table.replace_schema_metadata(md), part, compression="snappy")
+    if int(md.get(b"fedbandits.semantics_version", b"0")) >= load.FOOTER_SINCE:
+        write_sealed(table.replace_schema_metadata(md), part)
+    else:  # as an engine before footer checksums wrote it
+        pq.write_table(table.replace_schema_metadata(md), part, compression="snappy")
     assert f"{load.data_checksum(part):016x}".encode() == md[load.CHECKSUM_KEY]
 
 

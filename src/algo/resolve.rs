@@ -263,6 +263,13 @@ impl<'a> Params<'a> {
             },
             GraphKind::Edges => {
                 let path = self.required(GRAPH_EDGES, "graph = edges needs graph_edges (an edge-list file)")?;
+                if path.trim().is_empty() {
+                    self.err(
+                        GRAPH_EDGES,
+                        "an empty path: name the edge-list file (a relative path starts at the job file's folder)",
+                    );
+                    return None;
+                }
                 match crate::graph::read_edge_file(&self.input_path(&path)) {
                     Ok(e) => GraphSpec::Edges(e),
                     Err(e) => {

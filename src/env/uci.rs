@@ -159,20 +159,12 @@ fn read(path: &Path) -> Result<Vec<Record>, DataError> {
         path: p.clone(),
         message,
     };
-    let meta = std::fs::metadata(path).map_err(|e| io(e.to_string()))?;
-    if !meta.is_file() {
-        return Err(io("not a regular file".into()));
+    let file = crate::input::open_regular(path).map_err(|e| io(e.to_string()))?;
+    let len = file.metadata().map_err(|e| io(e.to_string()))?.len();
+    if len > MAX_DATA_BYTES {
+        return Err(io(format!("{len} bytes, above the limit of {MAX_DATA_BYTES}")));
     }
-    if meta.len() > MAX_DATA_BYTES {
-        return Err(io(format!("{} bytes, above the limit of {MAX_DATA_BYTES}", meta.len())));
-    }
-    let mut rd = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .from_path(path)
-        .map_err(|e| DataError::Io {
-            path: p.clone(),
-            message: e.to_string(),
-        })?;
+    let mut rd = csv::ReaderBuilder::new().has_headers(true).from_reader(file);
     let header = rd.headers().map_err(|e| DataError::Io {
         path: p.clone(),
         message: e.to_string(),

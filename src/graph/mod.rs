@@ -370,9 +370,7 @@ pub const MAX_EDGE_FILE_BYTES: usize = 64 << 20;
 /// [`MAX_EDGE_FILE_BYTES`] are read (a device or a huge file named by
 /// mistake is refused, never read whole).
 pub fn read_edge_file(path: &std::path::Path) -> Result<Vec<(usize, usize)>, EdgeFileError> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path).and_then(|f| f.take(MAX_EDGE_FILE_BYTES as u64 + 1).read_to_end(&mut bytes))?;
+    let bytes = crate::input::read_capped(path, MAX_EDGE_FILE_BYTES + 1)?;
     if bytes.len() > MAX_EDGE_FILE_BYTES {
         return Err(EdgeFileError::TooLarge);
     }

@@ -48,12 +48,11 @@ pub(super) fn yaml_text(v: &serde_yaml::Value) -> String {
     serde_yaml::to_string(v).map_or_else(|_| "?".into(), |t| t.trim().to_owned())
 }
 
-/// Reads at most `limit` bytes of a UTF-8 text file: a device or a huge
-/// file named by mistake gives a short read, never an unbounded one.
+/// Reads at most `limit` bytes of a UTF-8 text file; a named pipe, a
+/// device or a directory named by mistake is refused by kind
+/// ([`crate::input`]), never waited on or read without end.
 pub(super) fn read_text_capped(path: &Path, limit: usize) -> Result<String, std::io::Error> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?.take(limit as u64).read_to_end(&mut bytes)?;
+    let bytes = crate::input::read_capped(path, limit)?;
     String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 

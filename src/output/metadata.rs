@@ -25,7 +25,7 @@ pub const FOOTER_PLACEHOLDER: &str = "0000000000000000";
 /// Where the footer checksum's 16 characters lie in `tail` (the bytes after
 /// the data pages): right after its key and Thrift's compact encoding of
 /// the value's field header (0x18: field 2, binary) and length (0x10: 16).
-/// None without the entry (a file written before semantics 17).
+/// None without the entry.
 fn footer_value_at(tail: &[u8]) -> Option<usize> {
     let key = FOOTER_KEY.as_bytes();
     let pos = tail.windows(key.len()).position(|w| w == key)?;
@@ -69,6 +69,15 @@ pub enum FooterError {
     /// The checksum entry's key is there, its value is not.
     #[error("its {FOOTER_KEY} entry is damaged")]
     DamagedEntry,
+    /// No checksum entry: every file this engine writes has one, so its
+    /// footer was damaged (a changed byte of the key's name removes the
+    /// entry) or another program wrote it. Such a file is never read
+    /// unchecked: a footer can rename or swap columns and still decode.
+    #[error(
+        "it has no {FOOTER_KEY} entry, which every file of this engine carries (a changed byte of the key's name \
+         removes it; a file of semantics 17 written before footer checksums has none either)"
+    )]
+    Missing,
     /// The footer does not hash to the stated checksum.
     #[error("checksum mismatch: its footer hashes to {actual:016x}, the file says {stated}")]
     Mismatch {
@@ -79,10 +88,10 @@ pub enum FooterError {
     },
 }
 
-/// Checks the footer checksum of a whole file's `bytes`: Ok(true) when it
-/// matches, Ok(false) for a file without the entry (before semantics 17),
-/// Err(why) when it does not match or the bytes are not a Parquet file.
-pub fn check_footer(bytes: &[u8]) -> Result<bool, FooterError> {
+/// Checks the footer checksum of a whole file's `bytes`: Ok when it
+/// matches, Err(why) when it does not, when the entry is missing or
+/// damaged, or when the bytes are not a Parquet file.
+pub fn check_footer(bytes: &[u8]) -> Result<(), FooterError> {
     let n = bytes.len();
     if n < 12 || &bytes[n - 4..] != b"PAR1" {
         return Err(FooterError::NotParquet);
@@ -96,17 +105,17 @@ pub fn check_footer(bytes: &[u8]) -> Result<bool, FooterError> {
 
 /// [`check_footer`] on the bytes after the data pages alone (the footer,
 /// its length and the magic), for a reader of the metadata only.
-pub fn check_tail(tail: &[u8]) -> Result<bool, FooterError> {
+pub fn check_tail(tail: &[u8]) -> Result<(), FooterError> {
     match footer_hash(tail) {
         // The key without its value's encoding right after it: damaged.
         None if tail.windows(FOOTER_KEY.len()).any(|w| w == FOOTER_KEY.as_bytes()) => Err(FooterError::DamagedEntry),
-        None => Ok(false),
+        None => Err(FooterError::Missing),
         Some((sum, at)) => {
             // Exactly as written (lowercase): a flip of a letter's case is
             // damage too.
             let stated = std::str::from_utf8(&tail[at..at + 16]).unwrap_or("");
             if stated == format!("{sum:016x}") {
-                Ok(true)
+                Ok(())
             } else {
                 Err(FooterError::Mismatch {
                     actual: sum,

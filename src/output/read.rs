@@ -56,9 +56,7 @@ fn guarded<T>(path: &Path, f: impl FnOnce() -> Result<T, OutputError>) -> Result
             .unwrap_or_default();
         Err(OutputError::Checksum {
             path: path.to_path_buf(),
-            message: format!(
-                "the Parquet decoder failed on this file ({why}): it is damaged or was not written by this fedbandits"
-            ),
+            message: format!("the Parquet decoder failed on this file ({why})"),
         })
     })
 }
@@ -111,7 +109,7 @@ pub fn read_parquet_stream(
 fn damaged(path: &Path) -> impl Fn(String) -> OutputError + '_ {
     move |message| OutputError::Checksum {
         path: path.to_path_buf(),
-        message: format!("{message}: the file is damaged or was not written by this fedbandits"),
+        message,
     }
 }
 
@@ -156,11 +154,7 @@ fn decode_checked<R: parquet::file::reader::ChunkReader + 'static>(
     }
     let reader = builder.build().map_err(pq)?;
     for b in reader {
-        each(b.map_err(|e| {
-            bad(format!(
-                "its rows cannot be decoded ({e}): it is damaged or was not written by this fedbandits"
-            ))
-        })?)?;
+        each(b.map_err(|e| bad(format!("its rows cannot be decoded ({e})")))?)?;
     }
     Ok(kv)
 }

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 const LOWER: &[&str] = &[
-    "math", "cache", "named", "rng", "linalg", "env", "graph", "privacy", "backend",
+    "math", "cache", "input", "named", "rng", "linalg", "env", "graph", "privacy", "backend",
 ];
 const HIGHER: &[&str] = &["algo", "job", "output", "sim", "cli"];
 

@@ -21,10 +21,15 @@ pub fn resolve(p: &mut Params<'_>) -> Box<dyn crate::algo::FamilyConfig> {
     let (arms, noise_std, records) = match p.environment() {
         GossipEnvironment::UciDiabetes => {
             let path = p.take(DATA);
-            let records = match crate::env::uci::load(&p.input_path(&path), agents.max(1) as usize) {
+            let loaded = if path.trim().is_empty() {
+                Err("an empty path: name diabetic_data.csv (a relative path starts at the job file's folder)".to_owned())
+            } else {
+                crate::env::uci::load(&p.input_path(&path), agents.max(1) as usize).map_err(|e| e.to_string())
+            };
+            let records = match loaded {
                 Ok(r) => Some((*r).clone()),
                 Err(e) => {
-                    p.err(DATA, e.to_string());
+                    p.err(DATA, e);
                     None
                 }
             };
