@@ -92,10 +92,18 @@ impl Parser<'_> {
     }
 
     /// The values of the `horizon` axis: a non-empty list of whole numbers
-    /// of rounds >= 1.
+    /// of rounds >= 1, or `{linspace|logspace: [from, to, n]}` whose values
+    /// are whole numbers (numpy's values, each within 1e-9 of its own size
+    /// of a whole number, taken as that number: `logspace: [1e4, 1e7, 4]`
+    /// gives 10000 to 10000000; a value that is not whole is refused, not
+    /// rounded).
     fn horizon_values(&mut self, v: &serde_yaml::Value) -> Option<Vec<Value>> {
         let path = ["grid", HORIZON_AXIS];
-        let msg = "expected a non-empty list of horizons, whole numbers of rounds >= 1, e.g. [10000, 100000]";
+        let msg = "expected a non-empty list of horizons, whole numbers of rounds >= 1, e.g. [10000, 100000], \
+                   or {linspace|logspace: [from, to, n]} giving whole numbers";
+        if let Some(r) = v.as_mapping().filter(|r| r.len() == 1) {
+            return self.horizon_range(&path, r);
+        }
         let Some(list) = v.as_sequence().filter(|s| !s.is_empty()) else {
             self.problem(&path, msg);
             return None;
@@ -112,6 +120,35 @@ impl Parser<'_> {
             self.problem(&path, msg);
         }
         vals
+    }
+
+    /// `{linspace|logspace: [from, to, n]}` on the horizon axis: numpy's
+    /// values, each a whole number of rounds >= 1 (see
+    /// [`Self::horizon_values`]).
+    fn horizon_range(&mut self, path: &[&str], r: &serde_yaml::Mapping) -> Option<Vec<Value>> {
+        const ROUNDS: Kind = Kind::Float {
+            min: 1.0,
+            max: f64::INFINITY,
+            min_inclusive: true,
+            max_inclusive: false,
+        };
+        let mut out = Vec::new();
+        for v in self.range(path, r, ROUNDS)? {
+            let Value::Float(x) = v else { return None };
+            let t = x.round();
+            if (x - t).abs() > 1e-9 * t || t >= i64::MAX as f64 {
+                self.problem(
+                    path,
+                    format!(
+                        "{x} is not a whole number of rounds: choose endpoints and a count whose values are whole \
+                         (logspace: [1e4, 1e7, 4] gives 10000 to 10000000), or list the horizons"
+                    ),
+                );
+                return None;
+            }
+            out.push(Value::Int(t as i64));
+        }
+        Some(out)
     }
 
     fn range(&mut self, path: &[&str], r: &serde_yaml::Mapping, kind: Kind) -> Option<Vec<Value>> {

@@ -108,3 +108,39 @@ fn a_study_grown_by_a_horizon_reuses_the_others_and_equals_scratch() {
     assert!(grown == fresh, "a grown study must equal a run from scratch");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// README: any axis may be a linspace or logspace. On the horizon axis the
+/// values must be whole numbers of rounds: `logspace: [1e4, 1e7, 4]` gives
+/// the four decades exactly (numpy's geomspace, each within 1e-9 of a whole
+/// number), the same cells as the list; a value that is not whole is
+/// refused, not rounded, and so is a horizon below 1.
+#[test]
+fn a_horizon_axis_may_be_a_linspace_or_logspace_of_whole_numbers() {
+    let text = |axis: &str| {
+        format!(
+            "name: hz\ncheckpoints: {{log_points: 10}}\nalgorithm: independent\nenvironment: linear_sphere\n\
+             params: {{d: 3, k: 8, m: 3}}\ngrid: {{horizon: {axis}}}\n"
+        )
+    };
+    let ids = |axis: &str| {
+        let job = Job::parse(Path::new("hz.yaml"), &text(axis)).unwrap_or_else(|e| panic!("{axis}: {e}"));
+        job.cells.iter().map(|c| c.id.clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        ids("{logspace: [1e4, 1e7, 4]}"),
+        ids("[10000, 100000, 1000000, 10000000]")
+    );
+    assert_eq!(ids("{linspace: [1000, 4000, 4]}"), ids("[1000, 2000, 3000, 4000]"));
+    for (axis, needle) in [
+        (
+            "{logspace: [1000, 10000, 3]}",
+            "3162.2776601683795 is not a whole number of rounds",
+        ),
+        ("{linspace: [0, 10, 3]}", "0 is out of range; allowed: number >= 1"),
+    ] {
+        let e = Job::parse(Path::new("hz.yaml"), &text(axis))
+            .expect_err(axis)
+            .to_string();
+        assert!(e.contains("grid.horizon") && e.contains(needle), "{axis}: {e}");
+    }
+}
