@@ -45,3 +45,25 @@ def test_the_study_a_job_grew_from_stays_loadable_until_the_merge(tmp_path: Path
     assert not (out / "g" / ".superseded").exists()
     grown = load.scan(out / "g").collect()
     assert grown.height == before.height * 3 // 2
+
+
+def test_the_merge_keeps_and_names_a_users_file_in_the_superseded_folder(tmp_path: Path) -> None:
+    """Issue 73, case 6: merge deleted a user's file inside
+    `.superseded/<job>/` without naming it ("merge never deletes data")."""
+    job, out = tmp_path / "g.yaml", tmp_path / "o"
+    job.write_text(JOB.format(name="g"))
+    assert engine("run", job, "--out", out, "--quiet").returncode == 0
+    assert engine("merge", out / "g").returncode == 0
+    job.write_text(JOB.format(name="g").replace("repetitions: 2", "repetitions: 3"))
+    r = engine("run", job, "--out", out, "--quiet", "--shard", "0/2")
+    assert r.returncode == 0, r.stderr
+    old = out / "g" / ".superseded" / "g"
+    (old / "notes.txt").write_text("what the first study was for\n")
+    assert engine("run", job, "--out", out, "--quiet", "--shard", "1/2").returncode == 0
+    m = engine("merge", out / "g")
+    assert m.returncode == 0, m.stderr
+    assert (old / "notes.txt").read_text() == "what the first study was for\n"
+    assert not list(old.glob("part-*.parquet")) and not (old / "_manifest.yaml").exists()
+    assert f"kept 1 file(s) there that fedbandits did not write (merge deletes only what it wrote): {old / 'notes.txt'}" in m.stdout, (
+        m.stdout
+    )

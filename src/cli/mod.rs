@@ -109,6 +109,9 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             run_command(&job, backend, threads, opts)
         }
         Command::Validate { job, threads } => {
+            // It writes nothing: the accountant's figures it needs are
+            // computed in memory, the cache file only read.
+            crate::privacy::binomial_gdp::cache_read_only();
             let job = Job::load(&job)?;
             // Capped as `run` caps them (4 x the cores), so the estimate is
             // the run's.
@@ -341,11 +344,19 @@ fn merge_command(dir: &std::path::Path, compact: bool) -> Result<(), CliError> {
             rerun.submit_line()
         );
     }
-    if let Some(old) = &r.removed_superseded {
+    if let Some((old, left)) = &r.removed_superseded {
         out += &format!(
-            "removed {}: the study this job grew from (its rows are in this job's parts)\n",
+            "removed the parts and manifest of {}: the study this job grew from (its rows are in this job's parts)\n",
             old.display()
         );
+        if !left.is_empty() {
+            let names: Vec<String> = left.iter().map(|p| p.display().to_string()).collect();
+            out += &format!(
+                "kept {} file(s) there that fedbandits did not write (merge deletes only what it wrote): {}\n",
+                left.len(),
+                names.join(", ")
+            );
+        }
     }
     match r.compacted {
         Some((n, bytes)) => {

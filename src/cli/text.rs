@@ -307,6 +307,19 @@ pub fn plan_text(job: &Job, req: &PlanRequest<'_>) -> String {
             remaining as f64
         );
     }
+    let layouts = crate::output::directory::own_layouts(&job.results_dir(), job);
+    let others: Vec<usize> = layouts.into_iter().filter(|&n| n != tasks).collect();
+    if remaining > 0 && !others.is_empty() {
+        let names: Vec<String> = others.iter().map(|n| format!("part-*-of-{n:05}.parquet")).collect();
+        out += &format!(
+            "warning: {} holds this job's parts of another shard layout ({}); tasks of {tasks} shards would write \
+             theirs beside them, and merge refuses a directory of two layouts: plan and run with --tasks {} (the \
+             layout there), or move those parts away first\n",
+            job.results_dir().display(),
+            names.join(", "),
+            others[0]
+        );
+    }
     out += &format!(
         "tasks {tasks}: agent-steps per task min {:.3e} median {:.3e} max {:.3e} (max / mean {:.3}); {} tasks get no work\n",
         sorted[0] as f64,

@@ -60,12 +60,60 @@ pub fn parts_in(dir: &Path) -> Vec<PathBuf> {
     parts
 }
 
+/// The shard counts N of this job's part files in `dir`
+/// (`part-I-of-N.parquet` whose footer names this job's identity; a grown
+/// job's old parts are moved aside by its run, so they do not count).
+pub fn own_layouts(dir: &Path, job: &Job) -> std::collections::BTreeSet<usize> {
+    let identity = job.identity();
+    parts_in(dir)
+        .iter()
+        .filter(|p| {
+            output::read_metadata_key(p, "fedbandits.job_identity")
+                .ok()
+                .flatten()
+                .is_some_and(|id| id == identity)
+        })
+        .filter_map(|p| {
+            let name = p.file_name()?.to_str()?;
+            name.strip_suffix(".parquet")?.rsplit_once("-of-")?.1.parse().ok()
+        })
+        .collect()
+}
+
 /// Where the parts a grown job superseded are kept, with their manifest,
 /// until the grown job's `merge` completes: `<dir>/.superseded/<job
 /// name>/` (the loader wants a directory named as its job, and skips
 /// hidden paths below the one it is given).
 pub fn superseded_dir(dir: &Path, job: &Job) -> PathBuf {
     dir.join(".superseded").join(&job.name)
+}
+
+/// Removes what the engine keeps in a superseded study's folder `keep`
+/// (its part files and `_manifest.yaml`), then the folder and
+/// `.superseded/` when nothing else is left in them; returns the other
+/// files, which are the user's and stay where they are (merge never
+/// deletes data it did not write).
+pub fn remove_superseded(keep: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut left = Vec::new();
+    for entry in std::fs::read_dir(keep)? {
+        let path = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let ours =
+            path.is_file() && (name == "_manifest.yaml" || (name.starts_with("part-") && name.ends_with(".parquet")));
+        if ours {
+            std::fs::remove_file(&path)?;
+        } else {
+            left.push(path);
+        }
+    }
+    left.sort();
+    if left.is_empty() {
+        std::fs::remove_dir(keep)?;
+        if let Some(parent) = keep.parent() {
+            let _ = std::fs::remove_dir(parent);
+        }
+    }
+    Ok(left)
 }
 
 /// What a job finds in its results directory.
@@ -164,8 +212,9 @@ impl Directory {
 
     /// Moves the superseded parts and `merge`'s manifest of them into
     /// [`superseded_dir`], where the study they hold stays loadable until
-    /// this job's `merge` completes (and removes it); a copy an earlier
-    /// growth kept there is replaced (this one is the latest study).
+    /// this job's `merge` completes (and removes it); the parts and
+    /// manifest an earlier growth kept there are replaced (this one is the
+    /// latest study), any other file there is left.
     fn keep_superseded(&self, job: &Job, parts: &[PathBuf]) -> Result<(), DirectoryError> {
         let keep = superseded_dir(&self.dir, job);
         let fail = |path: &Path, e: std::io::Error| DirectoryError::Corrupt {
@@ -173,7 +222,9 @@ impl Directory {
             message: format!("cannot move it to {}: {e}", keep.display()),
         };
         if keep.exists() {
-            std::fs::remove_dir_all(&keep).map_err(|e| fail(&keep, e))?;
+            // The earlier copy's parts and manifest; a file of the user's
+            // there stays.
+            remove_superseded(&keep).map_err(|e| fail(&keep, e))?;
         }
         std::fs::create_dir_all(&keep).map_err(|e| fail(&keep, e))?;
         let manifest = self.dir.join("_manifest.yaml");
@@ -390,7 +441,18 @@ pub fn check_directory(dir: &Path, job: &Job) -> Result<Directory, DirectoryErro
             path: p.clone(),
             message: e.to_string(),
         })?;
-        if found.as_deref() == Some(identity.as_str()) {
+        // Every part with a footer checksum (every part this engine reads)
+        // has its job's identity: without one the part was edited, not
+        // written for another version of the job.
+        let Some(found) = found else {
+            return Err(DirectoryError::Corrupt {
+                path: p,
+                message: "its metadata has no fedbandits.job_identity, which every part of this engine carries \
+                          (the part was edited or written by another program)"
+                    .into(),
+            });
+        };
+        if found == identity {
             d.own_parts.push(p);
             continue;
         }
@@ -399,7 +461,7 @@ pub fn check_directory(dir: &Path, job: &Job) -> Result<Directory, DirectoryErro
                 "{} was written for job identity {} (this job's is {identity}) and this job does not extend it: \
                  {why}",
                 p.display(),
-                found.as_deref().unwrap_or("none, by an older fedbandits")
+                found
             ))
         })?;
         for c in &old.cells {

@@ -50,6 +50,12 @@ use std::sync::Mutex;
 
 mod disk;
 
+/// From now on this process writes no figure to the accountant's cache
+/// file (`validate`, which writes nothing); it still reads it.
+pub fn cache_read_only() {
+    disk::read_only();
+}
+
 use crate::privacy::accountant::gdp_delta;
 
 /// The Binomial's success probability (the protocol's p).

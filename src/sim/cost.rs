@@ -175,7 +175,8 @@ impl TimeModel {
     pub fn here(threads: usize) -> Self {
         let mut shaped = None;
         let mut scaled = None;
-        for (path, cal) in calibrations_here() {
+        let (found, skipped) = calibrations_here();
+        for (path, cal) in found {
             if shaped.is_none() {
                 shaped = Self::fitted(&cal, &path);
             }
@@ -183,33 +184,64 @@ impl TimeModel {
                 scaled = Self::calibrated(&cal, &path);
             }
         }
-        shaped.or(scaled).unwrap_or_else(Self::model)
+        let mut model = shaped.or(scaled).unwrap_or_else(Self::model);
+        if !skipped.is_empty() {
+            model.source += &format!(
+                "; ignored {} unusable calibration file(s): {} (`fedbandits calibrate` measures again)",
+                skipped.len(),
+                skipped.join("; ")
+            );
+        }
+        model
     }
 }
 
 /// Every calibration of this engine and CPU in the cache directory, newest
-/// first.
-fn calibrations_here() -> Vec<(std::path::PathBuf, Calibration)> {
+/// first, and each calibration file that cannot be used, with why (it
+/// does not parse, or a time or rate in it is negative, NaN or infinite):
+/// those are named, never silently replaced by the built-in prices.
+fn calibrations_here() -> (Vec<(std::path::PathBuf, Calibration)>, Vec<String>) {
     use crate::backend::calibration::{MachineKey, cache_dir};
     let key = MachineKey::here(1, None);
     let Some(rd) = cache_dir().ok().and_then(|d| std::fs::read_dir(d).ok()) else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
-    let mut found: Vec<(std::path::PathBuf, Calibration)> = rd
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("calibration-"))
-        })
-        .filter_map(|p| {
-            let cal: Calibration = serde_yaml::from_str(&std::fs::read_to_string(&p).ok()?).ok()?;
-            (cal.machine.engine == key.engine && cal.machine.cpu == key.cpu).then_some((p, cal))
-        })
-        .collect();
+    let mut found = Vec::new();
+    let mut skipped = Vec::new();
+    let paths = rd.flatten().map(|e| e.path()).filter(|p| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("calibration-"))
+    });
+    for p in paths {
+        let read = std::fs::read_to_string(&p).map_err(|e| e.to_string());
+        match read.and_then(|t| serde_yaml::from_str::<Calibration>(&t).map_err(|e| e.to_string())) {
+            Err(why) => skipped.push(format!("{} ({why})", p.display())),
+            Ok(cal) if cal.machine.engine != key.engine || cal.machine.cpu != key.cpu => {}
+            Ok(cal) => match unusable_figure(&cal) {
+                Some(why) => skipped.push(format!("{} ({why})", p.display())),
+                None => found.push((p, cal)),
+            },
+        }
+    }
     found.sort_by(|a, b| b.1.measured_at.cmp(&a.1.measured_at).then(a.0.cmp(&b.0)));
-    found
+    (found, skipped)
+}
+
+/// The first time or rate of `cal` that is not a finite number >= 0 (0:
+/// not measured).
+fn unusable_figure(cal: &Calibration) -> Option<String> {
+    let bad = |x: f64| !(x.is_finite() && x >= 0.0);
+    if let Some(r) = cal.rows.iter().find(|r| bad(r.agent_steps_per_s)) {
+        return Some(format!(
+            "{} on {}: {} agent-steps/s",
+            r.workload, r.backend, r.agent_steps_per_s
+        ));
+    }
+    cal.shapes
+        .iter()
+        .find(|s| bad(s.seconds_per_step) || s.units.iter().any(|u| !u.1.is_finite()))
+        .map(|s| format!("a {} shape: {} s per step", s.family, s.seconds_per_step))
 }
 
 /// A family's reference workload's cost (its first `bench` workload at

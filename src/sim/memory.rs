@@ -218,12 +218,35 @@ pub fn too_big(job: &Job, threads: usize, shard: Shard) -> Option<String> {
         "the job".to_string()
     };
     (need > have).then(|| {
+        // The terms, adding up to the total (module doc): per thread the
+        // largest federation's state, its snapshot and the thread's own
+        // buffers; the rest the process, the part's assembly and the
+        // tallies, or the accountant's tables when those are larger.
+        let per_thread = task.per_federation + task.snapshot + THREAD_BYTES;
+        let threads_total = per_thread.saturating_mul(threads as u64);
+        let terms = if need == BASE_BYTES.saturating_add(task.accountant) && task.accountant > threads_total {
+            format!(
+                "the privacy accountant's tables {} plus the process {}",
+                human(task.accountant),
+                human(BASE_BYTES)
+            )
+        } else {
+            format!(
+                "per thread {} = {} of federation state + {} of its snapshot + {} of buffers, x {threads} thread(s) \
+                 = {}; plus {} for the process, the part's assembly and the tallies",
+                human(per_thread),
+                human(task.per_federation),
+                human(task.snapshot),
+                human(THREAD_BYTES),
+                human(threads_total),
+                human(need.saturating_sub(threads_total))
+            )
+        };
         format!(
-            "{whose} needs about {} ({} per federation x {threads} thread(s), plus the process and the part's assembly), more than the {} \
-             this process may use ({what}); run with fewer --threads, more shards, shrink the largest cell (d, k, m or the \
-             horizon's tree), or ask for more memory (Slurm --mem)",
+            "{whose} needs about {} ({terms}), more than the {} this process may use ({what}); run with fewer \
+             --threads, more shards, shrink the largest cell (d, k, m or the horizon's tree), or ask for more memory \
+             (Slurm --mem)",
             human(need),
-            human(task.per_federation),
             human(have)
         )
     })

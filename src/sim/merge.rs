@@ -105,8 +105,9 @@ pub struct MergeReport {
     pub manifest: PathBuf,
     /// With `--compact`: the unit files removed and their bytes.
     pub compacted: Option<(usize, u64)>,
-    /// The superseded study removed, once this one is complete.
-    pub removed_superseded: Option<PathBuf>,
+    /// The superseded study removed, once this one is complete, and the
+    /// files found there that the engine did not write (left in place).
+    pub removed_superseded: Option<(PathBuf, Vec<PathBuf>)>,
 }
 
 /// The shards that hold missing units, and how to run only them.
@@ -478,12 +479,11 @@ pub fn merge(dir: &Path, compact: bool) -> Result<MergeReport, MergeError> {
     // goes (its rows are in this job's parts).
     let old = output::directory::superseded_dir(dir, &job);
     if report.missing.is_empty() && report.duplicates.is_empty() && old.exists() {
-        std::fs::remove_dir_all(&old).map_err(|source| MergeError::Io {
+        let left = output::directory::remove_superseded(&old).map_err(|source| MergeError::Io {
             path: old.clone(),
             source,
         })?;
-        let _ = std::fs::remove_dir(old.parent().unwrap_or(dir));
-        report.removed_superseded = Some(old);
+        report.removed_superseded = Some((old, left));
     }
     if compact && report.missing.is_empty() && report.duplicates.is_empty() {
         report.compacted = Some(compact_units(dir, &job)?);

@@ -430,6 +430,13 @@ fn a_job_larger_than_the_memory_limit_is_refused_before_work() {
         err.contains("needs about 23.00 GiB") && err.contains("the address-space limit (ulimit -v)"),
         "{err}"
     );
+    // Issue 73: its terms add up to the total, the snapshot named.
+    assert!(
+        err.contains("of federation state + ")
+            && err.contains(" of its snapshot + ")
+            && err.contains("x 1 thread(s) = "),
+        "{err}"
+    );
     assert!(!out.join("huge").exists(), "nothing may be written");
 }
 

@@ -128,3 +128,68 @@ fn plan_prices_cells_with_the_shapes_timed_here() {
     assert!(cal.rows.iter().any(|r| r.workload == "pfcb_n10_m30"), "{:?}", cal.rows);
     let _ = std::fs::remove_dir_all(&cache);
 }
+
+/// Issue 73, cases 5 and 8: `plan --tasks 4` after a first `--shard 0/2`
+/// run warns that the directory holds another layout's parts (merge would
+/// refuse the mix), and `--tasks 2` does not; a calibration file whose
+/// rates are infinite or NaN is named as unusable, not fitted ("measured
+/// time was infx to infx") and not silently replaced.
+#[test]
+fn plan_warns_of_another_layout_and_names_an_unusable_calibration() {
+    let dir = tempdir("layout");
+    let cache = dir.join("cache");
+    let job = dir.join("lay.yaml");
+    std::fs::write(
+        &job,
+        "name: lay\nrepetitions: 4\nhorizon: 200\ncheckpoints: {every: 100}\nalgorithm: independent\n\
+         environment: linear_sphere\nparams: {m: 2, d: 2, k: 3}\n",
+    )
+    .unwrap();
+    let (j, out) = (job.to_str().unwrap(), dir.join("out"));
+    let o = out.to_str().unwrap();
+    engine(&cache, &["run", j, "--out", o, "--shard", "0/2", "--quiet"]);
+    let text = |args: &[&str]| String::from_utf8_lossy(&engine(&cache, args).stdout).into_owned();
+    let four = text(&["plan", j, "--out", o, "--tasks", "4"]);
+    assert!(
+        four.contains("holds this job's parts of another shard layout (part-*-of-00002.parquet)")
+            && four.contains("--tasks 2 (the layout there)"),
+        "{four}"
+    );
+    let two = text(&["plan", j, "--out", o, "--tasks", "2"]);
+    assert!(!two.contains("another shard layout"), "{two}");
+    // A calibration whose measured rate is infinite: named, not used.
+    engine(
+        &cache,
+        &[
+            "calibrate",
+            "--only",
+            "linear_d10",
+            "--federations",
+            "2",
+            "--seconds",
+            "0.01",
+        ],
+    );
+    let cal = std::fs::read_dir(&cache)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.file_name().unwrap().to_str().unwrap().starts_with("calibration-"))
+        .expect("calibrate records a file");
+    let yaml = std::fs::read_to_string(&cal).unwrap();
+    let forged: String = yaml
+        .lines()
+        .map(|l| match l.split_once("agent_steps_per_s:") {
+            Some((head, _)) => format!("{head}agent_steps_per_s: .inf"),
+            None => l.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_ne!(forged, yaml, "the calibration has rates");
+    std::fs::write(&cal, forged).unwrap();
+    let p = text(&["plan", j, "--out", o, "--tasks", "2"]);
+    assert!(
+        p.contains("ignored 1 unusable calibration file(s)") && p.contains("inf agent-steps/s") && !p.contains("infx"),
+        "{p}"
+    );
+}

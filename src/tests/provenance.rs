@@ -142,6 +142,19 @@ fn merge_refuses_a_part_of_another_semantics_or_without_its_keys() {
         assert_eq!(m.status.code(), Some(1), "{err}");
         assert!(err.contains(&format!("lacks {key}")), "{err}");
     }
+    // Issue 73: a part without its job identity was blamed on an edited
+    // job ("written for job identity none, by an older fedbandits ... this
+    // job does not extend it"); a run now says what the part lacks.
+    std::fs::write(&part, &original).unwrap();
+    rewrite(&part, |kv| kv.retain(|(k, _)| k != "fedbandits.job_identity"));
+    let r = engine(&dir, &["run", "q.yaml", "--quiet", "--out", out.to_str().unwrap()]);
+    let err = stderr(&r);
+    assert!(!r.status.success(), "{err}");
+    assert!(
+        err.contains("part-00000-of-00001.parquet") && err.contains("has no fedbandits.job_identity"),
+        "{err}"
+    );
+    assert!(!err.contains("does not extend"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -21,6 +21,7 @@ use super::UnitShift;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Once};
 
 /// The computation's revision: bumped whenever [`super::compute`] would
@@ -66,27 +67,56 @@ fn parse(text: &str) -> Option<((u64, u64), UnitShift)> {
     plausible.then_some(((eta, s), UnitShift { mu, tail }))
 }
 
-/// Reads the cache file into `cache`, once per process.
+/// Reads the cache file into `cache`, once per process, line by line: a
+/// damaged line (bytes that are not text included) is skipped, the rest of
+/// the file still read.
 pub fn load_once(cache: &Mutex<BTreeMap<(u64, u64), UnitShift>>) {
     LOADED.call_once(|| {
-        let Some(text) = path().and_then(|p| std::fs::read_to_string(p).ok()) else {
+        let Some(bytes) = path().and_then(|p| std::fs::read(p).ok()) else {
             return;
         };
         if let Ok(mut c) = cache.lock() {
-            c.extend(text.lines().filter_map(parse));
+            c.extend(entries(&bytes));
         }
     });
 }
 
+/// The intact entries of a cache file's bytes, line by line.
+fn entries(bytes: &[u8]) -> impl Iterator<Item = ((u64, u64), UnitShift)> + '_ {
+    bytes
+        .split(|&b| b == b'\n')
+        .filter_map(|l| std::str::from_utf8(l).ok())
+        .filter_map(parse)
+}
+
+/// Set by a command that promises to write nothing (`validate`): figures
+/// are computed in memory, none appended.
+static READ_ONLY: AtomicBool = AtomicBool::new(false);
+
+/// From now on this process appends no figure to the cache file (it still
+/// reads it).
+pub fn read_only() {
+    READ_ONLY.store(true, Ordering::Relaxed);
+}
+
 /// Appends the figure `got` of `key` (best effort: a cache that cannot be
-/// written only costs time).
+/// written only costs time). A figure that would not pass the read-back
+/// check (see the module doc) is not written: every later process would
+/// skip it and append it again.
 pub fn append(key: (u64, u64), got: UnitShift) {
+    if READ_ONLY.load(Ordering::Relaxed) {
+        return;
+    }
+    let text = line(key, got);
+    if parse(text.trim_end()).is_none() {
+        return;
+    }
     let Some(p) = path() else { return };
     if let Some(dir) = p.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
     if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&p) {
-        let _ = f.write_all(line(key, got).as_bytes());
+        let _ = f.write_all(text.as_bytes());
     }
 }
 
@@ -118,5 +148,18 @@ mod tests {
         );
         assert_eq!(parse(forged.trim_end()), None);
         assert_eq!(parse(""), None);
+    }
+
+    /// Issue 73: one byte that is not UTF-8 made the whole file unreadable,
+    /// so every process computed and appended every figure again; now only
+    /// its line is skipped.
+    #[test]
+    fn a_line_that_is_not_text_is_skipped_and_the_rest_read() {
+        let (a, b) = (super::super::compute(5000, 1e-10), super::super::compute(6000, 1e-10));
+        let (ka, kb) = ((1e-10f64.to_bits(), 5000), (1e-10f64.to_bits(), 6000));
+        let mut bytes = line(ka, a).into_bytes();
+        bytes.extend_from_slice(b"\xff\xfe not text\n");
+        bytes.extend_from_slice(line(kb, b).as_bytes());
+        assert_eq!(entries(&bytes).collect::<Vec<_>>(), vec![(ka, a), (kb, b)]);
     }
 }
