@@ -221,6 +221,11 @@ grep -q "fedbandits task 3/4" fedbandits-"${array2}"_1.out || { log "the second 
 
 # The killed shard is missing; merge printed the line that resubmits it.
 grep -q "missing shards: 2 (of 4)" fedbandits-merge-"$merge".out || { log "merge did not name shard 2 as missing"; exit 1; }
+# Its error after its details, and one resubmission line (issue 73).
+m=fedbandits-merge-"$merge".out
+[ "$(grep -n "^missing shards" "$m" | cut -d: -f1)" -lt "$(grep -n "^error: results are incomplete" "$m" | cut -d: -f1)" ] \
+  || { log "merge's error comes before its details"; exit 1; }
+! grep -q "^or on Slurm" "$m" || { log "merge's .out has two resubmission lines"; exit 1; }
 again=$(grep -A1 "^resubmit only the missing shards" fedbandits-merge-"$merge".out | tail -1 | sed 's/^ *//')
 log "pasting merge's resubmission: $again"
 reply=$(eval "$again")
