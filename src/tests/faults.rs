@@ -24,6 +24,27 @@ fn tempdir(name: &str) -> PathBuf {
     d
 }
 
+/// Runs a tiny job `name` (`reps` repetitions of `algorithms`, 40 rounds)
+/// into `dir/o`; returns that output folder.
+fn run_tiny(dir: &Path, name: &str, reps: u32, algorithms: &str) -> PathBuf {
+    let job = dir.join(format!("{name}.yaml"));
+    std::fs::write(
+        &job,
+        format!(
+            "name: {name}\nseed: 2\nrepetitions: {reps}\nhorizon: 40\ncheckpoints: {{every: 20}}\n\
+             algorithm: {algorithms}\nenvironment: linear_sphere\nparams: {{m: 2, d: 2, k: 3}}\n"
+        ),
+    )
+    .unwrap();
+    let out = dir.join("o");
+    let r = Command::new(env!("CARGO_BIN_EXE_fedbandits"))
+        .args(["run", job.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    out
+}
+
 /// A reader under test: the file's rows and metadata.
 type Reader = fn(&Path) -> Result<(Vec<arrow_array::RecordBatch>, Metadata), OutputError>;
 
@@ -73,19 +94,7 @@ fn flip_footer(file: &Path, scratch: &Path, read: Reader) -> (usize, usize, usiz
 fn no_footer_flip_of_a_unit_or_a_part_panics_the_reader() {
     fedbandits::output::install_quiet_decoder_hook();
     let dir = tempdir("footer");
-    let job = dir.join("f.yaml");
-    std::fs::write(
-        &job,
-        "name: f\nseed: 2\nrepetitions: 2\nhorizon: 40\ncheckpoints: {every: 20}\nalgorithm: [random, independent]\n\
-         environment: linear_sphere\nparams: {m: 2, d: 2, k: 3}\n",
-    )
-    .unwrap();
-    let out = dir.join("o");
-    let r = Command::new(env!("CARGO_BIN_EXE_fedbandits"))
-        .args(["run", job.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let out = run_tiny(&dir, "f", 2, "[random, independent]");
     let unit = std::fs::read_dir(out.join("f/.units"))
         .unwrap()
         .flatten()
@@ -122,19 +131,7 @@ fn no_footer_flip_of_a_unit_or_a_part_panics_the_reader() {
 fn a_renamed_checksum_key_does_not_switch_the_check_off() {
     fedbandits::output::install_quiet_decoder_hook();
     let dir = tempdir("renamed");
-    let job = dir.join("r.yaml");
-    std::fs::write(
-        &job,
-        "name: r\nseed: 2\nrepetitions: 1\nhorizon: 40\ncheckpoints: {every: 20}\nalgorithm: independent\n\
-         environment: linear_sphere\nparams: {m: 2, d: 2, k: 3}\n",
-    )
-    .unwrap();
-    let out = dir.join("o");
-    let r = Command::new(env!("CARGO_BIN_EXE_fedbandits"))
-        .args(["run", job.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let out = run_tiny(&dir, "r", 1, "independent");
     let part = out.join("r/part-00000-of-00001.parquet");
     let mut bytes = std::fs::read(&part).unwrap();
     let n = bytes.len();
