@@ -61,6 +61,13 @@ pub enum Command {
         /// and the end.
         #[arg(long, default_value_t = 60.0, value_parser = seconds)]
         log_every: f64,
+        /// The privacy warnings about the job's figures at the start: each
+        /// in full, or one line with their count (`fedbandits validate JOB`
+        /// prints them in full; slurm/fedbandits.sbatch passes `count` to
+        /// every start but shard 0's first, so a task's .out is not its
+        /// warnings). The model warnings are printed in full either way.
+        #[arg(long, value_enum, default_value_t = WarningsShown::Full)]
+        warnings: WarningsShown,
     },
     /// Check a job file and print its expanded grid, totals and memory
     /// estimate; writes nothing.
@@ -99,6 +106,13 @@ pub enum Command {
         /// `results:` line).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Book the vector-summation accountant's working memory even when
+        /// the figures the job needs are in the accountant's cache: for
+        /// tasks that do not read this machine's cache directory
+        /// (FEDBANDITS_CACHE_DIR, XDG_CACHE_HOME or HOME not shared with
+        /// the compute nodes).
+        #[arg(long)]
+        cold_cache: bool,
     },
     /// Check a job's results directory: every (cell, repetition) present
     /// once; writes _manifest.yaml, lists what is missing and the command that
@@ -112,6 +126,18 @@ pub enum Command {
         /// back from the parts). Refused, removing nothing, otherwise.
         #[arg(long)]
         compact: bool,
+        /// Read the job from this file instead of the YAML recorded in the
+        /// parts (whose input files are read relative to the folder the job
+        /// file was in): for a study whose job file and inputs moved. It
+        /// must be the job the parts were written by.
+        #[arg(long, value_name = "JOB")]
+        job: Option<PathBuf>,
+        /// Compute again every accountant figure the parts took from the
+        /// accountant's cache (each part records them) and refuse the
+        /// study if any differs: finds a forged or damaged cache after the
+        /// fact (seconds per figure).
+        #[arg(long)]
+        recheck_figures: bool,
     },
     /// Audit the privacy of a job's private cells empirically: run each
     /// mechanism on neighbouring inputs many times, test, and bound the
@@ -303,4 +329,13 @@ fn at_least_one(s: &str) -> Result<usize, ArgError> {
             source: Box::new(e),
         }),
     }
+}
+
+/// How `run` prints the privacy warnings at its start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum WarningsShown {
+    /// Each warning in full.
+    Full,
+    /// Their count, with the command that prints them.
+    Count,
 }

@@ -91,6 +91,7 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             snapshot_every,
             quiet,
             log_every,
+            warnings,
         } => {
             // In [0, 1e6] minutes (the flag's parser): always a duration.
             let snapshot_every = Some(std::time::Duration::from_secs_f64(snapshot_every * 60.0));
@@ -106,7 +107,7 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
                 stop,
                 log_every: (log_every > 0.0).then(|| std::time::Duration::from_secs_f64(log_every)),
             };
-            run_command(&job, backend, threads, opts)
+            run_command(&job, backend, (threads, warnings), opts)
         }
         Command::Validate { job, threads } => {
             // It writes nothing: the accountant's figures it needs are
@@ -118,35 +119,20 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             emit(&validate_text(&job, worker_threads(capped_threads(threads))));
             Ok(())
         }
-        Command::Plan {
+        plan @ Command::Plan { .. } => plan_command(plan),
+        Command::Merge {
+            dir,
+            compact,
             job,
-            tasks,
-            threads,
-            rate,
-            all,
-            out,
-        } => {
-            let mut job = Job::load(&job)?;
-            job.output = out.clone().unwrap_or(job.output);
-            let model = rate.map_or_else(
-                || crate::sim::cost::TimeModel::here(threads.max(1)),
-                crate::sim::cost::TimeModel::uniform,
-            );
-            let finished = finished_units(&job);
-            emit(&plan_text(
-                &job,
-                &text::PlanRequest {
-                    tasks,
-                    threads,
-                    model: &model,
-                    all,
-                    out: out.as_deref(),
-                    finished: &finished,
-                },
-            ));
-            Ok(())
-        }
-        Command::Merge { dir, compact } => merge_command(&dir, compact),
+            recheck_figures,
+        } => merge_command(
+            &dir,
+            &crate::sim::merge::MergeOptions {
+                compact,
+                job,
+                recheck_figures,
+            },
+        ),
         Command::Audit {
             job,
             out,
@@ -239,7 +225,7 @@ fn accountant_progress(n: usize, cache: Option<&std::path::Path>) {
 fn run_command(
     job: &std::path::Path,
     backend: BackendChoice,
-    threads: Option<usize>,
+    (threads, warnings): (Option<usize>, args::WarningsShown),
     opts: RunOptions,
 ) -> Result<(), CliError> {
     let job = Job::load(job)?;
@@ -266,8 +252,18 @@ fn run_command(
                 opts.shard.index, opts.shard.count
             );
         }
-        for w in privacy_warnings(&job) {
-            eprintln!("warning: {w}");
+        let lines = privacy_warnings(&job);
+        if warnings == args::WarningsShown::Count && !lines.is_empty() {
+            eprintln!(
+                "fedbandits: {} privacy warning(s) about this job's figures, not repeated here (--warnings count): \
+                 `fedbandits validate {}` prints them",
+                lines.len(),
+                crate::sim::merge::shell_word(&job.path.display().to_string())
+            );
+        } else {
+            for w in lines {
+                eprintln!("warning: {w}");
+            }
         }
     }
     // A misspecified model decides a long run's result: said even with
@@ -306,9 +302,45 @@ fn finished_units(job: &Job) -> std::collections::HashSet<(usize, u32)> {
 }
 
 /// `fedbandits merge`: merges a job directory's parts and says what is
+/// `fedbandits plan` (its arguments as parsed).
+fn plan_command(plan: Command) -> Result<(), CliError> {
+    let Command::Plan {
+        job,
+        tasks,
+        threads,
+        rate,
+        all,
+        out,
+        cold_cache,
+    } = plan
+    else {
+        return Err(CliError::Usage("plan_command was given another command".into()));
+    };
+    let mut job = Job::load(&job)?;
+    job.output = out.clone().unwrap_or(job.output);
+    let model = rate.map_or_else(
+        || crate::sim::cost::TimeModel::here(threads.max(1)),
+        crate::sim::cost::TimeModel::uniform,
+    );
+    let finished = finished_units(&job);
+    emit(&plan_text(
+        &job,
+        &text::PlanRequest {
+            tasks,
+            threads,
+            model: &model,
+            all,
+            out: out.as_deref(),
+            finished: &finished,
+            cold_cache,
+        },
+    ));
+    Ok(())
+}
+
 /// missing or duplicated and how to complete it.
-fn merge_command(dir: &std::path::Path, compact: bool) -> Result<(), CliError> {
-    let r = crate::sim::merge::merge(dir, compact)?;
+fn merge_command(dir: &std::path::Path, opts: &crate::sim::merge::MergeOptions) -> Result<(), CliError> {
+    let r = crate::sim::merge::merge(dir, opts)?;
     let mut out = format!(
         "merge {}: {} part file(s), {}/{} repetition units present, {} missing, {} duplicated; manifest {}\n",
         dir.display(),
@@ -366,8 +398,13 @@ fn merge_command(dir: &std::path::Path, compact: bool) -> Result<(), CliError> {
                 dir.join(".units").display()
             )
         }
-        None if compact => out += "--compact: nothing removed (the parts are not complete)\n",
+        None if opts.compact => out += "--compact: nothing removed (the parts are not complete)\n",
         None => {}
+    }
+    if let Some(n) = r.figures {
+        out += &format!(
+            "--recheck-figures: {n} accountant figure(s) the parts took from a cache, each computed again: all equal\n"
+        );
     }
     emit(&out);
     if r.missing.is_empty() && r.duplicates.is_empty() {

@@ -67,8 +67,13 @@ pub fn print_report(r: &RunReport) {
     } else {
         0.0
     };
+    // The peak against the estimate: what a Slurm booking can be judged by.
+    let peak = crate::sim::memory::peak_resident()
+        .map(|b| format!("; peak resident memory {}", crate::sim::memory::human(b)))
+        .unwrap_or_default();
     eprintln!(
-        "fedbandits: ran {} repetition(s), {:.3e} agent-steps in {:.1} s ({:.3e} agent-steps/s in this run); {} {}",
+        "fedbandits: ran {} repetition(s), {:.3e} agent-steps in {:.1} s ({:.3e} agent-steps/s in this run); {} \
+         {}{peak}",
         r.units_run,
         r.agent_steps as f64,
         r.seconds,

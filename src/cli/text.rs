@@ -240,6 +240,25 @@ pub struct PlanRequest<'a> {
     pub out: Option<&'a std::path::Path>,
     /// (cell index, repetition) already finished.
     pub finished: &'a std::collections::HashSet<(usize, u32)>,
+    /// `--cold-cache`: book the accountant's memory whatever the cache holds.
+    pub cold_cache: bool,
+}
+
+/// What a task's time limit adds to its estimate x [`TIME_MARGIN`]: the
+/// two minutes' warning `slurm/fedbandits.sbatch` asks for (`--signal`,
+/// after which a task snapshots and requeues itself) and a minute to start.
+pub const TIME_EXTRA_SECONDS: f64 = 180.0;
+
+/// The factor on the estimated time of a task's longest run in its time
+/// limit: the time model's measured errors reach 1.45x (`plan` prints
+/// them), and a task that runs over is not lost (it snapshots, requeues
+/// itself and resumes).
+pub const TIME_MARGIN: f64 = 1.5;
+
+/// A task's time limit in seconds for `longest` estimated: x
+/// [`TIME_MARGIN`] plus [`TIME_EXTRA_SECONDS`], rounded up to a minute.
+pub fn time_limit(longest: f64) -> f64 {
+    ((longest * TIME_MARGIN + TIME_EXTRA_SECONDS) / 60.0).ceil() * 60.0
 }
 
 /// Slurm's `--mem` for a task the model puts at `bytes`: x
@@ -255,7 +274,7 @@ pub const MEM_HEADROOM: f64 = 1.25;
 
 /// The least memory `plan` suggests requesting, in MiB (the batch shell,
 /// `scontrol` and the engine's start).
-pub const MEM_FLOOR_MIB: u64 = 64;
+pub const MEM_FLOOR_MIB: u64 = 32;
 
 /// The text of `fedbandits plan`. Times come from the engine's time model
 /// ([`crate::sim::cost`]): each cell's agent-steps priced by the request's
@@ -289,7 +308,7 @@ pub fn plan_text(job: &Job, req: &PlanRequest<'_>) -> String {
     let wall = |l: &(usize, u64, f64, f64)| (l.2 / threads as f64).max(l.3);
     let longest = loads.iter().map(wall).fold(0.0, f64::max);
     let total_secs: f64 = loads.iter().map(|l| l.2).sum();
-    let limit = (longest * 1.5).max(600.0);
+    let limit = time_limit(longest);
     let total = job.total_agent_steps();
     let mut out = format!(
         "job {}: {} cells x {} repetitions = {units} units, {total} agent-steps ({:.3e})\n",
@@ -328,9 +347,12 @@ pub fn plan_text(job: &Job, req: &PlanRequest<'_>) -> String {
         if mean > 0.0 { max as f64 / mean } else { 0.0 },
         loads.iter().filter(|l| l.0 == 0).count()
     );
+    out += &busy_warning(job);
     // The largest task's memory, once: both lines state it.
-    let task_bytes = crate::sim::memory::largest_task(job, threads, tasks);
+    let (cold, accountant_line) = accountant_booking(job, req.cold_cache);
+    let task_bytes = crate::sim::memory::largest_task(job, threads, tasks, cold);
     out += &plan_memory_and_time(job, req, task_bytes, (longest, total_secs));
+    out += &accountant_line;
     out += &plan_slurm(job, req, task_bytes, limit);
     out += "shard  units      agent-steps  est. time\n";
     for (i, l) in loads.iter().enumerate() {
@@ -342,6 +364,65 @@ pub fn plan_text(job: &Job, req: &PlanRequest<'_>) -> String {
         }
     }
     out
+}
+
+/// `plan`'s warning when runs of another version of the job are writing
+/// its results directory now: every task of this version would refuse to
+/// start (`run` refuses to mix two versions).
+fn busy_warning(job: &Job) -> String {
+    let dir = job.results_dir();
+    let others: Vec<String> = crate::output::lock::peek_writers(&dir)
+        .into_iter()
+        .filter(|w| w.identity != job.identity())
+        .map(|w| w.to_string())
+        .collect();
+    if others.is_empty() {
+        return String::new();
+    }
+    format!(
+        "warning: {} is being written by {} run(s) of another version of job {} ({}): every task of this \
+         version would refuse to start until they end. Wait for them (or cancel them), or plan and submit with \
+         --out / FEDBANDITS_OUT set to another directory\n",
+        dir.display(),
+        others.len(),
+        job.name,
+        others.join("; ")
+    )
+}
+
+/// Whether tasks must book the vector-summation accountant's working
+/// memory (true when a task may compute figures no cache holds), and the
+/// line that says why. `plan` loaded the job, so every figure it needs has
+/// been computed or read by now: in the cache file unless caching is off,
+/// this process could not store one, or `--cold-cache`.
+fn accountant_booking(job: &Job, cold_cache: bool) -> (bool, String) {
+    let bytes = job.cells.iter().map(|c| c.config.accountant_bytes()).max().unwrap_or(0);
+    if bytes == 0 {
+        return (false, String::new());
+    }
+    let used = crate::privacy::binomial_gdp::figures_used();
+    let file = crate::privacy::binomial_gdp::cache_file();
+    let amount = human(bytes);
+    let why = match (&file, used.not_stored) {
+        _ if cold_cache => "--cold-cache".to_string(),
+        (None, _) => "the accountant's cache is off (FEDBANDITS_ACCOUNTANT_CACHE=0 or no cache directory)".into(),
+        (Some(_), n) if n > 0 => format!("{n} figure(s) could not be stored in the accountant's cache"),
+        (Some(f), _) => {
+            let line = format!(
+                "memory: booked without the vector-summation accountant's {amount}: the {} figure(s) this job needs \
+                 are in the accountant's cache {} ({} of them computed by this plan); a task that cannot read that \
+                 file computes them with {amount} more: plan with --cold-cache to book it\n",
+                used.used,
+                f.display(),
+                used.used - used.from_cache
+            );
+            return (false, line);
+        }
+    };
+    (
+        true,
+        format!("memory: booked with the vector-summation accountant's {amount} (tasks compute its figures): {why}\n"),
+    )
 }
 
 /// `plan`'s memory and time lines.
@@ -391,11 +472,14 @@ fn plan_slurm(job: &Job, req: &PlanRequest<'_>, task_bytes: u64, limit: f64) -> 
         })
         .unwrap_or_default();
     format!(
-        "results: {}\nslurm request: array {array}; merge {merge} (--mem: the model x {MEM_HEADROOM}, at least \
-         {MEM_FLOOR_MIB} MiB; FEDBANDITS_MEM, FEDBANDITS_TIME, FEDBANDITS_MERGE_MEM and FEDBANDITS_MERGE_TIME \
-         override)\nsuggested: FEDBANDITS_TASKS={tasks} FEDBANDITS_THREADS={threads} {out_var}slurm/submit.sh {}   \
+        "results: {}\njob identity: {}\nslurm request: array {array}; merge {merge} (--mem: the model x \
+         {MEM_HEADROOM}, at least {MEM_FLOOR_MIB} MiB; --time: the estimate x {TIME_MARGIN} plus {} minutes, the \
+         warning a task snapshots in and its start; FEDBANDITS_MEM, FEDBANDITS_TIME, FEDBANDITS_MERGE_MEM and \
+         FEDBANDITS_MERGE_TIME override)\nsuggested: FEDBANDITS_TASKS={tasks} FEDBANDITS_THREADS={threads} {out_var}slurm/submit.sh {}   \
          (sbatch --array=0-{} {array}; merge job {merge})\n",
         job.results_dir().display(),
+        job.identity(),
+        TIME_EXTRA_SECONDS / 60.0,
         crate::sim::merge::shell_word(&job.path.display().to_string()),
         tasks - 1
     )

@@ -245,6 +245,34 @@ impl Gate {
     }
 }
 
+/// The live writers of `dir` as seen without its gate, removing nothing
+/// (`plan`, which writes nothing): a writer file whose lock is held belongs
+/// to a running process. Empty when there are none, or the file system has
+/// no locks.
+pub fn peek_writers(dir: &Path) -> Vec<Writer> {
+    let Ok(rd) = std::fs::read_dir(dir.join(WRITERS_DIR)) else {
+        return Vec::new();
+    };
+    let mut live: Vec<Writer> = rd
+        .flatten()
+        .filter_map(|e| {
+            // Read-write for NFS's fcntl emulation of flock (see live_writers).
+            let mut f = OpenOptions::new().read(true).write(true).open(e.path()).ok()?;
+            match f.try_lock() {
+                Err(TryLockError::WouldBlock) => {
+                    let mut text = String::new();
+                    f.read_to_string(&mut text).ok()?;
+                    Some(Writer::parse(&text))
+                }
+                // Lockable: its process is gone (the lock drops with `f`).
+                _ => None,
+            }
+        })
+        .collect();
+    live.sort_by(|a, b| (&a.host, a.pid, &a.shard).cmp(&(&b.host, b.pid, &b.shard)));
+    live
+}
+
 /// A live writer's registration; dropping it removes the writer file (a
 /// killed process's file is removed by the next process under the gate).
 #[derive(Debug)]

@@ -56,6 +56,11 @@ pub fn cache_read_only() {
     disk::read_only();
 }
 
+/// The accountant's cache file (None when caching is off).
+pub fn cache_file() -> Option<std::path::PathBuf> {
+    disk::file()
+}
+
 use crate::privacy::accountant::gdp_delta;
 
 /// The Binomial's success probability (the protocol's p).
@@ -72,24 +77,127 @@ pub struct UnitShift {
     pub tail: f64,
 }
 
-/// Fits so far, by (eta's bits, s).
-static CACHE: Mutex<BTreeMap<(u64, u64), UnitShift>> = Mutex::new(BTreeMap::new());
+/// Fits so far, by (eta's bits, s): each with whether it was read from the
+/// cache file (not computed by this process).
+static CACHE: Mutex<disk::Figures> = Mutex::new(BTreeMap::new());
+
+/// The figures this process used, by key (what a part records).
+static USED: Mutex<disk::Figures> = Mutex::new(BTreeMap::new());
 
 /// The dominating (mu, tail) of the pair (Binomial(s, 1/4) + 1,
 /// Binomial(s, 1/4)) for tail level `eta` (see the module doc), cached.
 pub fn unit_shift_mu(s: u64, eta: f64) -> UnitShift {
     let key = (eta.to_bits(), s);
     disk::load_once(&CACHE);
-    if let Some(hit) = CACHE.lock().ok().and_then(|c| c.get(&key).copied()) {
-        return hit;
+    let hit = CACHE.lock().ok().and_then(|c| c.get(&key).copied());
+    let entry = hit.unwrap_or_else(|| {
+        let got = compute(s.max(1), eta);
+        if let Ok(mut c) = CACHE.lock() {
+            c.insert(key, (got, false));
+        }
+        disk::append(key, got);
+        progress_tick();
+        (got, false)
+    });
+    if let Ok(mut u) = USED.lock() {
+        u.insert(key, entry);
     }
-    let got = compute(s.max(1), eta);
-    if let Ok(mut c) = CACHE.lock() {
-        c.insert(key, got);
+    entry.0
+}
+
+/// What this process's figures were: (used, read from the cache file,
+/// computed here and not stored in it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FiguresUsed {
+    /// Figures used so far.
+    pub used: usize,
+    /// Of them, read from the cache file.
+    pub from_cache: usize,
+    /// Of them, computed here and not stored (no cache, a read-only
+    /// process, or a failed write): another process computes them again.
+    pub not_stored: usize,
+}
+
+/// The counts of the figures this process used so far.
+pub fn figures_used() -> FiguresUsed {
+    let used = USED
+        .lock()
+        .map(|u| u.values().map(|e| e.1).collect::<Vec<_>>())
+        .unwrap_or_default();
+    FiguresUsed {
+        used: used.len(),
+        from_cache: used.iter().filter(|&&c| c).count(),
+        not_stored: disk::not_stored(),
     }
-    disk::append(key, got);
-    progress_tick();
-    got
+}
+
+/// The record of the figures this process read from the cache file, for
+/// a part's metadata (`fedbandits.accountant_figures`; None when it read
+/// none): the cache file's name, then each figure's cache line (its key,
+/// value and check), so that a cache forged or damaged with valid checks
+/// can be found after the fact ([`recheck`]). Figures computed by the
+/// process itself are counted, not listed (they are what [`recheck`]
+/// would compute).
+pub fn cached_record() -> Option<String> {
+    let used = USED.lock().ok()?;
+    let lines: String = used
+        .iter()
+        .filter(|(_, e)| e.1)
+        .map(|(&k, e)| disk::line(k, e.0))
+        .collect();
+    if lines.is_empty() {
+        return None;
+    }
+    let computed = used.values().filter(|e| !e.1).count();
+    let file = disk::file().map_or_else(|| "-".to_string(), |p| p.display().to_string());
+    Some(format!("cache {file}\ncomputed {computed}\n{lines}"))
+}
+
+/// One figure of a record that [`recheck`] computed to another value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mismatch {
+    /// The record's line.
+    pub line: String,
+    /// The figure computed now.
+    pub computed: UnitShift,
+}
+
+/// Computes every figure a [`cached_record`] lists and returns those that
+/// differ from their line (bit for bit) or whose line does not read back;
+/// `Err` with the line when the record is not one (a line that does not
+/// parse). Costs what the figures cost (up to seconds each).
+pub fn recheck(record: &str) -> Result<(usize, Vec<Mismatch>), String> {
+    let mut checked = 0;
+    let mut bad = Vec::new();
+    for l in record
+        .lines()
+        .filter(|l| !l.starts_with("cache ") && !l.starts_with("computed "))
+    {
+        let Some((key, got)) = disk::parse_unchecked(l) else {
+            return Err(l.to_string());
+        };
+        let now = compute(key.1.max(1), f64::from_bits(key.0));
+        checked += 1;
+        if disk::parse(l).is_none() || now.mu.to_bits() != got.mu.to_bits() || now.tail.to_bits() != got.tail.to_bits()
+        {
+            bad.push(Mismatch {
+                line: l.to_string(),
+                computed: now,
+            });
+        }
+    }
+    Ok((checked, bad))
+}
+
+/// The largest probability of Binomial(s, p) (at its mode, floor((s + 1)
+/// p)): the total variation between it shifted by one and itself (it is
+/// unimodal), so the hockey-stick divergence of the unit shift at epsilon =
+/// 0, which every dominating (mu, tail) must cover: delta_mu(0) + tail at
+/// least this.
+pub fn mode_pmf(s: u64) -> f64 {
+    let m = ((s + 1) as f64 * P).floor() as u64;
+    let ln = statrs::function::factorial::ln_binomial(s, m) + m as f64 * P.ln() + (s - m) as f64 * (1.0 - P).ln();
+    ln.exp()
 }
 
 /// What to tell the user while figures are computed: called with the

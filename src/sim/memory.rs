@@ -131,10 +131,16 @@ pub fn estimate(job: &Job, threads: usize, shard: Shard) -> u64 {
     estimate_task(job, threads, shapes.get(shard.index).copied().unwrap_or_default())
 }
 
-/// The largest of `tasks` shards' estimates (what `plan` books per task).
-pub fn largest_task(job: &Job, threads: usize, tasks: usize) -> u64 {
+/// The largest of `tasks` shards' estimates (what `plan` books per task);
+/// `accountant`: with the accountant's working memory (a task that
+/// computes figures no cache holds).
+pub fn largest_task(job: &Job, threads: usize, tasks: usize, accountant: bool) -> u64 {
     task_shapes(job, tasks)
         .into_iter()
+        .map(|t| TaskShape {
+            accountant: if accountant { t.accountant } else { 0 },
+            ..t
+        })
         .map(|t| estimate_task(job, threads, t))
         .max()
         .unwrap_or(BASE_BYTES)
@@ -145,7 +151,7 @@ pub fn largest_task(job: &Job, threads: usize, tasks: usize) -> u64 {
 /// and keeps a census entry per unit ([`BYTES_PER_UNIT`]); it read 10^6
 /// rows (10,000 units) in 0.26 s at 16.1 MiB resident on the development
 /// VM, so [`MERGE_SECONDS_PER_ROW`] (15x that pace) plus a minute, and at
-/// least ten minutes.
+/// least five minutes.
 pub fn merge_estimate(job: &Job) -> (u64, f64) {
     let units = job.cells.len() as u64 * u64::from(job.repetitions);
     let rows: u64 = job
@@ -156,7 +162,7 @@ pub fn merge_estimate(job: &Job) -> (u64, f64) {
     let bytes = BASE_BYTES
         .saturating_add(units.saturating_mul(BYTES_PER_UNIT))
         .saturating_add(READ_BATCH_ROWS * ARROW_BYTES_PER_ROW);
-    (bytes, (60.0 + rows as f64 * MERGE_SECONDS_PER_ROW).max(600.0))
+    (bytes, (60.0 + rows as f64 * MERGE_SECONDS_PER_ROW).max(300.0))
 }
 
 /// Seconds per row a merge job is given (module doc of [`merge_estimate`]).
@@ -196,6 +202,16 @@ fn address_space(limits: &str) -> Option<u64> {
 /// `MemTotal` of `/proc/meminfo`, in bytes.
 fn mem_total(meminfo: &str) -> Option<u64> {
     let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// This process's peak resident memory so far (`VmHWM` of
+/// `/proc/self/status`, in bytes; None where there is none): what a task
+/// prints at its end, to set against what it booked.
+pub fn peak_resident() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     kib.checked_mul(1024)
 }

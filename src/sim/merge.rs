@@ -22,7 +22,7 @@ pub enum MergeError {
     #[error(transparent)]
     Output(#[from] OutputError),
     /// The embedded job no longer parses.
-    #[error("{path}: the job YAML in its metadata is invalid: {message}")]
+    #[error("{path}: the job recorded in its metadata cannot be loaded: {message}")]
     Job {
         /// File.
         path: PathBuf,
@@ -76,6 +76,39 @@ pub enum MergeError {
         /// What is wrong and what to do.
         message: String,
     },
+    /// The job read from the parts' YAML (or `--job`) with today's input
+    /// files is another job than the parts': an input was edited.
+    #[error(
+        "{dir}: the job read now is not the one its parts were written by (identity {now}, the parts' {parts}): {why}. \
+         Nothing was written. Put back the input the parts were computed from, or run the job again (an edited input \
+         is another cell: its repetitions are recomputed)"
+    )]
+    InputsChanged {
+        /// Results directory.
+        dir: PathBuf,
+        /// The identity read now.
+        now: String,
+        /// The parts' identity.
+        parts: String,
+        /// Which file was read, and what the job names.
+        why: String,
+    },
+    /// `--recheck-figures` found accountant figures a part took from a
+    /// cache that the accountant computes to other values.
+    #[error(
+        "{dir}: {count} accountant figure(s) that parts took from a cache differ from the accountant's own \
+         computation (a forged or damaged cache line with a valid check), so their noise and acct_epsilon may be \
+         wrong: {examples}. Remove the cache file named in those parts (fedbandits.accountant_figures), then rerun \
+         the job (its units were computed with the wrong figures: move them away first). Nothing was written"
+    )]
+    FiguresDiffer {
+        /// Results directory.
+        dir: PathBuf,
+        /// Distinct figures that differ.
+        count: usize,
+        /// The first few: part, line and the figure computed now.
+        examples: String,
+    },
     /// Writing the manifest failed.
     #[error("{path}: {source}")]
     Io {
@@ -108,6 +141,9 @@ pub struct MergeReport {
     /// The superseded study removed, once this one is complete, and the
     /// files found there that the engine did not write (left in place).
     pub removed_superseded: Option<(PathBuf, Vec<PathBuf>)>,
+    /// With `--recheck-figures`: the distinct cached figures the parts
+    /// recorded, all computed again and equal.
+    pub figures: Option<usize>,
 }
 
 /// The shards that hold missing units, and how to run only them.
@@ -245,7 +281,7 @@ fn parts_meta(dir: &Path, parts: &[PathBuf]) -> Result<Vec<PartMeta>, MergeError
 /// in every part (what a run checks: an edit that changes no result, a
 /// description or a comment, is the same job), or without identities the
 /// same job YAML.
-fn parts_job(dir: &Path, parts: &[PathBuf], meta: &[PartMeta]) -> Result<Job, MergeError> {
+fn parts_job(dir: &Path, parts: &[PathBuf], meta: &[PartMeta], job_file: Option<&Path>) -> Result<Job, MergeError> {
     let dir_name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("job");
     let yaml = required(&parts[0], &meta[0], "job_yaml")?;
     fn version<'a>(p: &Path, md: &'a PartMeta) -> Result<&'a str, MergeError> {
@@ -270,12 +306,107 @@ fn parts_job(dir: &Path, parts: &[PathBuf], meta: &[PartMeta]) -> Result<Job, Me
     }
     // Input files (an edge list, a data set) are read where the run read
     // them: relative to the job file's folder, whatever the working
-    // directory of `merge` (parts before that key: the working directory).
+    // directory of `merge` (parts before that key: the working directory);
+    // with `--job`, relative to that file's.
     let folder = meta[0].get("fedbandits.job_dir").map_or(".", String::as_str);
-    Job::parse(&Path::new(folder).join(format!("{dir_name}.yaml")), yaml).map_err(|e| MergeError::Job {
-        path: parts[0].clone(),
-        message: e.to_string(),
+    let recorded = meta[0].get("fedbandits.job_path").map_or_else(
+        || Path::new(folder).join(format!("{dir_name}.yaml")),
+        |p| Path::new(folder).join(Path::new(p).file_name().unwrap_or(p.as_ref())),
+    );
+    let job = match job_file {
+        Some(f) => Job::load(f).map_err(|e| MergeError::Job {
+            path: f.to_path_buf(),
+            message: e.to_string(),
+        })?,
+        None => Job::parse(&recorded, yaml).map_err(|e| MergeError::Job {
+            path: parts[0].clone(),
+            message: format!(
+                "{e}\n(merge reads the job from its parts' metadata and its input files where the run read them, \
+                 relative to the job file {}; if the job and its inputs moved, name the job file: fedbandits merge {} \
+                 --job PATH)",
+                recorded.display(),
+                shell_word(&dir.display().to_string())
+            ),
+        })?,
+    };
+    if job.identity() != first {
+        let inputs = input_files(&job);
+        let read = job_file.map_or_else(
+            || {
+                format!(
+                    "the job YAML recorded in the parts, its inputs read relative to {}",
+                    recorded.display()
+                )
+            },
+            |f| format!("the job file {}", f.display()),
+        );
+        return Err(MergeError::InputsChanged {
+            dir: dir.to_path_buf(),
+            now: job.identity(),
+            parts: first.to_string(),
+            why: if inputs.is_empty() {
+                format!("{read} defines other cells (another seed, grid, horizon or repetitions?)")
+            } else {
+                format!("{read}; an input it names changed since the run: {}", inputs.join(", "))
+            },
+        });
+    }
+    Ok(job)
+}
+
+/// Computes again every accountant figure the parts record as taken from
+/// a cache ([`crate::privacy::binomial_gdp::cached_record`]), each
+/// distinct figure once: the count when all are equal.
+fn recheck_figures(dir: &Path, parts: &[PathBuf], meta: &[PartMeta]) -> Result<usize, MergeError> {
+    let mut lines: BTreeMap<String, &Path> = BTreeMap::new();
+    for (p, md) in parts.iter().zip(meta) {
+        for l in md
+            .get("fedbandits.accountant_figures")
+            .map_or("", String::as_str)
+            .lines()
+        {
+            lines.entry(l.to_string()).or_insert(p);
+        }
+    }
+    let record: String = lines.keys().map(|l| format!("{l}\n")).collect();
+    let (checked, bad) = crate::privacy::binomial_gdp::recheck(&record).map_err(|line| MergeError::Metadata {
+        path: lines.get(&line).map_or_else(|| dir.to_path_buf(), |p| p.to_path_buf()),
+        message: format!("its fedbandits.accountant_figures holds a line that is not a figure: {line:?}"),
+    })?;
+    if bad.is_empty() {
+        return Ok(checked);
+    }
+    let examples: Vec<String> = bad
+        .iter()
+        .take(3)
+        .map(|m| {
+            let part = lines.get(&m.line).map_or_else(String::new, |p| p.display().to_string());
+            format!(
+                "{part}: {:?} (computed now: mu {}, tail {})",
+                m.line, m.computed.mu, m.computed.tail
+            )
+        })
+        .collect();
+    Err(MergeError::FiguresDiffer {
+        dir: dir.to_path_buf(),
+        count: bad.len(),
+        examples: examples.join("; "),
     })
+}
+
+/// The input files a job's cells name (`params.KEY: path`), each once.
+fn input_files(job: &Job) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for c in &job.cells {
+        for (k, v) in &c.params {
+            let is_path = matches!(*k, "graph_edges" | "data") && !v.to_string().is_empty();
+            let text = format!("params.{k}: {v}");
+            if is_path && !out.contains(&text) {
+                out.push(text);
+            }
+        }
+    }
+    out
 }
 
 /// (cell id, repetition) -> the part files holding it.
@@ -313,7 +444,7 @@ fn units_present(job: &Job, parts: &[PathBuf]) -> Result<BTreeMap<(String, u32),
 }
 
 /// The commands that rerun exactly the shards holding `missing` units.
-fn rerun_commands(dir: &Path, job: &Job, meta: &PartMeta, missing: &[(String, u32)]) -> Rerun {
+fn rerun_commands(dir: &Path, job: &Job, meta: &PartMeta, missing: &[(String, u32)], given: bool) -> Rerun {
     // The shard layout in use, from the part files' metadata.
     let count = meta
         .get("fedbandits.shard")
@@ -327,7 +458,15 @@ fn rerun_commands(dir: &Path, job: &Job, meta: &PartMeta, missing: &[(String, u3
         }
     }
     Rerun {
-        job_path: rerun_job_path(meta, job),
+        // `--job PATH`: that file, which the parts' job_path no longer is.
+        job_path: if given {
+            std::path::absolute(&job.path)
+                .unwrap_or_else(|_| job.path.clone())
+                .display()
+                .to_string()
+        } else {
+            rerun_job_path(meta, job)
+        },
         out_root: dir.parent().map(Path::to_path_buf).unwrap_or_default(),
         shards: shards.into_iter().collect(),
         count,
@@ -421,7 +560,21 @@ fn manifest_text(job: &Job, r: &MergeReport, meta: &[PartMeta]) -> Result<String
 /// Checks `dir` and writes its manifest, holding the directory's gate
 /// ([`lock::Gate`]) throughout: a second merge waits for it, and a merge
 /// while a run writes the directory is refused ([`MergeError::Busy`]).
-pub fn merge(dir: &Path, compact: bool) -> Result<MergeReport, MergeError> {
+/// What `fedbandits merge` is asked beside the directory.
+#[derive(Clone, Debug, Default)]
+pub struct MergeOptions {
+    /// Remove the unit files once the parts are complete.
+    pub compact: bool,
+    /// The job file to read instead of the YAML recorded in the parts (a
+    /// study whose job file and inputs moved).
+    pub job: Option<PathBuf>,
+    /// Compute again every accountant figure a part took from a cache.
+    pub recheck_figures: bool,
+}
+
+/// Checks `dir` (see the module doc).
+pub fn merge(dir: &Path, opts: &MergeOptions) -> Result<MergeReport, MergeError> {
+    let compact = opts.compact;
     // The directory's own name is the job's: `merge .` from inside it too.
     let canonical = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     let dir = canonical.as_path();
@@ -443,7 +596,12 @@ pub fn merge(dir: &Path, compact: bool) -> Result<MergeReport, MergeError> {
     output::files::remove_stale_tmp(&[dir.to_path_buf()], &[]);
     let parts = part_files(dir)?;
     let meta = parts_meta(dir, &parts)?;
-    let job = parts_job(dir, &parts, &meta)?;
+    let job = parts_job(dir, &parts, &meta, opts.job.as_deref())?;
+    let figures = if opts.recheck_figures {
+        Some(recheck_figures(dir, &parts, &meta)?)
+    } else {
+        None
+    };
     let seen = units_present(&job, &parts)?;
     let mut missing = Vec::new();
     for c in &job.cells {
@@ -461,7 +619,7 @@ pub fn merge(dir: &Path, compact: bool) -> Result<MergeReport, MergeError> {
     let rerun = if missing.is_empty() {
         None
     } else {
-        Some(rerun_commands(dir, &job, &meta[0], &missing))
+        Some(rerun_commands(dir, &job, &meta[0], &missing, opts.job.is_some()))
     };
     let mut report = MergeReport {
         expected: job.cells.len() * job.repetitions as usize,
@@ -473,6 +631,7 @@ pub fn merge(dir: &Path, compact: bool) -> Result<MergeReport, MergeError> {
         manifest: dir.join("_manifest.yaml"),
         compacted: None,
         removed_superseded: None,
+        figures,
     };
     output::write_bytes_atomic(&report.manifest, manifest_text(&job, &report, &meta)?.as_bytes())?;
     // Complete: the study this one grew from, kept loadable until now,

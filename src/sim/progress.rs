@@ -11,7 +11,7 @@
 //! `--log-every` seconds (default 60; 0: none) and at the end:
 //!
 //! ```text
-//! fedbandits: [00:01:00] 12/24 units, 3.10e6/6.00e6 agent-steps, 5.17e4 agent-steps/s, ETA 00:00:54 (cost-weighted); computing [3] private_fedlinucb epsilon=0.2
+//! fedbandits: [00:01:00] 12/24 units, 3.10e6/6.00e6 agent-steps, 5.17e4 agent-steps/s, ETA 00:00:54 (cost-weighted); computing private_fedlinucb epsilon=0.2 (cell 5e0c91a2)
 //! ```
 
 use crate::job::{Cell, Job};
@@ -122,7 +122,9 @@ impl Progress {
     /// A unit of `cell` starts (the log names the last one started).
     pub fn started(&self, label: &str, cell: &Cell) {
         if let Ok(mut c) = self.shared.current.lock() {
-            *c = format!("[{}] {label}", cell.index);
+            // The label and id, not the grid index (which shifts when a
+            // grid value is added).
+            *c = format!("{label} (cell {})", &cell.id[..cell.id.len().min(8)]);
         }
     }
 
@@ -241,13 +243,15 @@ mod tests {
             done_steps: AtomicU64::new(100),
             done_cost: AtomicU64::new(1_000_000),
             resumed: crate::sim::Resumed::default(),
-            current: Mutex::new("[2] fedlinucb".into()),
+            current: Mutex::new("fedlinucb (cell 0123abcd)".into()),
             stop: AtomicBool::new(false),
         };
         // A quarter of the cost in 10 s: 30 s left, whatever the steps say.
         let l = line(&s, "");
         assert!(
-            l.contains("1/4 units") && l.contains("ETA 00:00:30 (cost-weighted)") && l.contains("computing [2]"),
+            l.contains("1/4 units")
+                && l.contains("ETA 00:00:30 (cost-weighted)")
+                && l.contains("computing fedlinucb (cell 0123abcd)"),
             "{l}"
         );
         assert!(line(&s, "done: ").starts_with("fedbandits: [00:00:10] done: 1/4 units"));

@@ -93,7 +93,7 @@ pub struct RunReport {
 
 /// One line per distinct placement: which cells run where and why (the
 /// reason is left out where it repeats the selection's note).
-fn placement_lines(placements: &[(usize, Placement)], note: &str) -> Vec<String> {
+fn placement_lines(job: &Job, placements: &[(usize, Placement)], note: &str) -> Vec<String> {
     let mut groups: Vec<(&Placement, Vec<usize>)> = Vec::new();
     for (c, p) in placements {
         match groups.iter_mut().find(|(q, _)| *q == p) {
@@ -101,10 +101,18 @@ fn placement_lines(placements: &[(usize, Placement)], note: &str) -> Vec<String>
             None => groups.push((p, vec![*c])),
         }
     }
+    // Cells by label, not grid index: an index shifts when a grid value
+    // is added, and the log of a grown study would name other cells.
+    let one = groups.len() == 1;
     groups
         .into_iter()
         .map(|(p, cells)| {
-            let list = cells.iter().map(|c| format!("[{c}]")).collect::<Vec<_>>().join(" ");
+            let list = if one {
+                format!("(all {})", cells.len())
+            } else {
+                let labels: Vec<String> = cells.iter().map(|&c| job.cells[c].label()).collect();
+                labels.join("; ")
+            };
             if p.reason() == note {
                 format!("cells {list} run on {}", p.name())
             } else {
@@ -325,7 +333,7 @@ impl Work<'_> {
             batches.push(batch.ok());
         }
         if !opts.quiet {
-            for line in placement_lines(&placements, &sel.note) {
+            for line in placement_lines(job, &placements, &sel.note) {
                 eprintln!("fedbandits: {line}");
             }
         }
@@ -441,14 +449,15 @@ impl Work<'_> {
         let mut cell_ids: Vec<String> = mine.iter().map(|&(c, _)| job.cells[c].id.clone()).collect();
         cell_ids.dedup();
         let units: Vec<String> = mine.iter().map(|&(c, r)| format!("{}:{r}", job.cells[c].id)).collect();
-        let kv = output::metadata(
-            job,
-            &[
-                ("shard", format!("{}/{}", shard.index, shard.count)),
-                ("cells", cell_ids.join(",")),
-                ("units", units.join(",")),
-            ],
-        );
+        let mut extra = vec![
+            ("shard", format!("{}/{}", shard.index, shard.count)),
+            ("cells", cell_ids.join(",")),
+            ("units", units.join(",")),
+        ];
+        // The accountant's figures this process took from its cache file
+        // (`merge --recheck-figures` computes them again).
+        extra.extend(crate::privacy::binomial_gdp::cached_record().map(|r| ("accountant_figures", r)));
+        let kv = output::metadata(job, &extra);
         let skipped: std::collections::HashSet<&Unit> = skipped.iter().collect();
         let mut writer = output::PartWriter::create(&part, output::job_schema(job)?, kv)?;
         let mut summaries = Vec::new();

@@ -290,11 +290,7 @@ fn cuda_backend_fails_cleanly_and_auto_falls_back() {
         "{}",
         stderr(&o)
     );
-    assert!(
-        stderr(&o).contains("cells [0] [1] [2] [3] [4] run on cpu"),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains("cells (all 5) run on cpu"), "{}", stderr(&o));
 }
 
 /// Tree noise is regenerated from keys, so FedUCB's privacy state does not

@@ -122,6 +122,7 @@ fn check(text: &str) -> Result<Outcome, TestCaseError> {
                 all: false,
                 out: None,
                 finished: &Default::default(),
+                cold_cache: false,
             };
             prop_assert!(plan_text(&job, &request).contains("results:"));
             let again = Job::parse(Path::new(FILE), text).map_err(|e| TestCaseError::fail(e.to_string()))?;

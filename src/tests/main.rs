@@ -8,6 +8,7 @@
 //! emulation's library (g++) and the kernels' ptxas statistics (NVRTC) are
 //! built once per run rather than once per suite that needs them.
 
+mod bookings;
 mod cli;
 mod combinatorial;
 mod cuda;

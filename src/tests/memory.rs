@@ -105,7 +105,7 @@ fn a_shard_is_sized_as_a_shard() {
     let one = memory::estimate(&job, 1, shard);
     assert!(one * 2 < whole, "shard {} vs job {}", one, whole);
     assert_eq!(
-        memory::largest_task(&job, 1, 1000),
+        memory::largest_task(&job, 1, 1000, true),
         one,
         "plan books what the shard needs"
     );
