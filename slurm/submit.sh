@@ -12,7 +12,7 @@
 #   FEDBANDITS_THREADS    CPUs per task (default 2)
 #   FEDBANDITS_TIME       time limit per task (default: from `fedbandits plan`)
 #   FEDBANDITS_MEM        memory per task, as sbatch --mem (default: from
-#                         `fedbandits plan`: its model x 1.25, at least 64M)
+#                         `fedbandits plan`: its model x 1.25, at least 32M)
 #   FEDBANDITS_MERGE_TIME, FEDBANDITS_MERGE_MEM  the merge job's (default:
 #                         from `fedbandits plan`)
 #   FEDBANDITS_SHARDS     only these shards, e.g. 1,4 (what `merge` prints
@@ -26,6 +26,10 @@
 #                         only (after the others: they win)
 #   FEDBANDITS_RELEASE    1 (default): a task that requeues itself submits a
 #                         small helper job that lifts Slurm's hold on it
+#                         (slurm/README.md, "Requeues"); 0: not
+#   FEDBANDITS_NICE       the arrays' sbatch --nice (default 100): below
+#                         the release helper's 0, so that a requeued task's
+#                         helper starts before the array's pending tasks
 #                         (slurm/README.md, "Requeues"); 0: not
 #   FEDBANDITS_LOG_SECONDS  seconds between the progress lines each task
 #                         writes to its .out file (default 60; 0: start
@@ -74,6 +78,28 @@ merge_mem=${FEDBANDITS_MERGE_MEM:-$(field "$merge_request" mem)}
 for v in time_limit mem merge_time merge_mem; do
   [ -n "${!v}" ] || die "could not read $v from fedbandits plan's 'slurm request:' line: $request"
 done
+identity=$(echo "$plan" | sed -n 's/^job identity: //p' | head -1)
+[ -n "$identity" ] || die "fedbandits plan printed no 'job identity:' line (is FEDBANDITS_BIN older than this script?)"
+# Another version of the job writing the results now: each task of this
+# one would refuse to start (plan said so).
+if busy=$(echo "$plan" | grep "^warning: .* is being written by .* another version"); then
+  die "${busy#warning: }; nothing submitted"
+fi
+# Another version's tasks still queued or running for these results
+# (each array carries its job's identity and results in its comment): they
+# would refuse this version's tasks, or these theirs.
+case "$results" in /*) abs_results=$results ;; *) abs_results=$PWD/$results ;; esac
+others=""
+# squeue: "ARRAY_JOB_ID COMMENT", the comment "fedbandits:IDENTITY:RESULTS".
+while IFS= read -r row; do
+  comment=${row#* }
+  [ "${comment:0:11}" = "fedbandits:" ] && [ "${comment:28}" = "$abs_results" ] && [ "${comment:11:16}" != "$identity" ] &&
+    case " $others " in *" ${row%% *} "*) ;; *) others="$others ${row%% *}" ;; esac
+done < <(squeue -h -u "$(id -un)" -o '%F %k' 2>/dev/null)
+others=${others# }
+if [ -n "$others" ]; then
+  die "array job(s) $others of another version of this job (an earlier job file) are still queued or running for $results; their tasks and this version's would refuse each other. Wait for them to end (or scancel $others), or submit the edited job with FEDBANDITS_OUT set to another directory; nothing submitted"
+fi
 
 # The shards to submit: all, or FEDBANDITS_SHARDS (e.g. 1,4).
 shards=()
@@ -92,7 +118,11 @@ common=()
 [ -n "${FEDBANDITS_ACCOUNT:-}" ] && common+=(--account="$FEDBANDITS_ACCOUNT")
 # shellcheck disable=SC2206
 [ -n "${FEDBANDITS_SBATCH_ARGS:-}" ] && common+=($FEDBANDITS_SBATCH_ARGS)
-args=(--parsable --cpus-per-task="$FEDBANDITS_THREADS" --time="$time_limit" --mem="$mem" "${common[@]}")
+# The comment names the job's identity and results (the check above).
+: "${FEDBANDITS_NICE:=100}"
+[[ $FEDBANDITS_NICE =~ ^[0-9]+$ ]] || die "FEDBANDITS_NICE must be a whole number, at least 0 (got '$FEDBANDITS_NICE')"
+args=(--parsable --cpus-per-task="$FEDBANDITS_THREADS" --time="$time_limit" --mem="$mem" --nice="$FEDBANDITS_NICE"
+  --comment="fedbandits:$identity:$abs_results" "${common[@]}")
 [ -n "${FEDBANDITS_GPUS:-}" ] && args+=(--gres="gpu:${FEDBANDITS_GPUS}")
 merge_args=(--parsable --time="$merge_time" --mem="$merge_mem" "${common[@]}")
 # shellcheck disable=SC2206
@@ -101,7 +131,7 @@ export FEDBANDITS_BIN FEDBANDITS_JOB="$job" FEDBANDITS_TASKS FEDBANDITS_OUT="${F
 # For the tasks' release helper and the merge job's resubmission lines.
 abs_job="$(cd "$(dirname "$job")" && pwd)/$(basename "$job")"
 export FEDBANDITS_COMMON_ARGS="${common[*]}" FEDBANDITS_SUBMIT="$here/submit.sh" FEDBANDITS_ABS_JOB="$abs_job"
-export FEDBANDITS_THREADS FEDBANDITS_TIME="$time_limit" FEDBANDITS_MEM="$mem" FEDBANDITS_MERGE_TIME="$merge_time" \
+export FEDBANDITS_NICE FEDBANDITS_THREADS FEDBANDITS_TIME="$time_limit" FEDBANDITS_MEM="$mem" FEDBANDITS_MERGE_TIME="$merge_time" \
   FEDBANDITS_MERGE_MEM="$merge_mem" FEDBANDITS_MAX_ARRAY_SIZE="$max_array"
 
 # sbatch_checked DESCRIPTION ARGS...: the job id (sbatch --parsable prints
@@ -129,6 +159,7 @@ sbatch_checked() {
 # One array per block of MaxArraySize shards that holds any to submit; its
 # tasks add the block's offset to their index.
 arrays=()
+array_offsets=""
 for ((start = 0; start < FEDBANDITS_TASKS; start += max_array)); do
   indices=()
   for s in "${shards[@]}"; do
@@ -142,10 +173,14 @@ for ((start = 0; start < FEDBANDITS_TASKS; start += max_array)); do
     "${args[@]}" --array="$list" --export=ALL "$here/fedbandits.sbatch")
   arrays+=("$id")
   submitted+=("$id")
+  array_offsets+="$id@$start "
   echo "submitted array job $id: ${#indices[@]} task(s) (array indices $list, offset $start) of $FEDBANDITS_TASKS shards," \
     "$FEDBANDITS_THREADS CPU(s), $time_limit and $mem each"
 done
 deps=$(IFS=:; echo "${arrays[*]}")
+# The merge job finds each missing shard's .out (and Slurm's state) by
+# its array and offset.
+export FEDBANDITS_ARRAYS="${array_offsets% }" FEDBANDITS_SUBMITTED_SHARDS="$(IFS=,; echo "${shards[*]}")"
 merge=$(FEDBANDITS_RESULTS="$results" sbatch_checked "merge job" "${merge_args[@]}" --dependency="afterany:$deps" \
   --export=ALL "$here/merge.sbatch")
 echo "submitted merge job $merge (after $deps, $merge_time and $merge_mem): fedbandits merge '$results'"

@@ -14,8 +14,13 @@
 # array tasks wrote the job directory at the same time, that the merge job
 # names the killed shard and that its resubmission line completes the
 # study, equal to a single-process run; then runs a task into a time limit
-# and another into a preemption, each resumed and merged complete. Stops
-# every daemon it started, by PID.
+# and another into a preemption, each resumed and merged complete. While
+# the time limit comes: a job booked too little memory (Slurm's
+# OverMemoryKill, jobacct_gather/linux) must be named by the merge job as
+# killed for memory, its resubmission line must raise FEDBANDITS_MEM and
+# complete it; an edited job must be refused by submit.sh while the old
+# version runs and while it is queued, and a task of it started by hand
+# must refuse and say status 1. Stops every daemon it started, by PID.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -62,10 +67,12 @@ SlurmdUser=root
 AuthType=auth/munge
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
+JobAcctGatherType=jobacct_gather/linux
+JobAcctGatherFrequency=task=1
+JobAcctGatherParams=OverMemoryKill
 SchedulerType=sched/builtin
 SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
+SelectTypeParameters=CR_CPU_Memory
 MpiDefault=none
 ReturnToService=2
 MinJobAge=4
@@ -213,7 +220,7 @@ for t in 0 1; do
   log "task $t: started again $((again - first)) s after its first start"
   [ $((again - first)) -lt 60 ] || { log "task $t waited out Slurm's requeue hold"; exit 1; }
 done
-grep -q "ended with status 137" fedbandits-"${array2}"_0.out || { log "the killed task's .out does not say so"; exit 1; }
+grep -q "was killed (status 137" fedbandits-"${array2}"_0.out || { log "the killed task's .out does not say so"; exit 1; }
 # The tasks' .out files carry the engine's progress lines (start and done).
 grep -q "start: " fedbandits-"${array2}"_1.out && grep -q "done: " fedbandits-"${array2}"_1.out \
   || { log "task 3's .out has no progress lines"; exit 1; }
@@ -287,6 +294,32 @@ wait_state "${lim% *}_0" RUNNING 60
 sleep 2
 scontrol update JobId="${lim% *}_0" TimeLimit=00:02:01
 log "limits (task ${lim% *}_0): time limit cut to 2:01 while it runs"
+# While Slurm's time-limit check comes (up to a minute): a job killed for
+# memory, and an edited job submitted while the old version runs.
+cat > oom.yaml <<'JOB'
+name: oom
+seed: 2
+repetitions: 2
+horizon: 3000000
+algorithm: independent
+environment: linear_sphere
+params: {m: 4, d: 4, k: 10}
+JOB
+oom=$(FEDBANDITS_TASKS=2 FEDBANDITS_THREADS=1 FEDBANDITS_MEM=6M "$here/submit.sh" oom.yaml 2>/dev/null | tail -1)
+log "oom: arrays ${oom% *} with --mem=6M (the engine needs about 15 MiB), merge ${oom#* }"
+# The edited job: plan warns and submit.sh refuses while `limits` runs;
+# a task started by hand refuses at start, and its .out says status 1.
+sed 's/^seed: 9/seed: 10/' limits.yaml > edited.yaml
+expect_failure "an edited job while its old version runs" "is being written by 1 run(s) of another version of job limits" \
+  env FEDBANDITS_TASKS=1 FEDBANDITS_THREADS=1 "$here/submit.sh" edited.yaml
+hand=$(FEDBANDITS_JOB=edited.yaml FEDBANDITS_TASKS=1 sbatch --parsable --array=0 --mem=64M --export=ALL "$here/fedbandits.sbatch")
+# Queued, not running: a held array of one version, another submitted.
+held=$(FEDBANDITS_TASKS=1 FEDBANDITS_THREADS=1 FEDBANDITS_SBATCH_ARGS=--hold "$here/submit.sh" oom.yaml 2>/dev/null | tail -1)
+sed -i 's/^seed: 2/seed: 3/' oom.yaml
+expect_failure "an edited job while its old version is queued" "array job(s) [0-9 ]*\b${held% *}\b[0-9 ]* of another version" \
+  env FEDBANDITS_TASKS=1 FEDBANDITS_THREADS=1 "$here/submit.sh" oom.yaml
+sed -i 's/^seed: 3/seed: 2/' oom.yaml
+scancel "${held% *}" "${held#* }"
 for _ in $(seq 900); do grep -q "requeueing" fedbandits-"${lim% *}"_0.out 2>/dev/null && break; sleep 0.1; done
 grep -q "requeueing" fedbandits-"${lim% *}"_0.out || { log "limits was not signalled at its time limit"; exit 1; }
 scontrol update JobId="${lim% *}_0" TimeLimit=00:10:00 || true
@@ -300,6 +333,27 @@ wait_empty 300 "the preemption run"
 for f in fedbandits-"${lim% *}"_0.out fedbandits-"${pre% *}"_0.out; do
   grep -v "^ \|agent regret\|acct eps\|^   \|fedbandits: backend\|fedbandits: cells" "$f" | sed "s/^/[slurm-test]   $f: /"
 done
+# The task of the edited job started by hand: refused, and said so.
+f=fedbandits-"$hand"_0.out
+grep -q "another version of job limits" "$f" && grep -q "stopped with an error (status 1; its message is above)" "$f" \
+  || { log "the edited job's task did not refuse, or its .out misreads status 1"; cat "$f"; exit 1; }
+log "edited job's task: $(grep "stopped with an error" "$f")"
+# The job killed for memory: merge says so for each shard and raises
+# FEDBANDITS_MEM in the line that resubmits them; pasted, it completes.
+m=fedbandits-merge-"${oom#* }".out
+sed "s/^/[slurm-test]   $m: /" "$m"
+for t in 0 1; do
+  grep -q "^why shard $t is missing (array task ${oom% *}_$t): OUT_OF_MEMORY (from its .out" "$m" \
+    || { log "merge did not say that shard $t was killed for memory"; exit 1; }
+done
+grep -q "^FEDBANDITS_MEM raised from 6M to " "$m" || { log "merge did not raise FEDBANDITS_MEM"; exit 1; }
+again=$(grep -A1 "^resubmit only the missing shards" "$m" | tail -1 | sed 's/^ *//')
+echo "$again" | grep -q "FEDBANDITS_MEM=6M" && { log "the resubmission keeps the memory that ran out"; exit 1; }
+reply=$(eval "$again" 2>/dev/null)
+wait_empty 120 "the oom resubmission"
+grep -q ", 0 missing, 0 duplicated" fedbandits-merge-"$(echo "$reply" | tail -1 | cut -d' ' -f2)".out \
+  || { log "the oom resubmission did not complete"; exit 1; }
+log "oom: the resubmission with $(echo "$again" | grep -o "FEDBANDITS_MEM=[^ ]*") completed"
 for name in limits preempt; do
   m=$(grep -l "^merge results/$name:" fedbandits-merge-*.out | head -1)
   { [ -n "$m" ] && grep -q ", 0 missing, 0 duplicated" "$m"; } || { log "$name did not merge complete"; exit 1; }
