@@ -619,14 +619,39 @@ FB_DEV void fb_block_done(unsigned* counter) {
 #endif
 }
 
+// The watchdog's abort word (src/backend/cuda/watchdog.rs): host memory
+// mapped into the device's address space, whose address the host writes
+// into fb_abort_word when it loads the module. word[0]: set by the host
+// when a launch passed its deadline; word[1]: set by a block that gave up
+// waiting because of it (the host then discards the launch's results).
+// Null (no watchdog): spin loops wait as long as it takes.
+#ifndef FB_HOST_EMULATION
+extern "C" {
+__device__ volatile unsigned* fb_abort_word;
+}
+// Whether the host asked the launch to give up (one read of host memory
+// over the bus: spin loops poll it every FB_ABORT_POLL iterations).
+FB_DEV int fb_abort_requested() {
+    volatile unsigned* w = fb_abort_word;
+    return w != nullptr && w[0] != 0u;
+}
+#define FB_ABORT_POLL 1024u
+#endif
+
 // A barrier of the `blocks` blocks of one group (a federation that spans
 // blocks): what any of them wrote before it, every one reads after it
 // (readers load such data with FB_LDCG). bar[0]: arrivals, bar[1]: the
 // generation; both per group, reset by the last arrival, so the barrier
 // serves every launch. The pattern of a grid-wide barrier (fence,
-// arrive, spin on the generation, fence), scoped to a group. Under the
-// emulation the group's blocks run as one fiber set and this is the
-// barrier where they meet (each runs on its own between two).
+// arrive, spin on the generation, fence), scoped to a group. The spin
+// polls the watchdog's abort word: a block that waits for one the device
+// never schedules (another process holding the SMs, a smaller MPS or MIG
+// slice than the host assumed) gives up once the host asks, marks the
+// launch as given up, and the kernel runs on to its end without waiting
+// again (every later spin also gives up at once), its results discarded.
+// Under the emulation the group's blocks run as one fiber set and this is
+// the barrier where they meet (each runs on its own between two); the
+// emulation's scheduler polls the abort word instead (emulation.hpp).
 FB_DEV void fb_group_barrier(unsigned* bar, int blocks) {
 #ifndef FB_HOST_EMULATION
     __syncthreads();
@@ -639,7 +664,13 @@ FB_DEV void fb_group_barrier(unsigned* bar, int blocks) {
             __threadfence();
             atomicAdd(bar + 1, 1u);
         } else {
+            unsigned polls = 0;
             while (*gen == g0) {
+                if ((++polls % FB_ABORT_POLL) == 0u && fb_abort_requested()) {
+                    fb_abort_word[1] = 1u;
+                    __threadfence_system();
+                    break;
+                }
             }
         }
         __threadfence();

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <utility>
 #include <ucontext.h>
+#include <time.h>
 #include <vector>
 #include <functional>
 
@@ -238,18 +239,43 @@ static inline void fb_run_ready(fb_block_state& b, unsigned first_block, unsigne
     }
 }
 
+// The launch's watchdog words (fb_emu_launch's `control`, owned by
+// src/backend/cuda/emulation.rs): [0] the abort word the host's watchdog
+// sets past the launch's deadline, [1] set here when a group barrier gave
+// up because of it, [2] a fault for the watchdog's test: the last block of
+// every group of a grouped kernel is never run (as a block the device
+// never schedules), so its group's barriers wait for it.
+static thread_local volatile unsigned* fb_emu_ctl = nullptr;
+
+// Waits, as a device's spin does, until the abort word is set; returns 1
+// then (the barrier gives up). Sleeps between polls: it waits for another
+// host thread.
+static inline int fb_emu_wait_for_abort() {
+    volatile unsigned* c = fb_emu_ctl;
+    if (c == nullptr) return 0;
+    while (c[0] == 0u) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, nullptr);
+    }
+    c[1] = 1u;
+    return 1;
+}
+
 // Runs blocks first_block .. first_block + blocks - 1 of `body` together,
 // blockDim.x fibers each. Each block runs on its own as far as it can
 // (through its block barriers) until all its threads wait at a group
 // barrier or return; then the group barrier opens. The blocks take turns
 // in order, then in reverse order at the next group barrier, so that a
 // block reading what another writes before a group barrier, without one
-// between, sees the wrong data in one of the two orders. Returns 0, or 1
-// when threads diverged: some returned or waited at another barrier while
-// others waited.
+// between, sees the wrong data in one of the two orders. Only the first
+// `present` blocks run (all of them but under the watchdog's fault, see
+// fb_emu_ctl): a group barrier the others never reach waits for the
+// abort word, then opens, and so does every later one. Returns 0; 1 when
+// threads diverged: some returned or waited at another barrier while
+// others waited; 4 when a group barrier gave up on the abort word.
 static inline int fb_run_blocks(fb_block_state& b, const std::function<void()>& body, unsigned first_block,
-                                unsigned blocks) {
-    unsigned bd = blockDim.x, n = bd * blocks;
+                                unsigned blocks, unsigned present) {
+    unsigned bd = blockDim.x, n = bd * present;
     const size_t stack_bytes = 64 * 1024;
     b.fibers.resize(n);
     b.stacks.resize(n);
@@ -261,10 +287,11 @@ static inline int fb_run_blocks(fb_block_state& b, const std::function<void()>& 
         if (b.stacks[t].size() != stack_bytes) b.stacks[t].assign(stack_bytes, 0);
         fb_ctx_start(b.fibers[t], b.stacks[t], fb_fiber_entry);
     }
+    int gave_up = 0;
     for (unsigned phase = 0;; ++phase) {
         unsigned waiting = 0, done = 0;
-        for (unsigned k = 0; k < blocks; ++k) {
-            unsigned blk = phase % 2 == 0 ? k : blocks - 1 - k;
+        for (unsigned k = 0; k < present; ++k) {
+            unsigned blk = phase % 2 == 0 ? k : present - 1 - k;
             unsigned lo = blk * bd, hi = lo + bd;
             for (;;) {
                 fb_run_ready(b, first_block, lo, hi);
@@ -284,8 +311,11 @@ static inline int fb_run_blocks(fb_block_state& b, const std::function<void()>& 
                 break;
             }
         }
-        if (done == blocks) return 0;
-        if (waiting != blocks) return 1;  // some blocks returned while others wait
+        if (done == present) return gave_up ? 4 : 0;
+        if (waiting != present) return 1;  // some blocks returned while others wait
+        // A block that never runs never arrives: wait for the abort word.
+        if (present < blocks && !gave_up) gave_up = fb_emu_wait_for_abort() ? 1 : 0;
+        if (present < blocks && !gave_up) return 1;
         for (unsigned t = 0; t < n; ++t) b.state[t] = 0;
     }
 }

@@ -28,6 +28,7 @@ mod provenance;
 mod readme;
 mod resume;
 mod statistics;
+mod watchdog;
 
 mod support {
     pub mod emulated;

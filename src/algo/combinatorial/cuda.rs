@@ -251,6 +251,8 @@ impl<'a> CudaComb<'a> {
     }
 
     fn launch(&mut self, t0: u64, count: u64) -> Result<(), CudaError> {
+        // The chunk's work, for the watchdog's deadline: its rounds of every agent.
+        self.l.expect_work(count.saturating_mul((self.shape.0 * self.shape.1) as u64));
         let (b, p) = (&self.b, Arg::Ptr);
         let (omega1, omega2, prose) = self.pfcb.unwrap_or((0.0, 0.0, false));
         let args = [

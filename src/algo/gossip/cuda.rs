@@ -244,6 +244,8 @@ impl<'a> CudaGossip<'a> {
     }
 
     fn launch(&mut self, t0: u64, count: u64) -> Result<(), CudaError> {
+        // The chunk's work, for the watchdog's deadline: its rounds of every agent.
+        self.l.expect_work(count.saturating_mul(self.regret.len() as u64));
         let (b, p) = (&self.b, Arg::Ptr);
         let args = [
             &self.scalars[..],

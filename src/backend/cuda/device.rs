@@ -5,10 +5,17 @@
 //! NVRTC for the device's compute capability (once per process: the module is
 //! cached by the backend), and uses one stream, so launches and copies are
 //! ordered without events.
+//!
+//! Every launch runs under the watchdog ([`super::watchdog`]): a copy back
+//! first waits for the launches before it by polling an event against
+//! their deadline, sets the abort word (mapped host memory whose device
+//! address the module's `fb_abort_word` holds) past it, and ends the
+//! process when a kernel does not return a grace later.
 
 use super::CudaError;
 use super::launcher::{Arg, DevPtr, Launcher};
 use super::nvrtc;
+use super::watchdog;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
 };
@@ -17,6 +24,8 @@ use std::sync::Arc;
 
 /// An open GPU with the kernels loaded.
 pub struct CudaDevice {
+    /// First, so that it is dropped while the context lives.
+    watch: Watch,
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     _module: Arc<CudaModule>,
@@ -26,6 +35,38 @@ pub struct CudaDevice {
     pub description: String,
     /// Dynamic shared memory per block with opt-in (read from the device).
     shared_optin: usize,
+}
+
+/// The watchdog's side of a device: its words in mapped host memory, its
+/// settings, the event a copy waits on, and the launches since the last
+/// copy (their work, the last kernel, the first launch's time).
+struct Watch {
+    /// Host address of the words (`[0]` abort, `[1]` gave up); null when the
+    /// mapping failed (no abort: the deadline still ends the process).
+    words: *mut u32,
+    ctx: Arc<CudaContext>,
+    settings: watchdog::Settings,
+    event: Option<cudarc::driver::CudaEvent>,
+    launches: u64,
+    work: u64,
+    last: &'static str,
+    started: Option<std::time::Instant>,
+    /// Why the device takes no further launch (a launch gave up).
+    poisoned: Option<String>,
+}
+
+// SAFETY: `words` is page-locked host memory owned by the device for its
+// whole life (freed in Drop); it is only read and written through volatile
+// accesses by the thread that holds the device (the backend's mutex).
+unsafe impl Send for Watch {}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if !self.words.is_null() && self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: allocated by cuMemHostAlloc in `map_words`, freed once.
+            let _ = unsafe { cudarc::driver::sys::cuMemFreeHost(self.words.cast()) };
+        }
+    }
 }
 
 fn drv(e: impl std::fmt::Debug) -> CudaError {
@@ -58,7 +99,28 @@ impl CudaDevice {
             functions.insert(k, module.load_function(k).map_err(drv)?);
         }
         let stream = ctx.default_stream();
+        let words = match map_words(&ctx, &module, &stream) {
+            Ok(w) => w,
+            Err(e) => {
+                eprintln!(
+                    "fedbandits: the watchdog's abort word could not be mapped into {name} ({e}); a launch past its \
+                     deadline ends the process instead of being asked to abort"
+                );
+                std::ptr::null_mut()
+            }
+        };
         Ok(Self {
+            watch: Watch {
+                words,
+                ctx: ctx.clone(),
+                settings: watchdog::Settings::from_env(),
+                event: None,
+                launches: 0,
+                work: 0,
+                last: "",
+                started: None,
+                poisoned: None,
+            },
             description: format!("{name} (sm_{major}{minor})"),
             shared_optin: ctx
                 .attribute(
@@ -105,6 +167,118 @@ impl CudaDevice {
         let gflops = sms * fma_per_sm * 2.0 * clock_khz * 1e3 / 1e9;
         let gbs = mem_khz * 1e3 * 2.0 * bus_bits / 8.0 / 1e9;
         Some((gflops, gbs))
+    }
+}
+
+/// Page-locked host memory for the watchdog's two words, mapped into the
+/// device, its device address written into the module's `fb_abort_word`.
+fn map_words(ctx: &Arc<CudaContext>, module: &Arc<CudaModule>, stream: &Arc<CudaStream>) -> Result<*mut u32, CudaError> {
+    use cudarc::driver::sys;
+    ctx.bind_to_thread().map_err(drv)?;
+    let mut host: *mut std::ffi::c_void = std::ptr::null_mut();
+    // SAFETY: a fresh 8-byte allocation; the flags map it into the device.
+    unsafe { sys::cuMemHostAlloc(&mut host, 8, sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE) }
+        .result()
+        .map_err(drv)?;
+    let words = host.cast::<u32>();
+    // SAFETY: the allocation holds two u32.
+    unsafe {
+        words.write_volatile(0);
+        words.add(1).write_volatile(0);
+    }
+    let mut dev: sys::CUdeviceptr = 0;
+    let set = (|| {
+        // SAFETY: `host` is a mapped allocation of this context.
+        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dev, host, 0) }.result()?;
+        let mut global = module.get_global("fb_abort_word", stream)?;
+        stream.memcpy_htod(&dev.to_le_bytes()[..], &mut global)?;
+        stream.synchronize()
+    })();
+    if let Err(e) = set {
+        // SAFETY: allocated above, not shared with the device yet.
+        let _ = unsafe { sys::cuMemFreeHost(host) };
+        return Err(drv(e));
+    }
+    Ok(words)
+}
+
+impl Watch {
+    /// Waits for the launches since the last copy: polls their event
+    /// against their deadline, asks them to abort past it, and ends the
+    /// process when they do not return a grace later ([`watchdog`]).
+    fn wait(&mut self, stream: &Arc<CudaStream>, device: &str) -> Result<(), CudaError> {
+        if let Some(why) = &self.poisoned {
+            return Err(CudaError::Watchdog(why.clone()));
+        }
+        let Some(started) = self.started.take() else { return Ok(()) };
+        let deadline = self.settings.deadline(self.work);
+        let window = format!(
+            "{} launch(es) since the last copy, {} agent-step(s) declared, the last {}",
+            self.launches, self.work, self.last
+        );
+        let kernel = self.last;
+        self.launches = 0;
+        self.work = 0;
+        if self.event.is_none() {
+            self.event = Some(self.ctx.new_event(None).map_err(drv)?);
+        }
+        let Some(event) = self.event.as_ref() else { return Ok(()) };
+        event.record(stream).map_err(drv)?;
+        let done = || event.try_is_complete().map_err(drv);
+        let mut polls = 0u32;
+        while !done()? {
+            if started.elapsed() >= deadline {
+                return self.abort(kernel, device, &window, deadline);
+            }
+            // Yield for the first milliseconds (a copy usually follows a
+            // short wait), then sleep between polls.
+            polls = polls.saturating_add(1);
+            if polls < 2000 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        }
+        Ok(())
+    }
+
+    /// Past the deadline: sets the abort word and waits a grace for the
+    /// kernel to return; exits the process when it does not.
+    fn abort(&mut self, kernel: &str, device: &str, window: &str, deadline: std::time::Duration) -> Result<(), CudaError> {
+        if !self.words.is_null() {
+            // SAFETY: the mapped words live as long as `self`.
+            unsafe { self.words.write_volatile(1) };
+        }
+        let until = std::time::Instant::now() + self.settings.grace;
+        let event = self.event.as_ref();
+        while !event.is_some_and(|e| e.try_is_complete().unwrap_or(false)) {
+            if std::time::Instant::now() >= until {
+                eprintln!("{}", watchdog::hung_message(kernel, device, window, deadline, self.settings.grace));
+                std::process::exit(watchdog::EXIT_HUNG);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        // SAFETY: as above; the kernel has returned.
+        let gave_up = !self.words.is_null() && unsafe { self.words.add(1).read_volatile() } != 0;
+        if !self.words.is_null() {
+            // SAFETY: as above.
+            unsafe {
+                self.words.write_volatile(0);
+                self.words.add(1).write_volatile(0);
+            }
+        }
+        if gave_up {
+            let why = watchdog::gave_up_message(kernel, device, window, deadline);
+            self.poisoned = Some(why.clone());
+            return Err(CudaError::Watchdog(why));
+        }
+        eprintln!(
+            "fedbandits: {kernel} on {device} finished after its deadline of {:.1} s ({window}) without any block \
+             giving up: its results stand (raise {} if such launches are expected)",
+            deadline.as_secs_f64(),
+            watchdog::FLOOR_VAR
+        );
+        Ok(())
     }
 }
 
@@ -164,7 +338,12 @@ impl Launcher for CudaDevice {
         stream.memcpy_htod(bytes, &mut view).map_err(drv)
     }
 
+    fn expect_work(&mut self, agent_steps: u64) {
+        self.watch.work = self.watch.work.saturating_add(agent_steps);
+    }
+
     fn download(&mut self, src: DevPtr, out: &mut [u8]) -> Result<(), CudaError> {
+        self.watch.wait(&self.stream, &self.description)?;
         let s = self.slice_of(src, out.len())?;
         let view = s.slice(..out.len());
         self.stream.memcpy_dtoh(&view, out).map_err(drv)?;
@@ -179,9 +358,12 @@ impl Launcher for CudaDevice {
         shared_bytes: usize,
         args: &[Arg],
     ) -> Result<(), CudaError> {
-        let f = self
+        if let Some(why) = &self.watch.poisoned {
+            return Err(CudaError::Watchdog(why.clone()));
+        }
+        let (&name, f) = self
             .functions
-            .get(kernel)
+            .get_key_value(kernel)
             .ok_or_else(|| CudaError::Driver(format!("unknown kernel {kernel}")))?;
         let mut i32s = Vec::new();
         let mut u64s = Vec::new();
@@ -231,6 +413,10 @@ impl Launcher for CudaDevice {
         // pointer arguments are live allocations of this device, and every
         // kernel bounds-checks its thread index.
         unsafe { b.launch(cfg) }.map_err(drv)?;
+        let w = &mut self.watch;
+        w.launches += 1;
+        w.last = name;
+        w.started.get_or_insert_with(std::time::Instant::now);
         Ok(())
     }
 }

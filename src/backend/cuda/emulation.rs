@@ -8,14 +8,24 @@
 //! kernels/emulation.hpp). Memory is host memory; pointers are
 //! host addresses. Used by the parity tests, so that every kernel's logic is
 //! executed and checked against the CPU backend on machines without a GPU.
+//!
+//! Every launch runs under the watchdog ([`super::watchdog::Alarm`]): its
+//! words go to the launch, a thread sets the abort word past the deadline,
+//! and a group barrier that gave up makes the launch a
+//! [`CudaError::Watchdog`], after which the emulator takes no further
+//! launch (as a device). [`Emulator::withhold_last_block`] is the fault the
+//! watchdog's test drives: a grouped kernel's last block of every group
+//! never runs, as a block a device never schedules.
 
 use super::CudaError;
 use super::launcher::{Arg, DevPtr, Launcher};
+use super::watchdog;
 use std::ffi::{CString, c_char, c_int, c_uint, c_void};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-type LaunchFn = unsafe extern "C" fn(*const c_char, c_uint, c_uint, c_uint, *mut *mut c_void) -> c_int;
+type LaunchFn =
+    unsafe extern "C" fn(*const c_char, c_uint, c_uint, c_uint, *mut *mut c_void, *mut c_uint) -> c_int;
 
 /// The emulated device.
 pub struct Emulator {
@@ -23,6 +33,24 @@ pub struct Emulator {
     launch_fn: LaunchFn,
     buffers: Vec<Vec<u64>>,
     shared_limit: usize,
+    settings: watchdog::Settings,
+    alarm: watchdog::Alarm,
+    /// Work declared since the last copy ([`Launcher::expect_work`]).
+    work: u64,
+    /// Why the emulator takes no further launch (a launch gave up).
+    poisoned: Option<String>,
+}
+
+/// The emulator's watchdog: the floor of `FEDBANDITS_WATCHDOG_SECONDS` (or
+/// the default) and a grace of ten minutes: an emulated kernel cannot spin
+/// except at a withheld block's barrier, which returns on the abort word
+/// at once, so a launch that is merely slow (a loaded test machine) is
+/// never ended.
+fn emulation_settings() -> watchdog::Settings {
+    watchdog::Settings {
+        grace: std::time::Duration::from_secs(600),
+        ..watchdog::Settings::from_env()
+    }
 }
 
 /// The translation unit of the emulation library: the families' sources
@@ -96,12 +124,34 @@ impl Emulator {
         let launch_fn = unsafe { lib.get::<LaunchFn>(b"fb_emu_launch\0") }
             .map(|s| *s)
             .map_err(|e| CudaError::Emulation(e.to_string()))?;
+        let settings = emulation_settings();
         Ok(Self {
             _lib: lib,
             launch_fn,
             buffers: Vec::new(),
             shared_limit: super::launcher::DEFAULT_SHARED_PER_BLOCK,
+            settings,
+            alarm: watchdog::Alarm::start(settings),
+            work: 0,
+            poisoned: None,
         })
+    }
+
+    /// The same emulator with the watchdog's `settings` (its test: a short
+    /// floor).
+    pub fn with_watchdog(mut self, settings: watchdog::Settings) -> Self {
+        self.settings = settings;
+        self.alarm = watchdog::Alarm::start(settings);
+        self
+    }
+
+    /// The watchdog's fault: from now on, the last block of every group of
+    /// a grouped kernel never runs (a block the device never schedules), so
+    /// its group waits at its first group barrier until the watchdog's
+    /// abort.
+    pub fn withhold_last_block(self) -> Self {
+        self.alarm.words()[2].store(1, std::sync::atomic::Ordering::SeqCst);
+        self
     }
 
     /// Emulates a device whose blocks may use `bytes` of dynamic shared
@@ -153,7 +203,15 @@ impl Launcher for Emulator {
         Ok(())
     }
 
+    fn expect_work(&mut self, agent_steps: u64) {
+        self.work = self.work.saturating_add(agent_steps);
+    }
+
     fn download(&mut self, src: DevPtr, out: &mut [u8]) -> Result<(), CudaError> {
+        if let Some(why) = &self.poisoned {
+            return Err(CudaError::Watchdog(why.clone()));
+        }
+        self.work = 0;
         let p = self.find(src, out.len())?;
         // SAFETY: as in `upload`.
         unsafe { std::ptr::copy_nonoverlapping(p, out.as_mut_ptr(), out.len()) };
@@ -188,10 +246,28 @@ impl Launcher for Emulator {
                 self.shared_limit
             )));
         }
+        if let Some(why) = &self.poisoned {
+            return Err(CudaError::Watchdog(why.clone()));
+        }
         let (g, b, sh) = (dims(grid.max(1))?, dims(block.max(1))?, dims(shared_bytes)?);
+        let deadline = self.settings.deadline(self.work);
+        let window = format!("one emulated launch of {grid} blocks of {block} threads");
+        self.alarm.arm(
+            watchdog::hung_message(kernel, "the host emulation", &window, deadline, self.settings.grace),
+            deadline,
+        );
+        let words = self.alarm.words().as_ptr().cast::<c_uint>().cast_mut();
         // SAFETY: `params` points at live values laid out as the kernel's
-        // parameters; pointer arguments are addresses of our allocations.
-        let rc = unsafe { (self.launch_fn)(name.as_ptr(), g, b, sh, params.as_mut_ptr()) };
+        // parameters; pointer arguments are addresses of our allocations;
+        // `words` are three u32 (AtomicU32 has u32's layout) that outlive
+        // the call, shared with the alarm's thread.
+        let rc = unsafe { (self.launch_fn)(name.as_ptr(), g, b, sh, params.as_mut_ptr(), words) };
+        let gave_up = self.alarm.disarm();
+        if rc == 4 || gave_up {
+            let why = watchdog::gave_up_message(kernel, "the host emulation", &window, deadline);
+            self.poisoned = Some(why.clone());
+            return Err(CudaError::Watchdog(why));
+        }
         match rc {
             0 => Ok(()),
             2 => Err(CudaError::Emulation(format!(

@@ -47,6 +47,10 @@ pub trait Launcher {
     fn launch(&mut self, kernel: &str, threads: usize, args: &[Arg]) -> Result<(), CudaError> {
         self.launch_grid(kernel, threads.div_ceil(BLOCK).max(1), BLOCK, 0, args)
     }
+    /// Declares the work of the launches that follow, until the next copy
+    /// back: `agent_steps` (a chunk's rounds times its agents), from which
+    /// the watchdog sets their deadline ([`super::watchdog`]).
+    fn expect_work(&mut self, _agent_steps: u64) {}
     /// Frees every allocation (after a batch).
     fn free_all(&mut self);
     /// Approximate device peaks (FP64 GFLOP/s, memory GB/s), where known.
@@ -176,6 +180,9 @@ impl Launcher for Counted {
         self.traffic.launches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.traffic.record(kernel, grid, block, shared_bytes);
         self.inner.launch_grid(kernel, grid, block, shared_bytes, args)
+    }
+    fn expect_work(&mut self, agent_steps: u64) {
+        self.inner.expect_work(agent_steps);
     }
     fn free_all(&mut self) {
         self.inner.free_all();

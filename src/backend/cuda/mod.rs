@@ -11,6 +11,7 @@ pub mod emulation;
 pub mod launcher;
 pub mod nvrtc;
 pub mod occupancy;
+pub mod watchdog;
 
 use thiserror::Error;
 
@@ -32,6 +33,9 @@ pub enum CudaError {
     /// The host emulation failed.
     #[error("CUDA host emulation: {0}")]
     Emulation(String),
+    /// A launch passed its deadline and gave up ([`watchdog`]).
+    #[error("watchdog: {0}")]
+    Watchdog(String),
 }
 
 impl From<CudaError> for super::BatchError {

@@ -83,3 +83,18 @@ pub fn assert_parity_on(dev: &CudaBackend, yaml: &str) -> u64 {
     }
     clipped
 }
+
+/// The emulated device with the watchdog's fault: the last block of every
+/// group of a grouped kernel never runs (a block the device never
+/// schedules), and the watchdog's deadline has a floor of `floor`.
+pub fn emulated_with_withheld_block(floor: std::time::Duration) -> CudaBackend {
+    use fedbandits::backend::cuda::watchdog::Settings;
+    let emu = Emulator::load(emulator_lib())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .with_watchdog(Settings {
+            floor,
+            grace: std::time::Duration::from_secs(600),
+        })
+        .withhold_last_block();
+    CudaBackend::with_launcher(Box::new(emu), "host emulation")
+}

@@ -554,6 +554,8 @@ impl LinearOps for CudaLinear<'_> {
             if count > s.chunk_max {
                 return Err(CudaError::Unsupported(format!("{count} rounds in one launch")));
             }
+            // The chunk's work, for the watchdog's deadline: its rounds of every agent.
+            s.l.expect_work((count as u64).saturating_mul(n as u64));
             match s.coop {
                 Some((agents, shared)) => {
                     if s.adaptive.is_none() && s.peer.is_none() {
