@@ -18,6 +18,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod dense;
 pub mod error;
+pub mod gate;
 
 pub use error::{BatchError, DeviceFailure, Unsupported};
 
@@ -238,20 +239,43 @@ pub fn select(
 }
 
 fn select_auto(threads: usize, kernels: &[cuda::nvrtc::KernelSource]) -> Selection {
+    match calibration::cache_dir() {
+        Ok(dir) => select_auto_in(&dir, threads, || cuda::CudaBackend::open(kernels)),
+        Err(e) => Selection {
+            choice: BackendChoice::Auto,
+            cuda: None,
+            calibration: None,
+            note: format!("backend cpu (auto: {e}; {NOT_CALIBRATED})"),
+        },
+    }
+}
+
+/// `auto` with the calibrations and parity records of `dir`, opening the
+/// device with `open`: a device is used only where a calibration of this
+/// engine, CPU and thread count names it, it opens as that device, and
+/// its parity check with this engine is recorded as passed
+/// ([`gate::ParityRecord`]); otherwise every cell runs on the CPU and the
+/// note says why, naming the record that kept the device off.
+pub fn select_auto_in(
+    dir: &std::path::Path,
+    threads: usize,
+    open: impl FnOnce() -> Result<cuda::CudaBackend, cuda::CudaError>,
+) -> Selection {
     let cpu = |note: String| Selection {
         choice: BackendChoice::Auto,
         cuda: None,
         calibration: None,
         note: format!("backend cpu (auto: {note})"),
     };
-    let dir = match calibration::cache_dir() {
-        Ok(d) => d,
-        Err(e) => return cpu(format!("{e}; {NOT_CALIBRATED}")),
-    };
-    let Some(device) = calibration::Calibration::device_calibrated(&dir, threads) else {
+    let Some(device) = calibration::Calibration::device_calibrated(dir, threads) else {
+        // `calibrate` measures only a device that passed: one that failed
+        // has a record and no calibration.
+        if let Some((path, r)) = gate::ParityRecord::not_passed(dir).first() {
+            return cpu(r.notice(path));
+        }
         return cpu(NOT_CALIBRATED.into());
     };
-    let dev = match cuda::CudaBackend::open(kernels) {
+    let dev = match open() {
         Ok(d) => d,
         Err(e) => return cpu(format!("the calibrated device {device} did not open: {e}")),
     };
@@ -261,13 +285,24 @@ fn select_auto(threads: usize, kernels: &[cuda::nvrtc::KernelSource]) -> Selecti
             dev.description()
         ));
     }
+    match gate::ParityRecord::load(dir, dev.description()) {
+        Ok(Some(r)) if r.passed() => {}
+        Ok(Some(r)) => return cpu(r.notice(&gate::ParityRecord::path(dir, dev.description()))),
+        Ok(None) => {
+            return cpu(format!(
+                "the calibrated device {device} has no recorded parity check with this engine: `fedbandits \
+                 calibrate` runs it"
+            ));
+        }
+        Err(e) => return cpu(e.to_string()),
+    }
     let key = calibration::MachineKey::here(threads, Some(dev.description()));
-    match calibration::Calibration::load(&dir, &key) {
+    match calibration::Calibration::load(dir, &key) {
         Ok(Some(c)) => {
             let note = format!(
                 "backend auto: CUDA device {}, calibration {} (per cell: see below)",
                 dev.description(),
-                calibration::Calibration::path(&dir, &key).display()
+                calibration::Calibration::path(dir, &key).display()
             );
             Selection {
                 choice: BackendChoice::Auto,

@@ -6,7 +6,8 @@
 //! parity check ([`crate::sim::parity`]: every algorithm on both linear
 //! environments and the other families, bit for bit against the CPU); a
 //! device that disagrees is recorded as rejected, with the reason, and not
-//! measured. `--report FILE` also writes the table as Markdown with the
+//! measured; either way the verdict is recorded per engine and device
+//! ([`crate::backend::gate`]), which `auto` and `--backend cuda` read. `--report FILE` also writes the table as Markdown with the
 //! machine, driver and engine versions.
 
 use super::CliError;
@@ -14,6 +15,7 @@ use super::bench::{On, measure_for, workloads};
 use crate::backend::Backend;
 use crate::backend::calibration::{Calibration, MachineKey, Row, cache_dir};
 use crate::backend::cuda::CudaBackend;
+use crate::backend::gate::{ParityRecord, Verdict};
 use std::path::PathBuf;
 
 /// What to measure.
@@ -176,8 +178,9 @@ fn shapes(opts: &CalibrateOptions) -> Result<String, CliError> {
     Ok(text)
 }
 
-/// Opens a CUDA device and checks its parity with the CPU; the device when
-/// it agrees, and the reasons a device was not used.
+/// Opens a CUDA device and checks its parity with the CPU, recording the
+/// verdict ([`check_recorded`]); the device when it agrees, and the
+/// reasons a device was not used.
 fn open_checked(text: &mut String) -> (Option<CudaBackend>, Vec<String>) {
     let dev = match CudaBackend::open(&crate::algo::family::kernel_sources()) {
         Ok(d) => d,
@@ -186,22 +189,85 @@ fn open_checked(text: &mut String) -> (Option<CudaBackend>, Vec<String>) {
             return (None, Vec::new());
         }
     };
-    match crate::sim::parity::check_all(&dev) {
-        Ok(p) => {
-            *text += &format!(
-                "device {}: parity with the CPU bit for bit in {} cells ({} without kernels, skipped)\n",
-                dev.description(),
+    let (record, path) = check_recorded(&dev, cache_dir().ok().as_deref());
+    let recorded = path.map_or_else(
+        || " (not recorded: no cache directory)".to_string(),
+        |p| format!(" (recorded in {})", p.display()),
+    );
+    if record.passed() {
+        *text += &format!("device {}: {}{recorded}\n", dev.description(), record.detail);
+        (Some(dev), Vec::new())
+    } else {
+        let why = format!(
+            "device {} disagrees with the CPU, not measured: {}{recorded}",
+            dev.description(),
+            record.detail
+        );
+        *text += &format!("{why}\n");
+        (None, vec![why])
+    }
+}
+
+/// Runs the parity check on `dev` (every family's parity cells under the
+/// watchdog, [`crate::sim::parity::check_all`]) and records it in `dir`
+/// ([`ParityRecord`]): `running` before the first cell, so that a check the
+/// watchdog ended (the process exits when a kernel does not return) or a
+/// crash leaves a record saying so, and the verdict after. Returns the
+/// record and its file (None without a directory, or when it could not be
+/// written: said on stderr).
+pub fn check_recorded(dev: &CudaBackend, dir: Option<&std::path::Path>) -> (ParityRecord, Option<PathBuf>) {
+    let save = |r: &ParityRecord| {
+        dir.and_then(|d| {
+            r.save(d)
+                .map_err(|e| eprintln!("fedbandits: the parity check's record was not written: {e}"))
+                .ok()
+        })
+    };
+    let _ = save(&ParityRecord::new(dev.description(), Verdict::Running, String::new()));
+    let record = match crate::sim::parity::check_all(dev) {
+        Ok(p) => ParityRecord::new(
+            dev.description(),
+            Verdict::Passed,
+            format!(
+                "parity with the CPU bit for bit in {} cells ({} without kernels, skipped)",
                 p.equal.len(),
                 p.skipped.len()
-            );
-            (Some(dev), Vec::new())
-        }
-        Err(e) => {
-            let why = format!("device {} disagrees with the CPU, not measured: {e}", dev.description());
-            *text += &format!("{why}\n");
-            (None, vec![why])
-        }
+            ),
+        ),
+        Err(e) => ParityRecord::new(dev.description(), Verdict::Failed, e.to_string()),
+    };
+    let path = save(&record);
+    (record, path)
+}
+
+/// `--backend cuda`'s gate: a device runs cells only with a recorded
+/// parity pass of this engine in `dir`; without one, the parity check runs
+/// first (seconds on a device) and is recorded, and a device that fails it
+/// is an error naming the record.
+pub fn gate_cuda(sel: &crate::backend::Selection, dir: Option<&std::path::Path>) -> Result<(), CliError> {
+    let Some(dev) = sel.cuda_backend() else { return Ok(()) };
+    let recorded = dir.and_then(|d| ParityRecord::load(d, dev.description()).ok().flatten());
+    if recorded.as_ref().is_some_and(ParityRecord::passed) {
+        return Ok(());
     }
+    let before = recorded.map_or_else(|| "none recorded".to_string(), |r| r.describe());
+    eprintln!(
+        "fedbandits: --backend cuda: device {} has no recorded parity pass with this engine ({before}): running the \
+         parity cells first (seconds; `fedbandits calibrate` also records it)",
+        dev.description()
+    );
+    let (record, path) = check_recorded(dev, dir);
+    let at = path.map_or_else(|| "not recorded".to_string(), |p| format!("record {}", p.display()));
+    if record.passed() {
+        eprintln!("fedbandits: device {}: {} ({at})", dev.description(), record.detail);
+        return Ok(());
+    }
+    Err(CliError::Usage(format!(
+        "--backend cuda: device {} failed the parity check with the CPU ({at}): {}; run with --backend cpu, or \
+         --backend auto, which leaves this device",
+        dev.description(),
+        record.detail
+    )))
 }
 
 fn row(

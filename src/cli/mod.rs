@@ -199,16 +199,20 @@ fn bench_command(b: BenchArgs) -> Result<(), CliError> {
         only: b.only,
         federations: b.federations,
     };
-    let sel = backend::select(
-        b.backend,
-        worker_threads(opts.threads),
-        &crate::algo::family::kernel_sources(),
-    )?;
+    let sel = open_backend(b.backend, worker_threads(opts.threads))?;
     eprintln!("fedbandits bench: {}", sel.note);
     if b.kernels {
         bench::micro("kernels");
     }
     bench::run(&sel, &opts).map_err(CliError::Run)
+}
+
+/// The backends of `choice` for `threads` workers, a CUDA device opened for
+/// `--backend cuda` passing the parity gate first ([`calibrate::gate_cuda`]).
+fn open_backend(choice: BackendChoice, threads: usize) -> Result<backend::Selection, CliError> {
+    let sel = backend::select(choice, threads, &crate::algo::family::kernel_sources())?;
+    calibrate::gate_cuda(&sel, backend::calibration::cache_dir().ok().as_deref())?;
+    Ok(sel)
 }
 
 /// The line printed while the accountant computes figures no cache held.
@@ -229,7 +233,7 @@ fn run_command(
     opts: RunOptions,
 ) -> Result<(), CliError> {
     let job = Job::load(job)?;
-    let sel = backend::select(backend, worker_threads(threads), &crate::algo::family::kernel_sources())?;
+    let sel = open_backend(backend, worker_threads(threads))?;
     // Refused before any work when it cannot fit (an allocation that fails
     // aborts the process).
     if let Some(why) = crate::sim::memory::too_big(&job, worker_threads(threads), opts.shard) {

@@ -16,17 +16,48 @@ use crate::support::ptxas;
 /// The parity check `fedbandits calibrate` runs before it measures a
 /// device (every family's parity jobs: every algorithm on both linear
 /// environments, the gossip and the combinatorial families, P-FCB at
-/// epsilon .inf, every private cell also at `noise: false`: 36 cells and
-/// their 14 noise-free twins), under the host emulation: every cell equal
+/// epsilon .inf, every private cell also at `noise: false`, both FedUCB
+/// forms with federations spanning three blocks: 38 cells and their 14
+/// noise-free twins), under the host emulation: every cell equal
 /// to the CPU bit for bit (every algorithm has kernels: none is skipped).
+/// Run as `--backend cuda`'s gate runs it on a device without a recorded
+/// pass: recorded as passed, after which the gate lets the device run
+/// without checking again and `auto` uses it where a calibration names it.
 #[test]
 fn calibrate_parity_check_passes_under_emulation() {
+    use fedbandits::backend::calibration::{Calibration, MachineKey};
+    use fedbandits::backend::gate::ParityRecord;
+    use fedbandits::backend::{BackendChoice, Selection, select_auto_in};
+    let dir = std::env::temp_dir().join(format!("fedbandits-parity-pass-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
     let p = fedbandits::sim::parity::check_all(&emulated()).unwrap_or_else(|e| panic!("{e}"));
     for c in &p.equal {
         println!("parity ok: {c}");
     }
     assert!(p.skipped.is_empty(), "{:?}", p.skipped);
-    assert_eq!(p.equal.len(), 50, "{:?}", p.equal);
+    assert_eq!(p.equal.len(), 52, "{:?}", p.equal);
+    let sel = Selection::with_cuda(BackendChoice::Cuda, emulated(), None);
+    fedbandits::cli::calibrate::gate_cuda(&sel, Some(&dir)).unwrap_or_else(|e| panic!("{e}"));
+    let record = ParityRecord::load(&dir, "host emulation").unwrap().unwrap();
+    assert!(
+        record.passed() && record.detail.contains("bit for bit in 52 cells"),
+        "{record:?}"
+    );
+    // Recorded: the gate does not check again (a device that would now
+    // fail passes the gate: the record is per engine and device).
+    fedbandits::cli::calibrate::gate_cuda(&sel, Some(&dir)).unwrap_or_else(|e| panic!("{e}"));
+    Calibration {
+        machine: MachineKey::here(2, Some("host emulation")),
+        measured_at: 0,
+        rows: Vec::new(),
+        rejected: Vec::new(),
+        shapes: Vec::new(),
+    }
+    .save(&dir)
+    .unwrap_or_else(|e| panic!("{e}"));
+    let auto = select_auto_in(&dir, 2, || Ok(emulated()));
+    assert!(auto.cuda_backend().is_some(), "{}", auto.note);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Launches and copies of the batched CUDA path (counted by the backend):

@@ -5,7 +5,16 @@
 //! the kernel and what to do, the device takes no further launch, and a
 //! run keeps every unit finished before it and writes nothing of the
 //! batch. Without the watchdog the same launch waits forever.
+//!
+//! And the parity gate (src/backend/gate.rs): a device whose results differ
+//! from the CPU's fails the parity check, the failure is recorded, `auto`
+//! then leaves the device with a notice naming the record, and `--backend
+//! cuda` refuses it.
 
+use fedbandits::backend::cuda::CudaBackend;
+use fedbandits::backend::cuda::CudaError;
+use fedbandits::backend::cuda::emulation::Emulator;
+use fedbandits::backend::cuda::launcher::{Arg, DevPtr, Launcher};
 use fedbandits::backend::{BackendChoice, Selection};
 use fedbandits::job::Job;
 use fedbandits::sim::run_batch;
@@ -13,7 +22,7 @@ use fedbandits::sim::runner::{RunOptions, run_job};
 use std::path::Path;
 use std::time::Duration;
 
-use crate::support::emulated::emulated_with_withheld_block;
+use crate::support::emulated::{emulated_with_withheld_block, emulator_lib};
 
 /// FedUCB with M = 9: a federation spans three blocks of four agents (the
 /// last with one), which meet at group barriers every round.
@@ -108,4 +117,130 @@ fn walk(dir: &Path) -> Vec<String> {
     }
     out.sort();
     out
+}
+
+/// A device whose every copy back of a regret-like value (a normal, non-zero
+/// f64 first) differs from the kernel's in its last bit: a kernel made to
+/// differ.
+struct Skewed(Box<dyn Launcher + Send>);
+
+impl Launcher for Skewed {
+    fn name(&self) -> &'static str {
+        "emulation"
+    }
+    fn alloc_zeroed(&mut self, bytes: usize) -> Result<DevPtr, CudaError> {
+        self.0.alloc_zeroed(bytes)
+    }
+    fn upload(&mut self, dst: DevPtr, bytes: &[u8]) -> Result<(), CudaError> {
+        self.0.upload(dst, bytes)
+    }
+    fn download(&mut self, src: DevPtr, out: &mut [u8]) -> Result<(), CudaError> {
+        self.0.download(src, out)?;
+        if out.len() >= 8 && out.len().is_multiple_of(8) {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&out[..8]);
+            let v = f64::from_le_bytes(w);
+            if v.is_normal() {
+                out[..8].copy_from_slice(&f64::from_bits(v.to_bits() ^ 1).to_le_bytes());
+            }
+        }
+        Ok(())
+    }
+    fn launch_grid(
+        &mut self,
+        kernel: &str,
+        grid: usize,
+        block: usize,
+        shared: usize,
+        args: &[Arg],
+    ) -> Result<(), CudaError> {
+        self.0.launch_grid(kernel, grid, block, shared, args)
+    }
+    fn free_all(&mut self) {
+        self.0.free_all();
+    }
+    fn max_shared_per_block(&self) -> usize {
+        self.0.max_shared_per_block()
+    }
+}
+
+fn skewed() -> CudaBackend {
+    let emu = Emulator::load(emulator_lib()).unwrap_or_else(|e| panic!("{e}"));
+    CudaBackend::with_launcher(Box::new(Skewed(Box::new(emu))), "skewed emulation")
+}
+
+/// The gate on a device that differs: the check fails and is recorded;
+/// `auto` with a calibration that names the device (one measured before)
+/// runs every cell on the CPU with a notice naming the record, and so it
+/// does with only the record (a device that failed is not calibrated,
+/// and is not even opened); `--backend cuda` refuses it, naming the record.
+#[test]
+fn a_recorded_parity_failure_keeps_auto_off_the_device() {
+    use fedbandits::backend::calibration::{Calibration, MachineKey};
+    use fedbandits::backend::gate::{ParityRecord, Verdict};
+    use fedbandits::backend::select_auto_in;
+    use fedbandits::cli::calibrate::{check_recorded, gate_cuda};
+    let dir = std::env::temp_dir().join(format!("fedbandits-gate-fail-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (record, path) = check_recorded(&skewed(), Some(&dir));
+    let path = path.unwrap_or_else(|| panic!("not recorded"));
+    println!("{}: {record:?}", path.display());
+    assert_eq!(record.verdict, Verdict::Failed);
+    assert!(record.detail.contains("against the CPU's"), "{}", record.detail);
+    assert_eq!(
+        ParityRecord::load(&dir, "skewed emulation").unwrap(),
+        Some(record.clone())
+    );
+    // Only the record: auto says which record and never opens the device.
+    let auto = select_auto_in(&dir, 2, || {
+        panic!("auto opened a device with a failed record and no calibration")
+    });
+    println!("{}", auto.note);
+    let notice = format!(
+        "backend cpu (auto: skips CUDA device skewed emulation: its parity check with this engine failed at {}",
+        record.at
+    );
+    assert!(auto.note.starts_with(&notice), "{}", auto.note);
+    assert!(auto.note.contains(&path.display().to_string()) && auto.cuda_backend().is_none());
+    // A calibration that names the device (measured before the failure):
+    // the device opens and the record keeps it off.
+    Calibration {
+        machine: MachineKey::here(2, Some("skewed emulation")),
+        measured_at: 0,
+        rows: Vec::new(),
+        rejected: Vec::new(),
+        shapes: Vec::new(),
+    }
+    .save(&dir)
+    .unwrap_or_else(|e| panic!("{e}"));
+    let auto = select_auto_in(&dir, 2, || Ok(skewed()));
+    assert!(
+        auto.note.starts_with(&notice) && auto.cuda_backend().is_none(),
+        "{}",
+        auto.note
+    );
+    // `--backend cuda`: the check runs again (no pass recorded) and fails.
+    let sel = Selection::with_cuda(BackendChoice::Cuda, skewed(), None);
+    let e = gate_cuda(&sel, Some(&dir)).unwrap_err().to_string();
+    println!("{e}");
+    assert!(
+        e.contains("failed the parity check with the CPU") && e.contains(&path.display().to_string()),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A device that hangs fails the gate too: the watchdog's abort is the
+/// check's failure, recorded as such.
+#[test]
+fn a_parity_check_the_watchdog_aborted_is_recorded_as_failed() {
+    use fedbandits::backend::gate::Verdict;
+    use fedbandits::cli::calibrate::check_recorded;
+    let dir = std::env::temp_dir().join(format!("fedbandits-gate-hang-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (record, _) = check_recorded(&emulated_with_withheld_block(Duration::from_secs(1)), Some(&dir));
+    println!("{record:?}");
+    assert_eq!(record.verdict, Verdict::Failed);
+    assert!(record.detail.contains("watchdog"), "{}", record.detail);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -86,4 +86,15 @@ pub const PARITY: &[(&str, &str)] = &[
          environment: [linear_gap, linear_sphere]\nparams: {m: 3, d: 3, k: 9, delta: 0.1, epsilon: 4, sync: threshold, \
          refactor_every: 11, schedule_cap: 3}\ngrid: {threshold: [0.5, 40], schedule: [private, paper]}\n",
     ),
+    (
+        // Federations that span blocks: with M = 9 both FedUCB kernels put
+        // a federation in three blocks (the last with one agent), which meet
+        // at group barriers every round, the spin the watchdog guards
+        // (src/backend/cuda/watchdog.rs): a device that never schedules a
+        // block fails the check here instead of hanging a study later.
+        "feducb_spanning",
+        "seed: 8\nrepetitions: 2\nhorizon: 60\ncheckpoints: {every: 20}\nalgorithm: [feducb_centralized, \
+         feducb_decentralized]\nenvironment: linear_gap\nparams: {m: 9, d: 3, k: 8, delta: 0.1, epsilon: 1, \
+         refactor_every: 7, graph: ring, gamma: 1}\n",
+    ),
 ];

@@ -172,14 +172,24 @@ impl CudaDevice {
 
 /// Page-locked host memory for the watchdog's two words, mapped into the
 /// device, its device address written into the module's `fb_abort_word`.
-fn map_words(ctx: &Arc<CudaContext>, module: &Arc<CudaModule>, stream: &Arc<CudaStream>) -> Result<*mut u32, CudaError> {
+fn map_words(
+    ctx: &Arc<CudaContext>,
+    module: &Arc<CudaModule>,
+    stream: &Arc<CudaStream>,
+) -> Result<*mut u32, CudaError> {
     use cudarc::driver::sys;
     ctx.bind_to_thread().map_err(drv)?;
     let mut host: *mut std::ffi::c_void = std::ptr::null_mut();
     // SAFETY: a fresh 8-byte allocation; the flags map it into the device.
-    unsafe { sys::cuMemHostAlloc(&mut host, 8, sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE) }
-        .result()
-        .map_err(drv)?;
+    unsafe {
+        sys::cuMemHostAlloc(
+            &mut host,
+            8,
+            sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE,
+        )
+    }
+    .result()
+    .map_err(drv)?;
     let words = host.cast::<u32>();
     // SAFETY: the allocation holds two u32.
     unsafe {
@@ -210,7 +220,9 @@ impl Watch {
         if let Some(why) = &self.poisoned {
             return Err(CudaError::Watchdog(why.clone()));
         }
-        let Some(started) = self.started.take() else { return Ok(()) };
+        let Some(started) = self.started.take() else {
+            return Ok(());
+        };
         let deadline = self.settings.deadline(self.work);
         let window = format!(
             "{} launch(es) since the last copy, {} agent-step(s) declared, the last {}",
@@ -222,7 +234,9 @@ impl Watch {
         if self.event.is_none() {
             self.event = Some(self.ctx.new_event(None).map_err(drv)?);
         }
-        let Some(event) = self.event.as_ref() else { return Ok(()) };
+        let Some(event) = self.event.as_ref() else {
+            return Ok(());
+        };
         event.record(stream).map_err(drv)?;
         let done = || event.try_is_complete().map_err(drv);
         let mut polls = 0u32;
@@ -244,7 +258,13 @@ impl Watch {
 
     /// Past the deadline: sets the abort word and waits a grace for the
     /// kernel to return; exits the process when it does not.
-    fn abort(&mut self, kernel: &str, device: &str, window: &str, deadline: std::time::Duration) -> Result<(), CudaError> {
+    fn abort(
+        &mut self,
+        kernel: &str,
+        device: &str,
+        window: &str,
+        deadline: std::time::Duration,
+    ) -> Result<(), CudaError> {
         if !self.words.is_null() {
             // SAFETY: the mapped words live as long as `self`.
             unsafe { self.words.write_volatile(1) };
@@ -253,7 +273,10 @@ impl Watch {
         let event = self.event.as_ref();
         while !event.is_some_and(|e| e.try_is_complete().unwrap_or(false)) {
             if std::time::Instant::now() >= until {
-                eprintln!("{}", watchdog::hung_message(kernel, device, window, deadline, self.settings.grace));
+                eprintln!(
+                    "{}",
+                    watchdog::hung_message(kernel, device, window, deadline, self.settings.grace)
+                );
                 std::process::exit(watchdog::EXIT_HUNG);
             }
             std::thread::sleep(std::time::Duration::from_millis(1));

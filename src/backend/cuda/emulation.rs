@@ -24,8 +24,7 @@ use std::ffi::{CString, c_char, c_int, c_uint, c_void};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-type LaunchFn =
-    unsafe extern "C" fn(*const c_char, c_uint, c_uint, c_uint, *mut *mut c_void, *mut c_uint) -> c_int;
+type LaunchFn = unsafe extern "C" fn(*const c_char, c_uint, c_uint, c_uint, *mut *mut c_void, *mut c_uint) -> c_int;
 
 /// The emulated device.
 pub struct Emulator {
