@@ -340,9 +340,9 @@ extern "C" __global__ void fb_sync_broadcast(int n, int m, int d, const int* mas
 // Threads per block of fb_linear_rounds_coop (4 agents), and the blocks per
 // SM its register budget must allow (src/algo/linear/cuda/mod.rs COOP_BLOCK).
 #define FB_COOP_BLOCK 128
-#define FB_COOP_MIN_BLOCKS 6
+#define FB_COOP_MIN_BLOCKS 8
 // fb_feducb_rounds' budget: its events need more registers.
-#define FB_FED_MIN_BLOCKS 4
+#define FB_FED_MIN_BLOCKS 6
 
 // Keeps the better of two (score, index, quad) candidates: higher score,
 // lower index on ties (the CPU scorer's Best::finish).
@@ -372,6 +372,34 @@ FB_DEV void fb_lane_argmax(const double* A, const double* th, int d, int k, int 
             double t = 0.0;
             for (int j = i + 1; j < d; ++j) t = fma(A[i * d + j], xc[j], t);
             double xi = xc[i];
+            double inner = fma(A[i * d + i], xi, 2.0 * t);
+            quad = fma(xi, inner, quad);
+            mu = fma(th[i], xi, mu);
+        }
+        double s = fma(beta, sqrt(fmax(quad, 0.0)), mu);
+        if (s > *bs) {
+            *bs = s;
+            *bi = c;
+            *bq = quad;
+        }
+    }
+}
+
+// fb_lane_argmax without the lane's scratch (the multi-round kernels):
+// `x(j, c)` is evaluated where coordinate j is used, d (d + 1) / 2 + d
+// times per action instead of d; the same values in the same operations,
+// so the same bits. What it saves is FB_COOP_LANES x d doubles of shared
+// memory per agent (2.5 KiB at d = 10), which bounded the blocks per SM
+// (kernels/README.md's occupancy table).
+template <typename X>
+FB_DEV void fb_lane_argmax_direct(const double* A, const double* th, int d, int k, int lane, double beta, X x,
+                                  double* bs, int* bi, double* bq) {
+    for (int c = lane; c < k; c += FB_COOP_LANES) {
+        double mu = 0.0, quad = 0.0;
+        for (int i = 0; i < d; ++i) {
+            double t = 0.0;
+            for (int j = i + 1; j < d; ++j) t = fma(A[i * d + j], x(j, c), t);
+            double xi = x(i, c);
             double inner = fma(A[i * d + i], xi, 2.0 * t);
             quad = fma(xi, inner, quad);
             mu = fma(th[i], xi, mu);

@@ -54,15 +54,23 @@ FB_DEV double fb_gap_x(int j, int c, int k, const double* th, const float* g, co
 
 // Doubles of dynamic shared memory one agent of fb_linear_rounds_coop uses
 // (src/algo/linear/cuda/mod.rs coop_step_shape repeats this): V^{-1} (d*d),
-// on linear_sphere the means and inverse norms (kp each), theta_hat, w,
-// x_chosen, b (d each), 4 scalars, the lanes' x scratch (FB_COOP_LANES d);
-// on linear_gap the scales (kp) and the round's uniforms (2 kp, which
-// become each action's <h, theta> and mean); then the f32 normals (sphere
-// (K - d)(d - 1), gap K (d - 1)), rounded up to whole doubles.
+// theta_hat, w, x_chosen, b (d each), 4 scalars, the per-action region
+// (on linear_sphere the means and inverse norms, kp each; on linear_gap
+// the scales, kp, and the round's uniforms, 2 kp, which become each
+// action's <h, theta> and mean; at least 64 doubles, which hold the
+// normals pass's xoshiro words while the region is dead), then the f32
+// normals (sphere (K - d)(d - 1), gap K (d - 1)), rounded up to whole
+// doubles. No per-lane scratch: scoring evaluates each coordinate where it
+// is used (fb_lane_argmax_direct), which is what lets six (FedUCB) to
+// eight blocks share an SM (kernels/README.md's occupancy table).
+FB_DEV long long fb_coop_region_doubles(int gap, int kp) {
+    long long r = (gap ? 3LL : 2LL) * kp;
+    return r < 64 ? 64 : r;
+}
 FB_DEV long long fb_coop_agent_doubles(int gap, int d, int k, int kp) {
     int fixed = d < k ? d : k;
     long long normals = gap ? (long long)k * (d - 1) : (long long)(k - fixed) * (d - 1);
-    return (long long)d * d + (gap ? 3LL : 2LL) * kp + (4LL + FB_COOP_LANES) * d + 4 + (normals + 1) / 2;
+    return (long long)d * d + 4LL * d + 4 + fb_coop_region_doubles(gap, kp) + (normals + 1) / 2;
 }
 
 // `rounds` consecutive rounds of every agent with FB_COOP_LANES threads per
@@ -109,7 +117,7 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
     FB_DYN_SHARED(double, smem);
     // The scalars of the block's first agent (its last one holds the
     // ticket on a device).
-    double* sc0 = smem + dd + (gap ? 0 : 2 * kp) + 4 * d;
+    double* sc0 = smem + dd + 4 * d;
     const bool FED = MODE != FB_PLAIN;
     long long g = (long long)blockIdx.x * per_block + local, f = 0;
     int fj = 0;  // FED: the block's place in its federation
@@ -124,17 +132,17 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
     if (FED) g += f * m;
     long long gg = live ? g : f * m;
     double* A = smem + local * per;
-    double* mean = A + dd;               // sphere: means
-    double* inv = mean + (gap ? 0 : kp);  // sphere: inverse norms
-    double* that = inv + (gap ? 0 : kp);
+    double* that = A + dd;
     double* w = that + d;
     double* xs = w + d;
     double* bs_ = xs + d;
-    double* sc = bs_ + d;                 // [0] y, [1] mu, [2] optimal index, [3] random pick
-    double* xc = sc + 4 + lane * d;       // this lane's x scratch (FB_COOP_LANES x d)
-    double* cs = sc + 4 + FB_COOP_LANES * d;  // gap: scales (kp), then uniforms (2 kp)
-    double* un = cs + kp;  // gap: v's offsets and r (then <h, theta> and v)
-    float* gn = (float*)(gap ? un + 2 * kp : cs);
+    double* sc = bs_ + d;  // [0] y, [1] mu, [2] optimal index, [3] random pick
+    double* region = sc + 4;  // the per-action region (fb_coop_region_doubles)
+    double* mean = region;      // sphere: means
+    double* inv = region + kp;  // sphere: inverse norms
+    double* cs = region;        // gap: scales (kp), then uniforms (2 kp)
+    double* un = cs + kp;       // gap: v's offsets and r (then <h, theta> and v)
+    float* gn = (float*)(region + fb_coop_region_doubles(gap, kp));
     int total = gap ? k * last : nr * last;  // normals per round
     const double* th = theta_star + (gg / m) * d;
     fb_u64* st = lanes + gg * 32;
@@ -207,7 +215,9 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
             // 2), as that lane itself would: the same normals, bit for bit,
             // with every lane doing Box-Muller. Block-uniform (agents past n
             // take part and write nothing): every thread reaches every barrier.
-            fb_u64* words = (fb_u64*)(sc + 4);  // 2 x 32 words (FB_COOP_LANES d >= 64 doubles)
+            // 2 x 32 words in the per-action region (dead until the pass
+            // ends: the last round read it before a barrier).
+            fb_u64* words = (fb_u64*)region;
             int blocks = (total + FB_NORMALS_PER_BLOCK - 1) / FB_NORMALS_PER_BLOCK;
             for (int b0 = 0; b0 < blocks; b0 += 2) {
                 int nb = blocks - b0 < 2 ? blocks - b0 : 2;
@@ -226,6 +236,8 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
                     if (base + 2 * FB_LANES + p < total) gn[base + 2 * FB_LANES + p] = s;
                 }
             }
+            // linear_gap's uniforms go where the words were.
+            if (gap) __syncthreads();
         }
         if (live && gap) {
             if (lane == 0) {
@@ -301,12 +313,12 @@ FB_DEV void fb_rounds_body(int group, int n, int m, int d, int k, int kp, int re
         double bsc = FB_NEG_INF, bq = 0.0;
         int bi = 0;
         if (live && !random_policy) {
-            fb_lane_argmax(A, that, d, k, lane, beta,
-                           [=](int j, int c) {
-                               return gap ? fb_gap_x(j, c, k, th, gn, cs, un, hb)
-                                          : fb_sphere_x(j, c, d, fixed, nr, gn, inv);
-                           },
-                           xc, &bsc, &bi, &bq);
+            fb_lane_argmax_direct(A, that, d, k, lane, beta,
+                                  [=](int j, int c) {
+                                      return gap ? fb_gap_x(j, c, k, th, gn, cs, un, hb)
+                                                 : fb_sphere_x(j, c, d, fixed, nr, gn, inv);
+                                  },
+                                  &bsc, &bi, &bq);
         }
         fb_lanes_combine(&bsc, &bi, &bq);
         if (random_policy) {

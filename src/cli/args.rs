@@ -236,6 +236,11 @@ pub struct CalibrateArgs {
     /// (each for at least --seconds) and fit `plan`'s time model to them.
     #[arg(long)]
     pub shapes: bool,
+    /// Instead of measuring, print the multi-round kernels' static
+    /// occupancy table for sm_80 and sm_90 (ptxas by NVRTC, no device), or
+    /// rewrite it in FILE between its markers (kernels/README.md).
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
+    pub occupancy_table: Option<PathBuf>,
 }
 
 /// A command-line value out of its range (clap prints it after the flag).

@@ -12,6 +12,7 @@ pub mod audit;
 pub mod bench;
 pub mod calibrate;
 pub mod kernels;
+pub mod occupancy_table;
 pub mod reference;
 pub mod shapes;
 pub mod summary;
@@ -153,6 +154,11 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             threads,
         ),
         Command::Calibrate(c) => {
+            if let Some(file) = &c.occupancy_table {
+                let file = (file.as_os_str() != "-").then_some(file.as_path());
+                emit(&occupancy_table::run(file)?);
+                return Ok(());
+            }
             let opts = calibrate::CalibrateOptions {
                 threads: worker_threads(capped_threads(c.threads)),
                 federations: c.federations,

@@ -682,7 +682,8 @@ pub fn coop_step_shape(gap: bool, d: usize, k: usize, shared_limit: usize) -> Op
     } else {
         (k - fixed) * d.saturating_sub(1)
     };
-    let doubles = d * d + if gap { 3 * kp } else { 2 * kp } + (4 + COOP_LANES) * d + 4 + normals.div_ceil(2);
+    let region = if gap { 3 * kp } else { 2 * kp }.max(64);
+    let doubles = d * d + 4 * d + 4 + region + normals.div_ceil(2);
     let bytes = doubles * 8;
     let agents = COOP_BLOCK / COOP_LANES;
     (agents * bytes <= shared_limit).then_some((agents, agents * bytes))
