@@ -6,18 +6,21 @@
 #
 #   cargo build --release && cargo test --release --no-run
 #   # optional, for `ncu` before/after: the binary of an earlier commit
+#   # (136cc9c: the multi-round kernels' layout before issue 74's, with
+#   # the per-lane scratch, 80 and 128 registers)
 #   git worktree add /tmp/before <commit> && (cd /tmp/before && cargo build --release)
 #   mkdir -p before && cp /tmp/before/target/release/fedbandits before/
 #
 #   analysis/gpu/device_checks.sh parity    OUT   # the device parity test
 #   analysis/gpu/device_checks.sh calibrate OUT   # calibrate --report at 64, 1024, 4096
 #   analysis/gpu/device_checks.sh ncu       OUT [before/fedbandits]
+#   analysis/gpu/device_checks.sh watchdog  OUT   # after calibrate: the abort path on the device
 #
 # Everything goes to OUT (logs, the report, ncu's CSV); the exit status is
 # the first failing step's. Nothing here is timed by the script itself: the
 # numbers are the tools' own.
 set -u
-stage=${1:?stage: parity, calibrate or ncu}
+stage=${1:?stage: parity, calibrate, ncu or watchdog}
 out=${2:?output folder}
 before=${3:-}
 mkdir -p "$out"
@@ -61,8 +64,28 @@ ncu)
         done
     done
     ;;
+watchdog)
+    # The watchdog's abort path on real hardware: a floor of 1 ms makes
+    # every chunk of FedUCB (federations of 100 agents over 25 blocks
+    # meeting at group barriers) pass its deadline, so blocks waiting at a
+    # barrier are asked to give up. Expected: the run ends within seconds
+    # with the watchdog's error naming fb_feducb_rounds, or with "finished
+    # after its deadline" warnings only; a hang (the timeout's 124) is a
+    # failure. The parity record `calibrate` wrote is copied so that the
+    # gate lets the device run (the check itself would fail at 1 ms).
+    cache=$(mktemp -d)
+    cp -r "${FEDBANDITS_CACHE_DIR:-$HOME/.cache/fedbandits}/." "$cache/" 2>/dev/null || true
+    note "FEDBANDITS_WATCHDOG_SECONDS=0.001 bench --backend cuda --only feducb_d10_k100_m100 --federations 1024"
+    FEDBANDITS_CACHE_DIR="$cache" FEDBANDITS_WATCHDOG_SECONDS=0.001 timeout 120 "$bin" bench --backend cuda \
+        --only feducb_d10_k100_m100 --federations 1024 --rounds 192 > "$out/watchdog.log" 2>&1
+    rc=$?
+    echo "exit status $rc" >> "$out/watchdog.log"
+    [ "$rc" = 124 ] && status=124
+    grep -E "watchdog|deadline|exit status" "$out/watchdog.log" | head -5 | tee -a "$out/steps.log"
+    rm -rf "$cache"
+    ;;
 *)
-    echo "unknown stage $stage: parity, calibrate or ncu" >&2
+    echo "unknown stage $stage: parity, calibrate, ncu or watchdog" >&2
     exit 2
     ;;
 esac
