@@ -96,6 +96,31 @@ pub struct Family {
     /// Its micro-benchmarks (`fedbandits bench --kernels`, `--linalg`):
     /// (which, the benchmark, handed a line printer).
     pub micro_benches: &'static [(&'static str, MicroBench)],
+    /// Its multi-round kernels' launch shapes on a device whose blocks may
+    /// use the given shared memory, for the static occupancy table
+    /// (`fedbandits calibrate --occupancy-table`; [`no_static_shapes`]
+    /// where it has none).
+    pub static_shapes: fn(usize) -> Vec<StaticShape>,
+}
+
+/// One row of a family's static occupancy table: a kernel as the host
+/// launches it for one environment at the family's reference shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StaticShape {
+    /// The kernel.
+    pub kernel: &'static str,
+    /// The environment (its launch shape depends on it).
+    pub environment: &'static str,
+    /// Threads per block.
+    pub threads: usize,
+    /// Dynamic shared memory per block, bytes (None: the shape does not fit
+    /// the device's limit).
+    pub shared: Option<usize>,
+}
+
+/// A family without multi-round kernels to table.
+pub fn no_static_shapes(_shared_limit: usize) -> Vec<StaticShape> {
+    Vec::new()
 }
 
 /// A family's micro-benchmark: times its kernels and hands each line of
@@ -134,7 +159,7 @@ impl Family {
     /// A family of these members, parameters and resolver with every other
     /// field empty (no baseline, `group_regret` as its growth regret, no
     /// claims, workloads, parity jobs, columns, parts, metrics, widths,
-    /// kernels, cost terms, shapes or micro-benchmarks): a family's entry
+    /// kernels, cost terms, shapes, micro-benchmarks or static shapes): a family's entry
     /// writes what it has and takes the rest from here (`..Family::new(..)`).
     pub const fn new(
         (name, doc): (&'static str, &'static str),
@@ -166,6 +191,7 @@ impl Family {
             cost_terms: &[],
             shapes: &[],
             micro_benches: &[],
+            static_shapes: no_static_shapes,
         }
     }
 

@@ -1,5 +1,5 @@
 //! The parity gate: what this engine's parity check (every family's parity
-//! cells, bit for bit against the CPU; `crate::sim::parity`) found on a
+//! cells, bit for bit against the CPU; `sim::parity`) found on a
 //! CUDA device, recorded per engine version and device in the user's
 //! cache directory (beside the calibrations, [`super::calibration`]) as
 //! `parity-<hash>.yaml`, written atomically.

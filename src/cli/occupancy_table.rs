@@ -1,29 +1,23 @@
 //! `fedbandits calibrate --occupancy-table [FILE]`: the static columns of
-//! the kernels' table (no timing, no device): for each multi-round kernel,
-//! linear environment and architecture (sm_80, sm_90) at d = 10, K = 100,
-//! ptxas' registers and spills for that architecture (NVRTC), the shared
-//! memory per block the host asks for on that device (its opt-in limit:
-//! [`crate::algo::linear::cuda::coop_step_shape`]) and the theoretical
+//! the kernels' table (no timing, no device): for each family's multi-round
+//! kernels, environment and architecture (sm_80, sm_90) at the family's
+//! reference shape (each family's `static_shapes`), ptxas' registers and
+//! spills for that architecture (NVRTC), the shared memory per block the
+//! host asks for on that device (its opt-in limit) and the theoretical
 //! occupancy they give ([`crate::backend::cuda::occupancy`]), with what
 //! limits it. kernels/README.md holds the table between two markers; with
 //! FILE the block there is rewritten (atomically), and a test checks that
 //! the committed one is the one this engine computes.
 
 use super::CliError;
-use crate::algo::linear::cuda::{COOP_BLOCK, coop_step_shape};
+use crate::algo::family_entry::StaticShape;
 use crate::backend::cuda::nvrtc::{KernelStats, NvrtcError};
 use crate::backend::cuda::occupancy::{Arch, SM_80, SM_90, occupancy};
 use std::path::Path;
 
-/// The kernels of the table: every round of a chunk in one launch.
-pub const KERNELS: [&str; 3] = ["fb_linear_rounds_coop", "fb_feducb_rounds", "fb_peer_rounds"];
-
 /// The architectures, each with the shared memory one block may opt into
 /// there (A100: 163 KiB, H100/H200: 227 KiB).
 pub const ARCHS: [(Arch, usize); 2] = [(SM_80, 163 * 1024), (SM_90, 227 * 1024)];
-
-/// The shape of the table's rows (d, K).
-pub const SHAPE: (usize, usize) = (10, 100);
 
 /// The markers around the table in a Markdown file.
 pub const BEGIN: &str =
@@ -34,43 +28,52 @@ pub const END: &str = "<!-- occupancy table: end -->";
 /// The table as Markdown, with ptxas' statistics of each architecture from
 /// `stats`.
 pub fn table(stats: impl Fn(&Arch) -> Result<Vec<KernelStats>, NvrtcError>) -> Result<String, NvrtcError> {
-    let (d, k) = SHAPE;
     let mut md = String::from(
         "| kernel | environment | arch | registers | spills (bytes, stores / loads) | shared memory per block \
          (static + dynamic) | warps per SM | occupancy | limited by |\n|---|---|---|---|---|---|---|---|---|\n",
     );
     for (arch, per_block) in ARCHS {
         let s = stats(&arch)?;
-        for kernel in KERNELS {
-            for (env, gap) in [("linear_sphere", false), ("linear_gap", true)] {
-                let Some(ks) = s.iter().find(|x| x.name == kernel) else {
-                    md += &format!("| `{kernel}` | {env} | {} | no ptxas report | | | | | |\n", arch.name);
-                    continue;
-                };
-                let Some((_, shared)) = coop_step_shape(gap, d, k, per_block) else {
-                    md += &format!(
-                        "| `{kernel}` | {env} | {} | {} | {} / {} | does not fit | 0 | 0% | shared memory |\n",
-                        arch.name, ks.registers, ks.spills.0, ks.spills.1
-                    );
-                    continue;
-                };
-                let total = ks.static_shared + u32::try_from(shared).unwrap_or(u32::MAX);
-                let o = occupancy(&arch, ks.registers, COOP_BLOCK as u32, total);
-                md += &format!(
-                    "| `{kernel}` | {env} | {} | {} | {} / {} | {} + {shared} B | {} | {:.1}% | {} |\n",
-                    arch.name,
-                    ks.registers,
-                    ks.spills.0,
-                    ks.spills.1,
-                    ks.static_shared,
-                    o.warps,
-                    100.0 * o.fraction,
-                    o.limiter.word()
-                );
-            }
+        for shape in crate::algo::family::FAMILIES
+            .iter()
+            .flat_map(|f| (f.static_shapes)(per_block))
+        {
+            md += &row(&arch, &s, &shape);
         }
     }
     Ok(md)
+}
+
+/// One kernel's row on `arch` with ptxas' statistics `stats`.
+fn row(arch: &Arch, stats: &[KernelStats], shape: &StaticShape) -> String {
+    let (kernel, env) = (shape.kernel, shape.environment);
+    let Some(ks) = stats.iter().find(|x| x.name == kernel) else {
+        return format!("| `{kernel}` | {env} | {} | no ptxas report | | | | | |\n", arch.name);
+    };
+    let Some(shared) = shape.shared else {
+        return format!(
+            "| `{kernel}` | {env} | {} | {} | {} / {} | does not fit | 0 | 0% | shared memory |\n",
+            arch.name, ks.registers, ks.spills.0, ks.spills.1
+        );
+    };
+    let total = ks.static_shared + u32::try_from(shared).unwrap_or(u32::MAX);
+    let o = occupancy(
+        arch,
+        ks.registers,
+        u32::try_from(shape.threads).unwrap_or(u32::MAX),
+        total,
+    );
+    format!(
+        "| `{kernel}` | {env} | {} | {} | {} / {} | {} + {shared} B | {} | {:.1}% | {} |\n",
+        arch.name,
+        ks.registers,
+        ks.spills.0,
+        ks.spills.1,
+        ks.static_shared,
+        o.warps,
+        100.0 * o.fraction,
+        o.limiter.word()
+    )
 }
 
 /// The table of `text` between the markers, if both are there.

@@ -425,6 +425,7 @@ pub const FAMILY: crate::algo::family_entry::Family = crate::algo::family_entry:
     cost_terms: cost::COST_TERMS,
     shapes: cost::SHAPES,
     micro_benches: &[("kernels", micro::kernels), ("linalg", micro::linalg_crossover)],
+    static_shapes: cuda::static_shapes,
     ..crate::algo::family_entry::Family::new(
         ("linear", "linear contextual bandits: M agents, d-dimensional actions (Dubey & Pentland; Zhou & Chowdhury; definitions in src/algo/linear/)"),
         ALGORITHMS,

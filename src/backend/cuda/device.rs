@@ -238,20 +238,13 @@ impl Watch {
             return Ok(());
         };
         event.record(stream).map_err(drv)?;
-        let done = || event.try_is_complete().map_err(drv);
-        let mut polls = 0u32;
-        while !done()? {
+        // Polled as the driver's default synchronization spins (one
+        // device per host thread): no sleep that would delay the copy.
+        while !event.try_is_complete().map_err(drv)? {
             if started.elapsed() >= deadline {
                 return self.abort(kernel, device, &window, deadline);
             }
-            // Yield for the first milliseconds (a copy usually follows a
-            // short wait), then sleep between polls.
-            polls = polls.saturating_add(1);
-            if polls < 2000 {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(std::time::Duration::from_micros(200));
-            }
+            std::thread::yield_now();
         }
         Ok(())
     }

@@ -689,6 +689,26 @@ pub fn coop_step_shape(gap: bool, d: usize, k: usize, shared_limit: usize) -> Op
     (agents * bytes <= shared_limit).then_some((agents, agents * bytes))
 }
 
+/// The multi-round kernels' launch shapes at the bench workloads' d = 10,
+/// K = 100 on both environments, on a device whose blocks may use
+/// `shared_limit` bytes of shared memory (the static occupancy table,
+/// kernels/README.md).
+pub fn static_shapes(shared_limit: usize) -> Vec<crate::algo::family_entry::StaticShape> {
+    let (d, k) = (10, 100);
+    let mut out = Vec::new();
+    for kernel in ["fb_linear_rounds_coop", "fb_feducb_rounds", "fb_peer_rounds"] {
+        for (environment, gap) in [("linear_sphere", false), ("linear_gap", true)] {
+            out.push(crate::algo::family_entry::StaticShape {
+                kernel,
+                environment,
+                threads: COOP_BLOCK,
+                shared: coop_step_shape(gap, d, k, shared_limit).map(|(_, bytes)| bytes),
+            });
+        }
+    }
+    out
+}
+
 /// Most rounds one launch of `fb_linear_rounds_coop` runs.
 const CHUNK_MAX: usize = 64;
 /// Bytes for the per-(round, agent) regrets of a chunk (caps the chunk for
