@@ -187,20 +187,9 @@ impl Calibration {
     /// cannot be read or belongs to another key is an error, naming it).
     pub fn load(dir: &Path, key: &MachineKey) -> Result<Option<Self>, CalibrationError> {
         let path = Self::path(dir, key);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => {
-                return Err(CalibrationError::Io {
-                    path,
-                    message: e.to_string(),
-                });
-            }
+        let Some(c) = read_yaml::<Self>(&path, "a calibration")? else {
+            return Ok(None);
         };
-        let c: Self = serde_yaml::from_str(&text).map_err(|e| CalibrationError::Io {
-            path: path.clone(),
-            message: format!("not a calibration ({e}); run `fedbandits calibrate` again or delete it"),
-        })?;
         if &c.machine != key {
             return Err(CalibrationError::Io {
                 path,
@@ -208,6 +197,17 @@ impl Calibration {
             });
         }
         Ok(Some(c))
+    }
+
+    /// A calibration of `machine` with nothing measured yet.
+    pub fn empty(machine: MachineKey) -> Self {
+        Self {
+            machine,
+            measured_at: 0,
+            rows: Vec::new(),
+            rejected: Vec::new(),
+            shapes: Vec::new(),
+        }
     }
 
     /// The device named by any calibration of this engine, CPU and thread
@@ -227,19 +227,7 @@ impl Calibration {
     /// Writes the calibration to `dir` atomically; returns the path.
     pub fn save(&self, dir: &Path) -> Result<PathBuf, CalibrationError> {
         let path = Self::path(dir, &self.machine);
-        let io = |message: String| CalibrationError::Io {
-            path: path.clone(),
-            message,
-        };
-        std::fs::create_dir_all(dir).map_err(|e| io(e.to_string()))?;
-        let text = serde_yaml::to_string(self).map_err(|e| io(e.to_string()))?;
-        // Atomically: a temporary file in the same directory, renamed.
-        let tmp = dir.join(format!(".{}.tmp-{}", self.machine.file_name(), std::process::id()));
-        let written = std::fs::write(&tmp, text.as_bytes()).and_then(|()| std::fs::rename(&tmp, &path));
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(io(e.to_string()));
-        }
+        write_yaml(dir, &path, self)?;
         Ok(path)
     }
 
@@ -286,6 +274,50 @@ impl Calibration {
             ),
         ))
     }
+}
+
+/// The value of YAML file `path` (`what` names its kind in errors), or
+/// None where there is no such file; a file that cannot be read or parsed
+/// is an error naming it.
+pub(crate) fn read_yaml<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    what: &str,
+) -> Result<Option<T>, CalibrationError> {
+    let io = |message: String| CalibrationError::Io {
+        path: path.to_path_buf(),
+        message,
+    };
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io(e.to_string())),
+    };
+    serde_yaml::from_str(&text).map(Some).map_err(|e| {
+        io(format!(
+            "not {what} ({e}); run `fedbandits calibrate` again or delete it"
+        ))
+    })
+}
+
+/// Writes `value` as YAML to `path` in `dir` (created) atomically: a
+/// temporary file in the same directory, renamed.
+pub(crate) fn write_yaml<T: serde::Serialize>(dir: &Path, path: &Path, value: &T) -> Result<(), CalibrationError> {
+    let io = |message: String| CalibrationError::Io {
+        path: path.to_path_buf(),
+        message,
+    };
+    std::fs::create_dir_all(dir).map_err(|e| io(e.to_string()))?;
+    let text = serde_yaml::to_string(value).map_err(|e| io(e.to_string()))?;
+    let name = path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let written = std::fs::write(&tmp, text.as_bytes()).and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io(e.to_string()));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

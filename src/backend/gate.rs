@@ -12,7 +12,7 @@
 //! device only with a recorded pass and otherwise says, in one line, which
 //! record kept it on the CPU ([`ParityRecord::notice`]).
 
-use super::calibration::{CalibrationError, engine_version};
+use super::calibration::{CalibrationError, engine_version, read_yaml, write_yaml};
 use std::path::{Path, PathBuf};
 
 /// What a parity check found.
@@ -68,22 +68,8 @@ impl ParityRecord {
     /// This engine's record for `device` in `dir`, if one was written (a
     /// file that cannot be read is an error naming it).
     pub fn load(dir: &Path, device: &str) -> Result<Option<Self>, CalibrationError> {
-        let path = Self::path(dir, device);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => {
-                return Err(CalibrationError::Io {
-                    path,
-                    message: e.to_string(),
-                });
-            }
-        };
-        let r: Self = serde_yaml::from_str(&text).map_err(|e| CalibrationError::Io {
-            path: path.clone(),
-            message: format!("not a parity record ({e}); run `fedbandits calibrate` again or delete it"),
-        })?;
-        Ok((r.engine == engine_version() && r.device == device).then_some(r))
+        let r = read_yaml::<Self>(&Self::path(dir, device), "a parity record")?;
+        Ok(r.filter(|r| r.engine == engine_version() && r.device == device))
     }
 
     /// Every record of this engine in `dir` that is not a pass (a device
@@ -112,18 +98,7 @@ impl ParityRecord {
     /// Writes the record to `dir` atomically; returns the path.
     pub fn save(&self, dir: &Path) -> Result<PathBuf, CalibrationError> {
         let path = Self::path(dir, &self.device);
-        let io = |message: String| CalibrationError::Io {
-            path: path.clone(),
-            message,
-        };
-        std::fs::create_dir_all(dir).map_err(|e| io(e.to_string()))?;
-        let text = serde_yaml::to_string(self).map_err(|e| io(e.to_string()))?;
-        let tmp = path.with_extension(format!("yaml.tmp-{}", std::process::id()));
-        let written = std::fs::write(&tmp, text.as_bytes()).and_then(|()| std::fs::rename(&tmp, &path));
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(io(e.to_string()));
-        }
+        write_yaml(dir, &path, self)?;
         Ok(path)
     }
 

@@ -152,13 +152,7 @@ fn shapes(opts: &CalibrateOptions) -> Result<String, CliError> {
     let dir = cache_dir().map_err(|e| CliError::Usage(e.to_string()))?;
     let mut cal = Calibration::load(&dir, &key)
         .map_err(|e| CliError::Usage(e.to_string()))?
-        .unwrap_or(Calibration {
-            machine: key,
-            measured_at: 0,
-            rows: Vec::new(),
-            rejected: Vec::new(),
-            shapes: Vec::new(),
-        });
+        .unwrap_or_else(|| Calibration::empty(key));
     // A shape measured again, or no longer one of its family's (an engine
     // whose model changed), is dropped.
     cal.shapes.retain(|s| {

@@ -46,15 +46,9 @@ fn calibrate_parity_check_passes_under_emulation() {
     // Recorded: the gate does not check again (a device that would now
     // fail passes the gate: the record is per engine and device).
     fedbandits::cli::calibrate::gate_cuda(&sel, Some(&dir)).unwrap_or_else(|e| panic!("{e}"));
-    Calibration {
-        machine: MachineKey::here(2, Some("host emulation")),
-        measured_at: 0,
-        rows: Vec::new(),
-        rejected: Vec::new(),
-        shapes: Vec::new(),
-    }
-    .save(&dir)
-    .unwrap_or_else(|e| panic!("{e}"));
+    Calibration::empty(MachineKey::here(2, Some("host emulation")))
+        .save(&dir)
+        .unwrap_or_else(|e| panic!("{e}"));
     let auto = select_auto_in(&dir, 2, || Ok(emulated()));
     assert!(auto.cuda_backend().is_some(), "{}", auto.note);
     let _ = std::fs::remove_dir_all(&dir);

@@ -204,15 +204,9 @@ fn a_recorded_parity_failure_keeps_auto_off_the_device() {
     assert!(auto.note.contains(&path.display().to_string()) && auto.cuda_backend().is_none());
     // A calibration that names the device (measured before the failure):
     // the device opens and the record keeps it off.
-    Calibration {
-        machine: MachineKey::here(2, Some("skewed emulation")),
-        measured_at: 0,
-        rows: Vec::new(),
-        rejected: Vec::new(),
-        shapes: Vec::new(),
-    }
-    .save(&dir)
-    .unwrap_or_else(|e| panic!("{e}"));
+    Calibration::empty(MachineKey::here(2, Some("skewed emulation")))
+        .save(&dir)
+        .unwrap_or_else(|e| panic!("{e}"));
     let auto = select_auto_in(&dir, 2, || Ok(skewed()));
     assert!(
         auto.note.starts_with(&notice) && auto.cuda_backend().is_none(),
