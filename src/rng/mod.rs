@@ -16,6 +16,7 @@
 //! stream of the key extended by `l` (tested).
 
 pub mod binomial;
+pub mod discrete;
 pub mod keyed;
 #[cfg(target_arch = "x86_64")]
 mod keyed_avx512;
