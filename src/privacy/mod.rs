@@ -5,6 +5,7 @@
 pub mod accountant;
 pub mod audit;
 pub mod binomial_gdp;
+pub mod bits;
 pub mod gdp;
 pub mod partial_sum;
 pub mod sensitivity;
