@@ -682,3 +682,91 @@ FB_DEV void fb_group_barrier(unsigned* bar, int blocks) {
     fb_group_wait();
 #endif
 }
+
+// ------------------------------------------------ exact discrete samplers
+
+// src/rng/discrete.rs in integer arithmetic, operation for operation, so a
+// kernel draws the same lattice points as the CPU (the emulation checks it
+// bit for bit): the words of one release (KeyedBits), a uniform integer
+// below n, Bernoulli(n / d), Bernoulli(exp(-n / d)), the discrete Laplace
+// and the discrete Gaussian (Canonne, Kamath and Steinke 2020; the doc
+// comment there describes them). The samplers return 0 and write *out, 1
+// for a zero scale, 2 where the arithmetic would exceed 128 bits.
+typedef unsigned __int128 fb_u128;
+struct fb_keyed_bits {
+    fb_u64 key;
+    fb_u64 next;
+};
+FB_DEV fb_u64 fb_kb_word(fb_keyed_bits* b) {
+    fb_u64 h = b->key ^ (b->next * 0xD2B74407B1CE6E93ull);
+    b->next += 1;
+    return fb_splitmix64(&h);
+}
+FB_DEV fb_u128 fb_kb_below(fb_keyed_bits* b, fb_u128 n) {
+    if (n <= 1) return 0;
+    fb_u128 reject_below = (~(fb_u128)0 - n + 1) % n;
+    for (;;) {
+        fb_u128 hi = fb_kb_word(b);
+        fb_u128 w = (hi << 64) | (fb_u128)fb_kb_word(b);
+        if (w >= reject_below) return w % n;
+    }
+}
+FB_DEV int fb_bernoulli_ratio(fb_keyed_bits* b, fb_u128 n, fb_u128 d) { return fb_kb_below(b, d) < n; }
+// exp(-n / d) for n <= d: the first k with Bernoulli(gamma / k) = 0, k odd.
+FB_DEV int fb_bernoulli_exp_neg_le1(fb_keyed_bits* b, fb_u128 n, fb_u128 d) {
+    for (fb_u128 k = 1;; ++k) {
+        if (d > ~(fb_u128)0 / k) return (int)(k & 1);
+        if (!fb_bernoulli_ratio(b, n, d * k)) return (int)(k & 1);
+    }
+}
+FB_DEV int fb_bernoulli_exp_neg(fb_keyed_bits* b, fb_u128 n, fb_u128 d) {
+    if (n > d) {
+        fb_u128 whole = n / d;
+        for (fb_u128 i = 0; i < whole; ++i)
+            if (!fb_bernoulli_exp_neg_le1(b, 1, 1)) return 0;
+        return fb_bernoulli_exp_neg_le1(b, n % d, d);
+    }
+    return fb_bernoulli_exp_neg_le1(b, n, d);
+}
+FB_DEV int fb_discrete_laplace(fb_keyed_bits* b, fb_u64 s, fb_u64 t, long long* out) {
+    if (s == 0 || t == 0) return 1;
+    for (;;) {
+        fb_u128 u = fb_kb_below(b, t);
+        if (!fb_bernoulli_exp_neg(b, u, t)) continue;
+        fb_u128 v = 0;
+        while (fb_bernoulli_exp_neg(b, 1, 1)) v += 1;
+        fb_u128 y = (u + (fb_u128)t * v) / s;
+        int negative = (fb_kb_word(b) >> 63) == 1ull;
+        if (negative && y == 0) continue;
+        if (y > (fb_u128)0x7FFFFFFFFFFFFFFFull) return 2;
+        *out = negative ? -(long long)y : (long long)y;
+        return 0;
+    }
+}
+// floor(sqrt(n)), exactly.
+FB_DEV fb_u64 fb_isqrt(fb_u64 n) {
+    fb_u64 r = (fb_u64)sqrt((double)n);
+    while ((fb_u128)r * r > n) r -= 1;
+    while ((fb_u128)(r + 1) * (r + 1) <= n) r += 1;
+    return r;
+}
+FB_DEV int fb_discrete_gaussian(fb_keyed_bits* b, fb_u64 sigma2, long long* out) {
+    if (sigma2 == 0) return 1;
+    fb_u64 t = fb_isqrt(sigma2) + 1;
+    fb_u128 s2 = sigma2, tt = t, most = ~(fb_u128)0;
+    for (;;) {
+        long long y = 0;
+        int rc = fb_discrete_laplace(b, 1, t, &y);
+        if (rc != 0) return rc;
+        fb_u128 a = y < 0 ? (fb_u128)(0ull - (fb_u64)y) : (fb_u128)(fb_u64)y;
+        fb_u128 at = a * tt;
+        fb_u128 diff = at > s2 ? at - s2 : s2 - at;
+        if (diff != 0 && diff > most / diff) return 2;
+        fb_u128 m = 2 * tt * tt;
+        if (s2 > most / m) return 2;
+        if (fb_bernoulli_exp_neg(b, diff * diff, s2 * m)) {
+            *out = y;
+            return 0;
+        }
+    }
+}

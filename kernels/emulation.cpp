@@ -37,6 +37,18 @@ extern "C" __global__ void fb_emu_selftest_group_divergence(int group, int* out)
     out[blockIdx.x] = 1;
 }
 
+// The exact discrete samplers (common.cuh) for the emulator's test against
+// src/rng/discrete.rs: draw i of release key fb_fold_more(key, i), the
+// discrete Gaussian (sigma2 > 0) or the discrete Laplace of scale t / s
+// (sigma2 = 0); rc[i] the sampler's status.
+extern "C" __global__ void fb_emu_selftest_discrete(fb_u64 key, fb_u64 sigma2, fb_u64 s, fb_u64 t, int n,
+                                                    long long* out, int* rc) {
+    for (int i = 0; i < n; ++i) {
+        fb_keyed_bits b = {fb_fold_more(key, (fb_u64)i), 0};
+        rc[i] = sigma2 > 0 ? fb_discrete_gaussian(&b, sigma2, out + i) : fb_discrete_laplace(&b, s, t, out + i);
+    }
+}
+
 template <typename... A, std::size_t... I>
 static void fb_call(void (*f)(A...), void** p, std::index_sequence<I...>) {
     f(*static_cast<typename std::remove_reference<A>::type*>(p[I])...);
@@ -118,6 +130,7 @@ static int fb_emu_dispatch(const char* kernel, unsigned grid, unsigned block, un
     FB_COOP_KERNEL(fb_emu_selftest_barrier_divergence)
     FB_GROUP_KERNEL(fb_emu_selftest_group)
     FB_GROUP_KERNEL(fb_emu_selftest_group_divergence)
+    FB_KERNEL(fb_emu_selftest_discrete)
     return 1;
 }
 extern "C" int fb_emu_launch(const char* kernel, unsigned grid, unsigned block, unsigned shared_bytes,

@@ -30,17 +30,16 @@ fn calibrate_parity_check_passes_under_emulation() {
     use fedbandits::backend::{BackendChoice, Selection, select_auto_in};
     let dir = std::env::temp_dir().join(format!("fedbandits-parity-pass-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let p = fedbandits::sim::parity::check_all(&emulated()).unwrap_or_else(|e| panic!("{e}"));
-    for c in &p.equal {
-        println!("parity ok: {c}");
-    }
-    assert!(p.skipped.is_empty(), "{:?}", p.skipped);
-    assert_eq!(p.equal.len(), 52, "{:?}", p.equal);
     let sel = Selection::with_cuda(BackendChoice::Cuda, emulated(), None);
     fedbandits::cli::calibrate::gate_cuda(&sel, Some(&dir)).unwrap_or_else(|e| panic!("{e}"));
     let record = ParityRecord::load(&dir, "host emulation").unwrap().unwrap();
+    println!("{record:?}");
+    // Every cell equal, none skipped (every algorithm has kernels).
     assert!(
-        record.passed() && record.detail.contains("bit for bit in 52 cells"),
+        record.passed()
+            && record
+                .detail
+                .ends_with("bit for bit in 52 cells (0 without kernels, skipped)"),
         "{record:?}"
     );
     // Recorded: the gate does not check again (a device that would now

@@ -65,6 +65,18 @@ pub const WORKLOADS: &[(&str, u32, &str)] = &[
 /// a batched backend with the CPU (`fedbandits calibrate`).
 pub const PARITY: &[(&str, &str)] = &[
     (
+        // First, so that a device that hangs or differs there fails at
+        // once. Federations that span blocks: with M = 9 both FedUCB kernels put
+        // a federation in three blocks (the last with one agent), which meet
+        // at group barriers every round, the spin the watchdog guards
+        // (src/backend/cuda/watchdog.rs): a device that never schedules a
+        // block fails the check here instead of hanging a study later.
+        "feducb_spanning",
+        "seed: 8\nrepetitions: 2\nhorizon: 60\ncheckpoints: {every: 20}\nalgorithm: [feducb_centralized, \
+         feducb_decentralized]\nenvironment: linear_gap\nparams: {m: 9, d: 3, k: 8, delta: 0.1, epsilon: 1, \
+         refactor_every: 7, graph: ring, gamma: 1}\n",
+    ),
+    (
         "linear_sphere",
         "seed: 5\nrepetitions: 3\nhorizon: 120\ncheckpoints: {every: 20}\nalgorithm: [random, linucb, independent, \
          fedlinucb, private_fedlinucb, feducb_centralized, feducb_decentralized]\nenvironment: linear_sphere\n\
@@ -85,16 +97,5 @@ pub const PARITY: &[(&str, &str)] = &[
         "seed: 7\nrepetitions: 3\nhorizon: 150\ncheckpoints: {every: 25}\nalgorithm: feducb_centralized\n\
          environment: [linear_gap, linear_sphere]\nparams: {m: 3, d: 3, k: 9, delta: 0.1, epsilon: 4, sync: threshold, \
          refactor_every: 11, schedule_cap: 3}\ngrid: {threshold: [0.5, 40], schedule: [private, paper]}\n",
-    ),
-    (
-        // Federations that span blocks: with M = 9 both FedUCB kernels put
-        // a federation in three blocks (the last with one agent), which meet
-        // at group barriers every round, the spin the watchdog guards
-        // (src/backend/cuda/watchdog.rs): a device that never schedules a
-        // block fails the check here instead of hanging a study later.
-        "feducb_spanning",
-        "seed: 8\nrepetitions: 2\nhorizon: 60\ncheckpoints: {every: 20}\nalgorithm: [feducb_centralized, \
-         feducb_decentralized]\nenvironment: linear_gap\nparams: {m: 9, d: 3, k: 8, delta: 0.1, epsilon: 1, \
-         refactor_every: 7, graph: ring, gamma: 1}\n",
     ),
 ];

@@ -4,7 +4,8 @@
 //! The kernel sources are embedded in the binary (`include_str!`) and joined
 //! into one translation unit. Options always include `--fmad=false` (the CPU
 //! backend never contracts a*b+c; explicit `fma` is used where it does) and
-//! `--std=c++17`. A compile error carries NVRTC's log.
+//! `--std=c++17` and `--device-int128` (the exact discrete samplers'
+//! integers). A compile error carries NVRTC's log.
 
 use cudarc::nvrtc::{result, sys};
 use std::ffi::{CStr, CString};
@@ -109,6 +110,8 @@ pub fn compile_source(source: &str, arch: &str, extra: &[&str]) -> Result<Compil
         format!("--gpu-architecture={arch}"),
         "--fmad=false".into(),
         "--std=c++17".into(),
+        // The exact discrete samplers' 128-bit integers (common.cuh).
+        "--device-int128".into(),
     ];
     options.extend(extra.iter().map(|s| s.to_string()));
     let prog = result::create_program(&src, Some(name)).map_err(|e| NvrtcError::Call(e.0))?;
