@@ -224,11 +224,10 @@ impl Watch {
             return Ok(());
         };
         let deadline = self.settings.deadline(self.work);
-        let window = format!(
-            "{} launch(es) since the last copy, {} agent-step(s) declared, the last {}",
-            self.launches, self.work, self.last
-        );
-        let kernel = self.last;
+        // Described only past the deadline: a copy allocates nothing.
+        let (launches, work, kernel) = (self.launches, self.work, self.last);
+        let window =
+            || format!("{launches} launch(es) since the last copy, {work} agent-step(s) declared, the last {kernel}");
         self.launches = 0;
         self.work = 0;
         if self.event.is_none() {
@@ -242,7 +241,7 @@ impl Watch {
         // device per host thread): no sleep that would delay the copy.
         while !event.try_is_complete().map_err(drv)? {
             if started.elapsed() >= deadline {
-                return self.abort(kernel, device, &window, deadline);
+                return self.abort(kernel, device, &window(), deadline);
             }
             std::thread::yield_now();
         }
