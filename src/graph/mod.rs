@@ -119,6 +119,35 @@ pub enum GraphSpec {
 }
 
 impl GraphSpec {
+    /// The most agents within `hops` hops of one agent (itself included),
+    /// over every graph this spec can build on `n` agents: for a fixed
+    /// graph its largest ball, built once; for `random_regular` the Moore
+    /// bound 1 + k sum_{h < hops} (k - 1)^h (no k-regular graph has a larger
+    /// ball); for `erdos_renyi`, any graph: n. `None` when the graph cannot
+    /// be built.
+    pub fn max_reach(&self, n: usize, hops: usize) -> Option<usize> {
+        match self {
+            GraphSpec::ErdosRenyi { .. } => Some(n),
+            GraphSpec::RandomRegular { degree } => {
+                let (mut ball, mut shell) = (1usize, *degree);
+                for _ in 0..hops {
+                    ball = ball.saturating_add(shell);
+                    shell = shell.saturating_mul(degree.saturating_sub(1));
+                    if ball >= n {
+                        break;
+                    }
+                }
+                Some(ball.min(n))
+            }
+            _ => {
+                let g = Graph::build(self, n, &mut Stream::new(&[0])).ok()?;
+                (0..n)
+                    .map(|i| (0..n).filter(|&j| g.dist(i, j) as usize <= hops).count())
+                    .max()
+            }
+        }
+    }
+
     /// The mean degree of the graph on `n` agents (its expectation for
     /// `erdos_renyi`, which redraws disconnected graphs: slightly above);
     /// the time model's neighbours per agent ([`crate::graph`]'s users).
@@ -453,6 +482,25 @@ mod tests {
 
     fn build(spec: GraphSpec, n: usize) -> Graph {
         Graph::build(&spec, n, &mut Stream::new(&[1])).unwrap()
+    }
+
+    #[test]
+    fn max_reach_bounds_every_ball() {
+        // A ring of 12 within 3 hops: 7 agents (the n_i).
+        assert_eq!(GraphSpec::Ring.max_reach(12, 3), Some(7));
+        assert_eq!(GraphSpec::Star.max_reach(12, 1), Some(12));
+        assert_eq!(GraphSpec::Line.max_reach(12, 2), Some(5));
+        assert_eq!(GraphSpec::Complete.max_reach(5, 1), Some(5));
+        assert_eq!(GraphSpec::ErdosRenyi { p: 0.3 }.max_reach(12, 1), Some(12));
+        // Moore bound of a 3-regular graph: 1 + 3 + 6 = 10 within 2 hops.
+        let rr = GraphSpec::RandomRegular { degree: 3 };
+        assert_eq!(rr.max_reach(40, 2), Some(10));
+        assert_eq!(rr.max_reach(8, 5), Some(8));
+        for seed in 0..20u64 {
+            let g = Graph::build(&rr, 40, &mut Stream::new(&[seed])).unwrap();
+            let ball = (0..40).map(|i| (0..40).filter(|&j| g.dist(i, j) <= 2).count()).max();
+            assert!(ball <= Some(10), "seed {seed}: {ball:?}");
+        }
     }
 
     #[test]

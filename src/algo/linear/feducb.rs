@@ -153,9 +153,13 @@ fn levels(x: u64) -> u64 {
 ///   (the fallback rounds are the same for every agent);
 /// - decentralized: slot (i, g) broadcasts when it requests or when a
 ///   request of slot (j, g) of an agent within gamma hops reaches it; each
-///   of those n_i <= M slots requests at most cap + floor(log2 ceil(T /
+///   of those n_i slots requests at most cap + floor(log2 ceil(T /
 ///   gamma)) + 1 times (arrivals at different distances are different
-///   rounds), so M (cap + floor(log2 ceil(T / gamma)) + 1).
+///   rounds), so n (cap + floor(log2 ceil(T / gamma)) + 1) with n the
+///   largest n_i any graph of the cell can have
+///   ([`crate::graph::GraphSpec::max_reach`]: a fixed graph's largest
+///   gamma-hop ball, the Moore bound for `random_regular`, M for
+///   `erdos_renyi`; before semantics 18, M for every graph).
 ///
 /// Any other schedule (the paper's test, data-dependent) can sync every
 /// round: T.
@@ -167,7 +171,8 @@ pub fn max_leaves(cfg: &LinearConfig) -> u64 {
             let cap = u64::from(cap);
             let n = if cfg.algorithm == LinearAlgorithm::FeducbDecentralized {
                 let own = t.div_ceil(cfg.gamma.max(1) as u64);
-                m.saturating_mul(cap.saturating_add(levels(own)))
+                let reach = cfg.graph.max_reach(cfg.m, cfg.gamma.max(1)).unwrap_or(cfg.m) as u64;
+                reach.saturating_mul(cap.saturating_add(levels(own)))
             } else {
                 m.saturating_mul(cap).saturating_add(levels(t))
             };
@@ -408,5 +413,43 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]
         refactor_every: cfg.refactor_every,
         random_policy: None,
         reward_bound: cfg.reward_bound(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::job::Job;
+
+    fn accounting(params: &str) -> crate::privacy::accountant::Accounting {
+        let j = Job::parse(
+            std::path::Path::new("a.yaml"),
+            &format!("algorithm: feducb_decentralized\nenvironment: linear_gap\nhorizon: 50000\nparams: {{{params}}}\n"),
+        )
+        .unwrap();
+        j.cells[0].config.accounting().unwrap()
+    }
+
+    /// Decentralized FedUCB is charged by the slot's reach: on a ring of 12
+    /// within 3 hops only n_i = 7 slots can make a slot's tree take a leaf,
+    /// 7 (14 + 15) = 203 leaves at the default cap 14 and T = 5e4 (15
+    /// levels of ceil(T / 3) = 16667 own rounds): 8 nodes; M = 12 slots
+    /// would give 348 leaves, 9 nodes. A random graph can be any graph, so
+    /// `erdos_renyi` is charged for M. Under `calibration: paper` the
+    /// noise is the same either way, so the figure is the tighter one: at
+    /// sqrt(8/9) of the earlier mu (the schedule's pure part unchanged).
+    #[test]
+    fn decentralized_feducb_is_charged_by_the_slots_reach() {
+        let p = "m: 12, gamma: 3, epsilon: 0.3, delta: 0.0001, calibration: paper, schedule: private";
+        let ring = accounting(&format!("{p}, graph: ring"));
+        let random = accounting(&format!("{p}, graph: erdos_renyi, graph_p: 0.5"));
+        assert_eq!(ring.releases_per_observation, 8);
+        assert_eq!(random.releases_per_observation, 9);
+        let (er, ea) = (ring.epsilon_sums.unwrap(), random.epsilon_sums.unwrap());
+        assert!(er < ea, "ring {er} vs erdos_renyi {ea}");
+        // Exact calibration meets the target with the ring's 8 nodes.
+        let exact = accounting("m: 12, gamma: 3, epsilon: 0.3, delta: 0.0001, graph: ring");
+        assert_eq!(exact.releases_per_observation, 8);
+        let e = exact.epsilon.unwrap();
+        assert!((0.99 * 0.3..=0.3).contains(&e), "{e}");
     }
 }
