@@ -18,7 +18,7 @@ from .effects import Study
 
 #: Stratum columns a private cell and its sibling are not matched on: the
 #: sibling has no privacy.
-UNMATCHED = ("private", "noise", "epsilon", "delta", "neighbours", "calibration", "budget", "budget_split", "clip", "c_priv")
+UNMATCHED = ("private", "noise", "sampler", "epsilon", "delta", "neighbours", "calibration", "budget", "budget_split", "clip", "c_priv")
 
 
 def _noisy(study: Study, cells: list[dict]) -> list[dict]:

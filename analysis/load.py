@@ -55,7 +55,7 @@ REQUIRED = {
 }
 
 #: Engine semantics versions this loader understands.
-SUPPORTED_SEMANTICS = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16", "17"}
+SUPPORTED_SEMANTICS = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16", "17", "18"}
 
 #: Columns an engine added since semantics 9, with their types, the
 #: column they follow and the semantics that added them: `scan` gives each
@@ -72,6 +72,7 @@ ADDED_COLUMNS = {
     "acct_sensitivity": (pl.Float64, "acct_noise_multiplier", 17),
     "paper_epsilon_spent": (pl.Float64, "messages_rejected", 17),
     "paper_delta_spent": (pl.Float64, "paper_epsilon_spent", 17),
+    "acct_lattice_step": (pl.Float64, "acct_epsilon_sums", 18),
 }
 
 #: `regret_exponent` at or above this: regret growing linearly over the

@@ -15,6 +15,7 @@
 
 use super::CellConfig;
 use crate::privacy::audit::{AuditOutcome, Harness};
+use crate::privacy::bits::BitsOutcome;
 
 /// What a family's cell offers the auditor: its mechanism, and its
 /// schedule where the server sees one the data may decide.
@@ -25,6 +26,15 @@ pub trait Audit {
     /// The mechanism as an audit harness with its noise scaled by
     /// `noise_scale`, and the delta to audit at.
     fn harness(&self, noise_scale: f64) -> Result<(Harness, f64), AuditError>;
+
+    /// The exact-bits test of the mechanism's elementary release
+    /// ([`crate::privacy::bits`]): `trials` releases from one input of the
+    /// worst neighbouring pair, each tested for whether the other input
+    /// could produce exactly its bits, with the sampler's name.
+    fn bits(&self, _trials: u64, _seed: u64) -> Result<(BitsOutcome, &'static str), AuditError> {
+        self.harness(1.0)?;
+        Err(AuditError::NoBitsTest(self.mechanism_name()))
+    }
 
     /// Whether [`Audit::schedule_attack`] applies.
     fn schedule_attackable(&self) -> bool {
@@ -67,6 +77,12 @@ pub enum AuditError {
     /// No communication round within the horizon (P-FCB).
     #[error("no communication round up to T = {0}")]
     NoCommunication(u64),
+    /// No exact-bits test of this mechanism's sampler.
+    #[error(
+        "{0}: no exact-bits test (its noise is Gaussian or Binomial, drawn in floating point from two words \
+         or as integers; the test searches the float Laplace's 2^53 words and the lattice)"
+    )]
+    NoBitsTest(&'static str),
     /// The cell's family has no schedule the attack drives.
     #[error("the schedule attack applies to no algorithm of this family")]
     NoScheduleAttack,
@@ -101,6 +117,11 @@ pub fn schedule_attackable(cell: &CellConfig) -> bool {
 /// private ([`Audit::schedule_view_epsilon`]).
 pub fn schedule_view_epsilon(cell: &CellConfig) -> Option<f64> {
     auditor(cell).ok().and_then(Audit::schedule_view_epsilon)
+}
+
+/// The exact-bits test of the cell's mechanism ([`Audit::bits`]).
+pub fn bits(cell: &CellConfig, trials: u64, seed: u64) -> Result<(BitsOutcome, &'static str), AuditError> {
+    auditor(cell)?.bits(trials, seed)
 }
 
 /// The cell's mechanism as an audit harness with its noise scaled by

@@ -166,6 +166,12 @@ pub enum Command {
         /// Worker threads (default: all cores; at most 4 x the cores).
         #[arg(long, value_parser = at_least_one)]
         threads: Option<usize>,
+        /// Instead, the exact-bits test: can the neighbour produce exactly
+        /// the bits of each release? Fails a floating-point Laplace,
+        /// passes `sampler: discrete`; `--trials` releases per cell
+        /// (prints the table, writes nothing).
+        #[arg(long)]
+        bits: bool,
     },
     /// List algorithms, environments and parameters.
     List {

@@ -9,6 +9,7 @@
 
 pub mod args;
 pub mod audit;
+pub mod audit_bits;
 pub mod bench;
 pub mod calibrate;
 pub mod kernels;
@@ -142,6 +143,7 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
             confidence,
             noise_scale,
             threads,
+            bits,
         } => audit_command(
             &job,
             out,
@@ -152,6 +154,7 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
                 noise_scale,
             },
             threads,
+            bits,
         ),
         Command::Calibrate(c) => {
             if let Some(file) = &c.occupancy_table {
@@ -178,13 +181,19 @@ pub fn execute(cli: Cli) -> Result<(), CliError> {
     }
 }
 
-/// `fedbandits audit`: the audit on a pool of the requested threads.
+/// `fedbandits audit`: the audit on a pool of the requested threads, or
+/// with `bits` the exact-bits test ([`audit_bits`]).
 fn audit_command(
     job: &std::path::Path,
     out: Option<std::path::PathBuf>,
     settings: audit::AuditSettings,
     threads: Option<usize>,
+    bits: bool,
 ) -> Result<(), CliError> {
+    if bits {
+        emit(&audit_bits::run(job, out, settings.trials, settings.confidence)?);
+        return Ok(());
+    }
     let threads = capped_threads(threads);
     let pool = crate::sim::runner::thread_pool(threads.unwrap_or(0))?;
     let text = pool.install(|| audit::run(job, out, settings))?;

@@ -118,6 +118,7 @@ fn union_schema() -> SchemaRef {
         Field::new("acct_epsilon_zcdp", DataType::Float64, true),
         Field::new("acct_epsilon_pure", DataType::Float64, true),
         Field::new("acct_epsilon_sums", DataType::Float64, true),
+        Field::new("acct_lattice_step", DataType::Float64, true),
         Field::new("schedule_private", DataType::Boolean, false),
     ]);
     for (name, kind, _) in METRICS {
@@ -208,6 +209,11 @@ pub const COLUMN_DOCS: &[(&str, &str)] = &[
     (
         "acct_epsilon_sums",
         "FedUCB: the exact figure of its noisy sums alone, a bound on that view, not on the run",
+    ),
+    (
+        "acct_lattice_step",
+        "the lattice step of a release drawn with exact integer noise (sampler: discrete): its figures hold for \
+         the bits released; null for a floating-point sampler, whose figures hold over the reals only",
     ),
     (
         "schedule_private",
@@ -342,6 +348,7 @@ fn privacy_columns(cell: &Cell, acct: Option<&Accounting>, n: usize, cols: &mut 
     cols.push(figure(&|a| a.epsilon_zcdp));
     cols.push(figure(&|a| a.epsilon_pure));
     cols.push(figure(&|a| a.epsilon_sums));
+    cols.push(figure(&|a| a.lattice_step));
     cols.push(Arc::new(BooleanArray::from(vec![cell.config.schedule_private(); n])));
 }
 

@@ -55,13 +55,15 @@
 //! warning names them). It is a claim, not a bound: where it is below
 //! `acct_epsilon` the paper's argument does not hold for this configuration.
 //!
-//! **Reals, not doubles.** Every figure is for the mechanism over the real
-//! numbers, the convention of the papers and of DP libraries' analyses. A
-//! floating-point sampler's low-order bits can differ between neighbouring
-//! inputs (Mironov 2012): `fedbandits audit` measured epsilon_lb = 1.148
-//! against Fed_UCB's pure epsilon 1.0 from a test on the exact bits of the
-//! Laplace releases (analysis/REPRODUCTION.md). Closing that needs a
-//! snapping sampler, which the engine does not have yet.
+//! **Reals, not doubles.** Every figure of a floating-point sampler
+//! (`sampler: float`) is for the mechanism over the real numbers, the
+//! convention of the papers and of DP libraries' analyses. Its low-order
+//! bits can differ between neighbouring inputs (Mironov 2012): most float
+//! Laplace releases cannot come from the neighbour at all
+//! ([`crate::privacy::bits`], `fedbandits audit --bits`). A mechanism on the
+//! lattice with exact integer noise ([`crate::privacy::lattice`], `sampler:
+//! discrete`) has figures that hold for the bits released, and says so
+//! ([`Accounting::lattice_step`]).
 //!
 //! The accountant knows no algorithm: each private algorithm describes what
 //! it releases as a [`Mechanism`] (`algo::linear::mechanism`), and the
@@ -164,6 +166,12 @@ pub struct Accounting {
     pub relation: String,
     /// Why a figure is null, or a precondition that fails.
     pub warnings: Vec<String>,
+    /// The lattice step of a mechanism that releases lattice points with
+    /// exact integer noise (`sampler: discrete`,
+    /// [`crate::privacy::lattice`]): its figures hold for the bits
+    /// released. None: a floating-point sampler, whose figures hold over
+    /// the reals only.
+    pub lattice_step: Option<f64>,
 }
 
 /// Why every figure of a cell that draws no noise is null
@@ -394,6 +402,7 @@ pub fn account(m: &Mechanism) -> Accounting {
         neighbours: Some(m.neighbours),
         relation: m.relation.clone(),
         warnings,
+        lattice_step: None,
     };
     if let Some((e, what)) = &m.pure {
         let gaussian = a.epsilon;

@@ -18,6 +18,7 @@
 //! window of k around it with r bit for bit (the window covers any
 //! rounding that breaks monotonicity by a few steps).
 
+use crate::privacy::lattice::{DiscreteLaplace, STEP, to_lattice};
 use crate::rng::laplace_of_uniform;
 
 /// Draws k on each side of the bisection's answer that are compared bit
@@ -49,6 +50,85 @@ pub fn laplace_reachable(center: f64, r: f64, scale: f64) -> bool {
     (first..=last).any(|k| release(center, scale, k).to_bits() == r.to_bits())
 }
 
+/// Whether `r` is a point of the lattice ([`crate::privacy::lattice`]):
+/// an integer number of steps, below 2^53 in magnitude. The discrete
+/// Laplace gives every integer a positive probability (P(z) proportional
+/// to exp(-|z| s / t)), so a lattice mechanism reaches exactly these
+/// releases from every lattice input.
+pub fn lattice_point(r: f64) -> bool {
+    let k = r / STEP;
+    r.is_finite() && k.fract() == 0.0 && k.abs() < (1u64 << 53) as f64
+}
+
+/// An elementary release the exact-bits test draws: a statistic plus one
+/// noise draw, as the mechanism adds it.
+#[derive(Clone, Copy, Debug)]
+pub enum BitsRelease {
+    /// The float Laplace of this scale ([`crate::rng::laplace_at`]).
+    FloatLaplace {
+        /// The Laplace scale.
+        scale: f64,
+    },
+    /// The statistic rounded to the lattice plus a discrete Laplace draw.
+    LatticeLaplace(DiscreteLaplace),
+}
+
+/// What the exact-bits test found over its releases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BitsOutcome {
+    /// Releases drawn from the first input.
+    pub releases: u64,
+    /// Of them, releases the neighbouring input cannot produce.
+    pub unreachable: u64,
+    /// Of them, releases the search did not find from their own input (a
+    /// failure of the search itself; 0 when it works).
+    pub unfound: u64,
+}
+
+impl BitsOutcome {
+    /// The Clopper-Pearson lower bound (at `confidence`) on the
+    /// probability that a release rules the neighbour out: a lower bound
+    /// on delta at every epsilon (0 when nothing was unreachable).
+    pub fn delta_lower_bound(&self, confidence: f64) -> f64 {
+        if self.unreachable == 0 {
+            return 0.0;
+        }
+        1.0 - crate::privacy::audit::clopper_pearson_upper(
+            self.releases - self.unreachable,
+            self.releases,
+            1.0 - confidence,
+        )
+    }
+}
+
+/// The exact-bits test: `trials` releases of `x[0]` (their noise keyed by
+/// `seed` and the trial), each tested for whether `x[1]` could have
+/// produced exactly its bits, and whether `x[0]` could (the search's own
+/// check).
+pub fn bits_test(x: [f64; 2], release: BitsRelease, trials: u64, seed: u64) -> BitsOutcome {
+    let mut o = BitsOutcome {
+        releases: trials,
+        unreachable: 0,
+        unfound: 0,
+    };
+    for i in 0..trials {
+        let key = crate::rng::fold_key(&[seed, 0xB175, i]);
+        let (reach_own, reach_other) = match release {
+            BitsRelease::FloatLaplace { scale } => {
+                let r = x[0] + crate::rng::laplace_at(key, scale);
+                (laplace_reachable(x[0], r, scale), laplace_reachable(x[1], r, scale))
+            }
+            BitsRelease::LatticeLaplace(lap) => {
+                let r = (to_lattice(x[0]) + lap.draw(key)) as f64 * STEP;
+                (lattice_point(r), lattice_point(r))
+            }
+        };
+        o.unfound += u64::from(!reach_own);
+        o.unreachable += u64::from(!reach_other);
+    }
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,5 +156,22 @@ mod tests {
             println!("x {x} scale {scale}: {share:.3} of releases unreachable from x + 1");
             assert!(share > low, "x {x} scale {scale}: only {share}");
         }
+    }
+
+    /// The test itself: the float sampler's releases of 0 are unreachable
+    /// from 1 at about the share above (and its lower bound on delta is
+    /// far from 0), the lattice sampler's are all reachable; neither
+    /// search misses a release from its own input.
+    #[test]
+    fn the_bits_test_fails_the_float_laplace_and_passes_the_lattice() {
+        let float = bits_test([0.0, 1.0], BitsRelease::FloatLaplace { scale: 1.0 }, 2000, 7);
+        assert_eq!(float.unfound, 0);
+        assert!(float.unreachable > 1500, "{float:?}");
+        assert!(float.delta_lower_bound(0.99) > 0.7, "{}", float.delta_lower_bound(0.99));
+        let lap = DiscreteLaplace::budget(1.0, 1 << 20).unwrap();
+        let lattice = bits_test([0.0, 1.0], BitsRelease::LatticeLaplace(lap), 2000, 7);
+        assert_eq!((lattice.unfound, lattice.unreachable), (0, 0));
+        assert_eq!(lattice.delta_lower_bound(0.99), 0.0);
+        assert!(lattice_point(3.0 * STEP) && !lattice_point(0.5 * STEP) && !lattice_point(f64::NAN));
     }
 }

@@ -7,6 +7,7 @@ pub mod audit;
 pub mod binomial_gdp;
 pub mod bits;
 pub mod gdp;
+pub mod lattice;
 pub mod partial_sum;
 pub mod sensitivity;
 pub mod tree;

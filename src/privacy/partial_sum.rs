@@ -71,6 +71,73 @@ impl PartialSum {
     }
 }
 
+/// One agent's partial sums for one arm on the lattice
+/// ([`crate::privacy::lattice`], `sampler: discrete`): the exact running
+/// sum of the rounded observations in lattice steps, the running sum of
+/// the live non-empty blocks' discrete Laplace noise, and the same
+/// non-empty bits as [`PartialSum`]. Integer arithmetic makes the running
+/// noise sum exact, so it is kept rather than regenerated at every
+/// release: round t closes the blocks of the levels below t's lowest set
+/// bit j (their noise, regenerated from their keys, is subtracted) and
+/// forms the block of level j (its noise added): two draws per round on
+/// average over a run, instead of the popcount(t) blocks of a release.
+/// The release after round t is then `sum + noise` steps, equal to the
+/// sum of the live blocks, each plus its own noise, as
+/// [`DiscretePartialSum::release_regenerated`] computes it block by block.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DiscretePartialSum {
+    /// Exact running sum of the rounded observations, in steps.
+    pub sum: i64,
+    /// The live non-empty blocks' noise, in steps.
+    pub noise: i64,
+    /// Bit j: the live block of level j contains an observation.
+    pub nonempty: u64,
+}
+
+impl DiscretePartialSum {
+    /// Appends round `t`'s rounded value (rounds 1, 2, ... in order); `key`
+    /// is the agent's and arm's folded noise key.
+    #[inline]
+    pub fn push(&mut self, t: u64, x: Option<i64>, key: u64, lap: &crate::privacy::lattice::DiscreteLaplace) {
+        let j = t.trailing_zeros();
+        let below = (1u64 << j) - 1;
+        let mut closed = self.nonempty & below;
+        while closed != 0 {
+            let i = closed.trailing_zeros();
+            self.noise -= lap.draw(block_key(key, ((t - 1) >> i) << i, i));
+            closed &= closed - 1;
+        }
+        let merged = x.is_some() || self.nonempty & below != 0;
+        let keep = !((below << 1) | 1);
+        self.nonempty = (self.nonempty & keep) | (u64::from(merged) << j);
+        if merged {
+            self.noise += lap.draw(block_key(key, t, j));
+        }
+        if let Some(x) = x {
+            self.sum += x;
+        }
+    }
+
+    /// The release after round `t`, in steps.
+    #[inline]
+    pub fn release(&self) -> i64 {
+        self.sum + self.noise
+    }
+
+    /// The release after round `t` from its live blocks, each block's noise
+    /// regenerated (the definition [`Self::release`] keeps up to date).
+    pub fn release_regenerated(&self, t: u64, key: u64, lap: &crate::privacy::lattice::DiscreteLaplace) -> i64 {
+        let mut out = self.sum;
+        let mut bits = t & self.nonempty;
+        while bits != 0 {
+            let j = bits.trailing_zeros();
+            out += lap.draw(block_key(key, (t >> j) << j, j));
+            bits &= bits - 1;
+        }
+        out
+    }
+}
+
 /// Blocks whose noises [`laplace_blocks`] draws together (one 512-bit
 /// vector of f64); its slices are a multiple of this long.
 pub const LANES: usize = 8;
@@ -279,6 +346,31 @@ mod tests {
             assert_eq!(book.draws, nonempty);
             if p == 0.0 {
                 assert_eq!(ps.release(1000, key, 0.7), 0.0, "no observation, no noise");
+            }
+        }
+    }
+
+    /// The lattice partial sum's running noise is, after every round, the
+    /// sum of its live non-empty blocks' noise regenerated from their keys
+    /// (so every block's noise is drawn "once" and dropped when it closes),
+    /// and its exact sum that of the rounded observations; without an
+    /// observation there is no noise.
+    #[test]
+    fn the_lattice_partial_sum_keeps_its_live_blocks_noise_exactly() {
+        let lap = crate::privacy::lattice::DiscreteLaplace::budget(0.05, 1 << 20).unwrap();
+        for p in [0.0, 0.05, 0.3, 1.0] {
+            let mut s = Stream::new(&[43, (p * 100.0) as u64]);
+            let mut ps = DiscretePartialSum::default();
+            let (key, mut exact) = (0xBEEF, 0i64);
+            for t in 1..=3000u64 {
+                let x = (s.uniform() < p).then(|| crate::privacy::lattice::to_lattice(s.uniform()));
+                exact += x.unwrap_or(0);
+                ps.push(t, x, key, &lap);
+                assert_eq!(ps.release(), ps.release_regenerated(t, key, &lap), "p = {p}, t = {t}");
+                assert_eq!(ps.sum, exact);
+            }
+            if p == 0.0 {
+                assert_eq!((ps.release(), ps.noise), (0, 0), "no observation, no noise");
             }
         }
     }

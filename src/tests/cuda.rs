@@ -545,6 +545,7 @@ fn emulated_gossip_kernel_matches_cpu_for_every_gossip_algorithm() {
         clipping,
         c_priv: 0.5,
         noise: true,
+        sampler: fedbandits::privacy::lattice::Sampler::Float,
     };
     let cases = [
         (

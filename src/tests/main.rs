@@ -19,6 +19,7 @@ mod fuzz_job;
 mod gossip;
 mod grow;
 mod horizon;
+mod lattice;
 mod layers;
 mod long_horizon;
 mod memory;

@@ -6,6 +6,7 @@
 use super::{GossipAlgorithm, GossipConfig};
 use crate::algo::audit::{Audit, AuditError};
 use crate::privacy::audit::Harness;
+use crate::privacy::bits::{BitsOutcome, BitsRelease, bits_test};
 
 impl Audit for GossipConfig {
     fn mechanism_name(&self) -> &'static str {
@@ -31,5 +32,20 @@ impl Audit for GossipConfig {
             },
             0.0,
         ))
+    }
+
+    /// A block's first release holds one observation at one end of the
+    /// clipping range: x + noise, tested against the other end.
+    fn bits(&self, trials: u64, seed: u64) -> Result<(BitsOutcome, &'static str), AuditError> {
+        self.harness(1.0)?;
+        let p = &self.privacy;
+        let x = [p.clip.1, p.clip.0];
+        Ok(match super::fed_ucb_gossip::lattice_laplace(p, self.horizon) {
+            Some(lap) => (bits_test(x, BitsRelease::LatticeLaplace(lap), trials, seed), "discrete"),
+            None => {
+                let scale = (p.clip.1 - p.clip.0) / super::fed_ucb_gossip::block_epsilon(p, self.horizon);
+                (bits_test(x, BitsRelease::FloatLaplace { scale }, trials, seed), "float")
+            }
+        })
     }
 }

@@ -47,6 +47,11 @@ pub struct GossipPrivacy {
     /// Folded noise key of every agent, federation-major (arm k's key is
     /// `fold_more(key, k)`).
     pub noise_keys: Vec<u64>,
+    /// `sampler: discrete`: observations rounded to the lattice and each
+    /// block's noise drawn from this discrete Laplace
+    /// ([`crate::privacy::partial_sum::DiscretePartialSum`]); `scale` is
+    /// then unused. None: the float Laplace of scale `scale`.
+    pub discrete: Option<crate::privacy::lattice::DiscreteLaplace>,
 }
 
 /// A batch of federations of one gossip-family configuration.

@@ -7,7 +7,7 @@ use super::batch::{
 };
 use crate::backend::BatchError;
 use crate::env::mab::MabEnv;
-use crate::privacy::partial_sum::{PartialSum, Releases};
+use crate::privacy::partial_sum::{DiscretePartialSum, PartialSum, Releases};
 use crate::rng::{Stream, fold_more};
 use rayon::prelude::*;
 
@@ -40,6 +40,10 @@ pub struct Fed {
     sum: Vec<f64>,
     /// Private partial sums.
     ps: Vec<PartialSum>,
+    /// Private partial sums on the lattice (`sampler: discrete`; `ps` is
+    /// then empty).
+    #[serde(default)]
+    dps: Vec<DiscretePartialSum>,
     /// Folded noise key of each agent (private).
     keys: Vec<u64>,
     /// Workspace of the private releases.
@@ -94,6 +98,9 @@ impl CpuGossip {
                     None => Vec::new(),
                 };
                 let z = vec![0.0; n * m];
+                let discrete = batch.privacy.as_ref().is_some_and(|p| p.discrete.is_some());
+                let private = if keys.is_empty() { 0 } else { n * m };
+                let (floats, lattice) = if discrete { (0, private) } else { (private, 0) };
                 Ok(Fed {
                     adj: (0..n).map(|i| g.neighbors(i).to_vec()).collect(),
                     edges: g.edges(),
@@ -103,7 +110,8 @@ impl CpuGossip {
                     nt: vec![0; n * m],
                     nt_prev: vec![0; n * m],
                     sum: z.clone(),
-                    ps: vec![PartialSum::default(); if keys.is_empty() { 0 } else { n * m }],
+                    ps: vec![PartialSum::default(); floats],
+                    dps: vec![DiscretePartialSum::default(); lattice],
                     keys,
                     releases: Releases::default(),
                     arm_keys: Vec::new(),
@@ -258,6 +266,12 @@ impl Fed {
     fn observe(&mut self, t: u64, privacy: Option<&GossipPrivacy>) {
         let (n, m) = (self.env.spec.agents, self.env.spec.arms);
         self.xbar_old.copy_from_slice(&self.xbar);
+        let private = self.ps.len().max(self.dps.len());
+        if privacy.is_some() && self.arm_keys.len() != private {
+            // Each agent's and arm's key, fold_more(agent key, arm):
+            // constant, derived once (and again after a resume).
+            self.arm_keys = (0..private).map(|e| fold_more(self.keys[e / m], (e % m) as u64)).collect();
+        }
         let mut total = 0.0;
         for i in 0..n {
             let a = self.arm[i];
@@ -272,8 +286,19 @@ impl Fed {
                     if xc != x {
                         self.clipped += 1;
                     }
-                    for k in 0..m {
-                        self.ps[i * m + k].push(t, (k == a).then_some(xc));
+                    match &p.discrete {
+                        Some(lap) => {
+                            let xl = crate::privacy::lattice::to_lattice(xc);
+                            for k in 0..m {
+                                let e = i * m + k;
+                                self.dps[e].push(t, (k == a).then_some(xl), self.arm_keys[e], lap);
+                            }
+                        }
+                        None => {
+                            for k in 0..m {
+                                self.ps[i * m + k].push(t, (k == a).then_some(xc));
+                            }
+                        }
                     }
                 }
                 None => {
@@ -287,15 +312,16 @@ impl Fed {
         if let Some(p) = privacy {
             // Every agent's and arm's release at once (their blocks' noises
             // in full vector lanes), then X_bar = release / n.
-            if self.arm_keys.len() != self.ps.len() {
-                // Each agent's and arm's key, fold_more(agent key, arm):
-                // constant, derived once (and again after a resume).
-                self.arm_keys = (0..self.ps.len())
-                    .map(|e| fold_more(self.keys[e / m], (e % m) as u64))
-                    .collect();
+            if p.discrete.is_some() {
+                // The lattice release, an exact integer, times the step
+                // (a power of two: exact).
+                for (x, d) in self.xbar.iter_mut().zip(&self.dps) {
+                    *x = d.release() as f64 * crate::privacy::lattice::STEP;
+                }
+            } else {
+                self.releases
+                    .release_all(&self.ps, &self.arm_keys, t, p.scale, &mut self.xbar);
             }
-            self.releases
-                .release_all(&self.ps, &self.arm_keys, t, p.scale, &mut self.xbar);
             for (x, &cnt) in self.xbar.iter_mut().zip(&self.n) {
                 *x = if cnt == 0 { 0.0 } else { *x / cnt as f64 };
             }
@@ -399,6 +425,7 @@ mod tests {
             c_priv: 4.0,
             log2_horizon: 20.0,
             noise_keys: Vec::new(),
+            discrete: None,
         };
         let counts: Vec<u64> = (0..2000).collect();
         let mut out = vec![0.0; counts.len()];

@@ -68,7 +68,7 @@ pub struct CudaGossip<'a> {
 }
 
 /// Whether the kernel can run this batch: federations of one shape, at most
-/// 1024 agents (one block).
+/// 1024 agents (one block), the float sampler.
 pub fn supports(batch: &GossipBatch) -> Result<(), CudaError> {
     let Some(first) = batch.envs.first() else {
         return Err(CudaError::Unsupported("an empty batch".into()));
@@ -76,6 +76,11 @@ pub fn supports(batch: &GossipBatch) -> Result<(), CudaError> {
     let (n, m) = (first.spec.agents, first.spec.arms);
     if batch.envs.iter().any(|e| e.spec.agents != n || e.spec.arms != m) || batch.graphs.len() != batch.federations() {
         return Err(CudaError::Unsupported("federations of different shapes".into()));
+    }
+    if batch.privacy.as_ref().is_some_and(|p| p.discrete.is_some()) {
+        return Err(CudaError::Unsupported(
+            "sampler: discrete (the lattice partial sums) runs on the CPU only; the kernel draws the float Laplace".into(),
+        ));
     }
     if n > 1024 {
         return Err(CudaError::Unsupported(format!(

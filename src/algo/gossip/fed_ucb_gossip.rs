@@ -18,6 +18,7 @@
 use crate::algo::gossip::batch::GossipPrivacy;
 use crate::privacy::accountant::Accounting;
 use crate::privacy::partial_sum::blocks_per_observation;
+use crate::privacy::lattice::{DiscreteLaplace, STEP, Sampler, lattice_width};
 use crate::privacy::tree::AgentTrees;
 
 crate::named_enum! {
@@ -51,6 +52,9 @@ pub struct PrivacyConfig {
     /// none is drawn; clipping, the budget split and the c_priv width
     /// kept; no privacy figure holds).
     pub noise: bool,
+    /// How the blocks' noise is drawn: the float Laplace, or on the
+    /// lattice with the discrete Laplace ([`lattice_laplace`]).
+    pub sampler: Sampler,
 }
 
 impl Default for PrivacyConfig {
@@ -62,6 +66,7 @@ impl Default for PrivacyConfig {
             clipping: true,
             c_priv: 4.0,
             noise: true,
+            sampler: Sampler::Float,
         }
     }
 }
@@ -74,11 +79,29 @@ pub fn block_epsilon(p: &PrivacyConfig, horizon: u64) -> f64 {
     }
 }
 
+/// `sampler: discrete`'s block noise: the discrete Laplace whose exact
+/// epsilon at the rounded range's width ([`lattice_width`], in steps) is
+/// at most epsilon' ([`DiscreteLaplace::budget`]). None for the float
+/// sampler, and where no such scale exists (an epsilon' below the width
+/// over 2^40, or no clipping: the job loader refuses both).
+pub fn lattice_laplace(p: &PrivacyConfig, horizon: u64) -> Option<DiscreteLaplace> {
+    if p.sampler != Sampler::Discrete || !p.clipping {
+        return None;
+    }
+    DiscreteLaplace::budget(block_epsilon(p, horizon), lattice_width(p.clip.0, p.clip.1))
+}
+
 /// The pure-DP epsilon the mechanism provides over the horizon by basic
 /// composition: blocks per observation x epsilon' (for observations within
-/// the clipping range, which clipping enforces).
+/// the clipping range, which clipping enforces). On the lattice, epsilon'
+/// is the discrete Laplace's exact figure, width s / t, at most the
+/// budget's.
 pub fn provided_epsilon(p: &PrivacyConfig, horizon: u64) -> f64 {
-    f64::from(blocks_per_observation(horizon)) * block_epsilon(p, horizon)
+    let per_block = match lattice_laplace(p, horizon) {
+        Some(lap) => lap.epsilon(lattice_width(p.clip.0, p.clip.1)),
+        None => block_epsilon(p, horizon),
+    };
+    f64::from(blocks_per_observation(horizon)) * per_block
 }
 
 /// The accountant's figures (None without privacy): each observation enters
@@ -123,12 +146,23 @@ fn noisy(p: &PrivacyConfig, horizon: u64) -> Accounting {
                 .into(),
         );
     }
+    let lattice = lattice_laplace(p, horizon);
+    let (noise_multiplier, sensitivity) = match lattice {
+        // In steps: the discrete Laplace's standard deviation over the
+        // rounded range's width (at most one step wider than the range).
+        Some(lap) => {
+            let width = lattice_width(p.clip.0, p.clip.1);
+            (lap.std_steps() / width as f64, width as f64 * STEP)
+        }
+        None => (std::f64::consts::SQRT_2 / block_epsilon(p, horizon), p.clip.1 - p.clip.0),
+    };
     Accounting {
         releases_per_observation: u64::from(blocks_per_observation(horizon)),
-        noise_multiplier: Some(std::f64::consts::SQRT_2 / block_epsilon(p, horizon)),
+        noise_multiplier: Some(noise_multiplier),
         // Substitution within the clipping range moves a block sum by at
-        // most the range's width (the Laplace scale's numerator).
-        sensitivity: Some(p.clip.1 - p.clip.0),
+        // most the range's width (the Laplace scale's numerator; on the
+        // lattice, the rounded range's).
+        sensitivity: Some(sensitivity),
         epsilon: provided,
         epsilon_null: (!p.clipping).then(|| {
             "observations are not clipped (clipping: false), so one observation can move a partial sum by any \
@@ -148,6 +182,7 @@ fn noisy(p: &PrivacyConfig, horizon: u64) -> Accounting {
             crate::privacy::accountant::NON_ADAPTIVE
         ),
         warnings,
+        lattice_step: lattice.map(|_| STEP),
     }
 }
 
@@ -172,6 +207,7 @@ pub fn privatizer(p: &PrivacyConfig, horizon: u64, agents: usize, algo_keys: &[V
             .iter()
             .flat_map(|k| (0..agents).map(move |i| crate::rng::fold_key(&AgentTrees::noise_key(k, i))))
             .collect(),
+        discrete: if p.noise { lattice_laplace(p, horizon) } else { None },
     })
 }
 

@@ -2,9 +2,10 @@
 //! parameters resolved into its [`GossipConfig`].
 
 use super::fed_ucb_gossip::PrivacyConfig;
-use super::table::{ARMS, BUDGET_SPLIT, C_PRIV, CLIP, CLIP_HI, CLIP_LO, DATA};
+use super::table::{ARMS, BUDGET_SPLIT, C_PRIV, CLIP, CLIP_HI, CLIP_LO, DATA, SAMPLER};
 use super::{GossipAlgorithm, GossipConfig, GossipEnvironment};
 use crate::algo::params::{CONFIDENCE_SCALE, EPSILON, M, NOISE, NOISE_STD};
+use crate::privacy::lattice::Sampler;
 use crate::algo::resolve::Params;
 use crate::env::mab::MabEnvSpec;
 
@@ -58,7 +59,7 @@ pub fn resolve(p: &mut Params<'_>) -> Box<dyn crate::algo::FamilyConfig> {
         }
     };
     let privacy = match algorithm {
-        GossipAlgorithm::FedUcbGossip => privatizer(p),
+        GossipAlgorithm::FedUcbGossip => privatizer(p, horizon),
         GossipAlgorithm::GossipUcb | GossipAlgorithm::LocalUcb | GossipAlgorithm::OracleUcb => {
             PrivacyConfig::default()
         }
@@ -82,7 +83,7 @@ pub fn resolve(p: &mut Params<'_>) -> Box<dyn crate::algo::FamilyConfig> {
 /// `fed_ucb_gossip`'s privatizer: epsilon (required; `.inf` for none, and
 /// then its other settings do not apply, so a grid over them yields one
 /// cell, not several equal ones), the budget split, clipping and c_priv.
-fn privatizer(p: &mut Params<'_>) -> PrivacyConfig {
+fn privatizer(p: &mut Params<'_>, horizon: u64) -> PrivacyConfig {
     let mut privacy = PrivacyConfig::default();
     match p.given(EPSILON) {
         Some(e) => {
@@ -108,5 +109,24 @@ fn privatizer(p: &mut Params<'_>) -> PrivacyConfig {
     privacy.clipping = p.take(CLIP);
     privacy.c_priv = p.take(C_PRIV);
     privacy.noise = p.take(NOISE);
+    privacy.sampler = p.take(SAMPLER);
+    if privacy.sampler == Sampler::Discrete {
+        if !privacy.clipping {
+            p.err(
+                SAMPLER,
+                "sampler: discrete needs clipping: true (an unclipped observation has no lattice sensitivity)",
+            );
+        } else if super::fed_ucb_gossip::lattice_laplace(&privacy, horizon).is_none() {
+            p.err(
+                SAMPLER,
+                format!(
+                    "sampler: discrete cannot reach epsilon' = {:.3e} per block on the lattice 2^-20 over the clipping \
+                     range (a discrete Laplace needs epsilon' of at least the range's width in steps over 2^40): raise \
+                     epsilon or use sampler: float",
+                    super::fed_ucb_gossip::block_epsilon(&privacy, horizon)
+                ),
+            );
+        }
+    }
     privacy
 }
