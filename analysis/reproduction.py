@@ -318,7 +318,10 @@ def check(file: Path, roots: list[str], work: Path) -> list[str]:
         run_small(missing, work)
         dirs.update(job_dirs([str(work)]))
     current = {meta_of(dirs[n])["semantics"] for n in small if n in dirs}
-    stale = {m.group(1): m.group(2) for ln in lines if (m := STALE.match(ln))}
+    stale: dict[str, set[str]] = {}
+    for ln in lines:
+        if m := STALE.match(ln):
+            stale.setdefault(m.group(1), set()).add(m.group(2))
     for b in bs:
         if b.kind == "summary" and b.body != claims_summary(bs):
             errors.append(f"block summary {b.name} (line {b.begin + 1}) differs from the job blocks' claims: regenerate it (--write)")
@@ -333,7 +336,7 @@ def check(file: Path, roots: list[str], work: Path) -> list[str]:
     return errors
 
 
-def _block_errors(b: Block, small: list[str], dirs: dict[str, Path], current: set[str], stale: dict[str, str]) -> list[str]:
+def _block_errors(b: Block, small: list[str], dirs: dict[str, Path], current: set[str], stale: dict[str, set[str]]) -> list[str]:
     """What `--check` finds wrong with one block's contents."""
     where = f"block {b.kind} {b.name} (line {b.begin + 1})"
     if b.kind == "summary":
@@ -349,7 +352,7 @@ def _block_errors(b: Block, small: list[str], dirs: dict[str, Path], current: se
         fresh = normalized(render_job(dirs[b.name], ""))
         return [] if fresh == normalized(b.body) else [f"{where} differs from a fresh run: {first_difference(normalized(b.body), fresh)}"]
     sem = _semantics(b.body)
-    if not current or sem in current or stale.get(b.name) == sem:
+    if not current or sem in current or sem in stale.get(b.name, set()):
         return []
     return [
         f"{where} is of engine semantics {sem}, the engine's is {'/'.join(sorted(current))}: rerun jobs/{b.name}.yaml and "

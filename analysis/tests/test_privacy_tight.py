@@ -86,6 +86,29 @@ def worst_pair_sq(kind: str, relation: str, bound: float = 1.0) -> float:
     return best
 
 
+def reach(graph: str, m: int, hops: int) -> int:
+    """The largest number of agents within `hops` hops of one agent (itself
+    included), by breadth-first search on the fixed graphs."""
+    edges = {
+        "ring": [(i, (i + 1) % m) for i in range(m)],
+        "line": [(i, i + 1) for i in range(m - 1)],
+        "star": [(0, i) for i in range(1, m)],
+        "complete": [(i, j) for i in range(m) for j in range(i + 1, m)],
+    }[graph]
+    adj: dict[int, set[int]] = {i: set() for i in range(m)}
+    for a, b in edges:
+        adj[a].add(b)
+        adj[b].add(a)
+    best = 0
+    for start in range(m):
+        seen, frontier = {start}, {start}
+        for _ in range(hops):
+            frontier = {j for i in frontier for j in adj[i]} - seen
+            seen |= frontier
+        best = max(best, len(seen))
+    return best
+
+
 def derived(row: dict) -> tuple[int, float, float]:
     """(releases, sensitivity, pure epsilon of the schedule) derived from
     the row's parameters alone."""
@@ -101,10 +124,10 @@ def derived(row: dict) -> tuple[int, float, float]:
             # requests plus the powers of two up to T
             leaves = min(t, m * cap + levels(t))
         else:
-            # per slot: the requests of the <= M slots that reach it, each
+            # per slot: the requests of the n slots within gamma hops, each
             # at most cap plus the powers of two of its own rounds
             own = -(-t // row["gamma"])
-            leaves = min(t, m * (cap + levels(own)))
+            leaves = min(t, reach(row["graph"], m, row["gamma"]) * (cap + levels(own)))
         return levels(leaves), math.sqrt(worst_pair_sq("dubey", row["neighbours"])), pure
     if algo == "p_fcb":
         # one round's procurement (k units, w and y) enters one message
