@@ -73,6 +73,8 @@ ADDED_COLUMNS = {
     "paper_epsilon_spent": (pl.Float64, "messages_rejected", 17),
     "paper_delta_spent": (pl.Float64, "paper_epsilon_spent", 17),
     "acct_lattice_step": (pl.Float64, "acct_epsilon_sums", 18),
+    "acct_tail": (pl.Float64, "acct_lattice_step", 18),
+    "acct_epsilon_composed": (pl.Float64, "acct_tail", 18),
 }
 
 #: `regret_exponent` at or above this: regret growing linearly over the

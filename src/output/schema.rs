@@ -119,6 +119,8 @@ fn union_schema() -> SchemaRef {
         Field::new("acct_epsilon_pure", DataType::Float64, true),
         Field::new("acct_epsilon_sums", DataType::Float64, true),
         Field::new("acct_lattice_step", DataType::Float64, true),
+        Field::new("acct_tail", DataType::Float64, true),
+        Field::new("acct_epsilon_composed", DataType::Float64, true),
         Field::new("schedule_private", DataType::Boolean, false),
     ]);
     for (name, kind, _) in METRICS {
@@ -179,7 +181,11 @@ pub const COLUMN_DOCS: &[(&str, &str)] = &[
          bound under the cell's neighbouring relation, the figure to report; null (the reason in the file's \
          metadata and in `validate`) where something released is covered by no figure",
     ),
-    ("acct_mu", "the mu-GDP parameter of the run where the noise is Gaussian"),
+    (
+        "acct_mu",
+        "the mu-GDP parameter of the run where the noise is Gaussian (sdp_vecsum: of the Gaussian-DP that dominates \
+         its Binomial noise up to acct_tail)",
+    ),
     ("acct_releases_per_observation", "noisy releases one observation enters"),
     (
         "acct_noise_multiplier",
@@ -214,6 +220,17 @@ pub const COLUMN_DOCS: &[(&str, &str)] = &[
         "acct_lattice_step",
         "the lattice step of a release drawn with exact integer noise (sampler: discrete): its figures hold for \
          the bits released; null for a floating-point sampler, whose figures hold over the reals only",
+    ),
+    (
+        "acct_tail",
+        "sdp_vecsum: the probability spent from target_delta before its Gaussian-DP figure (its Binomial noise is \
+         dominated by acct_mu-GDP up to it: acct_epsilon is acct_mu-GDP's epsilon at target_delta - acct_tail)",
+    ),
+    (
+        "acct_epsilon_composed",
+        "the pure epsilon of a release composed with the Gaussian ones (FedUCB's private schedule): acct_epsilon \
+         composes it with the sums' mu, sqrt(acct_releases_per_observation) / acct_noise_multiplier (README, \
+         \"Recomputing a figure from its row\")",
     ),
     (
         "schedule_private",
@@ -349,6 +366,8 @@ fn privacy_columns(cell: &Cell, acct: Option<&Accounting>, n: usize, cols: &mut 
     cols.push(figure(&|a| a.epsilon_pure));
     cols.push(figure(&|a| a.epsilon_sums));
     cols.push(figure(&|a| a.lattice_step));
+    cols.push(figure(&|a| a.tail));
+    cols.push(figure(&|a| a.pure_part));
     cols.push(Arc::new(BooleanArray::from(vec![cell.config.schedule_private(); n])));
 }
 

@@ -172,6 +172,16 @@ pub struct Accounting {
     /// released. None: a floating-point sampler, whose figures hold over
     /// the reals only.
     pub lattice_step: Option<f64>,
+    /// The probability spent from delta before the Gaussian-DP figure
+    /// (`acct_tail`): the vector-summation protocol's Binomial noise is
+    /// dominated by `mu`-GDP up to it, so `epsilon` is mu-GDP's at delta -
+    /// tail. None elsewhere.
+    pub tail: Option<f64>,
+    /// The pure epsilon-DP release composed with the Gaussian releases
+    /// (`acct_epsilon_composed`: FedUCB's private schedule), by
+    /// [`composed_epsilon`] with the sums' mu (sqrt(releases) / noise
+    /// multiplier). None where there is none.
+    pub pure_part: Option<f64>,
 }
 
 /// Why every figure of a cell that draws no noise is null
@@ -227,7 +237,7 @@ pub enum NoiseModel {
     /// Noise dominated by mu-GDP up to a catastrophe of probability `tail`
     /// (the vector-summation protocol's Binomial noise,
     /// [`crate::privacy::vecsum_account`]), for the whole run: the figure
-    /// is mu-GDP's at delta - tail; no `acct_mu` (not Gaussian-DP) and no
+    /// is mu-GDP's at delta - tail (`acct_mu` and `acct_tail`); no
     /// zCDP pair.
     Dominated {
         /// The dominating Gaussian-DP parameter of the whole run.
@@ -368,10 +378,10 @@ pub fn account(m: &Mechanism) -> Accounting {
             dominated = Some((*mu, *tail));
             warnings.push(format!(
                 "acct_epsilon is {mu:.4}-GDP's at delta - {tail:.2e}: the Binomial noise is dominated by \
-                 Gaussian-DP up to that tail (privacy::vecsum_account); acct_mu, acct_epsilon_zcdp and acct_rho_zcdp are \
-                 null (not Gaussian)"
+                 Gaussian-DP up to that tail (privacy::vecsum_account): acct_mu is that mu and acct_tail that tail; \
+                 acct_epsilon_zcdp and acct_rho_zcdp are null (not Gaussian)"
             ));
-            (*sigma, *sensitivity, None, None)
+            (*sigma, *sensitivity, None, Some(*mu))
         }
         NoiseModel::Unaccounted {
             sigma,
@@ -382,9 +392,10 @@ pub fn account(m: &Mechanism) -> Accounting {
             (*sigma, *sensitivity, None, None)
         }
     };
-    let epsilon = mu
-        .map(|mu| gdp_epsilon(mu, delta))
-        .or(dominated.map(|(mu, tail)| gdp_epsilon(mu, delta - tail)));
+    let epsilon = match dominated {
+        Some((mu, tail)) => Some(gdp_epsilon(mu, delta - tail)),
+        None => mu.map(|mu| gdp_epsilon(mu, delta)),
+    };
     let paper = paper_claim(m, epsilon, &mut warnings);
     let mut a = Accounting {
         releases_per_observation: levels,
@@ -403,6 +414,8 @@ pub fn account(m: &Mechanism) -> Accounting {
         relation: m.relation.clone(),
         warnings,
         lattice_step: None,
+        tail: dominated.map(|(_, tail)| tail),
+        pure_part: None,
     };
     if let Some((e, what)) = &m.pure {
         let gaussian = a.epsilon;
@@ -411,6 +424,7 @@ pub fn account(m: &Mechanism) -> Accounting {
         a.epsilon_zcdp = a.rho.map(|r| zcdp_epsilon(r, delta));
         a.epsilon_sums = gaussian;
         a.mu = None;
+        a.pure_part = Some(*e);
         a.warnings.push(format!(
             "acct_epsilon composes the Gaussian releases (mu-GDP; acct_epsilon_sums alone: {}) with {what} \
              ({e:.4}-DP) by their privacy loss distributions (summing the two gives {}); acct_mu is null (not \

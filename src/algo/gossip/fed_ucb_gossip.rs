@@ -148,11 +148,18 @@ fn noisy(p: &PrivacyConfig, horizon: u64) -> Accounting {
     }
     let lattice = lattice_laplace(p, horizon);
     let (noise_multiplier, sensitivity) = match lattice {
-        // In steps: the discrete Laplace's standard deviation over the
-        // rounded range's width (at most one step wider than the range).
+        // In steps: sqrt(2) t / s over the rounded range's width (at most
+        // one step wider than the range), the Laplace convention sqrt(2) b
+        // / Delta at the rate s / t: the discrete Laplace's standard
+        // deviation within 1e-11 at these scales (t / s >= 2^20), and
+        // sqrt(2) / acct_noise_multiplier is each block's exact epsilon
+        // to rounding.
         Some(lap) => {
             let width = lattice_width(p.clip.0, p.clip.1);
-            (lap.std_steps() / width as f64, width as f64 * STEP)
+            (
+                std::f64::consts::SQRT_2 * lap.t as f64 / (lap.s as f64 * width as f64),
+                width as f64 * STEP,
+            )
         }
         None => (std::f64::consts::SQRT_2 / block_epsilon(p, horizon), p.clip.1 - p.clip.0),
     };
@@ -183,6 +190,8 @@ fn noisy(p: &PrivacyConfig, horizon: u64) -> Accounting {
         ),
         warnings,
         lattice_step: lattice.map(|_| STEP),
+        tail: None,
+        pure_part: None,
     }
 }
 
