@@ -704,6 +704,10 @@ FB_DEV fb_u64 fb_kb_word(fb_keyed_bits* b) {
 }
 FB_DEV fb_u128 fb_kb_below(fb_keyed_bits* b, fb_u128 n) {
     if (n <= 1) return 0;
+    if ((n & (n - 1)) == 0) {  // a power of two: no rejection, the low bits
+        fb_u128 hi = fb_kb_word(b);
+        return ((hi << 64) | (fb_u128)fb_kb_word(b)) & (n - 1);
+    }
     fb_u128 reject_below = (~(fb_u128)0 - n + 1) % n;
     for (;;) {
         fb_u128 hi = fb_kb_word(b);

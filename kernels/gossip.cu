@@ -41,6 +41,39 @@ FB_DEV double fb_partial_sum(double* sum, fb_u64* mask, fb_u64 t, int pulled, do
     return out;
 }
 
+// privacy::lattice::DiscreteLaplace::draw: the block's discrete Laplace
+// draw (P(z) proportional to exp(-|z| s / t)) from its own keyed words; a
+// draw beyond 64 bits (never, in practice) saturates as on the CPU.
+FB_DEV long long fb_lattice_block(fb_u64 key, fb_u64 end, int level, fb_u64 s, fb_u64 t) {
+    fb_keyed_bits b;
+    b.key = fb_fold_more(fb_fold_more(key, end), (fb_u64)level);
+    b.next = 0;
+    long long z = 0;
+    if (fb_discrete_laplace(&b, s, t, &z) != 0) return 0x7FFFFFFFFFFFFFFFll;
+    return z;
+}
+
+// DiscretePartialSum::push then release (sampler: discrete), in lattice
+// steps: the blocks round t closes leave the running noise sum, the block
+// it forms (when it holds an observation) enters it.
+FB_DEV long long fb_lattice_partial_sum(long long* sum, long long* noise, fb_u64* mask, fb_u64 t, int pulled,
+                                        long long x, fb_u64 key, fb_u64 s, fb_u64 tt) {
+    int j = FB_CTZ64(t);
+    fb_u64 below = (1ull << j) - 1ull;
+    fb_u64 closed = *mask & below;
+    while (closed != 0ull) {
+        int l = FB_CTZ64(closed);
+        *noise -= fb_lattice_block(key, ((t - 1ull) >> l) << l, l, s, tt);
+        closed &= closed - 1ull;
+    }
+    int merged = pulled || ((*mask & below) != 0ull);
+    fb_u64 keep = ~((below << 1) | 1ull);
+    *mask = (*mask & keep) | ((fb_u64)merged << j);
+    if (merged) *noise += fb_lattice_block(key, t, j, s, tt);
+    if (pulled) *sum += x;
+    return *sum + *noise;
+}
+
 // The confidence width of a count (Fed::round's `width`).
 FB_DEV double fb_gossip_width(fb_u64 cnt, double c, double lt, double log2_t, int priv, double c_priv, double log2_h,
                               double eps) {
@@ -50,14 +83,18 @@ FB_DEV double fb_gossip_width(fb_u64 cnt, double c, double lt, double log2_t, in
     return base;
 }
 
-extern "C" __global__ void fb_gossip_rounds(
+// The rounds, once: LATTICE selects the lattice partial sums (sampler:
+// discrete) at compile time, so the float kernel keeps its registers.
+template <int LATTICE>
+FB_DEV void fb_gossip_rounds_t(
     int n, int m, int policy, int priv, double c, double c_priv, double log2_h, double eps, double scale, double lo,
-    double hi, fb_u64 t0, int count, const double* local_means, const double* means, const double* best,
+    double hi, fb_u64 lap_s, fb_u64 lap_t, fb_u64 t0, int count, const double* local_means, const double* means, const double* best,
     int records, const fb_u64* rec_total, const fb_u64* rec_ones, double noise_std, const int* adj_off,
     const int* adj, const int* edges, const int* edge_off, fb_u64* nstate, double* nspare, int* nhas,
     fb_u64* estate, const fb_u64* nkeys, fb_u64* cnt, fb_u64* nt, fb_u64* ntp, double* sum, double* pssum,
-    fb_u64* psmask, double* xbar, double* xold, double* theta, double* regret, double* group, fb_u64* forced,
+    fb_u64* psmask, long long* lsum, long long* lnoise, double* xbar, double* xold, double* theta, double* regret, double* group, fb_u64* forced,
     fb_u64* clipped, double* rr) {
+    const int discrete = LATTICE;
     int f = blockIdx.x;
     int i = threadIdx.x;
     int active = i < n;
@@ -132,10 +169,19 @@ extern "C" __global__ void fb_gossip_rounds(
             if (priv) {
                 double xc = x < lo ? lo : (x > hi ? hi : x);
                 if (xc != x) clipped[g] += 1;
+                // privacy::lattice::to_lattice: to nearest, ties to even.
+                long long xl = (long long)rint(xc * 1048576.0);
                 for (int k = 0; k < m; ++k) {
                     fb_u64 ek = row + k;
-                    double rel = fb_partial_sum(pssum + ek, psmask + ek, t, k == arm, xc, fb_fold_more(nkeys[g], (fb_u64)k),
-                                                scale);
+                    fb_u64 key = fb_fold_more(nkeys[g], (fb_u64)k);
+                    double rel;
+                    if (discrete) {
+                        long long r = fb_lattice_partial_sum(lsum + ek, lnoise + ek, psmask + ek, t, k == arm, xl, key,
+                                                             lap_s, lap_t);
+                        rel = (double)r * (1.0 / 1048576.0);
+                    } else {
+                        rel = fb_partial_sum(pssum + ek, psmask + ek, t, k == arm, xc, key, scale);
+                    }
                     xbar[ek] = cnt[ek] == 0 ? 0.0 : rel / (double)cnt[ek];
                 }
             } else {
@@ -195,3 +241,20 @@ extern "C" __global__ void fb_gossip_rounds(
         __syncthreads();
     }
 }
+
+#define FB_GOSSIP_PARAMS \
+    int n, int m, int policy, int priv, double c, double c_priv, double log2_h, double eps, double \
+    scale, double lo, double hi, fb_u64 lap_s, fb_u64 lap_t, fb_u64 t0, int count, const double* \
+    local_means, const double* means, const double* best, int records, const fb_u64* rec_total, const \
+    fb_u64* rec_ones, double noise_std, const int* adj_off, const int* adj, const int* edges, const int* \
+    edge_off, fb_u64* nstate, double* nspare, int* nhas, fb_u64* estate, const fb_u64* nkeys, fb_u64* \
+    cnt, fb_u64* nt, fb_u64* ntp, double* sum, double* pssum, fb_u64* psmask, long long* lsum, long \
+    long* lnoise, double* xbar, double* xold, double* theta, double* regret, double* group, fb_u64* \
+    forced, fb_u64* clipped, double* rr
+#define FB_GOSSIP_ARGS \
+    n, m, policy, priv, c, c_priv, log2_h, eps, scale, lo, hi, lap_s, lap_t, t0, count, local_means, \
+    means, best, records, rec_total, rec_ones, noise_std, adj_off, adj, edges, edge_off, nstate, nspare, \
+    nhas, estate, nkeys, cnt, nt, ntp, sum, pssum, psmask, lsum, lnoise, xbar, xold, theta, regret, \
+    group, forced, clipped, rr
+extern "C" __global__ void fb_gossip_rounds(FB_GOSSIP_PARAMS) { fb_gossip_rounds_t<0>(FB_GOSSIP_ARGS); }
+extern "C" __global__ void fb_gossip_rounds_lattice(FB_GOSSIP_PARAMS) { fb_gossip_rounds_t<1>(FB_GOSSIP_ARGS); }

@@ -507,9 +507,26 @@ fn runner_writes_batched_cells_identical_to_the_cpu_run() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// Fed_UCB's privatizer at epsilon 2 on [0, 1] for the gossip parity test.
+fn gossip_private(
+    clipping: bool,
+    budget_split: fedbandits::algo::gossip::fed_ucb_gossip::BudgetSplit,
+    sampler: fedbandits::privacy::lattice::Sampler,
+) -> fedbandits::algo::gossip::fed_ucb_gossip::PrivacyConfig {
+    fedbandits::algo::gossip::fed_ucb_gossip::PrivacyConfig {
+        epsilon: 2.0,
+        budget_split,
+        clip: (0.0, 1.0),
+        clipping,
+        c_priv: 0.5,
+        noise: true,
+        sampler,
+    }
+}
+
 /// The gossip family on the emulated device equals the CPU bit for bit:
 /// every algorithm (gossip_ucb, fed_ucb_gossip with and without clipping and
-/// with the paper's budget split, local_ucb, oracle_ucb) on
+/// with the paper's budget split and on the lattice, local_ucb, oracle_ucb) on
 /// mab_heterogeneous over several graphs, and on uci_diabetes-style records.
 #[test]
 fn emulated_gossip_kernel_matches_cpu_for_every_gossip_algorithm() {
@@ -520,6 +537,7 @@ fn emulated_gossip_kernel_matches_cpu_for_every_gossip_algorithm() {
     use fedbandits::env::mab::MabEnvSpec;
     use fedbandits::env::uci::RecordCounts;
     use fedbandits::graph::GraphSpec;
+    use fedbandits::privacy::lattice::Sampler;
     let dev = emulated();
     let keys = |scope: u64| -> Vec<Vec<u64>> { (0..3).map(|r| vec![7, scope, r]).collect() };
     let spec = MabEnvSpec {
@@ -538,14 +556,11 @@ fn emulated_gossip_kernel_matches_cpu_for_every_gossip_algorithm() {
             ones: (1..=15).map(|v| v / 3).collect(),
         }),
     };
-    let private = |clipping, budget_split| PrivacyConfig {
-        epsilon: 2.0,
-        budget_split,
-        clip: (0.0, 1.0),
-        clipping,
-        c_priv: 0.5,
-        noise: true,
-        sampler: fedbandits::privacy::lattice::Sampler::Float,
+    let private = |clipping, budget_split| gossip_private(clipping, budget_split, Sampler::Float);
+    // The lattice partial sums, on a range whose ends are not lattice points.
+    let lattice = PrivacyConfig {
+        clip: (-0.3, 1.1),
+        ..gossip_private(true, BudgetSplit::Exact, Sampler::Discrete)
     };
     let cases = [
         (
@@ -584,6 +599,7 @@ fn emulated_gossip_kernel_matches_cpu_for_every_gossip_algorithm() {
             GraphSpec::Complete,
             private(true, BudgetSplit::Exact),
         ),
+        (GossipAlgorithm::FedUcbGossip, spec.clone(), GraphSpec::Ring, lattice),
     ];
     for (algorithm, env, graph, privacy) in cases {
         let cfg = GossipConfig {

@@ -39,7 +39,7 @@ fn calibrate_parity_check_passes_under_emulation() {
         record.passed()
             && record
                 .detail
-                .ends_with("bit for bit in 52 cells (0 without kernels, skipped)"),
+                .ends_with("bit for bit in 54 cells (0 without kernels, skipped)"),
         "{record:?}"
     );
     // Recorded: the gate does not check again (a device that would now

@@ -38,6 +38,10 @@ struct Bufs {
     sum: DevPtr,
     pssum: DevPtr,
     psmask: DevPtr,
+    /// The lattice partial sums (`sampler: discrete`): exact sums and
+    /// live-block noise in steps (i64 as u64 words).
+    lsum: DevPtr,
+    lnoise: DevPtr,
     xbar: DevPtr,
     xold: DevPtr,
     theta: DevPtr,
@@ -54,7 +58,11 @@ pub struct CudaGossip<'a> {
     b: Bufs,
     envs: Vec<MabEnv>,
     policy: GossipPolicy,
-    scalars: [Arg; 11],
+    scalars: [Arg; 13],
+    /// `fb_gossip_rounds`, or `fb_gossip_rounds_lattice` under `sampler:
+    /// discrete` (the lattice partial sums, compiled apart so that the
+    /// float kernel keeps its registers).
+    kernel: &'static str,
     records: bool,
     noise_std: f64,
     block: usize,
@@ -68,7 +76,7 @@ pub struct CudaGossip<'a> {
 }
 
 /// Whether the kernel can run this batch: federations of one shape, at most
-/// 1024 agents (one block), the float sampler.
+/// 1024 agents (one block).
 pub fn supports(batch: &GossipBatch) -> Result<(), CudaError> {
     let Some(first) = batch.envs.first() else {
         return Err(CudaError::Unsupported("an empty batch".into()));
@@ -76,11 +84,6 @@ pub fn supports(batch: &GossipBatch) -> Result<(), CudaError> {
     let (n, m) = (first.spec.agents, first.spec.arms);
     if batch.envs.iter().any(|e| e.spec.agents != n || e.spec.arms != m) || batch.graphs.len() != batch.federations() {
         return Err(CudaError::Unsupported("federations of different shapes".into()));
-    }
-    if batch.privacy.as_ref().is_some_and(|p| p.discrete.is_some()) {
-        return Err(CudaError::Unsupported(
-            "sampler: discrete (the lattice partial sums) runs on the CPU only; the kernel draws the float Laplace".into(),
-        ));
     }
     if n > 1024 {
         return Err(CudaError::Unsupported(format!(
@@ -152,8 +155,9 @@ impl Host {
 
 /// The round kernel's scalar arguments: N, arms, the policy, privacy and
 /// its constants (neutral values when not private).
-fn scalars(batch: &GossipBatch, n: usize, m: usize) -> Result<[Arg; 11], CudaError> {
+fn scalars(batch: &GossipBatch, n: usize, m: usize) -> Result<[Arg; 13], CudaError> {
     let p = batch.privacy.as_ref();
+    let lattice = p.and_then(|p| p.discrete);
     let policy = match batch.policy {
         GossipPolicy::Gossip => 0,
         GossipPolicy::Local => 1,
@@ -171,6 +175,9 @@ fn scalars(batch: &GossipBatch, n: usize, m: usize) -> Result<[Arg; 11], CudaErr
         Arg::F64(p.map_or(0.0, |p| p.scale)),
         Arg::F64(p.map_or(0.0, |p| p.lo)),
         Arg::F64(p.map_or(0.0, |p| p.hi)),
+        // sampler: discrete's rate s / t (`fb_gossip_rounds_lattice`).
+        Arg::U64(lattice.map_or(0, |d| d.s)),
+        Arg::U64(lattice.map_or(0, |d| d.t)),
     ])
 }
 
@@ -220,6 +227,8 @@ impl<'a> CudaGossip<'a> {
             sum: upload_slice(lr, &zf(nnm))?,
             pssum: upload_slice(lr, &zf(nnm))?,
             psmask: upload_slice(lr, &zu(nnm))?,
+            lsum: upload_slice(lr, &zu(nnm))?,
+            lnoise: upload_slice(lr, &zu(nnm))?,
             xbar: upload_slice(lr, &zf(nnm))?,
             xold: upload_slice(lr, &zf(nnm))?,
             theta: upload_slice(lr, &zf(nnm))?,
@@ -236,6 +245,11 @@ impl<'a> CudaGossip<'a> {
             envs: batch.envs.clone(),
             policy: batch.policy,
             scalars,
+            kernel: if batch.privacy.as_ref().is_some_and(|p| p.discrete.is_some()) {
+                "fb_gossip_rounds_lattice"
+            } else {
+                "fb_gossip_rounds"
+            },
             records,
             noise_std: first.spec.noise_std,
             block: n.div_ceil(32) * 32,
@@ -279,6 +293,8 @@ impl<'a> CudaGossip<'a> {
                 p(b.sum),
                 p(b.pssum),
                 p(b.psmask),
+                p(b.lsum),
+                p(b.lnoise),
                 p(b.xbar),
                 p(b.xold),
                 p(b.theta),
@@ -291,7 +307,7 @@ impl<'a> CudaGossip<'a> {
         ]
         .concat();
         self.l
-            .launch_grid("fb_gossip_rounds", self.envs.len(), self.block, 0, &args)
+            .launch_grid(self.kernel, self.envs.len(), self.block, 0, &args)
     }
 }
 
@@ -336,7 +352,7 @@ impl crate::algo::rounds::RoundOps for CudaGossip<'_> {
 pub const KERNELS: &[crate::backend::cuda::nvrtc::KernelSource] = &[crate::backend::cuda::nvrtc::KernelSource {
     file: "gossip.cu",
     source: include_str!("../../../kernels/gossip.cu"),
-    kernels: &["fb_gossip_rounds"],
-    coop: &["fb_gossip_rounds"],
+    kernels: &["fb_gossip_rounds", "fb_gossip_rounds_lattice"],
+    coop: &["fb_gossip_rounds", "fb_gossip_rounds_lattice"],
     grouped: &[],
 }];

@@ -348,7 +348,7 @@ pub const PARITY: &[(&str, &str)] = &[(
     "gossip",
     "seed: 7\nrepetitions: 3\nhorizon: 150\ncheckpoints: {every: 30}\nalgorithm: [gossip_ucb, fed_ucb_gossip, \
          local_ucb, oracle_ucb]\nenvironment: mab_heterogeneous\nparams: {m: 4, arms: 3, epsilon: 1, graph: ring}\n\
-         grid: {noise: [true, false]}\n",
+         grid: {noise: [true, false], sampler: [float, discrete]}\n",
 )];
 
 /// The decentralized multi-armed family (Zhu et al.) in the registry

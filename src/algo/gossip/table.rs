@@ -149,7 +149,7 @@ pub const PARAMS: &[ParamDef] = &[
         defaults: &[(ALL, D::Word("float"))],
         doc: "how the partial sums draw their noise: float (the float Laplace: the figures hold over the reals, \
               not for the bits released) or discrete (observations rounded to the lattice 2^-20, a discrete \
-              Laplace in integer arithmetic: the figures hold for the bits, acct_lattice_step says so; CPU only)",
+              Laplace in integer arithmetic: the figures hold for the bits, acct_lattice_step says so)",
         used_by: FED_UCB_GOSSIP,
         variant: true,
         common_random_numbers: true,
