@@ -13,8 +13,6 @@ of dp-accounting's, and 1% less noise in the row would be caught."""
 from __future__ import annotations
 
 import math
-import os
-import subprocess
 from pathlib import Path
 
 import polars as pl
@@ -22,8 +20,7 @@ import pytest
 
 dp = pytest.importorskip("dp_accounting")
 from dp_accounting.pld import privacy_loss_distribution as pld  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[2]
+from test_privacy_tight import engine  # noqa: E402
 
 JOB = """\
 name: lattice
@@ -45,8 +42,7 @@ def independent(rate: float, width: int, blocks: int) -> float:
 def test_the_lattice_figure_is_the_discrete_laplaces(tmp_path: Path) -> None:
     job = tmp_path / "lattice.yaml"
     job.write_text(JOB)
-    exe = Path(os.environ.get("FEDBANDITS_BIN", ROOT / "target" / "release" / "fedbandits"))
-    r = subprocess.run([str(exe), "run", str(job), "--out", str(tmp_path), "--quiet"], capture_output=True, text=True)
+    r = engine("run", str(job), "--out", str(tmp_path), "--quiet")
     assert r.returncode == 0, r.stderr
     rows = pl.read_parquet(tmp_path / "lattice" / "*.parquet").filter(pl.col("t") == pl.col("horizon")).to_dicts()
     assert len(rows) == 3

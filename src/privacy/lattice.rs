@@ -16,9 +16,11 @@
 //! the discrete Laplace, so every release is reachable from every input.
 //!
 //! **The lattice** is 2^-[`STEP_BITS`] (about 1e-6): a statistic is rounded
-//! to it (to nearest, ties to even) before it enters a sum, a change far
-//! below the noise of any study (a Laplace scale of at least 1 here), so
-//! utility is that of the float mechanism within its sampling error. The
+//! to it (to nearest, ties to even) before it enters a sum, a change of at
+//! most half a step against noise of scale (hi - lo) / epsilon' per block
+//! (2^20 / epsilon' steps at the unit range: a million at epsilon' = 1),
+//! so utility is that of the float mechanism within its sampling
+//! error (`jobs/study_sampler.yaml` measures it). The
 //! accountant charges the sensitivity of the rounded statistic: an
 //! observation clipped to [lo, hi] becomes an integer in [round(lo / step),
 //! round(hi / step)], whose width [`lattice_width`] is at most one step
