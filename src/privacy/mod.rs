@@ -8,6 +8,7 @@ pub mod binomial_gdp;
 pub mod bits;
 pub mod gdp;
 pub mod lattice;
+pub mod lattice_gdp;
 pub mod partial_sum;
 pub mod sensitivity;
 pub mod tree;
