@@ -87,11 +87,22 @@ pub fn gdp_epsilon(mu: f64, delta: f64) -> f64 {
 /// bound, bisected to 1e-10 relative, the upper end returned). Never above
 /// basic composition's gdp_epsilon(mu, delta) + pure.
 pub fn composed_epsilon(mu: f64, pure: f64, delta: f64) -> f64 {
-    if (mu <= 0.0 && pure <= 0.0) || composed_delta(mu, pure, 0.0) <= delta {
+    if mu <= 0.0 && pure <= 0.0 {
+        return 0.0;
+    }
+    epsilon_of(|e| composed_delta(mu, pure, e), delta)
+}
+
+/// The smallest epsilon >= 0 at which a privacy curve `curve` (delta as a
+/// decreasing function of epsilon) is at most `delta`: bisected to 1e-10
+/// relative, the upper end returned; infinite beyond twice
+/// [`MAX_EPSILON`].
+pub fn epsilon_of(curve: impl Fn(f64) -> f64, delta: f64) -> f64 {
+    if curve(0.0) <= delta {
         return 0.0;
     }
     let mut hi = 1.0f64;
-    while composed_delta(mu, pure, hi) > delta {
+    while curve(hi) > delta {
         if hi >= 2.0 * MAX_EPSILON {
             return f64::INFINITY;
         }
@@ -100,7 +111,7 @@ pub fn composed_epsilon(mu: f64, pure: f64, delta: f64) -> f64 {
     let mut lo = 0.0;
     while hi - lo > 1e-10 * hi.max(1e-6) {
         let mid = 0.5 * (lo + hi);
-        if composed_delta(mu, pure, mid) > delta {
+        if curve(mid) > delta {
             lo = mid;
         } else {
             hi = mid;

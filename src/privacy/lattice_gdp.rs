@@ -40,7 +40,7 @@
 //! not an upper bound: at sigma^2 = 1 step^2 and a unit shift the discrete
 //! curve exceeds mu-GDP's by up to 0.016 (the tests).
 
-use super::gdp::{MAX_EPSILON, gdp_delta};
+use super::gdp::{epsilon_of, gdp_delta};
 
 /// tau^2 in lattice steps squared (tau = 3 steps): at the engine's
 /// variances (sigma_e of 2^20 steps and more) theta is about 2e-77 and eta
@@ -100,28 +100,10 @@ impl LatticeCurve {
 
     /// The smallest epsilon >= 0 whose bound is at most `delta` beside a
     /// pure `pure`-DP release (bisected to 1e-10 relative, the upper end
-    /// returned; infinite beyond twice [`MAX_EPSILON`]).
+    /// returned; infinite beyond twice
+    /// [`crate::privacy::gdp::MAX_EPSILON`]).
     pub fn epsilon(&self, pure: f64, delta: f64) -> f64 {
-        if self.composed_delta(pure, 0.0) <= delta {
-            return 0.0;
-        }
-        let mut hi = 1.0f64;
-        while self.composed_delta(pure, hi) > delta {
-            if hi >= 2.0 * MAX_EPSILON {
-                return f64::INFINITY;
-            }
-            hi *= 2.0;
-        }
-        let mut lo = 0.0;
-        while hi - lo > 1e-10 * hi.max(1e-6) {
-            let mid = 0.5 * (lo + hi);
-            if self.composed_delta(pure, mid) > delta {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        hi
+        epsilon_of(|e| self.composed_delta(pure, e), delta)
     }
 }
 
