@@ -17,6 +17,7 @@ pub use super::value_check::{FLOAT_FLOOR, FLOAT_LIMIT, ValueError, did_you_mean}
 use super::options::Calibration;
 use crate::graph::GraphKind;
 use crate::named::Named;
+use crate::privacy::lattice::Sampler;
 use crate::privacy::sensitivity::Neighbours;
 
 crate::param_keys! {
@@ -28,6 +29,7 @@ crate::param_keys! {
     NEIGHBOURS: Neighbours = "neighbours",
     CALIBRATION: Calibration = "calibration",
     NOISE: bool = "noise",
+    SAMPLER: Sampler = "sampler",
     GRAPH: GraphKind = "graph",
     GRAPH_P: f64 = "graph_p",
     GRAPH_DEGREE: i64 = "graph_degree",
@@ -205,6 +207,19 @@ pub const SHARED: &[ParamDef] = &[
         variant: true,
         common_random_numbers: true,
         unkeyed: Some(D::Bool(true)),
+    },
+    ParamDef {
+        name: SAMPLER.name(),
+        kind: Kind::Choice(Sampler::NAMES),
+        defaults: &[(ALL, D::Word("float"))],
+        doc: "how a private mechanism draws its noise: float (floating-point samplers: the figures hold over the \
+              reals, not for the bits released) or discrete (statistics rounded to a lattice, exact integer noise: \
+              a discrete Laplace for Fed_UCB's partial sums on 2^-20, a discrete Gaussian for the linear trees' \
+              nodes on a lattice set from their noise; the figures hold for the bits, acct_lattice_step says so)",
+        used_by: &[],
+        variant: true,
+        common_random_numbers: true,
+        unkeyed: Some(D::Word("float")),
     },
     ParamDef {
         name: GRAPH.name(),

@@ -318,6 +318,23 @@ pub struct Mechanism {
     /// epsilon^2 / 2 (pure DP implies that zCDP, Bun & Steinke 2016, Prop.
     /// 1.4), and it has no mu (not Gaussian-DP).
     pub pure: Option<(f64, String)>,
+    /// Gaussian releases drawn on a lattice with exact discrete Gaussian
+    /// noise (`sampler: discrete`): the figure is the lattice bound
+    /// ([`crate::privacy::lattice_gdp`]) at the noise's mu, whose
+    /// sensitivity the algorithm states for the rounded statistic. None: a
+    /// float sampler.
+    pub lattice: Option<LatticeGaussian>,
+}
+
+/// The lattice of Gaussian releases ([`Mechanism::lattice`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LatticeGaussian {
+    /// The lattice step.
+    pub step: f64,
+    /// The smallest per-entry noise variance, in steps^2.
+    pub min_sigma2: f64,
+    /// Entries each release draws.
+    pub entries: u64,
 }
 
 /// The paper's epsilon for `m` (null with a warning where the paper gives
@@ -350,6 +367,66 @@ fn paper_claim(m: &Mechanism, epsilon: Option<f64>, warnings: &mut Vec<String>) 
         ));
     }
     paper
+}
+
+/// The discrete Gaussian's bound on the lattice and its step, where a
+/// mechanism's Gaussian releases are drawn there (`sampler: discrete`).
+fn lattice_curve(m: &Mechanism, mu: Option<f64>) -> Option<(super::lattice_gdp::LatticeCurve, f64)> {
+    match (&m.lattice, &m.noise, mu) {
+        (Some(l), NoiseModel::Gaussian { .. }, Some(mu)) => Some((
+            super::lattice_gdp::LatticeCurve::new(mu, l.min_sigma2, (l.entries * m.releases_per_observation) as f64),
+            l.step,
+        )),
+        _ => None,
+    }
+}
+
+/// What a lattice figure says about itself.
+fn lattice_warning(c: &super::lattice_gdp::LatticeCurve, step: f64) -> String {
+    format!(
+        "sampler: discrete: the releases are lattice points (step {step:e}) with exact discrete Gaussian noise; \
+         acct_epsilon is the discrete mechanism's bound (privacy::lattice_gdp: mu-GDP's at acct_mu widened by eta \
+         = {:.1e}), and acct_sensitivity includes the rounding to the lattice",
+        c.eta
+    )
+}
+
+impl Accounting {
+    /// Composes the Gaussian releases (mu-GDP, or the lattice bound
+    /// `curve`) with a pure `e`-DP release (`what`) by their privacy loss
+    /// distributions; the sums' own figure becomes `epsilon_sums`.
+    fn compose_pure(
+        &mut self,
+        e: f64,
+        what: &str,
+        delta: f64,
+        mu: Option<f64>,
+        curve: Option<super::lattice_gdp::LatticeCurve>,
+    ) {
+        let gaussian = self.epsilon;
+        self.epsilon = match curve {
+            Some(c) => Some(c.epsilon(e, delta)),
+            None => mu.map(|mu| composed_epsilon(mu, e, delta)),
+        };
+        if curve.is_some() {
+            self.warnings.push(format!(
+                "{what} draws floating-point Laplace noise: acct_epsilon holds over the reals for it, so \
+                 acct_lattice_step is null though the sums are lattice points"
+            ));
+        }
+        self.rho = self.rho.map(|r| r + e * e / 2.0);
+        self.epsilon_zcdp = self.rho.map(|r| zcdp_epsilon(r, delta));
+        self.epsilon_sums = gaussian;
+        self.mu = None;
+        self.pure_part = Some(e);
+        self.warnings.push(format!(
+            "acct_epsilon composes the Gaussian releases (mu-GDP; acct_epsilon_sums alone: {}) with {what} \
+             ({e:.4}-DP) by their privacy loss distributions (summing the two gives {}); acct_mu is null (not \
+             Gaussian-DP)",
+            fmt_figure(gaussian, delta),
+            fmt_figure(gaussian.map(|g| g + e), delta)
+        ));
+    }
 }
 
 /// The accounting of a mechanism: the exact figure (mu-GDP of the composed
@@ -392,10 +469,15 @@ pub fn account(m: &Mechanism) -> Accounting {
             (*sigma, *sensitivity, None, None)
         }
     };
-    let epsilon = match dominated {
-        Some((mu, tail)) => Some(gdp_epsilon(mu, delta - tail)),
-        None => mu.map(|mu| gdp_epsilon(mu, delta)),
+    let curve = lattice_curve(m, mu);
+    let epsilon = match (dominated, curve) {
+        (Some((mu, tail)), _) => Some(gdp_epsilon(mu, delta - tail)),
+        (None, Some((c, _))) => Some(c.epsilon(0.0, delta)),
+        (None, None) => mu.map(|mu| gdp_epsilon(mu, delta)),
     };
+    if let Some((c, step)) = curve {
+        warnings.push(lattice_warning(&c, step));
+    }
     let paper = paper_claim(m, epsilon, &mut warnings);
     let mut a = Accounting {
         releases_per_observation: levels,
@@ -413,25 +495,12 @@ pub fn account(m: &Mechanism) -> Accounting {
         neighbours: Some(m.neighbours),
         relation: m.relation.clone(),
         warnings,
-        lattice_step: None,
+        lattice_step: curve.filter(|_| m.pure.is_none()).map(|(_, step)| step),
         tail: dominated.map(|(_, tail)| tail),
         pure_part: None,
     };
     if let Some((e, what)) = &m.pure {
-        let gaussian = a.epsilon;
-        a.epsilon = mu.map(|mu| composed_epsilon(mu, *e, delta));
-        a.rho = a.rho.map(|r| r + e * e / 2.0);
-        a.epsilon_zcdp = a.rho.map(|r| zcdp_epsilon(r, delta));
-        a.epsilon_sums = gaussian;
-        a.mu = None;
-        a.pure_part = Some(*e);
-        a.warnings.push(format!(
-            "acct_epsilon composes the Gaussian releases (mu-GDP; acct_epsilon_sums alone: {}) with {what} \
-             ({e:.4}-DP) by their privacy loss distributions (summing the two gives {}); acct_mu is null (not \
-             Gaussian-DP)",
-            fmt_figure(gaussian, delta),
-            fmt_figure(gaussian.map(|g| g + e), delta)
-        ));
+        a.compose_pure(*e, what, delta, mu, curve.map(|(c, _)| c));
     }
     if let Some(what) = &m.uncovered {
         a.epsilon_sums = a.epsilon;
@@ -482,6 +551,7 @@ pub(crate) fn gaussian_mechanism(levels: u64, sigma: f64, sensitivity: f64) -> M
         warnings: Vec::new(),
         uncovered: None,
         pure: None,
+        lattice: None,
     }
 }
 

@@ -12,6 +12,7 @@ pub mod lattice_gdp;
 pub mod partial_sum;
 pub mod sensitivity;
 pub mod tree;
+pub mod tree_lattice;
 pub mod vecsum;
 pub mod vecsum_account;
 

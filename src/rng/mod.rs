@@ -17,6 +17,7 @@
 
 pub mod binomial;
 pub mod discrete;
+pub mod discrete_gauss;
 pub mod keyed;
 #[cfg(target_arch = "x86_64")]
 mod keyed_avx512;

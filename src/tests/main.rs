@@ -20,6 +20,7 @@ mod gossip;
 mod grow;
 mod horizon;
 mod lattice;
+mod lattice_linear;
 mod layers;
 mod long_horizon;
 mod memory;

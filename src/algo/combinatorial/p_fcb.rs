@@ -284,6 +284,7 @@ pub fn mechanism(p: &PFcbConfig, horizon: u64) -> Mechanism {
         warnings,
         uncovered: None,
         pure: None,
+        lattice: None,
     }
 }
 

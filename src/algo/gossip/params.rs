@@ -2,9 +2,9 @@
 //! parameters resolved into its [`GossipConfig`].
 
 use super::fed_ucb_gossip::PrivacyConfig;
-use super::table::{ARMS, BUDGET_SPLIT, C_PRIV, CLIP, CLIP_HI, CLIP_LO, DATA, SAMPLER};
+use super::table::{ARMS, BUDGET_SPLIT, C_PRIV, CLIP, CLIP_HI, CLIP_LO, DATA};
 use super::{GossipAlgorithm, GossipConfig, GossipEnvironment};
-use crate::algo::params::{CONFIDENCE_SCALE, EPSILON, M, NOISE, NOISE_STD};
+use crate::algo::params::{CONFIDENCE_SCALE, EPSILON, M, NOISE, NOISE_STD, SAMPLER};
 use crate::privacy::lattice::Sampler;
 use crate::algo::resolve::Params;
 use crate::env::mab::MabEnvSpec;

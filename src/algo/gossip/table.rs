@@ -8,7 +8,6 @@ use crate::algo::defaults::DefaultValue as D;
 use crate::algo::params::{ALL, Kind, ParamDef, Share};
 
 use super::fed_ucb_gossip::BudgetSplit;
-use crate::privacy::lattice::Sampler;
 use crate::named::Named;
 
 crate::param_keys! {
@@ -19,7 +18,6 @@ crate::param_keys! {
     CLIP_LO: f64 = "clip_lo",
     CLIP_HI: f64 = "clip_hi",
     C_PRIV: f64 = "c_priv",
-    SAMPLER: Sampler = "sampler",
 }
 
 /// Its algorithm with the privatizer.
@@ -29,6 +27,11 @@ const P2P: &[&str] = &["gossip_ucb", "fed_ucb_gossip"];
 
 /// Its members' uses of the shared parameters.
 pub const SHARES: &[Share] = &[
+    Share {
+        params: &["sampler"],
+        by: FED_UCB_GOSSIP,
+        defaults: &[],
+    },
     Share {
         params: &["m"],
         by: &["gossip_ucb", "fed_ucb_gossip", "local_ucb", "oracle_ucb"],
@@ -142,17 +145,5 @@ pub const PARAMS: &[ParamDef] = &[
         variant: false,
         common_random_numbers: false,
         unkeyed: None,
-    },
-    ParamDef {
-        name: SAMPLER.name(),
-        kind: Kind::Choice(Sampler::NAMES),
-        defaults: &[(ALL, D::Word("float"))],
-        doc: "how the partial sums draw their noise: float (the float Laplace: the figures hold over the reals, \
-              not for the bits released) or discrete (observations rounded to the lattice 2^-20, a discrete \
-              Laplace in integer arithmetic: the figures hold for the bits, acct_lattice_step says so)",
-        used_by: FED_UCB_GOSSIP,
-        variant: true,
-        common_random_numbers: true,
-        unkeyed: Some(D::Word("float")),
     },
 ];

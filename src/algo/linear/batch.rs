@@ -301,6 +301,9 @@ pub enum Release {
         levels: usize,
         /// How the node's Gram part is symmetrized.
         noise: crate::privacy::tree::NodeNoise,
+        /// The lattice of `sampler: discrete` (leaves rounded to it, node
+        /// noise drawn on it exactly); None: the float Gaussian.
+        lattice: Option<crate::privacy::tree_lattice::LatticeNodeNoise>,
     },
     /// The shuffle vector-summation protocol ([`crate::privacy::vecsum`]):
     /// `proto` is a federation's initial protocol state; `keys` hold, per

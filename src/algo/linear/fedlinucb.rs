@@ -34,7 +34,7 @@ use crate::named::Named;
 use super::{Calibration, LinearAlgorithm, LinearConfig, Protocol};
 use crate::algo::linear::batch::{LinearBatch, Release, SyncRule, SyncWhen, Width};
 use crate::privacy::accountant::{Mechanism, NoiseModel};
-use crate::privacy::tree::AgentTrees;
+use crate::privacy::tree::{AgentTrees, NodeNoise};
 use crate::privacy::tree_levels;
 use crate::privacy::vecsum::VecSum;
 
@@ -66,7 +66,9 @@ impl ZhouConstants {
         // agent's message too).
         let exact = |eps: f64, delta: f64| {
             let sens = crate::privacy::accountant::zhou_sensitivity_sq(l, cfg.neighbours).sqrt();
-            crate::privacy::accountant::exact_sigma(levels as u64, sens, eps, delta)
+            super::lattice::exact_sigma(cfg, NodeNoise::Half, levels, sens, |s| {
+                crate::privacy::accountant::exact_sigma(levels as u64, s, eps, delta)
+            })
         };
         match (cfg.algorithm, cfg.privacy, cfg.protocol) {
             (
@@ -153,6 +155,9 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
     let (eps, delta) = target;
     let c = ZhouConstants::new(cfg);
     let sensitivity = zhou_sensitivity_sq(cfg.l_bound, cfg.neighbours).sqrt();
+    // sampler: discrete (the tree protocols): the rounded statistic's.
+    let lattice = super::lattice::node_lattice(cfg, c.sigma, NodeNoise::Half, c.levels);
+    let tree_sensitivity = sensitivity + lattice.map_or(0.0, |l| l.rounding(cfg.env.d));
     let levels = c.levels as u64;
     let kappa = 1.0 + (cfg.horizon as f64 / cfg.batch_size as f64).ln();
     // The theorem's sensitivity (its relation, L = 1) against ours at L.
@@ -191,7 +196,7 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
             (noise, PaperClaim::Unavailable(claim), None)
         }
         Protocol::SdpAmp => {
-            let rho_node = gaussian_rho(sensitivity, c.sigma);
+            let rho_node = gaussian_rho(tree_sensitivity, c.sigma);
             let eps0 = zcdp_epsilon(rho_node, delta);
             let paper = match amplification_precondition(eps0, cfg.m as u64, delta) {
                 Some(why) => PaperClaim::Unavailable(why),
@@ -200,7 +205,7 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
             (
                 NoiseModel::Gaussian {
                     sigma: c.sigma,
-                    sensitivity,
+                    sensitivity: tree_sensitivity,
                 },
                 paper,
                 None,
@@ -209,7 +214,7 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
         _ => (
             NoiseModel::Gaussian {
                 sigma: c.sigma,
-                sensitivity,
+                sensitivity: tree_sensitivity,
             },
             theorem,
             None,
@@ -240,6 +245,7 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
         warnings,
         uncovered: None,
         pure: None,
+        lattice: lattice.map(|l| l.charge(cfg.env.d)),
     })
 }
 
@@ -323,11 +329,15 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]
             }),
             keys: AgentTrees::folded_keys(algo_keys, m + 1),
         },
-        (true, ..) => Release::Tree {
-            sigma: cfg.drawn(consts.sigma),
-            levels: consts.levels,
-            noise: crate::privacy::tree::NodeNoise::Half,
-        },
+        (true, ..) => {
+            let sigma = cfg.drawn(consts.sigma);
+            Release::Tree {
+                sigma,
+                levels: consts.levels,
+                noise: NodeNoise::Half,
+                lattice: super::lattice::node_lattice(cfg, sigma, NodeNoise::Half, consts.levels),
+            }
+        }
         (false, ..) => Release::Exact,
     };
     let noise_keys = if matches!(release, Release::Tree { .. }) {

@@ -133,7 +133,22 @@ impl DubeyConstants {
 fn exact_sigma_n(cfg: &LinearConfig, eps: f64, delta: f64) -> f64 {
     let sens = crate::privacy::accountant::dubey_sensitivity(cfg.l_bound, cfg.neighbours);
     let mu = crate::privacy::accountant::composed_mu(eps, delta, schedule_epsilon(cfg).unwrap_or(0.0));
-    (charged_releases(cfg) as f64).sqrt() * sens / mu / std::f64::consts::SQRT_2
+    let releases = charged_releases(cfg) as f64;
+    super::lattice::exact_sigma(cfg, NodeNoise::Dubey, tree_levels(cfg), sens, |s| {
+        releases.sqrt() * s / mu / std::f64::consts::SQRT_2
+    })
+}
+
+/// Levels of a PRIVATIZER tree, 1 + ceil(log2 T) (both forms: a slot may
+/// broadcast every round), as the lattice's magnitude bound counts them.
+pub fn tree_levels(cfg: &LinearConfig) -> usize {
+    1 + (cfg.horizon.max(1) as f64).log2().ceil() as usize
+}
+
+/// The lattice of a private FedUCB's node noise at sigma_N = `sigma_n`
+/// under `sampler: discrete` (None otherwise).
+pub fn node_lattice(cfg: &LinearConfig, sigma_n: f64) -> Option<crate::privacy::tree_lattice::LatticeNodeNoise> {
+    super::lattice::node_lattice(cfg, sigma_n, NodeNoise::Dubey, tree_levels(cfg))
 }
 
 /// floor(log2 x) + 1 for x >= 1 (the levels of a tree of x leaves).
@@ -221,11 +236,14 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
     let target = cfg.privacy?;
     let c = privatizer(cfg)?;
     let unbounded = super::unbounded_rewards(cfg);
+    let lattice = node_lattice(cfg, c.sigma_n);
+    let sensitivity = crate::privacy::accountant::dubey_sensitivity(cfg.l_bound, cfg.neighbours)
+        + lattice.map_or(0.0, |l| l.rounding(cfg.env.d));
     Some(Mechanism {
         releases_per_observation: charged_releases(cfg),
         noise: NoiseModel::Gaussian {
             sigma: std::f64::consts::SQRT_2 * c.sigma_n,
-            sensitivity: crate::privacy::accountant::dubey_sensitivity(cfg.l_bound, cfg.neighbours),
+            sensitivity,
         },
         target,
         paper: paper_claim(cfg, &c, target.0),
@@ -253,6 +271,7 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
                 .into()
         }),
         pure: schedule_epsilon(cfg).map(|e| (e, "the private sync schedule (sparse vector technique)".to_string())),
+        lattice: lattice.map(|l| l.charge(cfg.env.d)),
     })
 }
 
@@ -375,6 +394,7 @@ pub fn batch(cfg: &LinearConfig, env_keys: Vec<Vec<u64>>, algo_keys: &[Vec<u64>]
             sigma: cfg.drawn(c.sigma_n),
             levels: c.levels,
             noise: NodeNoise::Dubey,
+            lattice: node_lattice(cfg, cfg.drawn(c.sigma_n)),
         }
     } else {
         Release::Cumulative

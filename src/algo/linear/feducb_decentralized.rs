@@ -87,6 +87,7 @@ pub fn batch(
             sigma: cfg.drawn(c.sigma_n),
             levels: cap_levels,
             noise: NodeNoise::Dubey,
+            lattice: super::feducb::node_lattice(cfg, cfg.drawn(c.sigma_n)),
         }
     } else {
         Release::Cumulative

@@ -226,6 +226,7 @@ mod tests {
             sigma: 0.3,
             levels: 3,
             noise: crate::privacy::tree::NodeNoise::Half,
+            lattice: None,
         };
         for release in [Release::Exact, tree] {
             let sync = SyncRule {

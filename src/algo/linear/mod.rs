@@ -14,6 +14,7 @@ pub mod cost;
 pub mod cpu;
 pub mod cuda;
 pub mod fedlinucb;
+pub mod lattice;
 pub mod feducb;
 pub mod feducb_decentralized;
 pub mod lockstep;
@@ -240,6 +241,9 @@ pub struct LinearConfig {
     /// none, every other part of the private algorithm kept; no privacy
     /// figure holds).
     pub noise: bool,
+    /// How the trees' node noise is drawn (`sampler: discrete`: on a
+    /// lattice, exactly, [`crate::privacy::tree_lattice`]).
+    pub sampler: crate::privacy::lattice::Sampler,
 }
 
 /// The reward bound |y| <= 1 of the papers' privacy analyses (Zhou &

@@ -12,7 +12,8 @@ use super::table::{
 use super::{
     Calibration, LinearAlgorithm, LinearConfig, LinearEnvironment, Protocol, RewardOn, ScheduleName, SyncName, SyncRegime,
 };
-use crate::algo::params::{CALIBRATION, CONFIDENCE_SCALE, DELTA, EPSILON, M, NEIGHBOURS, NOISE, NOISE_STD};
+use crate::algo::params::{CALIBRATION, CONFIDENCE_SCALE, DELTA, EPSILON, M, NEIGHBOURS, NOISE, NOISE_STD, SAMPLER};
+use crate::privacy::lattice::Sampler;
 use crate::algo::resolve::Params;
 use crate::env::{LinearEnvKind, LinearEnvSpec};
 use crate::graph::GraphSpec;
@@ -52,6 +53,7 @@ pub fn resolve(p: &mut Params<'_>) -> Box<dyn crate::algo::FamilyConfig> {
         graph: GraphSpec::Complete,
         gamma: 1,
         noise: true,
+        sampler: Sampler::Float,
     };
     if algorithm != LinearAlgorithm::Random {
         learner(p, &mut cfg);
@@ -178,11 +180,23 @@ fn privacy(p: &mut Params<'_>) -> Option<(f64, f64)> {
     }
 }
 
-/// The private mechanism's noise (`noise`) and accounting parameters: the neighbouring relation
-/// (`neighbours`, validated as a choice by the parameter table, whose
-/// default is each paper's own) and reward clipping (`clip_rewards`).
+/// The private mechanism's noise (`noise`, `sampler`) and accounting
+/// parameters: the neighbouring relation (`neighbours`, validated as a
+/// choice by the parameter table, whose default is each paper's own) and
+/// reward clipping (`clip_rewards`). `sampler: discrete` applies to the
+/// Gaussian trees; sdp_vecsum's randomizer is already integer, but its
+/// shift and analyzer are floating point and unchecked, so it is refused.
 fn accounting(p: &mut Params<'_>, cfg: &mut LinearConfig) {
     cfg.noise = p.take(NOISE);
+    cfg.sampler = p.take(SAMPLER);
+    if cfg.sampler == Sampler::Discrete && cfg.protocol == Protocol::SdpVecsum {
+        p.err(
+            SAMPLER,
+            "sampler: discrete draws the Gaussian trees' node noise on a lattice (protocols ldp, alt, sdp_amp); \
+             sdp_vecsum's Binomial randomizer is integer but its shift and analyzer are floating point and not \
+             checked for the bits released: use sampler: float",
+        );
+    }
     cfg.neighbours = p.take(NEIGHBOURS);
     cfg.clip_rewards = p.take(CLIP_REWARDS);
 }

@@ -73,6 +73,11 @@ pub const SHARES: &[Share] = &[
         defaults: &[],
     },
     Share {
+        params: &["sampler"],
+        by: PRIVATE_ALGORITHMS,
+        defaults: &[],
+    },
+    Share {
         params: &["neighbours"],
         by: PRIVATE_ALGORITHMS,
         defaults: &[(FEDUCB, D::Word("add_remove"))],

@@ -29,6 +29,7 @@ use crate::backend::cpu::CpuBackend;
 use crate::env::LinearEnv;
 use crate::linalg;
 use crate::privacy::tree::{AgentTrees, NodeNoise};
+use crate::privacy::tree_lattice::LatticeNodeNoise;
 use crate::privacy::vecsum::VecSum;
 use crate::rng::Stream;
 use rayon::prelude::*;
@@ -127,11 +128,14 @@ enum Privatizer {
     Exact,
     /// The exact running total of every leaf.
     Cumulative { total: Vec<f64> },
-    /// Per-agent trees with symmetric Gaussian node noise.
+    /// Per-agent trees with symmetric Gaussian node noise (on a lattice
+    /// under `sampler: discrete`).
     Trees {
         trees: AgentTrees,
         sigma: f64,
         noise: NodeNoise,
+        #[serde(default)]
+        lattice: Option<LatticeNodeNoise>,
     },
     /// The shuffle vector-summation protocol.
     VecSum {
@@ -251,10 +255,16 @@ impl Fed {
         let env = LinearEnv::new(&batch.env, &batch.env_keys[f]);
         let sync = batch.sync.as_ref();
         let privatizer = match sync.map(|s| &s.release) {
-            Some(Release::Tree { sigma, levels, noise }) => Privatizer::Trees {
+            Some(Release::Tree {
+                sigma,
+                levels,
+                noise,
+                lattice,
+            }) => Privatizer::Trees {
                 trees: AgentTrees::with_keys(batch.noise_keys[f * m..(f + 1) * m].to_vec(), width, *levels),
                 sigma: *sigma,
                 noise: *noise,
+                lattice: *lattice,
             },
             Some(Release::VecSum { proto, keys }) => {
                 let k = &keys[f * (m + 1)..(f + 1) * (m + 1)];
@@ -368,7 +378,12 @@ impl Fed {
     fn sync<B: AgentStep + ?Sized>(&mut self, rule: &Rule, step: &B) {
         let (d, dd, m) = (self.bank.d, self.bank.d * self.bank.d, self.bank.m);
         let released = match &mut self.privatizer {
-            Privatizer::Trees { trees, sigma, noise } => {
+            Privatizer::Trees {
+                trees,
+                sigma,
+                noise,
+                lattice,
+            } => {
                 // Server output: sum over agents of their noisy prefix sums.
                 self.release.fill(0.0);
                 let (sigma, noise) = (*sigma, *noise);
@@ -376,7 +391,15 @@ impl Fed {
                     self.bank.local_leaf(i, &mut self.leaf);
                     // The tree is sized for every sync the schedule can
                     // make, so it cannot be full.
-                    let _ = trees.contribute(i, &self.leaf, &mut self.release, |z, key| noise.fill(z, d, sigma, key));
+                    let _ = match lattice {
+                        Some(l) => {
+                            l.round_leaf(&mut self.leaf, d);
+                            trees.contribute(i, &self.leaf, &mut self.release, |z, key| l.fill(z, d, key))
+                        }
+                        None => {
+                            trees.contribute(i, &self.leaf, &mut self.release, |z, key| noise.fill(z, d, sigma, key))
+                        }
+                    };
                 }
                 true
             }

@@ -58,6 +58,9 @@ pub struct PeerFed {
     first_heard: f64,
     /// Node noise standard deviation and kind (private only).
     noise: (f64, NodeNoise),
+    /// The lattice of `sampler: discrete` (private only).
+    #[serde(default)]
+    lattice: Option<crate::privacy::tree_lattice::LatticeNodeNoise>,
     streams: Vec<AgentStreams>,
     ws: Workspace,
     /// Per slot s = i * gamma + g.
@@ -123,6 +126,31 @@ fn svt_state(rule: &Svt, f: usize, slots: usize) -> (Svt, Vec<SvtAgent>, Vec<f64
     (rule, agents, vec![f64::INFINITY; slots])
 }
 
+/// The slots' trees of federation `f` with their node noise and lattice
+/// (none without privacy).
+type SlotTrees = (Option<AgentTrees>, (f64, NodeNoise), Option<crate::privacy::tree_lattice::LatticeNodeNoise>);
+
+/// [`SlotTrees`] of a batch's federation `f`.
+fn slot_trees(batch: &LinearBatch, f: usize, slots: usize, width: usize) -> SlotTrees {
+    match batch.sync.as_ref().map(|s| &s.release) {
+        Some(Release::Tree {
+            sigma,
+            levels,
+            noise,
+            lattice,
+        }) => (
+            Some(AgentTrees::with_keys(
+                batch.noise_keys[f * slots..(f + 1) * slots].to_vec(),
+                width,
+                *levels,
+            )),
+            (*sigma, *noise),
+            *lattice,
+        ),
+        _ => (None, (0.0, NodeNoise::Dubey), None),
+    }
+}
+
 impl PeerFed {
     /// Federation `f` of `batch` (which has a network, FedUCB's test and
     /// widths: checked by [`super::CpuLinear::new`]) at round 0.
@@ -139,17 +167,7 @@ impl PeerFed {
         let width = dd + d;
         let slots = m * gamma;
         let env = LinearEnv::new(&batch.env, &batch.env_keys[f]);
-        let (trees, noise) = match sync.map(|s| &s.release) {
-            Some(Release::Tree { sigma, levels, noise }) => (
-                Some(AgentTrees::with_keys(
-                    batch.noise_keys[f * slots..(f + 1) * slots].to_vec(),
-                    width,
-                    *levels,
-                )),
-                (*sigma, *noise),
-            ),
-            _ => (None, (0.0, NodeNoise::Dubey)),
-        };
+        let (trees, noise, lattice) = slot_trees(batch, f, slots, width);
         let private = trees.is_some();
         let (scale, sigma, widths) = match &batch.beta {
             Width::LogDet { scale, sigma, agents } => (*scale, *sigma, agents[f * m..(f + 1) * m].to_vec()),
@@ -179,6 +197,7 @@ impl PeerFed {
             prev_release: if private { vec![0.0; slots * width] } else { Vec::new() },
             trees,
             noise,
+            lattice,
             c_shift,
             payload: vec![0.0; slots * ring * width],
             payload_round: vec![NEVER; slots * ring],
@@ -306,7 +325,13 @@ impl PeerFed {
                 self.leaf[dd..].copy_from_slice(&self.u_vec[sl * d..(sl + 1) * d]);
                 self.release.fill(0.0);
                 let (sigma, noise) = self.noise;
-                let _ = trees.contribute(sl, &self.leaf, &mut self.release, |z, key| noise.fill(z, d, sigma, key));
+                let _ = match &self.lattice {
+                    Some(l) => {
+                        l.round_leaf(&mut self.leaf, d);
+                        trees.contribute(sl, &self.leaf, &mut self.release, |z, key| l.fill(z, d, key))
+                    }
+                    None => trees.contribute(sl, &self.leaf, &mut self.release, |z, key| noise.fill(z, d, sigma, key)),
+                };
                 let prev = &mut self.prev_release[sl * w..(sl + 1) * w];
                 for ((p, r), o) in payload.iter_mut().zip(&self.release).zip(prev.iter_mut()) {
                     *p = r - *o;

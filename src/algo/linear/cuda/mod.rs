@@ -38,11 +38,22 @@ use crate::rng::state_words;
 
 /// Whether the driver can run this batch: linear_gap and `random` exist only
 /// on the cooperative kernel, so they need its shape to fit the device's
-/// shared memory; d >= 2; one key per agent where keys are needed.
+/// shared memory; d >= 2; one key per agent where keys are needed; the
+/// trees' float node noise only (`sampler: discrete` draws on the CPU).
 pub fn supports(batch: &LinearBatch, shared_limit: usize) -> Result<(), CudaError> {
     let gap = matches!(batch.env.kind, LinearEnvKind::Gap);
     if batch.env.d < 2 {
         return Err(CudaError::Unsupported("d < 2".into()));
+    }
+    if matches!(
+        batch.sync.as_ref().map(|s| &s.release),
+        Some(Release::Tree { lattice: Some(_), .. })
+    ) {
+        return Err(CudaError::Unsupported(
+            "sampler: discrete for the trees' node noise (the discrete Gaussian is drawn on the CPU only; \
+             use backend: cpu or sampler: float)"
+                .into(),
+        ));
     }
     if (gap || batch.random_policy.is_some()) && coop_step_shape(gap, batch.env.d, batch.env.k, shared_limit).is_none()
     {
