@@ -1,8 +1,9 @@
 //! `sampler: discrete` for the linear family's Gaussian trees
 //! (`privacy::tree_lattice`) end to end: a job's rows state the sampler and
 //! the lattice, the exact calibration meets the target under the lattice
-//! bound, the output is bit-identical across thread counts, and the device
-//! refuses the cell and says why rather than drawing float noise.
+//! bound, the output is bit-identical across thread counts, the device
+//! refuses the cell and says why rather than drawing float noise, and
+//! sdp_vecsum (no tree) does not take the sampler.
 
 use fedbandits::backend::BatchError;
 use fedbandits::job::Job;
@@ -113,6 +114,44 @@ fn discrete_linear_cells_state_their_lattice_and_meet_the_target() {
     }
 }
 
+/// `audit --bits` on the trees: every discrete cell passes (its releases
+/// are lattice points, reachable from the neighbour's rounded leaf), every
+/// float cell is listed as not tested with the reason, and the command
+/// exits 0 (nothing failed).
+#[test]
+fn audit_bits_passes_the_discrete_trees_and_lists_the_float_ones() {
+    let dir = std::env::temp_dir().join(format!("fedbandits-test-{}-lattice-linear-bits", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = dir.join("bits.yaml");
+    std::fs::write(&job, JOB).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_fedbandits"))
+        .args(["audit", job.to_str().unwrap(), "--bits", "--trials", "500", "--out"])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("[private_fedlinucb") || l.contains("[feducb"))
+        .collect();
+    assert_eq!(rows.len(), 12, "{text}");
+    for r in rows {
+        let cols: Vec<&str> = r.split_whitespace().collect();
+        if r.contains("sampler=discrete") {
+            assert_eq!(&cols[2..5], &["discrete", "500", "0"], "{r}");
+            assert!(r.contains("pass"), "{r}");
+        } else {
+            assert!(r.contains("not tested: ") && r.contains("no exact-bits test"), "{r}");
+        }
+    }
+}
+
 /// A discrete tree on the (emulated) device: refused, naming the sampler,
 /// never drawn with the float kernel's noise.
 #[test]
@@ -133,17 +172,19 @@ fn the_device_refuses_a_discrete_tree_and_says_why() {
     }
 }
 
-/// sdp_vecsum refuses the discrete sampler with the reason, naming the key.
+/// sdp_vecsum has no tree and does not read `sampler`: a grid of
+/// protocols by samplers is three cells, sdp_vecsum's one without a
+/// sampler value.
 #[test]
-fn sdp_vecsum_refuses_the_discrete_sampler() {
-    let e = Job::parse(
+fn sdp_vecsum_does_not_take_the_sampler() {
+    let job = Job::parse(
         Path::new("v.yaml"),
-        "horizon: 40\nalgorithm: private_fedlinucb\nenvironment: linear_sphere\nparams: {m: 2, d: 3, k: 8, epsilon: 1, delta: 0.1, batch_size: 4, protocol: sdp_vecsum, sampler: discrete}\n",
+        "horizon: 40\nalgorithm: private_fedlinucb\nenvironment: linear_sphere\nparams: {m: 2, d: 3, k: 8, epsilon: 1, delta: 0.1, batch_size: 4}\ngrid: {protocol: [ldp, sdp_vecsum], sampler: [float, discrete]}\n",
     )
-    .unwrap_err()
-    .to_string();
-    assert!(
-        e.contains("sampler") && e.contains("sdp_vecsum") && e.contains("sampler: float"),
-        "{e}"
-    );
+    .unwrap_or_else(|e| panic!("{e}"));
+    let labels: Vec<String> = job.cells.iter().map(|c| c.label()).collect();
+    assert_eq!(labels.len(), 3, "{labels:?}");
+    let vecsum: Vec<&String> = labels.iter().filter(|l| l.contains("sdp_vecsum")).collect();
+    assert_eq!(vecsum.len(), 1, "{labels:?}");
+    assert!(!vecsum[0].contains("sampler"), "{labels:?}");
 }

@@ -37,7 +37,8 @@ use crate::env::{AgentStreams, LinearEnv};
 use crate::linalg::LltError;
 use crate::privacy::accountant::Neighbours;
 use crate::privacy::audit::{AuditOutcome, Harness, audit, leaf_of};
-use crate::privacy::tree::{dubey_noise, symmetric_gaussian};
+use crate::privacy::bits::BitsOutcome;
+use crate::privacy::tree::{NodeNoise, dubey_noise, symmetric_gaussian};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 impl Audit for LinearConfig {
@@ -86,12 +87,16 @@ impl Audit for LinearConfig {
             LinearAlgorithm::PrivateFedlinucb => {
                 let c = fedlinucb::ZhouConstants::new(self);
                 let sigma = c.sigma * noise_scale;
+                let lattice = super::lattice::node_lattice(self, sigma, NodeNoise::Half, c.levels);
                 Ok((
                     Harness::GaussianTree {
                         d,
                         levels: c.levels,
-                        p: [leaf_of(&pts[0].0, pts[0].1), leaf_of(&pts[1].0, pts[1].1)],
-                        noise: Box::new(move |z, key| symmetric_gaussian(z, d, sigma, key)),
+                        p: pair_leaves(&pts, lattice.as_ref(), d),
+                        noise: match lattice {
+                            Some(l) => Box::new(move |z, key| l.fill(z, d, key)),
+                            None => Box::new(move |z, key| symmetric_gaussian(z, d, sigma, key)),
+                        },
                     },
                     delta,
                 ))
@@ -103,18 +108,61 @@ impl Audit for LinearConfig {
                 let c = feducb::privatizer(self)
                     .ok_or_else(|| AuditError::NoMechanism(format!("{:?}", self.algorithm)))?;
                 let sigma = c.sigma_n * noise_scale;
+                let lattice = feducb::node_lattice(self, sigma);
                 Ok((
                     Harness::GaussianTree {
                         d,
                         levels: feducb::charged_releases(self) as usize,
-                        p: [leaf_of(&pts[0].0, pts[0].1), leaf_of(&pts[1].0, pts[1].1)],
-                        noise: Box::new(move |z, key| dubey_noise(z, d, sigma, key)),
+                        p: pair_leaves(&pts, lattice.as_ref(), d),
+                        noise: match lattice {
+                            Some(l) => Box::new(move |z, key| l.fill(z, d, key)),
+                            None => Box::new(move |z, key| dubey_noise(z, d, sigma, key)),
+                        },
                     },
                     delta,
                 ))
             }
             a => Err(AuditError::NoMechanism(format!("{a:?}"))),
         }
+    }
+
+    /// The trees' elementary release under `sampler: discrete`: a node's
+    /// entries for the rounded leaf of one end of the worst pair plus the
+    /// lattice noise, each tested for whether the other end's rounded leaf
+    /// could produce it (every release a lattice point: the discrete
+    /// Gaussian gives every integer positive probability). The float
+    /// Gaussian has no such test ([`AuditError::NoBitsTest`]).
+    fn bits(&self, trials: u64, seed: u64) -> Result<(BitsOutcome, &'static str), AuditError> {
+        let (harness, _) = self.harness(1.0)?;
+        let lattice = match self.algorithm {
+            LinearAlgorithm::PrivateFedlinucb if self.protocol != Protocol::SdpVecsum => {
+                let c = fedlinucb::ZhouConstants::new(self);
+                super::lattice::node_lattice(self, c.sigma, NodeNoise::Half, c.levels)
+            }
+            LinearAlgorithm::FeducbCentralized | LinearAlgorithm::FeducbDecentralized => {
+                feducb::privatizer(self).and_then(|c| feducb::node_lattice(self, c.sigma_n))
+            }
+            _ => None,
+        };
+        let (Some(l), Harness::GaussianTree { p, .. }) = (lattice, harness) else {
+            return Err(AuditError::NoBitsTest(self.mechanism_name()));
+        };
+        let d = self.env.d;
+        let step = l.step();
+        let on_lattice = |x: f64| x.is_finite() && (x / step).fract() == 0.0 && (x / step).abs() < 2f64.powi(53);
+        let mut o = BitsOutcome {
+            releases: trials,
+            unreachable: 0,
+            unfound: 0,
+        };
+        let mut z = vec![0.0; d * d + d];
+        for i in 0..trials {
+            l.fill(&mut z, d, crate::rng::fold_key(&[seed, 0xB175, i]));
+            let release = p[0].iter().zip(&z).map(|(s, n)| s + n);
+            o.unfound += u64::from(!release.clone().all(on_lattice));
+            o.unreachable += u64::from(!release.zip(&p[1]).all(|(r, s)| on_lattice(r - s)));
+        }
+        Ok((o, "discrete"))
     }
 
     /// A private cell whose sync times depend on the data (FedUCB, both
@@ -154,6 +202,23 @@ fn is_feducb(c: &LinearConfig) -> bool {
         c.algorithm,
         LinearAlgorithm::FeducbCentralized | LinearAlgorithm::FeducbDecentralized
     )
+}
+
+/// The leaves of the worst pair's observations, rounded to the lattice of
+/// `sampler: discrete` where there is one (the statistic the discrete
+/// mechanism releases).
+fn pair_leaves(
+    pts: &[(Vec<f64>, f64); 2],
+    lattice: Option<&crate::privacy::tree_lattice::LatticeNodeNoise>,
+    d: usize,
+) -> [Vec<f64>; 2] {
+    pts.clone().map(|(x, y)| {
+        let mut leaf = leaf_of(&x, y);
+        if let Some(l) = lattice {
+            l.round_leaf(&mut leaf, d);
+        }
+        leaf
+    })
 }
 
 /// The two neighbouring observations (x, y) of a linear cell: the worst

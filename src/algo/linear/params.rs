@@ -183,19 +183,14 @@ fn privacy(p: &mut Params<'_>) -> Option<(f64, f64)> {
 /// The private mechanism's noise (`noise`, `sampler`) and accounting
 /// parameters: the neighbouring relation (`neighbours`, validated as a
 /// choice by the parameter table, whose default is each paper's own) and
-/// reward clipping (`clip_rewards`). `sampler: discrete` applies to the
-/// Gaussian trees; sdp_vecsum's randomizer is already integer, but its
-/// shift and analyzer are floating point and unchecked, so it is refused.
+/// reward clipping (`clip_rewards`). `sampler` chooses how the Gaussian
+/// trees draw their node noise; sdp_vecsum has no tree (its randomizer
+/// releases integers already) and does not read it: its cells have no
+/// `sampler` value, and a sampler axis leaves them as one cell.
 fn accounting(p: &mut Params<'_>, cfg: &mut LinearConfig) {
     cfg.noise = p.take(NOISE);
-    cfg.sampler = p.take(SAMPLER);
-    if cfg.sampler == Sampler::Discrete && cfg.protocol == Protocol::SdpVecsum {
-        p.err(
-            SAMPLER,
-            "sampler: discrete draws the Gaussian trees' node noise on a lattice (protocols ldp, alt, sdp_amp); \
-             sdp_vecsum's Binomial randomizer is integer but its shift and analyzer are floating point and not \
-             checked for the bits released: use sampler: float",
-        );
+    if cfg.protocol != Protocol::SdpVecsum {
+        cfg.sampler = p.take(SAMPLER);
     }
     cfg.neighbours = p.take(NEIGHBOURS);
     cfg.clip_rewards = p.take(CLIP_REWARDS);
