@@ -133,12 +133,17 @@ fn exp_at_most_one(bits: &mut Bits, n: u128, d: u128) -> bool {
     }
 }
 
-/// floor(n / d) for d >= 1 without a 128-bit division: the double
-/// quotient, corrected by exact products (it is off by at most one below
-/// 2^50, and the quotients here are small).
+/// floor(n / d) for d >= 1 without a 128-bit division where the quotient
+/// is below 2^50 (the double quotient, off by at most one there, corrected
+/// by exact products; the quotients the sampler meets are small); a
+/// division above.
 #[inline]
 fn quotient(n: u128, d: u128) -> u128 {
-    let mut q = (n as f64 / d as f64) as u128;
+    let estimate = n as f64 / d as f64;
+    if estimate >= (1u64 << 50) as f64 {
+        return n / d;
+    }
+    let mut q = estimate as u128;
     while q > 0 && q.checked_mul(d).is_none_or(|p| p > n) {
         q -= 1;
     }

@@ -1,5 +1,6 @@
-//! `plan`'s time model fitted on the user's machine:
-//! `calibrate --shapes` times shapes on one thread and records them with
+//! `plan`'s time model: the built-in model weighs cells by their cost and
+//! `--rate` scales it; fitted on the user's machine, `calibrate --shapes`
+//! times shapes on one thread and records them with
 //! this machine's calibration; `plan` then prices cells with the fit and
 //! states its error on those shapes. A job of one timed shape is planned
 //! at that shape's measured seconds per agent-step; a second `--shapes`
@@ -191,5 +192,98 @@ fn plan_warns_of_another_layout_and_names_an_unusable_calibration() {
     assert!(
         p.contains("ignored 1 unusable calibration file(s)") && p.contains("inf agent-steps/s") && !p.contains("infx"),
         "{p}"
+    );
+}
+
+/// `plan`'s times follow the time model: at equal agent-steps a d = 128 shard
+/// takes about 37x a d = 10 shard (measured 4.5e3 against 1.5e5 agent-steps/s
+/// before the AVX-512 step of d <= 16 made d = 10 1.3x faster, `sim::cost`),
+/// and `--rate` scales every estimate.
+#[test]
+fn plan_weights_cells_by_their_cost() {
+    let dir = tempdir("plan-cost");
+    let job = dir.join("cost.yaml");
+    std::fs::write(
+        &job,
+        "name: cost\nrepetitions: 1\nhorizon: 1000000\nalgorithm: feducb_centralized\nenvironment: linear_gap\n\
+         params: {m: 10, epsilon: 1.0, delta: 0.1}\ngrid: {d: [10, 128]}\n",
+    )
+    .unwrap();
+    let bin = || std::process::Command::new(env!("CARGO_BIN_EXE_fedbandits"));
+    let stderr = |o: &Output| String::from_utf8_lossy(&o.stderr).into_owned();
+    let secs = |rate: Option<&str>, threads: &str| -> Vec<f64> {
+        let mut args = vec!["plan", job.to_str().unwrap(), "--tasks", "2", "--threads", threads];
+        if let Some(r) = rate {
+            args.extend(["--rate", r]);
+        }
+        // An empty cache: no calibration of this machine is used.
+        let o = bin().args(&args).env("FEDBANDITS_CACHE_DIR", &dir).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        let source = if rate.is_some() {
+            "at --rate"
+        } else {
+            "at the built-in CPU time model"
+        };
+        assert!(text.contains(source), "{text}");
+        // shard lines: index, units, agent-steps, hh:mm:ss
+        let rows: Vec<f64> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("shard"))
+            .skip(1)
+            .map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                assert_eq!(f[2], "10000000", "{text}");
+                let hms: Vec<f64> = f[3].split(':').map(|x| x.parse().unwrap()).collect();
+                hms[0] * 3600.0 + hms[1] * 60.0 + hms[2]
+            })
+            .collect();
+        assert_eq!(rows.len(), 2, "{text}");
+        rows
+    };
+    let model = secs(None, "1");
+    // A shard of one unit (one repetition) runs on one thread, however
+    // many the task has.
+    assert_eq!(secs(None, "2"), model);
+    let (hi, lo) = (model[0].max(model[1]), model[0].min(model[1]));
+    // 1e7 agent-steps on linear_gap (1.1x linear_sphere's cost) at 7e5/s
+    // is 16 s for d = 10.
+    assert!((lo - 15.7).abs() <= 1.0, "{model:?}");
+    // The d = 128 cell runs the portable step: about 47x the d = 10 one
+    // (1.2 / 1.1 x 7e5 / 5e5 x the (d, K) model's 30.7).
+    assert!(hi / lo > 35.0 && hi / lo < 60.0, "{model:?}");
+    // --rate 1e6 prices the reference workload at 1e6/s: built in, it
+    // runs at 7e5/s plus its tree releases (about 2% more), so 0.687x the
+    // time.
+    let fast = secs(Some("1e6"), "1");
+    let ratio = (fast[0] + fast[1]) / (model[0] + model[1]);
+    assert!((ratio - 0.687).abs() <= 0.01, "{fast:?} vs {model:?}");
+    // Once this machine is calibrated (for the plan's thread count), plan
+    // uses its measured rate and says so.
+    let cal = bin()
+        .args([
+            "calibrate",
+            "--only",
+            "linear_d10",
+            "--federations",
+            "2",
+            "--seconds",
+            "0.2",
+            "--threads",
+            "1",
+        ])
+        .env("FEDBANDITS_CACHE_DIR", &dir)
+        .output()
+        .unwrap();
+    assert!(cal.status.success(), "{}", stderr(&cal));
+    let o = bin()
+        .args(["plan", job.to_str().unwrap(), "--tasks", "2", "--threads", "1"])
+        .env("FEDBANDITS_CACHE_DIR", &dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("at this machine's calibration") && text.contains("per thread: linear "),
+        "{text}"
     );
 }
