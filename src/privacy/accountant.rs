@@ -192,7 +192,8 @@ pub const NO_NOISE: &str = "noise: false draws no noise: the cell releases its s
 impl Accounting {
     /// The accounting of the same mechanism run without its noise (`noise:
     /// false`): every figure null with [`NO_NOISE`] as the reason, the
-    /// noise multiplier 0; the releases, sensitivity and relation kept.
+    /// noise multiplier 0, no lattice step (no noise is drawn on one); the
+    /// releases, sensitivity and relation kept.
     pub fn without_noise(self) -> Self {
         Self {
             noise_multiplier: Some(0.0),
@@ -206,6 +207,7 @@ impl Accounting {
             epsilon_pure: None,
             basic: None,
             warnings: vec![format!("every privacy figure is null: {NO_NOISE}")],
+            lattice_step: None,
             ..self
         }
     }

@@ -1,9 +1,11 @@
 //! The privacy curve of the discrete Gaussian mechanism on the lattice: an
 //! upper bound on its hockey-stick divergence that equals mu-GDP's to about
-//! tau^2 / sigma^2 relative (1e-11 at the engine's lattice, 2^-20), where
-//! a Rényi (zCDP) charge would need more noise at the same target (1.08x at
-//! mu 0.05 and delta 1e-6, 1.19x at delta 1e-3). Not yet wired into a
-//! mechanism: the tree's node noise still draws the float Gaussian.
+//! tau^2 / sigma^2 relative (about 1e-14 at the trees' lattices, whose
+//! smallest deviation spans 2^24 steps and more), where a Rényi (zCDP)
+//! charge would need more noise at the same target (1.08x at mu 0.05 and
+//! delta 1e-6, 1.19x at delta 1e-3). The accountant charges it for the
+//! linear trees under `sampler: discrete`
+//! ([`super::accountant::Mechanism::lattice`], [`super::tree_lattice`]).
 //!
 //! The mechanism releases s + Y, s an integer vector (the statistic in
 //! lattice steps), Y_e ~ N_Z(0, sigma_e^2) independent, P(Y_e = k)
@@ -110,6 +112,7 @@ impl LatticeCurve {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::privacy::accountant::{LatticeGaussian, Mechanism, account, gaussian_mechanism};
     use crate::privacy::gdp::{composed_epsilon, gdp_epsilon};
 
     /// The exact hockey-stick divergence of the discrete Gaussian pair
@@ -177,5 +180,46 @@ mod tests {
             };
             assert!(e >= g && e <= g * (1.0 + 1e-9), "{mu} {delta} {pure}: {e} vs {g}");
         }
+    }
+
+    /// A lattice mechanism's figure is the lattice bound: at or above
+    /// mu-GDP's at the same mu and within 1e-9 of it at the engine's
+    /// variances (2^48 steps^2), well above it at a tiny one (4 steps^2);
+    /// its step is stated unless a float pure part (the private schedule)
+    /// is composed in, and never without noise.
+    #[test]
+    fn a_lattice_mechanism_states_its_step_and_the_lattice_bound() {
+        let lattice = |min_sigma2: f64| LatticeGaussian {
+            step: 2f64.powi(-25),
+            min_sigma2,
+            entries: 65,
+        };
+        let plain = account(&gaussian_mechanism(9, 3.0, 2f64.sqrt()));
+        let fine = account(&Mechanism {
+            lattice: Some(lattice(2f64.powi(48))),
+            ..gaussian_mechanism(9, 3.0, 2f64.sqrt())
+        });
+        let (g, l) = (plain.epsilon.unwrap(), fine.epsilon.unwrap());
+        assert!(l >= g && l <= g * (1.0 + 1e-9), "{l} vs {g}");
+        assert_eq!(fine.lattice_step, Some(2f64.powi(-25)));
+        assert_eq!(plain.lattice_step, None);
+        let coarse = account(&Mechanism {
+            lattice: Some(lattice(4.0)),
+            ..gaussian_mechanism(9, 3.0, 2f64.sqrt())
+        });
+        assert!(coarse.epsilon.unwrap() > g * 1.01, "{:?} vs {g}", coarse.epsilon);
+        let with_schedule = account(&Mechanism {
+            lattice: Some(lattice(2f64.powi(48))),
+            pure: Some((0.25, "the schedule".into())),
+            ..gaussian_mechanism(9, 3.0, 2f64.sqrt())
+        });
+        assert_eq!(with_schedule.lattice_step, None);
+        assert!(
+            with_schedule
+                .warnings
+                .iter()
+                .any(|w| w.contains("floating-point Laplace"))
+        );
+        assert_eq!(fine.without_noise().lattice_step, None);
     }
 }
