@@ -56,7 +56,14 @@ pub fn laplace_reachable(center: f64, r: f64, scale: f64) -> bool {
 /// to exp(-|z| s / t)), so a lattice mechanism reaches exactly these
 /// releases from every lattice input.
 pub fn lattice_point(r: f64) -> bool {
-    let k = r / STEP;
+    on_lattice(r, STEP)
+}
+
+/// Whether `r` is a point of the lattice of step `step` (a power of two):
+/// an integer number of steps, below 2^53 in magnitude (the trees'
+/// lattices, [`crate::privacy::tree_lattice`]).
+pub fn on_lattice(r: f64, step: f64) -> bool {
+    let k = r / step;
     r.is_finite() && k.fract() == 0.0 && k.abs() < (1u64 << 53) as f64
 }
 

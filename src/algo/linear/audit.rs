@@ -149,7 +149,7 @@ impl Audit for LinearConfig {
         };
         let d = self.env.d;
         let step = l.step();
-        let on_lattice = |x: f64| x.is_finite() && (x / step).fract() == 0.0 && (x / step).abs() < 2f64.powi(53);
+        let on_lattice = |x: f64| crate::privacy::bits::on_lattice(x, step);
         let mut o = BitsOutcome {
             releases: trials,
             unreachable: 0,
