@@ -79,8 +79,8 @@ pub enum AuditError {
     NoCommunication(u64),
     /// No exact-bits test of this mechanism's sampler.
     #[error(
-        "{0}: no exact-bits test (its noise is Gaussian or Binomial, drawn in floating point from two words \
-         or as integers; the test searches the float Laplace's 2^53 words and the lattice)"
+        "{0}: no exact-bits test (the test searches the float Laplace's 2^53 words, tests float Gaussian \
+         releases by cancellation and lattice releases exactly; this mechanism's noise is none of these)"
     )]
     NoBitsTest(&'static str),
     /// The cell's family has no schedule the attack drives.

@@ -167,9 +167,10 @@ pub enum Command {
         #[arg(long, value_parser = at_least_one)]
         threads: Option<usize>,
         /// Instead, the exact-bits test: can the neighbour produce exactly
-        /// the bits of each release? Fails a floating-point Laplace,
-        /// passes `sampler: discrete`; `--trials` releases per cell
-        /// (prints the table, writes nothing).
+        /// the bits of each release? Fails the floating-point samplers
+        /// (the Laplace by an exact search, the Gaussian by a one-sided
+        /// cancellation test), passes `sampler: discrete`; `--trials`
+        /// releases per cell (prints the table, writes nothing).
         #[arg(long)]
         bits: bool,
     },

@@ -388,7 +388,8 @@ fn lattice_warning(c: &super::lattice_gdp::LatticeCurve, step: f64) -> String {
     format!(
         "sampler: discrete: the releases are lattice points (step {step:e}) with exact discrete Gaussian noise; \
          acct_epsilon is the discrete mechanism's bound (privacy::lattice_gdp: mu-GDP's at acct_mu widened by eta \
-         = {:.1e}), and acct_sensitivity includes the rounding to the lattice",
+         = {:.1e}), and acct_sensitivity is that of the statistic on the lattice (rounded to it where it is not \
+         already a lattice point)",
         c.eta
     )
 }

@@ -266,7 +266,8 @@ impl Harness {
                  pulled every round, assembled by the auditor"
             }
             Harness::GaussianRelease { .. } => {
-                "the backend's P-FCB message (p_fcb_message) for one producer in round 1, assembled by the auditor"
+                "the backend's P-FCB message (p_fcb_message, or p_fcb_lattice_message under sampler: discrete) for \
+                 one producer in round 1, assembled by the auditor"
             }
             Harness::VecSum { .. } => {
                 "the engine's vector-summation protocol (VecSum) with the cell's parameters, one agent's points \

@@ -17,6 +17,20 @@
 //! release fl(center + n_k) is at least r, then compares the releases of a
 //! window of k around it with r bit for bit (the window covers any
 //! rounding that breaks monotonicity by a few steps).
+//!
+//! **Any float noise added to a statistic** ([`float_sum_unreachable`]): a
+//! release r = fl(y + a) of the statistic y (a normal double, exponent E:
+//! 2^E <= |y| < 2^(E+1)) plus any double a whatsoever, with |r| <= |y| / 4,
+//! is the exact sum y + a, a multiple of 2^(E - 53). Proof: |y + a| <=
+//! |r| (1 + 2^-53) < |y| / 2, so -a lies within (|y| / 2, 3 |y| / 2) of y's
+//! sign, where Sterbenz's lemma makes y + a representable, hence r = y + a;
+//! |a| > |y| / 2 >= 2^(E - 1) puts a on the grid 2^(E - 53) and y lies on
+//! 2^(E - 52). So a release near 0 that is not on that grid cannot come
+//! from y whatever the noise (the Gaussian's Box-Muller pairs, the float
+//! Laplace): from a statistic 0 every double near 0 is a release, most of
+//! them off the grid. The test is one-sided (a release it does not flag
+//! may still be unreachable), so the share it finds is a lower bound on
+//! delta; it is what `audit --bits` runs on the float Gaussian samplers.
 
 use crate::privacy::lattice::{DiscreteLaplace, STEP, to_lattice};
 use crate::rng::laplace_of_uniform;
@@ -65,6 +79,70 @@ pub fn lattice_point(r: f64) -> bool {
 pub fn on_lattice(r: f64, step: f64) -> bool {
     let k = r / step;
     r.is_finite() && k.fract() == 0.0 && k.abs() < (1u64 << 53) as f64
+}
+
+/// Whether no double a gives fl(`y` + a) = `r` bit for bit, by the
+/// cancellation argument of the module docs: `y` a normal double (exponent
+/// E at least -960), |`r`| <= |`y`| / 4 and `r` off the grid 2^(E - 53).
+/// False where the argument says nothing (it is one-sided).
+pub fn float_sum_unreachable(y: f64, r: f64) -> bool {
+    let e = ((y.to_bits() >> 52) & 0x7ff) as i32 - 1023;
+    if !y.is_normal() || e < -960 || !r.is_finite() || r.abs() > y.abs() / 4.0 {
+        return false;
+    }
+    // Division by a power of two is exact (the quotient is below 2^52).
+    (r / 2f64.powi(e - 53)).fract() != 0.0
+}
+
+/// How the entries of a vector release are tested
+/// ([`vector_bits_test`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum EntryTest {
+    /// Lattice noise of this step: a release is reachable from a lattice
+    /// statistic exactly when it is a lattice point at a lattice distance.
+    Lattice(f64),
+    /// Floating-point noise: [`float_sum_unreachable`], entry by entry.
+    Float,
+}
+
+impl EntryTest {
+    /// Whether entry `r` of a release may come from statistic entry `y`.
+    fn reachable(self, y: f64, r: f64) -> bool {
+        match self {
+            Self::Lattice(step) => on_lattice(r, step) && on_lattice(r - y, step),
+            Self::Float => !float_sum_unreachable(y, r),
+        }
+    }
+}
+
+/// The exact-bits test of a vector release x + z (entry by entry in f64,
+/// as the mechanisms add it), `noise(key, z)` filling z with one release's
+/// noise: `trials` releases, alternately of `x[0]` tested against `x[1]`
+/// and of `x[1]` against `x[0]` (privacy is owed both ways; the float test
+/// has power only where the released statistic is 0 and the other is
+/// not), each unreachable when some entry is, and unfound when its own
+/// statistic fails the test (a check of the test: never, by its proof).
+pub fn vector_bits_test(
+    x: [&[f64]; 2],
+    test: EntryTest,
+    trials: u64,
+    seed: u64,
+    mut noise: impl FnMut(u64, &mut [f64]),
+) -> BitsOutcome {
+    let mut o = BitsOutcome {
+        releases: trials,
+        unreachable: 0,
+        unfound: 0,
+    };
+    let mut z = vec![0.0; x[0].len()];
+    for i in 0..trials {
+        noise(crate::rng::fold_key(&[seed, 0xB175, i]), &mut z);
+        let (own, other) = if i % 2 == 0 { (x[0], x[1]) } else { (x[1], x[0]) };
+        let release = own.iter().zip(&z).map(|(s, n)| s + n);
+        o.unfound += u64::from(!release.clone().zip(own).all(|(r, &s)| test.reachable(s, r)));
+        o.unreachable += u64::from(!release.zip(other).all(|(r, &s)| test.reachable(s, r)));
+    }
+    o
 }
 
 /// An elementary release the exact-bits test draws: a statistic plus one
@@ -180,5 +258,46 @@ mod tests {
         assert_eq!((lattice.unfound, lattice.unreachable), (0, 0));
         assert_eq!(lattice.delta_lower_bound(0.99), 0.0);
         assert!(lattice_point(3.0 * STEP) && !lattice_point(0.5 * STEP) && !lattice_point(f64::NAN));
+    }
+
+    /// The cancellation argument on what the engine computes: for y = 1,
+    /// -0.75 and 3e-5 and 200 000 noises a each (the float Gaussian's, and
+    /// the 4096 doubles around -y, where the cancellation is), no sum
+    /// fl(y + a) is flagged as unreachable from y (soundness); releases of
+    /// 0 under the float Gaussian at sigma 3 are flagged against 1 at 5/6
+    /// P(|n| <= 1/4) = 0.055 within 10% (its power); lattice releases pass
+    /// both ways.
+    #[test]
+    fn the_cancellation_test_is_sound_and_has_power() {
+        for y in [1.0f64, -0.75, 3.0e-5] {
+            for i in 0..200_000u64 {
+                let a = if i % 2 == 0 {
+                    3.0 * y.abs() * crate::rng::normal_at(11, i)
+                } else {
+                    // Doubles near -y, the cancellation's edge.
+                    f64::from_bits((-y).to_bits().wrapping_add(i / 2 % 4096).wrapping_sub(2048))
+                };
+                let r = y + a;
+                assert!(!float_sum_unreachable(y, r), "y {y} a {a:e} r {r:e}");
+            }
+        }
+        let sigma = 3.0;
+        let o = vector_bits_test([&[0.0], &[1.0]], EntryTest::Float, 40_000, 3, |k, z| {
+            z[0] = sigma * crate::rng::normal_at(k, 0);
+        });
+        assert_eq!(o.unfound, 0);
+        let share = o.unreachable as f64 / 20_000.0;
+        // Of the releases of 0 (half the trials), P(|n| <= 1/4) are near 0,
+        // and of those 5/6 off the grid 2^-53 (the doubles in [2^-j-2,
+        // 2^-j-1), mass 2^-j near 0, are on it one in 2^(j+1)).
+        let p = 2.0 * (0.25 / sigma) / (2.0 * std::f64::consts::PI).sqrt() * 5.0 / 6.0;
+        assert!((share / p - 1.0).abs() < 0.1, "share {share} against {p}");
+        let step = 2f64.powi(-10);
+        let l = vector_bits_test([&[0.0, 1.0], &[1.0, 0.0]], EntryTest::Lattice(step), 1000, 3, |k, z| {
+            z.iter_mut()
+                .enumerate()
+                .for_each(|(e, x)| *x = step * (k % 1000 + e as u64) as f64);
+        });
+        assert_eq!((l.unfound, l.unreachable), (0, 0));
     }
 }

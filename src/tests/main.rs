@@ -21,6 +21,7 @@ mod grow;
 mod horizon;
 mod lattice;
 mod lattice_linear;
+mod lattice_pfcb;
 mod layers;
 mod long_horizon;
 mod memory;

@@ -55,6 +55,9 @@ pub struct PFcb {
     /// The prose's acceptance window (own units, ln t) instead of
     /// Procedure 1's (total units, ln(n t)).
     pub prose_window: bool,
+    /// `sampler: discrete`: the lattice step of the messages' discrete
+    /// Gaussian noise ([`p_fcb_lattice_message`]); None: the float normals.
+    pub lattice: Option<f64>,
     /// Folded noise key of every agent, federation-major.
     pub noise_keys: Vec<u64>,
 }
@@ -85,6 +88,18 @@ pub fn p_fcb_message(w: f64, y: f64, sigma: f64, key: u64, producer: usize) -> (
         w + sigma * crate::rng::normal_at(key, 2 * producer as u64),
         y + sigma * crate::rng::normal_at(key, 2 * producer as u64 + 1),
     )
+}
+
+/// [`p_fcb_message`] on the lattice of step `step` (`sampler: discrete`,
+/// [`super::p_fcb::MessageLattice`]): w and y (integers, lattice points)
+/// plus `step` times a discrete Gaussian of deviation ceil(`sigma` / step)
+/// steps each, the draws keyed by entries 2 `producer` and 2 `producer` + 1
+/// of the agent's round key.
+pub fn p_fcb_lattice_message(w: f64, y: f64, sigma: f64, step: f64, key: u64, producer: usize) -> (f64, f64) {
+    use crate::rng::discrete_gauss::{Bits, discrete_gaussian};
+    let steps = (sigma / step).ceil() as u64;
+    let draw = |e: u64| discrete_gaussian(&mut Bits::new(crate::rng::fold_more(key, e)), steps) as f64 * step;
+    (w + draw(2 * producer as u64), y + draw(2 * producer as u64 + 1))
 }
 
 /// A batch of federations.

@@ -3,7 +3,7 @@
 //! at a time; federations on rayon's pool when the batch has several.
 
 use super::batch::{
-    Benchmarks, CombBatch, CombObservation, CombPolicy, PFcb, p_fcb_message,
+    Benchmarks, CombBatch, CombObservation, CombPolicy, PFcb, p_fcb_lattice_message, p_fcb_message,
 };
 use crate::backend::BatchError;
 use crate::env::procurement::{GreedyOrder, Instance, Oracle};
@@ -336,7 +336,11 @@ impl Fed {
             for i in 0..m {
                 let e = j * m + i;
                 let sigma = f64::from(self.inst.capacities(j)[i]) * scale;
-                (self.msg[2 * e], self.msg[2 * e + 1]) = p_fcb_message(self.pend_w[e], self.pend_y[e], sigma, key, i);
+                let (w, y) = (self.pend_w[e], self.pend_y[e]);
+                (self.msg[2 * e], self.msg[2 * e + 1]) = match p.lattice {
+                    Some(step) => p_fcb_lattice_message(w, y, sigma, step, key, i),
+                    None => p_fcb_message(w, y, sigma, key, i),
+                };
             }
         }
         self.snap_w.copy_from_slice(&self.w_total);

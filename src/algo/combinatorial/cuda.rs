@@ -96,6 +96,15 @@ pub fn supports(batch: &CombBatch) -> Result<(), CudaError> {
             "oracle: exact runs on the CPU only (a small-study option)".into(),
         ));
     }
+    if let CombPolicy::PFcb(p) = &batch.policy
+        && p.lattice.is_some()
+    {
+        return Err(CudaError::Unsupported(
+            "sampler: discrete: the kernel draws P-FCB's messages with float normals (fb_normal_at); the discrete \
+             Gaussian runs on the CPU only (backend: cpu)"
+                .into(),
+        ));
+    }
     i32_of(n * m)?;
     if first.spec.max_capacity > i32::MAX as u32 {
         return Err(CudaError::Unsupported("capacities exceed i32".into()));

@@ -53,7 +53,8 @@
 //! covered (as in the paper).
 
 use crate::algo::combinatorial::batch::{PFcb, p_fcb_noise_scale};
-use crate::privacy::accountant::{Accounting, Mechanism, NoiseModel, PaperClaim, account};
+use crate::privacy::accountant::{Accounting, LatticeGaussian, Mechanism, NoiseModel, PaperClaim, account};
+use crate::privacy::lattice::Sampler;
 use crate::privacy::tree::AgentTrees;
 
 crate::named_enum! {
@@ -118,6 +119,19 @@ pub struct PFcbConfig {
     /// drawn, every other part kept, epsilon's calibration included; no
     /// privacy figure holds).
     pub noise: bool,
+    /// How the messages' noise is drawn (`sampler`; see [`message_lattice`]).
+    #[serde(default)]
+    pub sampler: Sampler,
+    /// The largest capacity k of any (agent, producer) pair (the
+    /// environment's `max_capacity`): the largest noise a message draws is
+    /// k times its scale, which sets the lattice.
+    #[serde(default = "one")]
+    pub max_capacity: u32,
+}
+
+/// Serde's default capacity bound.
+fn one() -> u32 {
+    1
 }
 
 impl PFcbConfig {
@@ -153,8 +167,66 @@ impl Default for PFcbConfig {
             prose_window: false,
             exact: true,
             noise: true,
+            sampler: Sampler::Float,
+            max_capacity: 50,
         }
     }
+}
+
+/// The lattice of P-FCB's messages under `sampler: discrete`.
+///
+/// The statistic is already on it: w and y count units, integers, and the
+/// step is a power of two at most 1, so nothing is rounded and the
+/// sensitivity is the float mechanism's (sqrt(2) k: one round's l <= k
+/// units, all good). Each of w~ and y~ adds step times a discrete Gaussian
+/// of deviation ceil(k s_z / step) steps ([`crate::rng::discrete_gauss`],
+/// keyed by the message and entry), s_z the round's noise scale, so the
+/// drawn deviation is at least the float one and each message's mu at most
+/// the float mechanism's. The step is 2^(floor(log2(max_z s_z K)) - 25), K
+/// = `max_capacity`: the largest deviation is below 2^26 steps (the
+/// sampler's range) and the smallest (k = 1) at least 2^25 / K steps times
+/// min_z s_z / max_z s_z, fine enough that the lattice bound
+/// ([`crate::privacy::lattice_gdp`]) is mu-GDP's within 1e-9. A message
+/// w + step n is computed in f64; where the sum is not exact (above 2^53
+/// steps) its rounding is a function of the exact release, post-processing.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MessageLattice {
+    /// The step, a power of two at most 1.
+    pub step: f64,
+    /// The smallest deviation any message draws, in steps (k = 1, the
+    /// smallest round scale), rounded down: the accountant's bound.
+    pub min_sigma: f64,
+}
+
+/// The messages' lattice ([`MessageLattice`]): None under the float
+/// sampler, without noise (`noise: false`, `epsilon: .inf`) and without a
+/// communication round; an error where the largest deviation would exceed
+/// 2^26 unit steps (epsilon so small that the noise dwarfs any count).
+pub fn message_lattice(p: &PFcbConfig, horizon: u64) -> Result<Option<MessageLattice>, String> {
+    if p.sampler != Sampler::Discrete || !p.is_private() || !p.noise {
+        return Ok(None);
+    }
+    let scales: Vec<f64> = epsilons(p, horizon).iter().map(|&e| p_fcb_noise_scale(p.delta, e)).collect();
+    let (Some(&lo), Some(&hi)) = (
+        scales.iter().min_by(|a, b| a.total_cmp(b)),
+        scales.iter().max_by(|a, b| a.total_cmp(b)),
+    ) else {
+        return Ok(None);
+    };
+    let largest = hi * f64::from(p.max_capacity.max(1));
+    let exp = largest.log2().floor() as i32 - 25;
+    if exp > 0 {
+        return Err(format!(
+            "sampler: discrete: the largest message noise ({largest:.3e} units at max_capacity {}) exceeds the \
+             discrete Gaussian's 2^26 steps of one unit; raise epsilon or use sampler: float",
+            p.max_capacity
+        ));
+    }
+    let step = 2f64.powi(exp);
+    Ok(Some(MessageLattice {
+        step,
+        min_sigma: (lo / step).floor(),
+    }))
 }
 
 /// The communication rounds up to the horizon.
@@ -284,7 +356,13 @@ pub fn mechanism(p: &PFcbConfig, horizon: u64) -> Mechanism {
         warnings,
         uncovered: None,
         pure: None,
-        lattice: None,
+        // Both entries of a message on the lattice; an error (refused at
+        // resolution) leaves the float figure.
+        lattice: message_lattice(p, horizon).ok().flatten().map(|l| LatticeGaussian {
+            step: l.step,
+            min_sigma2: l.min_sigma * l.min_sigma,
+            entries: 2,
+        }),
     }
 }
 
@@ -306,6 +384,7 @@ pub fn policy(p: &PFcbConfig, horizon: u64, agents: usize, algo_keys: &[Vec<u64>
         omega1: p.omega1,
         omega2: p.omega2,
         prose_window: p.prose_window,
+        lattice: message_lattice(p, horizon).ok().flatten().map(|l| l.step),
         noise_keys: algo_keys
             .iter()
             .flat_map(|k| (0..agents).map(move |j| crate::rng::fold_key(&AgentTrees::noise_key(k, j))))
@@ -376,5 +455,63 @@ mod tests {
         let none = accounting(&p, 150);
         assert_eq!((none.releases_per_observation, none.rho), (0, Some(0.0)));
         assert_eq!(none.epsilon_zcdp, Some(0.0));
+    }
+
+    /// `sampler: discrete`'s lattice at the paper's settings (exact
+    /// calibration, T = 10^5, max_capacity 50): a power of two at most 1
+    /// with the largest deviation in [2^25, 2^26] steps; the figure at most
+    /// the target and the float one's within 1e-6, with the step stated;
+    /// messages that are lattice points with the float's variance (20 000
+    /// draws at k = 3: within 4 standard errors); no lattice under the
+    /// float sampler, without noise or communication, and an error where
+    /// the noise would pass 2^26 unit steps.
+    #[test]
+    fn the_message_lattice_holds_the_noise_and_is_charged() {
+        let p = PFcbConfig {
+            sampler: Sampler::Discrete,
+            ..PFcbConfig::default()
+        };
+        let l = message_lattice(&p, 100_000).unwrap().unwrap();
+        assert!(l.step <= 1.0 && l.step.log2().fract() == 0.0, "{l:?}");
+        let scale = p_fcb_noise_scale(p.delta, epsilons(&p, 100_000)[0]);
+        let largest = (50.0 * scale / l.step).ceil();
+        assert!(largest >= 2f64.powi(25) && largest <= 2f64.powi(26), "{largest}");
+        let (a, f) = (accounting(&p, 100_000), accounting(&PFcbConfig::default(), 100_000));
+        assert_eq!((a.lattice_step, f.lattice_step), (Some(l.step), None));
+        let (e, ef) = (a.epsilon.unwrap(), f.epsilon.unwrap());
+        assert!(e <= p.epsilon && e >= ef && (e / ef - 1.0) < 1e-6, "{e} vs {ef}");
+        let sigma = 3.0 * scale;
+        let n = 20_000u64;
+        let (mut m1, mut m2) = (0.0, 0.0);
+        for i in 0..n {
+            let (w, y) = crate::algo::combinatorial::batch::p_fcb_lattice_message(7.0, 2.0, sigma, l.step, i, 3);
+            assert!(crate::privacy::bits::on_lattice(w, l.step) && crate::privacy::bits::on_lattice(y, l.step));
+            for x in [w - 7.0, y - 2.0] {
+                m1 += x;
+                m2 += x * x;
+            }
+        }
+        let draws = 2.0 * n as f64;
+        let v = m2 / draws / (sigma * sigma);
+        assert!((m1 / draws).abs() < 4.0 * sigma / draws.sqrt(), "mean {}", m1 / draws);
+        assert!((v - 1.0).abs() < 4.0 * (2.0 / draws).sqrt(), "variance {v} sigma^2");
+        for q in [
+            PFcbConfig::default(),
+            PFcbConfig { noise: false, ..p },
+            PFcbConfig {
+                epsilon: f64::INFINITY,
+                ..p
+            },
+        ] {
+            assert_eq!(message_lattice(&q, 100_000), Ok(None), "{q:?}");
+        }
+        assert_eq!(message_lattice(&p, 150), Ok(None));
+        // mu ~ 2.5 delta at epsilon near 0: noise 5.6e8 k.
+        let tiny = PFcbConfig {
+            epsilon: 1e-7,
+            delta: 1e-9,
+            ..p
+        };
+        assert!(message_lattice(&tiny, 100_000).unwrap_err().contains("2^26"));
     }
 }

@@ -8,7 +8,7 @@ use super::table::{
 };
 use super::{CombAlgorithm, CombConfig};
 use crate::algo::options::Calibration;
-use crate::algo::params::{CALIBRATION, DELTA, EPSILON, M, NOISE};
+use crate::algo::params::{CALIBRATION, DELTA, EPSILON, M, NOISE, SAMPLER};
 use crate::algo::resolve::Params;
 use crate::env::procurement::{EXACT_LIMIT, Oracle, ProcurementSpec};
 
@@ -33,7 +33,7 @@ pub fn resolve(p: &mut Params<'_>) -> Box<dyn crate::algo::FamilyConfig> {
     let zeta = p.take(ZETA);
     let oracle = oracle(p, &env);
     let private = match algorithm {
-        CombAlgorithm::PFcb => p_fcb(p),
+        CombAlgorithm::PFcb => p_fcb(p, env.max_capacity, horizon),
         CombAlgorithm::NonFederated | CombAlgorithm::Fcb => PFcbConfig::default(),
     };
     Box::new(CombConfig {
@@ -75,9 +75,13 @@ fn oracle(p: &mut Params<'_>, env: &ProcurementSpec) -> Oracle {
 /// `.inf` for P-FCB without noise, the same schedule and acceptance window
 /// with exact messages, the counterpart its cost of privacy is measured
 /// against), delta (required where epsilon is finite), t_low <= t_high,
-/// omega1, omega2, tau_start, calibration, budget, window.
-fn p_fcb(p: &mut Params<'_>) -> PFcbConfig {
-    let mut private = PFcbConfig::default();
+/// omega1, omega2, tau_start, calibration, budget, window, sampler (its
+/// lattice bounded by the environment's `max_capacity`).
+fn p_fcb(p: &mut Params<'_>, max_capacity: u32, horizon: u64) -> PFcbConfig {
+    let mut private = PFcbConfig {
+        max_capacity,
+        ..PFcbConfig::default()
+    };
     match (p.given(EPSILON), p.given(DELTA)) {
         (Some(e), _) if e.is_infinite() => {
             // No noise: nothing to calibrate or account (calibration,
@@ -138,5 +142,9 @@ fn p_fcb(p: &mut Params<'_>) -> PFcbConfig {
         );
     }
     private.budget = if private.exact { p.read(BUDGET) } else { p.take(BUDGET) };
+    private.sampler = p.take(SAMPLER);
+    if let Err(why) = super::p_fcb::message_lattice(&private, horizon) {
+        p.err(SAMPLER, why);
+    }
     private
 }

@@ -40,7 +40,7 @@ pub const SHARES: &[Share] = &[
         defaults: &[],
     },
     Share {
-        params: &["epsilon", "delta", "neighbours", "calibration", "noise"],
+        params: &["epsilon", "delta", "neighbours", "calibration", "noise", "sampler"],
         by: &["p_fcb"],
         defaults: &[],
     },

@@ -37,7 +37,7 @@ use crate::env::{AgentStreams, LinearEnv};
 use crate::linalg::LltError;
 use crate::privacy::accountant::Neighbours;
 use crate::privacy::audit::{AuditOutcome, Harness, audit, leaf_of};
-use crate::privacy::bits::BitsOutcome;
+use crate::privacy::bits::{BitsOutcome, EntryTest, vector_bits_test};
 use crate::privacy::tree::{NodeNoise, dubey_noise, symmetric_gaussian};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -126,12 +126,14 @@ impl Audit for LinearConfig {
         }
     }
 
-    /// The trees' elementary release under `sampler: discrete`: a node's
-    /// entries for the rounded leaf of one end of the worst pair plus the
-    /// lattice noise, each tested for whether the other end's rounded leaf
-    /// could produce it (every release a lattice point: the discrete
-    /// Gaussian gives every integer positive probability). The float
-    /// Gaussian has no such test ([`AuditError::NoBitsTest`]).
+    /// The trees' elementary release: a node's entries for one end of the
+    /// worst pair's leaf plus one node's noise, each tested for whether the
+    /// other end could produce it ([`crate::privacy::bits::vector_bits_test`]).
+    /// Under `sampler: discrete` every release is a lattice point at a
+    /// lattice distance from the other rounded leaf (the discrete Gaussian
+    /// gives every integer positive probability): it passes. Under the
+    /// float sampler the cancellation test rules the other end out where a
+    /// release of a zero entry lands near 0 off the other entry's grid.
     fn bits(&self, trials: u64, seed: u64) -> Result<(BitsOutcome, &'static str), AuditError> {
         let (harness, _) = self.harness(1.0)?;
         let lattice = match self.algorithm {
@@ -144,25 +146,15 @@ impl Audit for LinearConfig {
             }
             _ => None,
         };
-        let (Some(l), Harness::GaussianTree { p, .. }) = (lattice, harness) else {
+        let Harness::GaussianTree { p, noise, .. } = harness else {
             return Err(AuditError::NoBitsTest(self.mechanism_name()));
         };
-        let d = self.env.d;
-        let step = l.step();
-        let on_lattice = |x: f64| crate::privacy::bits::on_lattice(x, step);
-        let mut o = BitsOutcome {
-            releases: trials,
-            unreachable: 0,
-            unfound: 0,
+        let (test, sampler) = match lattice {
+            Some(l) => (EntryTest::Lattice(l.step()), "discrete"),
+            None => (EntryTest::Float, "float"),
         };
-        let mut z = vec![0.0; d * d + d];
-        for i in 0..trials {
-            l.fill(&mut z, d, crate::rng::fold_key(&[seed, 0xB175, i]));
-            let release = p[0].iter().zip(&z).map(|(s, n)| s + n);
-            o.unfound += u64::from(!release.clone().all(on_lattice));
-            o.unreachable += u64::from(!release.zip(&p[1]).all(|(r, s)| on_lattice(r - s)));
-        }
-        Ok((o, "discrete"))
+        let o = vector_bits_test([&p[0], &p[1]], test, trials, seed, |key, z| noise(z, key));
+        Ok((o, sampler))
     }
 
     /// A private cell whose sync times depend on the data (FedUCB, both
