@@ -5,6 +5,7 @@
 //! refuses the cell and says why rather than drawing float noise, and
 //! sdp_vecsum (no tree) does not take the sampler.
 
+use crate::support::runs::{f64_at, run_job, str_at, u64_at};
 use fedbandits::backend::BatchError;
 use fedbandits::job::Job;
 use fedbandits::sim::run_batch;
@@ -30,46 +31,19 @@ grid: {epsilon: [0.3, 4], sampler: [float, discrete]}
 type Rows = BTreeMap<(String, String, String), Vec<(u64, f64, Option<f64>, f64)>>;
 
 fn run(dir: &Path, threads: &str) -> Rows {
-    let job = dir.join("lattice_linear.yaml");
-    std::fs::write(&job, JOB).unwrap();
-    let out = dir.join(format!("out{threads}"));
-    let o = Command::new(env!("CARGO_BIN_EXE_fedbandits"))
-        .env("FEDBANDITS_CACHE_DIR", dir.join("cache"))
-        .args(["run", job.to_str().unwrap(), "--threads", threads, "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let batches = fedbandits::output::read_parquet(&out.join("lattice_linear/part-00000-of-00001.parquet")).unwrap();
     let mut rows = Rows::new();
-    for b in &batches {
-        let col = |n: &str| b.column_by_name(n).unwrap_or_else(|| panic!("no column {n}")).clone();
-        let text = |n: &str, i: usize| {
-            let c = col(n);
-            let s = c.as_any().downcast_ref::<arrow_array::StringArray>().unwrap();
-            s.value(i).to_string()
-        };
-        let num = |n: &str, i: usize| {
-            let c = col(n);
-            let f = c.as_any().downcast_ref::<arrow_array::Float64Array>().unwrap();
-            (!arrow_array::Array::is_null(f, i)).then(|| f.value(i))
-        };
-        let t = col("t");
-        let t = t.as_any().downcast_ref::<arrow_array::UInt64Array>().unwrap();
-        for i in 0..b.num_rows() {
-            if t.value(i) != 600 {
-                continue;
-            }
+    for b in &run_job(dir, "lattice_linear", JOB, threads) {
+        for i in (0..b.num_rows()).filter(|&i| u64_at(b, "t", i) == 600) {
             let key = (
-                text("algorithm", i),
-                format!("{}", num("epsilon", i).unwrap()),
-                text("sampler", i),
+                str_at(b, "algorithm", i),
+                format!("{}", f64_at(b, "epsilon", i).unwrap()),
+                str_at(b, "sampler", i),
             );
             rows.entry(key).or_default().push((
-                num("agent_regret", i).unwrap().to_bits(),
-                num("acct_epsilon", i).unwrap(),
-                num("acct_lattice_step", i),
-                num("acct_sensitivity", i).unwrap(),
+                f64_at(b, "agent_regret", i).unwrap().to_bits(),
+                f64_at(b, "acct_epsilon", i).unwrap(),
+                f64_at(b, "acct_lattice_step", i),
+                f64_at(b, "acct_sensitivity", i).unwrap(),
             ));
         }
     }

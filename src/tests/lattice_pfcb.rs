@@ -4,6 +4,7 @@
 //! calibration in [0.99, 1] x the target, the output is bit-identical
 //! across thread counts, and the device refuses the cell and says why.
 
+use crate::support::runs::{f64_at, run_job, str_at, u64_at};
 use fedbandits::backend::BatchError;
 use fedbandits::job::Job;
 use fedbandits::sim::run_batch;
@@ -67,38 +68,14 @@ fn audit_bits_fails_the_float_messages_and_passes_the_lattice() {
 type Rows = Vec<((String, String), Vec<(u64, f64, Option<f64>)>)>;
 
 fn run(dir: &Path, threads: &str) -> Rows {
-    let job = dir.join("lattice_pfcb.yaml");
-    std::fs::write(&job, JOB).unwrap();
-    let out = dir.join(format!("out{threads}"));
-    let o = Command::new(env!("CARGO_BIN_EXE_fedbandits"))
-        .env("FEDBANDITS_CACHE_DIR", dir.join("cache"))
-        .args(["run", job.to_str().unwrap(), "--threads", threads, "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let batches = fedbandits::output::read_parquet(&out.join("lattice_pfcb/part-00000-of-00001.parquet")).unwrap();
     let mut rows = std::collections::BTreeMap::<(String, String), Vec<(u64, f64, Option<f64>)>>::new();
-    for b in &batches {
-        let col = |n: &str| b.column_by_name(n).unwrap_or_else(|| panic!("no column {n}")).clone();
-        let num = |n: &str, i: usize| {
-            let c = col(n);
-            let f = c.as_any().downcast_ref::<arrow_array::Float64Array>().unwrap();
-            (!arrow_array::Array::is_null(f, i)).then(|| f.value(i))
-        };
-        let sampler = col("sampler");
-        let sampler = sampler.as_any().downcast_ref::<arrow_array::StringArray>().unwrap();
-        let t = col("t");
-        let t = t.as_any().downcast_ref::<arrow_array::UInt64Array>().unwrap();
-        for i in 0..b.num_rows() {
-            if t.value(i) != 1200 {
-                continue;
-            }
-            let key = (format!("{}", num("epsilon", i).unwrap()), sampler.value(i).to_string());
+    for b in &run_job(dir, "lattice_pfcb", JOB, threads) {
+        for i in (0..b.num_rows()).filter(|&i| u64_at(b, "t", i) == 1200) {
+            let key = (format!("{}", f64_at(b, "epsilon", i).unwrap()), str_at(b, "sampler", i));
             rows.entry(key).or_default().push((
-                num("group_regret", i).unwrap().to_bits(),
-                num("acct_epsilon", i).unwrap(),
-                num("acct_lattice_step", i),
+                f64_at(b, "group_regret", i).unwrap().to_bits(),
+                f64_at(b, "acct_epsilon", i).unwrap(),
+                f64_at(b, "acct_lattice_step", i),
             ));
         }
     }

@@ -36,4 +36,5 @@ mod watchdog;
 mod support {
     pub mod emulated;
     pub mod ptxas;
+    pub mod runs;
 }
