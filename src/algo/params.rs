@@ -214,9 +214,9 @@ pub const SHARED: &[ParamDef] = &[
         defaults: &[(ALL, D::Word("float"))],
         doc: "how a private mechanism draws its noise: float (floating-point samplers: the figures hold over the \
               reals, not for the bits released) or discrete (statistics rounded to a lattice, exact integer noise: \
-              a discrete Laplace for Fed_UCB's partial sums on 2^-20, a discrete Gaussian for the linear trees' \
-              nodes and P-FCB's messages on a lattice set from their noise; the figures hold for the bits, \
-              acct_lattice_step says so)",
+              a discrete Laplace for Fed_UCB's partial sums and FedUCB's private schedule on 2^-20, a discrete \
+              Gaussian for the linear trees' nodes and P-FCB's messages on a lattice set from their noise; the \
+              figures hold for the bits, acct_lattice_step says so)",
         used_by: &[],
         variant: true,
         common_random_numbers: true,

@@ -319,13 +319,38 @@ pub struct Mechanism {
     /// composition of (e1, delta)- and (e2, 0)-DP), its zCDP rho gains
     /// epsilon^2 / 2 (pure DP implies that zCDP, Bun & Steinke 2016, Prop.
     /// 1.4), and it has no mu (not Gaussian-DP).
-    pub pure: Option<(f64, String)>,
+    pub pure: Option<PureRelease>,
     /// Gaussian releases drawn on a lattice with exact discrete Gaussian
     /// noise (`sampler: discrete`): the figure is the lattice bound
     /// ([`crate::privacy::lattice_gdp`]) at the noise's mu, whose
     /// sensitivity the algorithm states for the rounded statistic. None: a
     /// float sampler.
     pub lattice: Option<LatticeGaussian>,
+}
+
+/// A pure epsilon-DP release composed with the Gaussian ones
+/// ([`Mechanism::pure`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PureRelease {
+    /// Its epsilon.
+    pub epsilon: f64,
+    /// What it is, in words.
+    pub what: String,
+    /// Whether it draws exact integer noise on a lattice (`sampler:
+    /// discrete`): then a lattice figure of the Gaussian releases keeps its
+    /// step; a float Laplace holds over the reals only and nulls it.
+    pub on_lattice: bool,
+}
+
+impl PureRelease {
+    /// A pure release drawn with the float Laplace.
+    pub fn float(epsilon: f64, what: &str) -> Self {
+        Self {
+            epsilon,
+            what: what.to_string(),
+            on_lattice: false,
+        }
+    }
 }
 
 /// The lattice of Gaussian releases ([`Mechanism::lattice`]).
@@ -371,47 +396,24 @@ fn paper_claim(m: &Mechanism, epsilon: Option<f64>, warnings: &mut Vec<String>) 
     paper
 }
 
-/// The discrete Gaussian's bound on the lattice and its step, where a
-/// mechanism's Gaussian releases are drawn there (`sampler: discrete`).
-fn lattice_curve(m: &Mechanism, mu: Option<f64>) -> Option<(super::lattice_gdp::LatticeCurve, f64)> {
-    match (&m.lattice, &m.noise, mu) {
-        (Some(l), NoiseModel::Gaussian { .. }, Some(mu)) => Some((
-            super::lattice_gdp::LatticeCurve::new(mu, l.min_sigma2, (l.entries * m.releases_per_observation) as f64),
-            l.step,
-        )),
-        _ => None,
-    }
-}
-
-/// What a lattice figure says about itself.
-fn lattice_warning(c: &super::lattice_gdp::LatticeCurve, step: f64) -> String {
-    format!(
-        "sampler: discrete: the releases are lattice points (step {step:e}) with exact discrete Gaussian noise; \
-         acct_epsilon is the discrete mechanism's bound (privacy::lattice_gdp: mu-GDP's at acct_mu widened by eta \
-         = {:.1e}), and acct_sensitivity is that of the statistic on the lattice (rounded to it where it is not \
-         already a lattice point)",
-        c.eta
-    )
-}
-
 impl Accounting {
     /// Composes the Gaussian releases (mu-GDP, or the lattice bound
     /// `curve`) with a pure `e`-DP release (`what`) by their privacy loss
     /// distributions; the sums' own figure becomes `epsilon_sums`.
     fn compose_pure(
         &mut self,
-        e: f64,
-        what: &str,
+        pure: &PureRelease,
         delta: f64,
         mu: Option<f64>,
         curve: Option<super::lattice_gdp::LatticeCurve>,
     ) {
+        let (e, what) = (pure.epsilon, pure.what.as_str());
         let gaussian = self.epsilon;
         self.epsilon = match curve {
             Some(c) => Some(c.epsilon(e, delta)),
             None => mu.map(|mu| composed_epsilon(mu, e, delta)),
         };
-        if curve.is_some() {
+        if curve.is_some() && !pure.on_lattice {
             self.warnings.push(format!(
                 "{what} draws floating-point Laplace noise: acct_epsilon holds over the reals for it, so \
                  acct_lattice_step is null though the sums are lattice points"
@@ -472,14 +474,14 @@ pub fn account(m: &Mechanism) -> Accounting {
             (*sigma, *sensitivity, None, None)
         }
     };
-    let curve = lattice_curve(m, mu);
+    let curve = super::lattice_gdp::lattice_curve(m, mu);
     let epsilon = match (dominated, curve) {
         (Some((mu, tail)), _) => Some(gdp_epsilon(mu, delta - tail)),
         (None, Some((c, _))) => Some(c.epsilon(0.0, delta)),
         (None, None) => mu.map(|mu| gdp_epsilon(mu, delta)),
     };
     if let Some((c, step)) = curve {
-        warnings.push(lattice_warning(&c, step));
+        warnings.push(super::lattice_gdp::lattice_warning(&c, step));
     }
     let paper = paper_claim(m, epsilon, &mut warnings);
     let mut a = Accounting {
@@ -498,12 +500,14 @@ pub fn account(m: &Mechanism) -> Accounting {
         neighbours: Some(m.neighbours),
         relation: m.relation.clone(),
         warnings,
-        lattice_step: curve.filter(|_| m.pure.is_none()).map(|(_, step)| step),
+        lattice_step: curve
+            .filter(|_| m.pure.as_ref().is_none_or(|p| p.on_lattice))
+            .map(|(_, step)| step),
         tail: dominated.map(|(_, tail)| tail),
         pure_part: None,
     };
-    if let Some((e, what)) = &m.pure {
-        a.compose_pure(*e, what, delta, mu, curve.map(|(c, _)| c));
+    if let Some(pure) = &m.pure {
+        a.compose_pure(pure, delta, mu, curve.map(|(c, _)| c));
     }
     if let Some(what) = &m.uncovered {
         a.epsilon_sums = a.epsilon;
@@ -685,7 +689,7 @@ mod tests {
         let m = gaussian(9, 3.0, 2f64.sqrt());
         let g = account(&m);
         let p = account(&Mechanism {
-            pure: Some((0.25, "the schedule".into())),
+            pure: Some(PureRelease::float(0.25, "the schedule")),
             ..m
         });
         let (ge, pe) = (g.epsilon.unwrap(), p.epsilon.unwrap());

@@ -109,10 +109,33 @@ impl LatticeCurve {
     }
 }
 
+/// The discrete Gaussian's bound on the lattice and its step, where a
+/// mechanism's Gaussian releases are drawn there (`sampler: discrete`).
+pub(crate) fn lattice_curve(m: &super::accountant::Mechanism, mu: Option<f64>) -> Option<(LatticeCurve, f64)> {
+    match (&m.lattice, &m.noise, mu) {
+        (Some(l), super::accountant::NoiseModel::Gaussian { .. }, Some(mu)) => Some((
+            LatticeCurve::new(mu, l.min_sigma2, (l.entries * m.releases_per_observation) as f64),
+            l.step,
+        )),
+        _ => None,
+    }
+}
+
+/// What a lattice figure says about itself.
+pub(crate) fn lattice_warning(c: &LatticeCurve, step: f64) -> String {
+    format!(
+        "sampler: discrete: the releases are lattice points (step {step:e}) with exact discrete Gaussian noise; \
+         acct_epsilon is the discrete mechanism's bound (privacy::lattice_gdp: mu-GDP's at acct_mu widened by eta \
+         = {:.1e}), and acct_sensitivity is that of the statistic on the lattice (rounded to it where it is not \
+         already a lattice point)",
+        c.eta
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::privacy::accountant::{LatticeGaussian, Mechanism, account, gaussian_mechanism};
+    use crate::privacy::accountant::{LatticeGaussian, Mechanism, PureRelease, account, gaussian_mechanism};
     use crate::privacy::gdp::{composed_epsilon, gdp_epsilon};
 
     /// The exact hockey-stick divergence of the discrete Gaussian pair
@@ -186,7 +209,8 @@ mod tests {
     /// mu-GDP's at the same mu and within 1e-9 of it at the engine's
     /// variances (2^48 steps^2), well above it at a tiny one (4 steps^2);
     /// its step is stated unless a float pure part (the private schedule)
-    /// is composed in, and never without noise.
+    /// is composed in (a lattice one keeps it, at the same figure), and
+    /// never without noise.
     #[test]
     fn a_lattice_mechanism_states_its_step_and_the_lattice_bound() {
         let lattice = |min_sigma2: f64| LatticeGaussian {
@@ -210,10 +234,27 @@ mod tests {
         assert!(coarse.epsilon.unwrap() > g * 1.01, "{:?} vs {g}", coarse.epsilon);
         let with_schedule = account(&Mechanism {
             lattice: Some(lattice(2f64.powi(48))),
-            pure: Some((0.25, "the schedule".into())),
+            pure: Some(PureRelease::float(0.25, "the schedule")),
             ..gaussian_mechanism(9, 3.0, 2f64.sqrt())
         });
         assert_eq!(with_schedule.lattice_step, None);
+        // A pure part on the lattice keeps the step.
+        let exact_schedule = account(&Mechanism {
+            lattice: Some(lattice(2f64.powi(48))),
+            pure: Some(PureRelease {
+                on_lattice: true,
+                ..PureRelease::float(0.25, "the schedule")
+            }),
+            ..gaussian_mechanism(9, 3.0, 2f64.sqrt())
+        });
+        assert_eq!(exact_schedule.lattice_step, Some(lattice(2f64.powi(48)).step));
+        assert!(
+            exact_schedule
+                .warnings
+                .iter()
+                .all(|w| !w.contains("floating-point Laplace"))
+        );
+        assert_eq!(exact_schedule.epsilon, with_schedule.epsilon);
         assert!(
             with_schedule
                 .warnings

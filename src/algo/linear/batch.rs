@@ -28,6 +28,7 @@
 //! * [`LinearOps::observe`]: each federation's regret and failure counts.
 
 use crate::backend::BatchError;
+use crate::privacy::lattice::{DiscreteLaplace, STEP, STEP_BITS, to_lattice};
 use crate::env::LinearEnvSpec;
 use crate::privacy::vecsum::VecSum;
 
@@ -142,6 +143,8 @@ pub struct AdaptiveSync {
 /// instances and of released sums). Laplace draws are keyed
 /// ([`crate::rng::laplace_at`]): rho from (agent key, 0),
 /// nu of round t from (agent key, t), the same bits on every backend.
+/// Under `sampler: discrete` ([`SvtLattice`]) the test runs on the lattice
+/// with exact integer noise from the same keys.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Svt {
     /// Per agent (federation-major), the key of its draws.
@@ -155,6 +158,63 @@ pub struct Svt {
     pub cap: u32,
     /// L^2 of the sensitivity bound.
     pub l2: f64,
+    /// `sampler: discrete`: the test on the lattice ([`SvtLattice`]);
+    /// None: the float Laplace of the scales above.
+    #[serde(default)]
+    pub lattice: Option<SvtLattice>,
+}
+
+/// The sparse vector test on the lattice (`sampler: discrete`,
+/// [`crate::privacy::lattice`]): the query q / Delta_e and the threshold
+/// (D / Delta t) / Delta_e, each rounded to the lattice 2^-20 (to nearest;
+/// the threshold is public), rho and nu discrete Laplace draws in steps
+/// from the keys of the float ones, and the comparison made exactly on the
+/// integers. One unit of the normalized query is 2^20 steps and rounding
+/// moves each end by at most half a step, so the rounded query's
+/// sensitivity is [`SvtLattice::WIDTH`] = 2^20 + 1 steps. Lyu, Su & Li's
+/// proof shifts rho by the sensitivity and each answered query's nu by
+/// `shift` times it (2; 1 for monotone queries): on the integers these
+/// are bijections whose probability ratio is exp(rate x shift), so the
+/// test is [`SvtLattice::epsilon`]-DP, the rates chosen (each rounded down
+/// to a multiple of 2^-40, [`DiscreteLaplace::budget`]) so that it is at
+/// most the schedule's share. Queries beyond 2^42 units saturate (the
+/// log-det statistics are far below it).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SvtLattice {
+    /// rho's noise: rate at most eps / (2 WIDTH).
+    pub rho: DiscreteLaplace,
+    /// nu's noise: rate at most eps / (2 cap shift WIDTH).
+    pub nu: DiscreteLaplace,
+    /// The proof's shift of nu, in sensitivities (2, or 1 for monotone queries).
+    pub shift: u32,
+    /// The answered queries (the algorithm's cap).
+    pub cap: u32,
+}
+
+impl SvtLattice {
+    /// The rounded query's L1 sensitivity in lattice steps.
+    pub const WIDTH: u64 = (1 << STEP_BITS) + 1;
+
+    /// The test for a schedule of pure `eps` with `cap` answered queries and
+    /// nu's `shift`; None where a rate would round to 0 (eps below about
+    /// 2^-19 cap shift).
+    pub fn new(eps: f64, cap: u32, shift: u32) -> Option<Self> {
+        let per = f64::from(cap) * f64::from(shift);
+        Some(Self {
+            rho: DiscreteLaplace::budget(eps / 2.0, Self::WIDTH)?,
+            nu: DiscreteLaplace::budget(eps / (2.0 * per), Self::WIDTH)?,
+            shift,
+            cap,
+        })
+    }
+
+    /// The test's exact epsilon: WIDTH (s_rho / t + cap shift s_nu / t),
+    /// rounded up.
+    pub fn epsilon(&self) -> f64 {
+        let per = u128::from(self.cap) * u128::from(self.shift);
+        let num = u128::from(Self::WIDTH) * (u128::from(self.rho.s) + per * u128::from(self.nu.s));
+        (num as f64 / self.rho.t as f64).next_up()
+    }
 }
 
 impl Svt {
@@ -189,9 +249,14 @@ impl Svt {
         crate::math::ln_1p(self.l2 * if rows < frob { rows } else { frob })
     }
 
-    /// Agent `g`'s threshold noise rho.
+    /// Agent `g`'s threshold noise rho (on the lattice: its steps times
+    /// the step, exact).
     pub fn rho(&self, g: usize) -> f64 {
-        crate::rng::laplace_at(crate::rng::fold_more(self.keys[g], 0), self.threshold_scale)
+        let key = crate::rng::fold_more(self.keys[g], 0);
+        match &self.lattice {
+            Some(l) => l.rho.draw(key) as f64 * STEP,
+            None => crate::rng::laplace_at(key, self.threshold_scale),
+        }
     }
 
     /// Agent `g`'s query noise of round `t` (t >= 1).
@@ -210,7 +275,15 @@ impl Svt {
         if a.used >= self.cap || !sens.is_finite() {
             return own.is_power_of_two();
         }
-        let fire = stat / sens + self.nu(g, t) >= thr / sens + a.rho;
+        let fire = match &self.lattice {
+            Some(l) => {
+                // Integers throughout: rho is a lattice point, exact in steps.
+                let nu = i128::from(l.nu.draw(crate::rng::fold_more(self.keys[g], t)));
+                let rho = (a.rho / STEP) as i128;
+                i128::from(to_lattice(stat / sens)) + nu >= i128::from(to_lattice(thr / sens)) + rho
+            }
+            None => stat / sens + self.nu(g, t) >= thr / sens + a.rho,
+        };
         if fire {
             a.used += 1;
         }
@@ -461,7 +534,53 @@ pub struct BatchPoint {
 
 #[cfg(test)]
 mod tests {
-    use super::Svt;
+    use super::{Svt, SvtAgent, SvtLattice};
+
+    /// The lattice test's exact epsilon is at most its budget and within
+    /// 1e-4 of it (budgets 0.05 and 2, cap 3 and 20, both shifts); a budget
+    /// whose rate rounds to 0 has no lattice test. On 20 000 agents the
+    /// lattice test fires as often as the float one of the same scales at
+    /// query margins 0, -1 and 1.5 threshold-noise scales (within 4.5
+    /// standard errors of the difference), every rho a lattice point.
+    #[test]
+    fn the_lattice_sparse_vector_test_is_charged_and_fires_as_the_float_one() {
+        for (eps, cap, shift) in [(0.05, 3u32, 2u32), (2.0, 20, 1), (2.0, 20, 2)] {
+            let l = SvtLattice::new(eps, cap, shift).unwrap();
+            let e = l.epsilon();
+            assert!(e <= eps && e >= eps * (1.0 - 1e-4), "{eps} {cap} {shift}: {e}");
+        }
+        assert_eq!(SvtLattice::new(1e-5, 20, 2), None);
+        let (eps, cap, agents) = (1.0, 4u32, 20_000usize);
+        let float = Svt {
+            keys: (0..agents as u64).map(|g| crate::rng::fold_key(&[0x5A7, g])).collect(),
+            threshold_scale: 2.0 / eps,
+            query_scale: 4.0 * f64::from(cap) / eps,
+            cap,
+            l2: 1.0,
+            lattice: None,
+        };
+        let lattice = Svt {
+            lattice: SvtLattice::new(eps, cap, 2),
+            ..float.clone()
+        };
+        for margin in [0.0, -1.0, 1.5] {
+            let mut fires = [0f64; 2];
+            for (i, rule) in [&float, &lattice].into_iter().enumerate() {
+                for g in 0..agents {
+                    let mut a = SvtAgent { rho: rule.rho(g), used: 0 };
+                    if i == 1 {
+                        assert!(crate::privacy::bits::on_lattice(a.rho, crate::privacy::lattice::STEP));
+                    }
+                    let stat = 3.0 + margin * 2.0 / eps;
+                    fires[i] += f64::from(u8::from(rule.request(g, 5, 5, stat * 0.7, 3.0 * 0.7, 0.7, &mut a)));
+                }
+            }
+            let p = (fires[0] + fires[1]) / (2.0 * agents as f64);
+            let se = (2.0 * p * (1.0 - p) / agents as f64).sqrt();
+            let diff = (fires[1] - fires[0]) / agents as f64;
+            assert!(diff.abs() < 4.5 * se, "margin {margin}: {fires:?}");
+        }
+    }
 
     /// The schedule's sensitivity bound lies between the inverse's largest
     /// eigenvalue (the quantity a query moves by) and its Frobenius norm,
@@ -476,6 +595,7 @@ mod tests {
             query_scale: 1.0,
             cap: 1,
             l2: 1.0,
+            lattice: None,
         };
         let bound = |a: &[f64]| svt.sensitivity(a, true).exp_m1();
         let mut s = crate::rng::Stream::new(&[55]);

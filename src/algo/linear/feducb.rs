@@ -270,7 +270,11 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
              is released too (schedule_private is false; schedule: private covers it)"
                 .into()
         }),
-        pure: schedule_epsilon(cfg).map(|e| (e, "the private sync schedule (sparse vector technique)".to_string())),
+        pure: schedule_epsilon(cfg).map(|epsilon| crate::privacy::accountant::PureRelease {
+            epsilon,
+            what: "the private sync schedule (sparse vector technique)".to_string(),
+            on_lattice: svt_lattice(cfg).is_some(),
+        }),
         lattice: lattice.map(|l| l.charge(cfg.env.d)),
     })
 }
@@ -356,7 +360,28 @@ pub fn svt(cfg: &LinearConfig, noise_keys: &[u64]) -> Option<crate::algo::linear
         ),
         cap,
         l2: cfg.l_bound * cfg.l_bound,
+        lattice: svt_lattice(cfg),
     })
+}
+
+/// `sampler: discrete`'s sparse vector test
+/// ([`crate::algo::linear::batch::SvtLattice`]) of a private schedule with
+/// noise drawn: the budget share x epsilon, nu's shift 1 under add/remove
+/// (monotone queries), 2 under substitute. One function for the batch and
+/// the accountant.
+pub fn svt_lattice(cfg: &LinearConfig) -> Option<crate::algo::linear::batch::SvtLattice> {
+    let (eps, _) = cfg.privacy?;
+    let super::Schedule::Private { share, cap } = cfg.schedule else {
+        return None;
+    };
+    if cfg.sampler != crate::privacy::lattice::Sampler::Discrete || !cfg.noise || cfg.sync == SyncRegime::EveryRound {
+        return None;
+    }
+    let shift = match cfg.neighbours {
+        crate::privacy::accountant::Neighbours::AddRemove => 1,
+        crate::privacy::accountant::Neighbours::Substitute => 2,
+    };
+    crate::algo::linear::batch::SvtLattice::new(share * eps, cap, shift)
 }
 
 /// Folded into an agent's privacy key for its schedule's draws (apart from
@@ -371,6 +396,9 @@ pub fn schedule_private(cfg: &LinearConfig) -> bool {
 
 /// The epsilon a cell's private schedule spends (None: none).
 pub fn schedule_epsilon(cfg: &LinearConfig) -> Option<f64> {
+    if let Some(l) = svt_lattice(cfg) {
+        return Some(l.epsilon());
+    }
     match (cfg.privacy, cfg.schedule, cfg.sync) {
         (_, _, SyncRegime::EveryRound) => None,
         (Some((eps, _)), super::Schedule::Private { share, .. }, _) => Some(share * eps),

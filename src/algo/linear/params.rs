@@ -247,6 +247,21 @@ fn feducb(p: &mut Params<'_>, cfg: &mut LinearConfig) {
         cfg.calibration = p.take_in(CALIBRATION, &[Calibration::Exact, Calibration::Paper], "FedUCB");
         schedule(p, cfg);
         accounting(p, cfg);
+        if let (Sampler::Discrete, super::Schedule::Private { share, cap }) = (cfg.sampler, cfg.schedule)
+            && cfg.noise
+            && super::feducb::svt_lattice(cfg).is_none()
+            && let Some((eps, _)) = cfg.privacy
+        {
+            p.err(
+                SAMPLER,
+                format!(
+                    "sampler: discrete cannot draw the private schedule's sparse vector test at share x epsilon = \
+                     {:.3e} with cap {cap}: its discrete Laplace rates round to 0 on the lattice 2^-20 (raise \
+                     epsilon or schedule_share, lower schedule_cap, or use sampler: float)",
+                    share * eps
+                ),
+            );
+        }
     } else {
         cfg.lambda = p.take(LAMBDA);
     }

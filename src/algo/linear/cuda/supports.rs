@@ -26,6 +26,19 @@ pub fn supports(batch: &LinearBatch, shared_limit: usize) -> Result<(), CudaErro
                 .into(),
         ));
     }
+    if batch
+        .sync
+        .as_ref()
+        .and_then(|s| s.adaptive())
+        .and_then(|a| a.svt.as_ref())
+        .is_some_and(|svt| svt.lattice.is_some())
+    {
+        return Err(CudaError::Unsupported(
+            "sampler: discrete for the private schedule's sparse vector test (its discrete Laplace is drawn on \
+             the CPU only; use backend: cpu or sampler: float)"
+                .into(),
+        ));
+    }
     if (gap || batch.random_policy.is_some()) && coop_step_shape(gap, batch.env.d, batch.env.k, shared_limit).is_none()
     {
         return Err(CudaError::Unsupported(format!(
