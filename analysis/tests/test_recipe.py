@@ -63,7 +63,5 @@ def test_the_readme_recipe_recomputes_every_figure(tmp_path: Path) -> None:
     samplers = ("float", "discrete")
     want = {("private_fedlinucb", p, s) for p in ("ldp", "sdp_amp", "alt") for s in samplers}
     want |= {("private_fedlinucb", "sdp_vecsum", None)}
-    want |= {
-        (a, None, s) for a in ("feducb_centralized", "feducb_decentralized", "fed_ucb_gossip", "p_fcb") for s in samplers
-    }
+    want |= {(a, None, s) for a in ("feducb_centralized", "feducb_decentralized", "fed_ucb_gossip", "p_fcb") for s in samplers}
     assert kinds == want, kinds

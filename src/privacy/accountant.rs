@@ -328,31 +328,6 @@ pub struct Mechanism {
     pub lattice: Option<LatticeGaussian>,
 }
 
-/// A pure epsilon-DP release composed with the Gaussian ones
-/// ([`Mechanism::pure`]).
-#[derive(Clone, Debug, PartialEq)]
-pub struct PureRelease {
-    /// Its epsilon.
-    pub epsilon: f64,
-    /// What it is, in words.
-    pub what: String,
-    /// Whether it draws exact integer noise on a lattice (`sampler:
-    /// discrete`): then a lattice figure of the Gaussian releases keeps its
-    /// step; a float Laplace holds over the reals only and nulls it.
-    pub on_lattice: bool,
-}
-
-impl PureRelease {
-    /// A pure release drawn with the float Laplace.
-    pub fn float(epsilon: f64, what: &str) -> Self {
-        Self {
-            epsilon,
-            what: what.to_string(),
-            on_lattice: false,
-        }
-    }
-}
-
 /// The lattice of Gaussian releases ([`Mechanism::lattice`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LatticeGaussian {
@@ -394,6 +369,29 @@ fn paper_claim(m: &Mechanism, epsilon: Option<f64>, warnings: &mut Vec<String>) 
         ));
     }
     paper
+}
+
+/// The discrete Gaussian's bound on the lattice and its step, where a
+/// mechanism's Gaussian releases are drawn there (`sampler: discrete`).
+fn lattice_curve(m: &Mechanism, mu: Option<f64>) -> Option<(super::lattice_gdp::LatticeCurve, f64)> {
+    match (&m.lattice, &m.noise, mu) {
+        (Some(l), NoiseModel::Gaussian { .. }, Some(mu)) => Some((
+            super::lattice_gdp::LatticeCurve::new(mu, l.min_sigma2, (l.entries * m.releases_per_observation) as f64),
+            l.step,
+        )),
+        _ => None,
+    }
+}
+
+/// What a lattice figure says about itself.
+fn lattice_warning(c: &super::lattice_gdp::LatticeCurve, step: f64) -> String {
+    format!(
+        "sampler: discrete: the releases are lattice points (step {step:e}) with exact discrete Gaussian noise; \
+         acct_epsilon is the discrete mechanism's bound (privacy::lattice_gdp: mu-GDP's at acct_mu widened by eta \
+         = {:.1e}), and acct_sensitivity is that of the statistic on the lattice (rounded to it where it is not \
+         already a lattice point)",
+        c.eta
+    )
 }
 
 impl Accounting {
@@ -474,14 +472,14 @@ pub fn account(m: &Mechanism) -> Accounting {
             (*sigma, *sensitivity, None, None)
         }
     };
-    let curve = super::lattice_gdp::lattice_curve(m, mu);
+    let curve = lattice_curve(m, mu);
     let epsilon = match (dominated, curve) {
         (Some((mu, tail)), _) => Some(gdp_epsilon(mu, delta - tail)),
         (None, Some((c, _))) => Some(c.epsilon(0.0, delta)),
         (None, None) => mu.map(|mu| gdp_epsilon(mu, delta)),
     };
     if let Some((c, step)) = curve {
-        warnings.push(super::lattice_gdp::lattice_warning(&c, step));
+        warnings.push(lattice_warning(&c, step));
     }
     let paper = paper_claim(m, epsilon, &mut warnings);
     let mut a = Accounting {

@@ -190,3 +190,27 @@ pub fn fmt_epsilon(e: f64) -> String {
         format!("{e:.3e}")
     }
 }
+/// A pure epsilon-DP release composed with the Gaussian ones
+/// ([`crate::privacy::accountant::Mechanism::pure`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PureRelease {
+    /// Its epsilon.
+    pub epsilon: f64,
+    /// What it is, in words.
+    pub what: String,
+    /// Whether it draws exact integer noise on a lattice (`sampler:
+    /// discrete`): then a lattice figure of the Gaussian releases keeps its
+    /// step; a float Laplace holds over the reals only and nulls it.
+    pub on_lattice: bool,
+}
+
+impl PureRelease {
+    /// A pure release drawn with the float Laplace.
+    pub fn float(epsilon: f64, what: &str) -> Self {
+        Self {
+            epsilon,
+            what: what.to_string(),
+            on_lattice: false,
+        }
+    }
+}

@@ -109,29 +109,6 @@ impl LatticeCurve {
     }
 }
 
-/// The discrete Gaussian's bound on the lattice and its step, where a
-/// mechanism's Gaussian releases are drawn there (`sampler: discrete`).
-pub(crate) fn lattice_curve(m: &super::accountant::Mechanism, mu: Option<f64>) -> Option<(LatticeCurve, f64)> {
-    match (&m.lattice, &m.noise, mu) {
-        (Some(l), super::accountant::NoiseModel::Gaussian { .. }, Some(mu)) => Some((
-            LatticeCurve::new(mu, l.min_sigma2, (l.entries * m.releases_per_observation) as f64),
-            l.step,
-        )),
-        _ => None,
-    }
-}
-
-/// What a lattice figure says about itself.
-pub(crate) fn lattice_warning(c: &LatticeCurve, step: f64) -> String {
-    format!(
-        "sampler: discrete: the releases are lattice points (step {step:e}) with exact discrete Gaussian noise; \
-         acct_epsilon is the discrete mechanism's bound (privacy::lattice_gdp: mu-GDP's at acct_mu widened by eta \
-         = {:.1e}), and acct_sensitivity is that of the statistic on the lattice (rounded to it where it is not \
-         already a lattice point)",
-        c.eta
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
