@@ -171,7 +171,10 @@ pub struct Svt {
 /// from the keys of the float ones, and the comparison made exactly on the
 /// integers. One unit of the normalized query is 2^20 steps and rounding
 /// moves each end by at most half a step, so the rounded query's
-/// sensitivity is [`SvtLattice::WIDTH`] = 2^20 + 1 steps. Lyu, Su & Li's
+/// sensitivity is [`SvtLattice::WIDTH`] = 2^20 + 1 steps: two rounded
+/// queries differ by an integer below 2^20 |a - b| + 1, which is at most
+/// 2^20 + 1 while |a - b| < 1 + 2^-20, so a floating-point excess of the
+/// computed log-det difference below 2^-20 units is absorbed. Lyu, Su & Li's
 /// proof shifts rho by the sensitivity and each answered query's nu by
 /// `shift` times it (2; 1 for monotone queries): on the integers these
 /// are bijections whose probability ratio is exp(rate x shift), so the
