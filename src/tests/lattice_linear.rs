@@ -5,13 +5,12 @@
 //! refuses the cell and says why rather than drawing float noise, and
 //! sdp_vecsum (no tree) does not take the sampler.
 
-use crate::support::runs::{f64_at, run_job, str_at, u64_at};
+use crate::support::runs::{assert_bits_verdicts, f64_at, run_job, str_at, u64_at};
 use fedbandits::backend::BatchError;
 use fedbandits::job::Job;
 use fedbandits::sim::run_batch;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 
 const JOB: &str = "\
 name: lattice_linear
@@ -95,35 +94,7 @@ fn audit_bits_passes_the_discrete_trees_and_fails_the_float_ones() {
     let dir = std::env::temp_dir().join(format!("fedbandits-test-{}-lattice-linear-bits", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let job = dir.join("bits.yaml");
-    std::fs::write(&job, JOB).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_fedbandits"))
-        .args(["audit", job.to_str().unwrap(), "--bits", "--trials", "4000", "--out"])
-        .arg(dir.join("out"))
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert_eq!(o.status.code(), Some(1), "{text}");
-    let rows: Vec<&str> = text
-        .lines()
-        .filter(|l| l.split_whitespace().next().is_some_and(|c| c.parse::<u64>().is_ok()))
-        .collect();
-    assert_eq!(rows.len(), 12, "{text}");
-    for r in rows {
-        let cols: Vec<&str> = r.split_whitespace().collect();
-        let lb: f64 = cols[5].parse().unwrap();
-        if r.contains("sampler=discrete") {
-            assert_eq!(&cols[2..5], &["discrete", "4000", "0"], "{r}");
-            assert!(r.contains("pass") && lb == 0.0, "{r}");
-        } else {
-            assert_eq!(cols[2], "float", "{r}");
-            assert!(r.contains("FAIL") && lb > 0.001, "{r}");
-        }
-    }
+    assert_bits_verdicts(&dir, JOB, 4000, 12, 0.001);
 }
 
 /// A discrete tree on the (emulated) device: refused, naming the sampler,

@@ -4,12 +4,11 @@
 //! calibration in [0.99, 1] x the target, the output is bit-identical
 //! across thread counts, and the device refuses the cell and says why.
 
-use crate::support::runs::{f64_at, run_job, str_at, u64_at};
+use crate::support::runs::{assert_bits_verdicts, f64_at, run_job, str_at, u64_at};
 use fedbandits::backend::BatchError;
 use fedbandits::job::Job;
 use fedbandits::sim::run_batch;
 use std::path::Path;
-use std::process::Command;
 
 const JOB: &str = "\
 name: lattice_pfcb
@@ -35,32 +34,11 @@ fn tempdir(name: &str) -> std::path::PathBuf {
 /// off the grid 2^-53 cannot come from 1), the discrete cells pass; exit 1.
 #[test]
 fn audit_bits_fails_the_float_messages_and_passes_the_lattice() {
-    let dir = tempdir("lattice-pfcb-bits");
-    let job = dir.join("bits.yaml");
-    std::fs::write(&job, JOB).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_fedbandits"))
-        .args(["audit", job.to_str().unwrap(), "--bits", "--trials", "4000", "--out"])
-        .arg(dir.join("out"))
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert_eq!(o.status.code(), Some(1), "{text}");
-    let rows: Vec<&str> = text
-        .lines()
-        .filter(|l| l.split_whitespace().next().is_some_and(|c| c.parse::<u64>().is_ok()))
-        .collect();
-    assert_eq!(rows.len(), 4, "{text}");
-    for r in rows {
-        let cols: Vec<&str> = r.split_whitespace().collect();
-        let lb: f64 = cols[5].parse().unwrap();
-        if r.contains("sampler=discrete") {
-            assert_eq!(&cols[1..5], &["p_fcb", "discrete", "4000", "0"], "{r}");
-            assert!(r.contains("pass") && lb == 0.0, "{r}");
-        } else {
-            assert_eq!(cols[2], "float", "{r}");
-            assert!(r.contains("FAIL") && lb > 0.01, "{r}");
-        }
-    }
+    let rows = assert_bits_verdicts(&tempdir("lattice-pfcb-bits"), JOB, 4000, 4, 0.01);
+    assert!(
+        rows.iter().all(|r| r.split_whitespace().nth(1) == Some("p_fcb")),
+        "{rows:?}"
+    );
 }
 
 /// Per cell (epsilon, sampler): the final rows' (group regret bits,

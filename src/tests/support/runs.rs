@@ -46,3 +46,50 @@ pub fn str_at(b: &RecordBatch, name: &str, i: usize) -> String {
 pub fn u64_at(b: &RecordBatch, name: &str, i: usize) -> u64 {
     column(b, name).as_any().downcast_ref::<UInt64Array>().unwrap().value(i)
 }
+
+/// Runs `fedbandits audit JOB --bits --trials trials` on `yaml` (written
+/// into `dir`) and checks its verdicts: exit 1 (a float cell failed),
+/// `cells` rows, every discrete cell passing with no unreachable release
+/// and a lower bound of 0, every float cell failing with a lower bound on
+/// delta above `delta` (the cells' own: no float figure holds for the
+/// bits). Returns the table's rows.
+pub fn assert_bits_verdicts(dir: &Path, yaml: &str, trials: u64, cells: usize, delta: f64) -> Vec<String> {
+    let job = dir.join("bits.yaml");
+    std::fs::write(&job, yaml).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_fedbandits"))
+        .args([
+            "audit",
+            job.to_str().unwrap(),
+            "--bits",
+            "--trials",
+            &trials.to_string(),
+            "--out",
+        ])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    let rows: Vec<String> = text
+        .lines()
+        .filter(|l| l.split_whitespace().next().is_some_and(|c| c.parse::<u64>().is_ok()))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(rows.len(), cells, "{text}");
+    for r in &rows {
+        let cols: Vec<&str> = r.split_whitespace().collect();
+        let lb: f64 = cols[5].parse().unwrap();
+        if r.contains("sampler=discrete") {
+            assert_eq!(&cols[2..5], &["discrete", trials.to_string().as_str(), "0"], "{r}");
+            assert!(r.contains("pass") && lb == 0.0, "{r}");
+        } else {
+            assert_eq!(cols[2], "float", "{r}");
+            assert!(r.contains("FAIL") && lb > delta, "{r}");
+        }
+    }
+    rows
+}
