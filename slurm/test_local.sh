@@ -314,6 +314,11 @@ expect_failure "an edited job while its old version runs" "is being written by 1
   env FEDBANDITS_TASKS=1 FEDBANDITS_THREADS=1 "$here/submit.sh" edited.yaml
 hand=$(FEDBANDITS_JOB=edited.yaml FEDBANDITS_TASKS=1 sbatch --parsable --array=0 --mem=64M --export=ALL "$here/fedbandits.sbatch")
 # Queued, not running: a held array of one version, another submitted.
+# The first oom arrays and their merge must have left the queue first
+# (killed for memory, merged): while a task of them still runs, submit.sh
+# refuses the edited job for that run, the case above, which a loaded
+# machine (the build beside this test) can make last long enough.
+for _ in $(seq 600); do [ -z "$(squeue -h -j "${oom% *},${oom#* }" 2>/dev/null)" ] && break; sleep 0.1; done
 held=$(FEDBANDITS_TASKS=1 FEDBANDITS_THREADS=1 FEDBANDITS_SBATCH_ARGS=--hold "$here/submit.sh" oom.yaml 2>/dev/null | tail -1)
 sed -i 's/^seed: 2/seed: 3/' oom.yaml
 expect_failure "an edited job while its old version is queued" "array job(s) [0-9 ]*\b${held% *}\b[0-9 ]* of another version" \
