@@ -351,13 +351,7 @@ pub fn svt(cfg: &LinearConfig, noise_keys: &[u64]) -> Option<crate::algo::linear
             .map(|&k| crate::rng::fold_more(k, SVT_PURPOSE))
             .collect(),
         threshold_scale: cfg.drawn(2.0 / e),
-        query_scale: cfg.drawn(
-            match cfg.neighbours {
-                crate::privacy::accountant::Neighbours::AddRemove => 2.0,
-                crate::privacy::accountant::Neighbours::Substitute => 4.0,
-            } * f64::from(cap)
-                / e,
-        ),
+        query_scale: cfg.drawn(2.0 * f64::from(svt_shift(cfg)) * f64::from(cap) / e),
         cap,
         l2: cfg.l_bound * cfg.l_bound,
         lattice: svt_lattice(cfg),
@@ -366,9 +360,8 @@ pub fn svt(cfg: &LinearConfig, noise_keys: &[u64]) -> Option<crate::algo::linear
 
 /// `sampler: discrete`'s sparse vector test
 /// ([`crate::algo::linear::batch::SvtLattice`]) of a private schedule with
-/// noise drawn: the budget share x epsilon, nu's shift 1 under add/remove
-/// (monotone queries), 2 under substitute. One function for the batch and
-/// the accountant.
+/// noise drawn: the budget share x epsilon and nu's [`svt_shift`]. One
+/// function for the batch and the accountant.
 pub fn svt_lattice(cfg: &LinearConfig) -> Option<crate::algo::linear::batch::SvtLattice> {
     let (eps, _) = cfg.privacy?;
     let super::Schedule::Private { share, cap } = cfg.schedule else {
@@ -377,11 +370,19 @@ pub fn svt_lattice(cfg: &LinearConfig) -> Option<crate::algo::linear::batch::Svt
     if cfg.sampler != crate::privacy::lattice::Sampler::Discrete || !cfg.noise || cfg.sync == SyncRegime::EveryRound {
         return None;
     }
-    let shift = match cfg.neighbours {
+    crate::algo::linear::batch::SvtLattice::new(share * eps, cap, svt_shift(cfg))
+}
+
+/// How far the sparse vector test's proof shifts each answered query's
+/// noise, in sensitivities: 1 under add/remove (adding an observation
+/// raises every query of its epoch, removing one lowers every one: Lyu,
+/// Su & Li's monotone case), 2 under substitute. nu's scale is 2 shift cap
+/// / eps (float) and its lattice rate eps / (2 cap shift WIDTH).
+fn svt_shift(cfg: &LinearConfig) -> u32 {
+    match cfg.neighbours {
         crate::privacy::accountant::Neighbours::AddRemove => 1,
         crate::privacy::accountant::Neighbours::Substitute => 2,
-    };
-    crate::algo::linear::batch::SvtLattice::new(share * eps, cap, shift)
+    }
 }
 
 /// Folded into an agent's privacy key for its schedule's draws (apart from
