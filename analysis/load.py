@@ -55,7 +55,7 @@ REQUIRED = {
 }
 
 #: Engine semantics versions this loader understands.
-SUPPORTED_SEMANTICS = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16", "17", "18", "19", "20"}
+SUPPORTED_SEMANTICS = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16", "17", "18", "19", "20", "21"}
 
 #: Columns an engine added since semantics 9, with their types, the
 #: column they follow and the semantics that added them: `scan` gives each

@@ -57,6 +57,7 @@ FB_DEV int fb_vecsum_add_coordinate(const fb_vecsum_args& vs, long long f, int d
     double shifted = (v < -l ? -l : (v > l ? l : v)) + l;
     for (int j = 0; j < levels; ++j) {
         double w = shifted * vs.glev[j] / l;
+        w = w > 2.0 * vs.glev[j] ? 2.0 * vs.glev[j] : w;  // the cap of VecSum's round_level
         double fl = floor(w);
         fb_u64 bern = fb_uniform_at(key, (fb_u64)(c * levels + j)) < w - fl ? 1ull : 0ull;
         FB_ATOMIC_ADD_U64(vs.acc + (f * levels + j) * coords + c, (fb_u64)fl + bern);

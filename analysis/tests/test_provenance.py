@@ -75,9 +75,9 @@ def test_a_sealed_part_claiming_an_older_engine_is_refused(tmp_path: Path) -> No
     # Rewrite the semantics value in place and reseal both checksums, as a
     # careful editor would: the contradiction is what is refused.
     md = pq.read_metadata(part).metadata
-    assert md[b"fedbandits.semantics_version"] == b"20"
+    assert md[b"fedbandits.semantics_version"] == b"21"
     key = raw.find(b"fedbandits.semantics_version")
-    at = raw.find(b"20", key)
+    at = raw.find(b"21", key)
     raw[at : at + 2] = b"16"
     start = len(raw) - 8 - int.from_bytes(raw[-8:-4], "little")
     pos = raw.find(load.FOOTER_KEY, start) + len(load.FOOTER_KEY) + 2

@@ -5,7 +5,8 @@ every private mechanism (Private-FedLinUCB's four protocols, both FedUCB
 forms with their private schedule, each tree, Fed_UCB and P-FCB with both
 samplers) at
 two targets, agrees with the engine to 1e-9 (relative), and a row whose
-noise multiplier is off by 1% does not."""
+noise multiplier (sdp_vecsum: Binomial counts) is off by 1% (2%) does
+not."""
 
 from __future__ import annotations
 
@@ -60,6 +61,11 @@ def test_the_readme_recipe_recomputes_every_figure(tmp_path: Path) -> None:
         off = dict(row, acct_noise_multiplier=row["acct_noise_multiplier"] * 1.01)
         if row["acct_tail"] is None:
             assert not math.isclose(figure(off), want, rel_tol=1e-4), row["algorithm"]
+        else:
+            # sdp_vecsum: the figure is the counts', not the noise multiplier's.
+            counts = [int(t) for t in row["acct_binomial_trials"].split()]
+            fewer = " ".join(str(t * 98 // 100) for t in counts)
+            assert not math.isclose(figure(dict(row, acct_binomial_trials=fewer)), want, rel_tol=1e-4)
     samplers = ("float", "discrete")
     want = {("private_fedlinucb", p, s) for p in ("ldp", "sdp_amp", "alt") for s in samplers}
     want |= {("private_fedlinucb", "sdp_vecsum", None)}

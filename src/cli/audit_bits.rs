@@ -9,8 +9,9 @@
 //! Laplace by an exact search of its words; the Gaussian, Box-Muller on two
 //! words, by a one-sided cancellation test whose pass means only that no
 //! release was shown unreachable); the lattice samplers (`sampler:
-//! discrete`) pass. Mechanisms with no such test are listed with the
-//! reason. The table is printed; the command exits 1 when a
+//! discrete`) pass, and so does sdp_vecsum (sampler `binomial`: its
+//! releases are integer sums under either setting). Mechanisms with no
+//! such test are listed with the reason. The table is printed; the command exits 1 when a
 //! cell fails.
 
 use super::CliError;
@@ -42,6 +43,9 @@ pub fn run(job_path: &Path, out: Option<PathBuf>, trials: u64, confidence: f64) 
                     format!("FAIL: a release rules the neighbour out (delta >= {lb:.3} at every epsilon)")
                 } else if sampler == "discrete" {
                     "pass: every release is reachable from the neighbour".into()
+                } else if sampler == "binomial" {
+                    "pass: every release is reachable from the neighbour (integer sums; a Binomial count in [0, t])"
+                        .into()
                 } else {
                     "pass: no release was shown unreachable (the float test is one-sided)".into()
                 };

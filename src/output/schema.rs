@@ -120,6 +120,7 @@ fn union_schema() -> SchemaRef {
         Field::new("acct_epsilon_sums", DataType::Float64, true),
         Field::new("acct_lattice_step", DataType::Float64, true),
         Field::new("acct_tail", DataType::Float64, true),
+        Field::new("acct_binomial_trials", DataType::Utf8, true),
         Field::new("acct_epsilon_composed", DataType::Float64, true),
         Field::new("schedule_private", DataType::Boolean, false),
     ]);
@@ -225,6 +226,12 @@ pub const COLUMN_DOCS: &[(&str, &str)] = &[
         "acct_tail",
         "sdp_vecsum: the probability spent from target_delta before its Gaussian-DP figure (its Binomial noise is \
          dominated by acct_mu-GDP up to it: acct_epsilon is acct_mu-GDP's epsilon at target_delta - acct_tail)",
+    ),
+    (
+        "acct_binomial_trials",
+        "sdp_vecsum: the Binomial(t_j, 1/4) counts of its tree levels, level 0 first, separated by spaces (under \
+         calibration: exact t_j = max(1, ceil(tau g_j^2))): with d, batch_size, m, l_bound and acct_sensitivity \
+         what acct_mu and acct_tail are computed from (README, \"Recomputing a figure from its row\")",
     ),
     (
         "acct_epsilon_composed",
@@ -367,6 +374,11 @@ fn privacy_columns(cell: &Cell, acct: Option<&Accounting>, n: usize, cols: &mut 
     cols.push(figure(&|a| a.epsilon_sums));
     cols.push(figure(&|a| a.lattice_step));
     cols.push(figure(&|a| a.tail));
+    let trials = acct.and_then(|a| a.binomial_trials.as_ref()).map(|t| {
+        let words: Vec<String> = t.iter().map(u64::to_string).collect();
+        words.join(" ")
+    });
+    cols.push(Arc::new(StringArray::from(vec![trials; n])));
     cols.push(figure(&|a| a.pure_part));
     cols.push(Arc::new(BooleanArray::from(vec![cell.config.schedule_private(); n])));
 }

@@ -177,6 +177,10 @@ pub struct Accounting {
     /// dominated by `mu`-GDP up to it, so `epsilon` is mu-GDP's at delta -
     /// tail. None elsewhere.
     pub tail: Option<f64>,
+    /// The per-level Binomial counts the vector-summation protocol's figure
+    /// is computed from (`acct_binomial_trials`; level 0 first). None
+    /// elsewhere.
+    pub binomial_trials: Option<Vec<u64>>,
     /// The pure epsilon-DP release composed with the Gaussian releases
     /// (`acct_epsilon_composed`: FedUCB's private schedule), by
     /// [`composed_epsilon`] with the sums' mu (sqrt(releases) / noise
@@ -246,6 +250,8 @@ pub enum NoiseModel {
         mu: f64,
         /// The catastrophe's probability, spent from delta.
         tail: f64,
+        /// The Binomial counts per level (what the figure is computed from).
+        trials: Vec<u64>,
         /// The noise's standard deviation per parameter (as added).
         sigma: f64,
         /// L2 sensitivity.
@@ -442,6 +448,7 @@ pub fn account(m: &Mechanism) -> Accounting {
     let mut warnings = m.warnings.clone();
     let mut null = None;
     let mut dominated = None;
+    let mut binomial_trials = None;
     let (sigma, sens, rho, mu) = match &m.noise {
         NoiseModel::Gaussian { sigma, sensitivity } => (
             *sigma,
@@ -452,10 +459,12 @@ pub fn account(m: &Mechanism) -> Accounting {
         NoiseModel::Dominated {
             mu,
             tail,
+            trials,
             sigma,
             sensitivity,
         } => {
             dominated = Some((*mu, *tail));
+            binomial_trials = Some(trials.clone());
             warnings.push(format!(
                 "acct_epsilon is {mu:.4}-GDP's at delta - {tail:.2e}: the Binomial noise is dominated by \
                  Gaussian-DP up to that tail (privacy::vecsum_account): acct_mu is that mu and acct_tail that tail; \
@@ -502,6 +511,7 @@ pub fn account(m: &Mechanism) -> Accounting {
             .filter(|_| m.pure.as_ref().is_none_or(|p| p.on_lattice))
             .map(|(_, step)| step),
         tail: dominated.map(|(_, tail)| tail),
+        binomial_trials,
         pure_part: None,
     };
     if let Some(pure) = &m.pure {

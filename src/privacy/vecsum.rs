@@ -7,7 +7,8 @@
 //! Each coordinate v (clipped to [-L, L]; `add_point` says whether a point
 //! had a coordinate clipped) is shifted to v + L
 //! and randomized as R = floor(w) + Bernoulli(w - floor(w)) + Binomial(b_j, p)
-//! with w = (v + L) g_j / L, g_j = max(2 sqrt(n_j), d, 4),
+//! with w = (v + L) g_j / L (capped at 2 g_j, which only a floating-point
+//! rounding can pass), g_j = max(2 sqrt(n_j), d, 4),
 //! b_j = ceil(scale g_j^2 log(d^2/delta)^2 / (eps^2 n_j)), p = 1/4 (the
 //! authors' calibration; under `calibration: exact` the level's trials t_j
 //! = ceil(tau g_j^2) in all, [`VecSum::exact`]); the shuffler sums the n_j
@@ -171,34 +172,55 @@ impl VecSum {
     /// at level j compares [`uniform_at`]`(key, c * levels + j)`, so a GPU
     /// thread per coordinate draws the same bits.
     pub fn add_point(&mut self, x: &[f64], y: f64, key: u64) -> bool {
-        let (d, l, coords) = (self.d, self.l, self.coords);
+        let coords = self.coords;
         if self.shifted.len() != coords {
             self.shifted.resize(coords, 0.0);
         }
-        let mut clipped = false;
-        let mut c = 0;
-        let mut put = |v: f64| {
-            // A NaN coordinate (never produced by finite x and y) adds 0 at
-            // every level, as it did before the rounding was vectorized:
-            // shifted 0 gives floor(w) = 0 and no Bernoulli success.
-            let s = v.clamp(-l, l) + l;
-            self.shifted[c] = if s.is_nan() { 0.0 } else { s };
-            clipped |= v.abs() > l;
-            c += 1;
-        };
-        for i in 0..d {
-            for j in i..d {
-                put(x[i] * x[j]);
-            }
-        }
-        for xi in &x[..d] {
-            put(xi * y);
-        }
-        let levels = self.levels as u64;
+        let clipped = shift_point(x, y, self.d, self.l, &mut self.shifted);
+        let (l, levels) = (self.l, self.levels as u64);
         for (j, (acc, &gj)) in self.acc.chunks_exact_mut(coords).zip(&self.g).enumerate() {
             round_level(acc, &self.shifted, gj, l, key, (j as u64, levels));
         }
         clipped
+    }
+
+    /// What the randomized rounding of the point (x, y) can add at level
+    /// `j`, per coordinate: (floor(w), floor(w) + 1 where the fractional
+    /// part exceeds the least uniform, 2^-54), w as [`Self::add_point`]
+    /// computes it (for the exact-bits test,
+    /// [`crate::privacy::bits::vecsum_bits_test`]).
+    pub fn rounding_range(&self, x: &[f64], y: f64, j: usize) -> Vec<(u64, u64)> {
+        let mut shifted = vec![0.0; self.coords];
+        shift_point(x, y, self.d, self.l, &mut shifted);
+        let gj = self.g[j];
+        shifted
+            .iter()
+            .map(|&s| {
+                let w = (s * gj / self.l).min(2.0 * gj);
+                let fl = w.floor();
+                (fl as u64, fl as u64 + u64::from(w - fl > 2f64.powi(-54)))
+            })
+            .collect()
+    }
+
+    /// The analyzer's output of level `i` for the shuffler's integer sum
+    /// `y`: (L / g_i)(y - p t_i) - n_i L.
+    fn analyze(&self, i: usize, y: u64) -> f64 {
+        (self.l / self.g[i]) * (y as f64 - P * self.trials[i] as f64) - self.n[i] as f64 * self.l
+    }
+
+    /// The integer sum whose analysis at level `i` is `o` to the bit (None:
+    /// no integer near (o + n_i L) g_i / L + p t_i gives it).
+    pub fn sum_of_release(&self, i: usize, o: f64) -> Option<u64> {
+        let y = ((o + self.n[i] as f64 * self.l) * self.g[i] / self.l + P * self.trials[i] as f64).round();
+        let y = if y.is_finite() && y >= 0.0 {
+            y as u64
+        } else {
+            return None;
+        };
+        [y, y.saturating_sub(1), y + 1]
+            .into_iter()
+            .find(|&c| self.analyze(i, c).to_bits() == o.to_bits())
     }
 
     /// Closes the next batch: the node of level i = (lowest set bit of the
@@ -213,12 +235,11 @@ impl VecSum {
         let i = k.trailing_zeros() as usize;
         let (d, c) = (self.d, self.coords);
         if i < self.levels {
-            let (gi, ti, ni) = (self.g[i], self.trials[i], self.n[i]);
+            let ti = self.trials[i];
             let bkey = fold_more(key, k);
             for e in 0..c {
                 let noise = binomial_at(bkey, e as u64 * STRIDE, ti, P);
-                let y = self.acc[i * c + e] + noise;
-                self.stored[i * c + e] = (self.l / gi) * (y as f64 - P * ti as f64) - ni as f64 * self.l;
+                self.stored[i * c + e] = self.analyze(i, self.acc[i * c + e] + noise);
             }
         }
         let upto = (i + 1).min(self.levels);
@@ -259,7 +280,7 @@ impl VecSum {
     pub fn literal_one(values: &[f64], l: f64, g: f64, b: u64, rng: &mut Stream) -> f64 {
         let mut y = 0u64;
         for &v in values {
-            let w = (v.clamp(-l, l) + l) * g / l;
+            let w = ((v.clamp(-l, l) + l) * g / l).min(2.0 * g);
             let fl = w.floor();
             y += fl as u64 + u64::from(rng.uniform() < w - fl) + rng.binomial(b, P);
         }
@@ -272,7 +293,7 @@ impl VecSum {
     pub fn accumulated_one(values: &[f64], l: f64, g: f64, b: u64, rng: &mut Stream) -> f64 {
         let mut y = 0u64;
         for &v in values {
-            let w = (v.clamp(-l, l) + l) * g / l;
+            let w = ((v.clamp(-l, l) + l) * g / l).min(2.0 * g);
             let fl = w.floor();
             y += fl as u64 + u64::from(rng.uniform() < w - fl);
         }
@@ -280,6 +301,30 @@ impl VecSum {
         y += rng.binomial(n * b, P);
         (l / g) * (y as f64 - P * (b * n) as f64) - n as f64 * l
     }
+}
+
+/// The shifted coordinates of a data point (x, y) into `shifted`: x x^T's
+/// upper triangle row-major, then x y, each clipped to [-L, L] plus L (a
+/// NaN, never produced by finite x and y, as 0: it adds 0 at every level);
+/// true when clipping changed one.
+fn shift_point(x: &[f64], y: f64, d: usize, l: f64, shifted: &mut [f64]) -> bool {
+    let mut clipped = false;
+    let mut c = 0;
+    let mut put = |v: f64| {
+        let s = v.clamp(-l, l) + l;
+        shifted[c] = if s.is_nan() { 0.0 } else { s };
+        clipped |= v.abs() > l;
+        c += 1;
+    };
+    for i in 0..d {
+        for j in i..d {
+            put(x[i] * x[j]);
+        }
+    }
+    for xi in &x[..d] {
+        put(xi * y);
+    }
+    clipped
 }
 
 /// One level's randomized rounding of a point's shifted coordinates `v`
@@ -304,8 +349,15 @@ fn round_level(acc: &mut [u64], v: &[f64], gj: f64, l: f64, key: u64, at: (u64, 
     // max(2 sqrt(n_j), d, 4) with n_j < 2^64.
     const TWO52: f64 = 4_503_599_627_370_496.0;
     let (j, levels) = at;
+    // w is capped at 2 g_j: s <= 2L, but s g_j / L can round one unit in
+    // the last place above 2 g_j (L not a power of two), and the
+    // accountant's per-coordinate bound K_j = ceil(min(G_j, 2 g_j))
+    // (`privacy::vecsum_account`) needs every rounded value in [0,
+    // ceil(2 g_j)].
+    let cap = 2.0 * gj;
     for (c, (a, &s)) in acc.iter_mut().zip(v).enumerate() {
         let w = s * gj / l;
+        let w = if w > cap { cap } else { w };
         let fl = w.floor();
         let u = uniform_at(key, c as u64 * levels + j);
         let whole = (fl + TWO52).to_bits() - TWO52.to_bits();
@@ -331,6 +383,8 @@ mod tests {
             let shifted = v.clamp(-l, l) + l;
             for j in 0..vs.levels {
                 let w = shifted * vs.g[j] / l;
+                // The cap as round_level applies it (a NaN stays NaN).
+                let w = if w > 2.0 * vs.g[j] { 2.0 * vs.g[j] } else { w };
                 let fl = w.floor();
                 let bern = u64::from(uniform_at(key, (c * vs.levels + j) as u64) < w - fl);
                 vs.acc[j * vs.coords + c] += fl as u64 + bern;

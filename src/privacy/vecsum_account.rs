@@ -43,6 +43,27 @@
 //! (1e-6, 1e-8, ..., 1e-16, then 1e-24, 1e-32) that keeps the tail below
 //! delta / 1000 (no figure if none does).
 //!
+//! **Floating point.** The engine rounds a coordinate it computed in
+//! doubles: v = fl(x_i x_j) (or fl(x_i y)) within 2^-53 |v| of the real
+//! product, clipped (1-Lipschitz), shifted, s = fl(v + L) (2^-52 L), then
+//! w = fl(fl(s g_j) / L) (two roundings of a value at most 2 g_j), capped
+//! at 2 g_j ([`crate::privacy::vecsum`]); it rounds up when a 53-bit
+//! uniform u = i 2^-53 is below w - floor(w), which it does with a
+//! probability at most 2^-53 above w - floor(w). So the engine's rounding is
+//! the coupled rounding above of a point w^ within s_j = 2^-48 g_j + 2^-52
+//! of the real w (2^-49 g_j + 2^-53 suffices), in [0, 2 g_j] up to the
+//! last step (its rounded values lie in [0, ceil(2 g_j)]). The figure
+//! therefore uses G_j^+ = G_j + 2 sqrt(C) s_j for G_j (the L2 distance of
+//! the neighbours' w^, and its L1 distance over sqrt(C)) and K_j =
+//! min(ceil(2 g_j), ceil(G_j + 2 s_j)): about 1e-14 relative, invisible in
+//! every figure the row prints, and an upper bound on the engine as it
+//! computes. The analyzer's doubles are a post-processing of the integer
+//! sums. The Binomial draws are integers from `rng::binomial` (BTRD and
+//! inversion in doubles); the figure
+//! takes their law as Binomial(t, 1/4), and the doubles' deviation from it
+//! inside the acceptance tests is not charged (analysis/PRIVACY.md, "Exact
+//! bits").
+//!
 //! For a Gaussian of the same variance the figure would be (G_j + sqrt(C))
 //! / sqrt(t_j p (1 - p)) per level: the binomial's excess is mu_u's at the
 //! smallest part t_j / K_j, plus the grids' 0.5%: about 1-3% where that part
@@ -98,15 +119,33 @@ fn grid_floor(x: u64) -> u64 {
     }
 }
 
+/// A bound on how far the engine's rounding point lies from the real one,
+/// per coordinate at level j (see the module doc, "Floating point"):
+/// 2^-48 g_j + 2^-52.
+fn float_slack(gj: f64) -> f64 {
+    gj * 2f64.powi(-48) + 2f64.powi(-52)
+}
+
+/// Level j's spread: (G_j^+, K_j), the bound on the L2 distance of the two
+/// neighbours' rounding points with the floating-point slack of both
+/// (G_j + 2 sqrt(C) s_j) and the largest shift of one coordinate
+/// (min(ceil(2 g_j), ceil(G_j + 2 s_j)), at least 1).
+fn spread(proto: &VecSum, gj: f64, sensitivity: f64) -> (f64, u64) {
+    let big_g = gj * sensitivity / proto.bound();
+    let slack = 2.0 * float_slack(gj);
+    let c = proto.coords() as f64;
+    let k = (2.0 * gj).ceil().min((big_g + slack).ceil()).max(1.0);
+    (big_g + c.sqrt() * slack, k as u64)
+}
+
 /// The dominating (mu, tail) of a protocol whose data points have L2
 /// sensitivity `sensitivity`, at tail level `eta` per unit shift.
 fn dominating_at(proto: &VecSum, sensitivity: f64, eta: f64) -> Dominating {
     let (g, trials, _) = proto.levels_params();
     let c = proto.coords() as f64;
-    let kmax = |gj: f64| (gj * sensitivity / proto.bound()).min(2.0 * gj).ceil().max(1.0) as u64;
     let (mut mu2, mut tail) = (0.0, 0.0);
     for (&gj, &tj) in g.iter().zip(trials) {
-        let big_g = gj * sensitivity / proto.bound();
+        let (big_g, kmax) = spread(proto, gj, sensitivity);
         // k from the largest (the smallest parts, where the Binomial is
         // furthest from Gaussian) down: a part at least as large as one
         // fitted has at most its mu (more trials are a post-processing), so
@@ -116,7 +155,7 @@ fn dominating_at(proto: &VecSum, sensitivity: f64, eta: f64) -> Dominating {
         // every process, shard and thread count.
         let (mut beta, mut piece_tail) = (0.0f64, 0.0f64);
         let mut last: Option<(u64, f64)> = None;
-        for k in (1..=kmax(gj)).rev() {
+        for k in (1..=kmax).rev() {
             let s = grid_floor(tj / k);
             if s == 0 {
                 return Dominating {
@@ -154,7 +193,10 @@ pub fn dominating(proto: &VecSum, sensitivity: f64, delta: f64) -> Option<Domina
     // part worth having): start from the largest eta that fits.
     let (g, _, _) = proto.levels_params();
     let c = proto.coords() as f64;
-    let pieces: f64 = g.iter().map(|gj| c + c.sqrt() * gj * sensitivity / proto.bound()).sum();
+    let pieces: f64 = g
+        .iter()
+        .map(|&gj| c + c.sqrt() * spread(proto, gj, sensitivity).0)
+        .sum();
     ETAS.iter()
         .filter(|&&eta| pieces * 1.62 * eta <= delta / 1000.0)
         .map(|&eta| dominating_at(proto, sensitivity, eta))
@@ -168,7 +210,10 @@ pub fn dominating(proto: &VecSum, sensitivity: f64, delta: f64) -> Option<Domina
 pub fn work_bytes(proto: &VecSum, sensitivity: f64, delta: f64, exact: bool) -> u64 {
     let (g, trials, _) = proto.levels_params();
     let c = proto.coords() as f64;
-    let pieces: f64 = g.iter().map(|gj| c + c.sqrt() * gj * sensitivity / proto.bound()).sum();
+    let pieces: f64 = g
+        .iter()
+        .map(|&gj| c + c.sqrt() * spread(proto, gj, sensitivity).0)
+        .sum();
     let Some(&eta) = ETAS.iter().find(|&&eta| pieces * 1.62 * eta <= delta / 1000.0) else {
         return 0;
     };

@@ -88,13 +88,28 @@ fn discrete_linear_cells_state_their_lattice_and_meet_the_target() {
 /// cell passes (its releases are lattice points, reachable from the
 /// neighbour's rounded leaf); every float cell fails the cancellation test
 /// with a delta lower bound above the cell's delta 0.001 (the figure does
-/// not hold for the bits), and the command exits 1.
+/// not hold for the bits), and the command exits 1. sdp_vecsum passes.
 #[test]
 fn audit_bits_passes_the_discrete_trees_and_fails_the_float_ones() {
     let dir = std::env::temp_dir().join(format!("fedbandits-test-{}-lattice-linear-bits", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     assert_bits_verdicts(&dir, JOB, 4000, 12, 0.001);
+    // sdp_vecsum beside the ldp tree: its releases are integer sums with
+    // Binomial noise, reachable from the neighbour (one cell per epsilon:
+    // it does not take the sampler).
+    let vecsum = JOB
+        .replace(
+            "[private_fedlinucb, feducb_centralized, feducb_decentralized]",
+            "private_fedlinucb",
+        )
+        .replace(", graph: ring, gamma: 1", "")
+        .replace(
+            "sampler: [float, discrete]}",
+            "sampler: [float, discrete], protocol: [ldp, sdp_vecsum]}",
+        );
+    let rows = assert_bits_verdicts(&dir, &vecsum, 2000, 6, 0.001);
+    assert_eq!(rows.iter().filter(|r| r.contains(" binomial ")).count(), 2, "{rows:?}");
 }
 
 /// A discrete tree on the (emulated) device: refused, naming the sampler,

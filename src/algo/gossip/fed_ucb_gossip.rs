@@ -191,6 +191,7 @@ fn noisy(p: &PrivacyConfig, horizon: u64) -> Accounting {
         warnings,
         lattice_step: lattice.map(|_| STEP),
         tail: None,
+        binomial_trials: None,
         pure_part: None,
     }
 }

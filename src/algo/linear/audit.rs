@@ -37,7 +37,7 @@ use crate::env::{AgentStreams, LinearEnv};
 use crate::linalg::LltError;
 use crate::privacy::accountant::Neighbours;
 use crate::privacy::audit::{AuditOutcome, Harness, audit, leaf_of};
-use crate::privacy::bits::{BitsOutcome, EntryTest, vector_bits_test};
+use crate::privacy::bits::{BitsOutcome, EntryTest, vecsum_bits_test, vector_bits_test};
 use crate::privacy::tree::{NodeNoise, dubey_noise, symmetric_gaussian};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -134,6 +134,10 @@ impl Audit for LinearConfig {
     /// gives every integer positive probability): it passes. Under the
     /// float sampler the cancellation test rules the other end out where a
     /// release of a zero entry lands near 0 off the other entry's grid.
+    /// sdp_vecsum releases integer sums (its randomizer rounds, its noise
+    /// is Binomial, whatever `sampler` says): the test maps each release
+    /// back to its sum and asks whether the other end's roundings and a
+    /// count in [0, t] reach it ([`vecsum_bits_test`]).
     fn bits(&self, trials: u64, seed: u64) -> Result<(BitsOutcome, &'static str), AuditError> {
         let (harness, _) = self.harness(1.0)?;
         let lattice = match self.algorithm {
@@ -146,6 +150,10 @@ impl Audit for LinearConfig {
             }
             _ => None,
         };
+        if let Harness::VecSum { proto, points, point } = &harness {
+            let o = vecsum_bits_test(proto, *points, [&point[0], &point[1]], trials, seed);
+            return Ok((o, "binomial"));
+        }
         let Harness::GaussianTree { p, noise, .. } = harness else {
             return Err(AuditError::NoBitsTest(self.mechanism_name()));
         };

@@ -181,6 +181,7 @@ pub fn mechanism(cfg: &LinearConfig) -> Option<Mechanism> {
                 Some(f) => NoiseModel::Dominated {
                     mu: f.mu,
                     tail: f.tail,
+                    trials: proto.levels_params().1.to_vec(),
                     sigma: proto.noise_std(),
                     sensitivity,
                 },
